@@ -1,0 +1,158 @@
+//! circomlib-compatible Poseidon over the BN254 scalar field, for 1 to 16
+//! inputs (state widths t = 2..=17).
+//!
+//! This module owns the whole hash: the canonical-value rule for inputs, the
+//! 32-byte big-endian encoding, the permutation, and its parameters. The
+//! parameters are not vendored tables: [`grain`] regenerates them from the
+//! Poseidon reference script's Grain LFSR and [`params`] caches them per width.
+//!
+//! Semantics are exactly circomlib's `poseidon(inputs)` (poseidon-lite's
+//! `poseidonK`, light-poseidon's `Poseidon::<Fr>::new_circom(k)`): x^5 S-box,
+//! state `[0, inputs...]` (the capacity cell is zero: no domain tag), 4 full
+//! rounds, R_P partial rounds, 4 full rounds, each round being "add round
+//! constants, S-box, multiply by the MDS matrix"; the output is cell 0.
+
+mod grain;
+mod params;
+#[cfg(test)]
+mod tests;
+
+use ark_bn254::Fr;
+use ark_ff::{AdditiveGroup, BigInt, Field, PrimeField};
+
+use super::Hash;
+use params::{FULL_ROUNDS, Params};
+
+/// The BN254 scalar field modulus, big-endian.
+pub const BN254_MODULUS_BE: Hash = [
+    0x30, 0x64, 0x4e, 0x72, 0xe1, 0x31, 0xa0, 0x29, 0xb8, 0x50, 0x45, 0xb6, 0x81, 0x81, 0x58, 0x5d,
+    0x28, 0x33, 0xe8, 0x48, 0x79, 0xb9, 0x70, 0x91, 0x43, 0xe1, 0xf5, 0x93, 0xf0, 0x00, 0x00, 0x01,
+];
+
+/// Whether `value`, read big-endian, is below the BN254 scalar modulus.
+pub fn is_canonical_field_element(value: &Hash) -> bool {
+    value < &BN254_MODULUS_BE
+}
+
+/// circomlib `poseidon(inputs)` of 1..=16 big-endian field elements, as a
+/// big-endian field element.
+///
+/// Returns `Err(i)` for the first input `i` that is not canonical (`>=` the
+/// modulus): such values are rejected, never reduced, so two distinct byte
+/// strings can never hash as the same field element.
+///
+/// # Panics
+/// If `inputs` is empty or has more than 16 values (a programmer error).
+pub(crate) fn hash(inputs: &[Hash]) -> Result<Hash, usize> {
+    // One monomorphised permutation per width, so the state is a fixed-size
+    // stack array and every loop has a constant bound.
+    match inputs.len() {
+        1 => hash_width::<2>(inputs),
+        2 => hash_width::<3>(inputs),
+        3 => hash_width::<4>(inputs),
+        4 => hash_width::<5>(inputs),
+        5 => hash_width::<6>(inputs),
+        6 => hash_width::<7>(inputs),
+        7 => hash_width::<8>(inputs),
+        8 => hash_width::<9>(inputs),
+        9 => hash_width::<10>(inputs),
+        10 => hash_width::<11>(inputs),
+        11 => hash_width::<12>(inputs),
+        12 => hash_width::<13>(inputs),
+        13 => hash_width::<14>(inputs),
+        14 => hash_width::<15>(inputs),
+        15 => hash_width::<16>(inputs),
+        16 => hash_width::<17>(inputs),
+        n => panic!("poseidon takes 1..=16 inputs, got {n}"),
+    }
+}
+
+/// [`hash`] for exactly `T - 1` inputs.
+fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
+    debug_assert_eq!(inputs.len() + 1, T);
+    let mut state = [Fr::ZERO; T];
+    for (position, (cell, input)) in state[1..].iter_mut().zip(inputs).enumerate() {
+        *cell = field_from_be(input).ok_or(position)?;
+    }
+    permute(&mut state, params::get(T));
+    Ok(field_to_be(state[0]))
+}
+
+/// The Poseidon permutation of width `T` with circomlib's round structure.
+fn permute<const T: usize>(state: &mut [Fr; T], params: &Params) {
+    let (round_constants, _) = params.round_constants.as_chunks::<T>();
+    let (mds, _) = params.mds.as_chunks::<T>();
+    debug_assert_eq!(round_constants.len() * T, params.round_constants.len());
+    debug_assert_eq!(mds.len(), T);
+
+    let partial_rounds = round_constants.len() - FULL_ROUNDS;
+    let (first_full, rest) = round_constants.split_at(FULL_ROUNDS / 2);
+    let (partial, last_full) = rest.split_at(partial_rounds);
+
+    for constants in first_full {
+        add_constants(state, constants);
+        state.iter_mut().for_each(sbox);
+        mix(state, mds);
+    }
+    for constants in partial {
+        add_constants(state, constants);
+        sbox(&mut state[0]);
+        mix(state, mds);
+    }
+    for constants in last_full {
+        add_constants(state, constants);
+        state.iter_mut().for_each(sbox);
+        mix(state, mds);
+    }
+}
+
+#[inline(always)]
+fn add_constants<const T: usize>(state: &mut [Fr; T], constants: &[Fr; T]) {
+    for (cell, constant) in state.iter_mut().zip(constants) {
+        *cell += constant;
+    }
+}
+
+/// x -> x^5 in two squarings and one multiplication.
+#[inline(always)]
+fn sbox(x: &mut Fr) {
+    let x4 = x.square().square();
+    *x *= x4;
+}
+
+/// state <- M * state. `sum_of_products` accumulates several products before
+/// one Montgomery reduction (BN254 leaves two spare bits in the top limb),
+/// which is cheaper than reducing every product.
+#[inline(always)]
+fn mix<const T: usize>(state: &mut [Fr; T], mds: &[[Fr; T]]) {
+    let old = *state;
+    for (cell, row) in state.iter_mut().zip(mds) {
+        *cell = Fr::sum_of_products(row, &old);
+    }
+}
+
+/// A canonical big-endian value as a field element, or `None` if it is
+/// `>=` the modulus.
+fn field_from_be(bytes: &Hash) -> Option<Fr> {
+    if !is_canonical_field_element(bytes) {
+        return None;
+    }
+    // Limbs are little-endian u64s: the last 8 bytes are limb 0.
+    let mut limbs = [0u64; 4];
+    let (chunks, _) = bytes.as_chunks::<8>();
+    for (limb, chunk) in limbs.iter_mut().rev().zip(chunks) {
+        *limb = u64::from_be_bytes(*chunk);
+    }
+    Fr::from_bigint(BigInt::new(limbs))
+}
+
+/// A field element as its canonical 32-byte big-endian encoding.
+fn field_to_be(value: Fr) -> Hash {
+    let limbs = value.into_bigint().0;
+    let mut out = [0u8; 32];
+    let (chunks, _) = out.as_chunks_mut::<8>();
+    for (chunk, limb) in chunks.iter_mut().zip(limbs.iter().rev()) {
+        *chunk = limb.to_be_bytes();
+    }
+    out
+}

@@ -1,0 +1,120 @@
+//! 0x-prefixed lowercase hex for 32-byte values: how hashes appear in JSON,
+//! on the command line and in error messages.
+
+use std::fmt;
+
+use crate::hash::Hash;
+
+/// Displays a 32-byte value as `0x` followed by 64 lowercase hex digits.
+#[derive(Clone, Copy)]
+pub struct Hex<'a>(pub &'a Hash);
+
+impl fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("0x")?;
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// `value` as `0x`-prefixed lowercase hex.
+pub fn to_hex(value: &Hash) -> String {
+    Hex(value).to_string()
+}
+
+/// Why a string is not a 32-byte hex value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HexError {
+    /// No `0x` prefix.
+    #[error("hash {0:?} must start with 0x")]
+    MissingPrefix(String),
+    /// Not 64 hex digits after the prefix.
+    #[error("hash {text:?} has {got} hex digits, want 64")]
+    WrongLength {
+        /// The rejected text (truncated if long).
+        text: String,
+        /// Digits found after `0x`.
+        got: usize,
+    },
+    /// A character that is not a hex digit.
+    #[error("hash {text:?} has a non-hex character at position {position}")]
+    BadDigit {
+        /// The rejected text (truncated if long).
+        text: String,
+        /// Byte offset of the bad character.
+        position: usize,
+    },
+}
+
+fn shorten(text: &str) -> String {
+    if text.len() <= 80 {
+        text.to_owned()
+    } else {
+        let mut end = 77;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &text[..end])
+    }
+}
+
+/// Parses `0x` followed by exactly 64 hex digits (either case).
+pub fn parse_hash(text: &str) -> Result<Hash, HexError> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .ok_or_else(|| HexError::MissingPrefix(shorten(text)))?;
+    if digits.len() != 64 {
+        return Err(HexError::WrongLength {
+            text: shorten(text),
+            got: digits.chars().count(),
+        });
+    }
+    let mut out = [0u8; 32];
+    let bytes = digits.as_bytes();
+    for (i, byte) in out.iter_mut().enumerate() {
+        let digit = |offset: usize| -> Result<u8, HexError> {
+            let c = bytes[2 * i + offset];
+            (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| HexError::BadDigit {
+                text: shorten(text),
+                position: 2 + 2 * i + offset,
+            })
+        };
+        *byte = (digit(0)? << 4) | digit(1)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_rejects_malformed_text() {
+        let mut value = [0u8; 32];
+        value[0] = 0xab;
+        value[31] = 0x01;
+        let text = to_hex(&value);
+        assert_eq!(text.len(), 66);
+        assert!(text.starts_with("0xab00"));
+        assert_eq!(parse_hash(&text), Ok(value));
+        assert_eq!(parse_hash(&text.to_uppercase().replacen("0X", "0x", 1)), Ok(value));
+        assert!(matches!(parse_hash(&text[2..]), Err(HexError::MissingPrefix(_))));
+        assert!(matches!(parse_hash("0x12"), Err(HexError::WrongLength { got: 2, .. })));
+        let bad = format!("0x{}g", "0".repeat(63));
+        assert_eq!(
+            parse_hash(&bad),
+            Err(HexError::BadDigit { text: bad.clone(), position: 65 })
+        );
+        // Multi-byte characters must not panic on slicing.
+        assert!(parse_hash(&format!("0x{}é", "0".repeat(62))).is_err());
+    }
+}

@@ -1,0 +1,21 @@
+//! cairn-core: the pure core of cairn. An n-ary Lean Incremental Merkle Tree
+//! (arity 2..=16), its node hashers (BLAKE3, SHA-256, Keccak-256, Poseidon
+//! over BN254), membership and consistency proofs with their verifiers and
+//! encodings.
+//!
+//! Architecture invariant: this crate does no file or network I/O. Storage
+//! lives in the engine crate; everything here is deterministic computation.
+
+pub mod arity;
+pub mod error;
+pub mod hash;
+pub mod hex;
+pub mod proof;
+pub mod shape;
+pub mod tree;
+
+pub use arity::{Arity, ArityError};
+pub use error::TreeError;
+pub use hash::{Hash, HashKind};
+pub use proof::{ConsistencyProof, DecodeError, MembershipProof, VerifyError};
+pub use tree::{LeanImt, TreeConfig, TreeHead, View};

@@ -1,0 +1,153 @@
+//! Membership proofs: leaf `index` is in the tree of `size` leaves.
+//!
+//! A proof carries exactly the siblings of the leaf's group at every level
+//! where a hash happens (lifted levels carry nothing). The verifier derives
+//! every position and group width from `(index, size, arity)` and the trusted
+//! head; it never reads a root from the proof.
+
+use super::{check_head, check_params, check_value};
+use crate::error::TreeError;
+use crate::hash::{Hash, HashKind, MAX_GROUP};
+use crate::proof::error::VerifyError;
+use crate::shape::{self, Path, PathStep};
+use crate::tree::{TreeHead, View};
+use crate::Arity;
+
+/// A proof that `leaf` is leaf `index` of the tree of `size` leaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MembershipProof {
+    pub(crate) arity: Arity,
+    pub(crate) hash: HashKind,
+    pub(crate) index: u64,
+    pub(crate) size: u64,
+    pub(crate) leaf: Hash,
+    /// Siblings of every hashing level, bottom-up, each level's in index order.
+    pub(crate) siblings: Vec<Hash>,
+}
+
+impl MembershipProof {
+    /// The arity the proof was made for.
+    pub fn arity(&self) -> Arity {
+        self.arity
+    }
+    /// The hash the proof was made for.
+    pub fn hash(&self) -> HashKind {
+        self.hash
+    }
+    /// The proven leaf's index.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+    /// The tree size the proof is against.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// The proven leaf.
+    pub fn leaf(&self) -> Hash {
+        self.leaf
+    }
+    /// All siblings, bottom-up.
+    pub fn siblings(&self) -> &[Hash] {
+        &self.siblings
+    }
+
+    /// The path steps that hash, each with its siblings.
+    pub fn levels(&self) -> impl Iterator<Item = (PathStep, &[Hash])> {
+        let mut rest = self.siblings.as_slice();
+        Path::new(self.index, self.size, self.arity)
+            .filter(PathStep::hashes)
+            .map(move |step| {
+                let (level, tail) = rest.split_at(step.sibling_count().min(rest.len()));
+                rest = tail;
+                (step, level)
+            })
+    }
+
+    /// Builds the proof of leaf `index` in `view`.
+    pub(crate) fn generate(view: &View<'_>, index: u64) -> Result<MembershipProof, TreeError> {
+        let size = view.size();
+        if index >= size {
+            return Err(TreeError::IndexOutOfRange { index, size });
+        }
+        let config = view.config();
+        let mut siblings = Vec::with_capacity(shape::membership_sibling_count(index, size, config.arity));
+        for step in Path::new(index, size, config.arity).filter(PathStep::hashes) {
+            let level = step.level;
+            for member in 0..step.group_len {
+                if member != step.position {
+                    siblings.push(view.node(level, step.group_start + member as u64));
+                }
+            }
+        }
+        Ok(MembershipProof {
+            arity: config.arity,
+            hash: config.hash,
+            index,
+            size,
+            leaf: view.node(0, index),
+            siblings,
+        })
+    }
+
+    /// Checks the proof against a tree of `arity` and `hash` whose head the
+    /// caller trusts. Every claimed field must equal what the trusted values
+    /// imply; the root is recomputed and compared.
+    pub fn verify(&self, arity: Arity, hash: HashKind, trusted: &TreeHead) -> Result<(), VerifyError> {
+        check_params(self.arity, self.hash, arity, hash)?;
+        check_head(trusted)?;
+        if self.size != trusted.size {
+            return Err(VerifyError::SizeMismatch {
+                which: "size",
+                proof: self.size,
+                trusted: trusted.size,
+            });
+        }
+        let computed = self.compute_root()?;
+        let trusted_root = trusted.root.unwrap_or_default();
+        if computed != trusted_root {
+            return Err(VerifyError::RootMismatch {
+                which: "root",
+                computed,
+                trusted: trusted_root,
+            });
+        }
+        Ok(())
+    }
+
+    /// The root the proof implies at its own size, after checking its shape
+    /// and values (but not against any trusted head).
+    pub(crate) fn compute_root(&self) -> Result<Hash, VerifyError> {
+        if self.index >= self.size {
+            return Err(VerifyError::IndexOutOfRange {
+                index: self.index,
+                size: self.size,
+            });
+        }
+        let want = shape::membership_sibling_count(self.index, self.size, self.arity);
+        if self.siblings.len() != want {
+            return Err(VerifyError::HashCount {
+                got: self.siblings.len(),
+                want,
+            });
+        }
+        check_value(self.hash, "leaf", &self.leaf)?;
+        for (i, sibling) in self.siblings.iter().enumerate() {
+            if !self.hash.accepts(sibling) {
+                return Err(VerifyError::NonCanonical {
+                    what: format!("sibling {i}"),
+                    value: *sibling,
+                });
+            }
+        }
+        let mut node = self.leaf;
+        let mut group = [[0u8; 32]; MAX_GROUP];
+        for (step, siblings) in self.levels() {
+            let width = step.group_len;
+            group[..step.position].copy_from_slice(&siblings[..step.position]);
+            group[step.position] = node;
+            group[step.position + 1..width].copy_from_slice(&siblings[step.position..]);
+            node = self.hash.hash_children(&group[..width]);
+        }
+        Ok(node)
+    }
+}

@@ -1,0 +1,97 @@
+//! Proofs about a tree: membership of a leaf and consistency between two
+//! sizes, their verifiers, roll-forward, and their binary and JSON encodings.
+//!
+//! Verifiers take what the caller trusts (arity, hash, size and root) and
+//! derive every position and width from it; anything a proof claims that
+//! disagrees is a rejection with a reason.
+
+mod binary;
+mod consistency;
+pub mod error;
+mod json;
+mod membership;
+
+pub use binary::{FORMAT_VERSION, KIND_CONSISTENCY, KIND_MEMBERSHIP};
+pub use consistency::ConsistencyProof;
+pub use error::{DecodeError, VerifyError};
+pub use membership::MembershipProof;
+
+use crate::error::TreeError;
+use crate::hash::{Hash, HashKind};
+use crate::tree::{LeanImt, TreeHead, View};
+use crate::Arity;
+
+fn check_params(
+    proof_arity: Arity,
+    proof_hash: HashKind,
+    arity: Arity,
+    hash: HashKind,
+) -> Result<(), VerifyError> {
+    if proof_arity != arity {
+        return Err(VerifyError::ArityMismatch {
+            proof: proof_arity.get(),
+            trusted: arity.get(),
+        });
+    }
+    if proof_hash != hash {
+        return Err(VerifyError::HashMismatch {
+            proof: proof_hash,
+            trusted: hash,
+        });
+    }
+    Ok(())
+}
+
+fn check_head(head: &TreeHead) -> Result<(), VerifyError> {
+    if (head.size == 0) != head.root.is_none() {
+        return Err(VerifyError::InconsistentHead {
+            size: head.size,
+            has_root: head.root.is_some(),
+        });
+    }
+    Ok(())
+}
+
+fn check_value(hash: HashKind, what: &str, value: &Hash) -> Result<(), VerifyError> {
+    if hash.accepts(value) {
+        Ok(())
+    } else {
+        Err(VerifyError::NonCanonical {
+            what: what.to_owned(),
+            value: *value,
+        })
+    }
+}
+
+impl View<'_> {
+    /// The membership proof of leaf `index` at this view's size.
+    pub fn prove(&self, index: u64) -> Result<MembershipProof, TreeError> {
+        MembershipProof::generate(self, index)
+    }
+
+    /// The consistency proof from `old_size` to this view's size.
+    pub fn prove_consistency(&self, old_size: u64) -> Result<ConsistencyProof, TreeError> {
+        ConsistencyProof::generate(self, old_size)
+    }
+}
+
+impl LeanImt {
+    /// The membership proof of leaf `index` in the current tree.
+    pub fn prove(&self, index: u64) -> Result<MembershipProof, TreeError> {
+        self.at_size(self.size())?.prove(index)
+    }
+
+    /// The membership proof of leaf `index` in the tree as it was at `size`
+    /// (`index < size <= self.size()`), for verifiers that trust an older root.
+    pub fn prove_at(&self, index: u64, size: u64) -> Result<MembershipProof, TreeError> {
+        self.at_size(size)?.prove(index)
+    }
+
+    /// The consistency proof between the tree at `old_size` and at `new_size`.
+    pub fn prove_consistency(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, TreeError> {
+        if old_size > new_size {
+            return Err(TreeError::OldSizeAboveNew { old_size, new_size });
+        }
+        self.at_size(new_size)?.prove_consistency(old_size)
+    }
+}

@@ -1,0 +1,257 @@
+//! The shape of a tree as a function of its size and arity alone.
+//!
+//! Everything a verifier must derive (depth, level lengths, the group a node
+//! belongs to, its position in it) lives here, as pure integer arithmetic, so
+//! that the prover and the verifier share one definition.
+
+use crate::Arity;
+
+/// The number of nodes at `level` in a tree of `size` leaves: ceil(size / N^level).
+#[inline]
+pub fn level_len(size: u64, arity: Arity, level: u32) -> u64 {
+    match arity.as_u64().checked_pow(level) {
+        Some(span) => size.div_ceil(span),
+        // N^level exceeds every u64 size: the level holds one node if any.
+        None => u64::from(size > 0),
+    }
+}
+
+/// The depth of a tree of `size` leaves: ceil(log_N(size)), 0 for 0 or 1 leaf.
+#[inline]
+pub fn depth(size: u64, arity: Arity) -> u32 {
+    let mut depth = 0;
+    let mut len = size;
+    while len > 1 {
+        len = len.div_ceil(arity.as_u64());
+        depth += 1;
+    }
+    depth
+}
+
+/// How many leaves a tree of at most `max_depth` levels holds: N^max_depth,
+/// or `None` when that exceeds `u64::MAX` (no limit a u64 size can reach).
+#[inline]
+pub fn capacity(arity: Arity, max_depth: u32) -> Option<u64> {
+    arity.as_u64().checked_pow(max_depth)
+}
+
+/// One level of a leaf's path to the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathStep {
+    /// The level of the group (0 = leaves).
+    pub level: u32,
+    /// Index at `level` of the group's first member.
+    pub group_start: u64,
+    /// Members in the group: 1 (lifted, no hash) to N.
+    pub group_len: usize,
+    /// The path node's position within the group.
+    pub position: usize,
+}
+
+impl PathStep {
+    /// Whether this level hashes (a group of one is lifted unchanged).
+    #[inline]
+    pub fn hashes(&self) -> bool {
+        self.group_len > 1
+    }
+
+    /// The number of siblings a proof carries at this level.
+    #[inline]
+    pub fn sibling_count(&self) -> usize {
+        self.group_len - 1
+    }
+}
+
+/// The groups on the path from leaf `index` to the root of a tree of `size`
+/// leaves, one per level below the root (`depth(size)` steps, lifted levels
+/// included). `index < size` is the caller's to check.
+#[derive(Clone, Debug)]
+pub struct Path {
+    arity: u64,
+    size_at_level: u64,
+    index_at_level: u64,
+    level: u32,
+}
+
+impl Path {
+    /// The path of `index` in a tree of `size` leaves.
+    pub fn new(index: u64, size: u64, arity: Arity) -> Path {
+        debug_assert!(index < size, "index {index} must be below size {size}");
+        Path {
+            arity: arity.as_u64(),
+            size_at_level: size,
+            index_at_level: index,
+            level: 0,
+        }
+    }
+}
+
+impl Iterator for Path {
+    type Item = PathStep;
+
+    #[inline]
+    fn next(&mut self) -> Option<PathStep> {
+        if self.size_at_level <= 1 {
+            return None;
+        }
+        let group_start = self.index_at_level - self.index_at_level % self.arity;
+        let group_len = (self.size_at_level - group_start).min(self.arity) as usize;
+        let step = PathStep {
+            level: self.level,
+            group_start,
+            group_len,
+            position: (self.index_at_level - group_start) as usize,
+        };
+        self.size_at_level = self.size_at_level.div_ceil(self.arity);
+        self.index_at_level /= self.arity;
+        self.level += 1;
+        Some(step)
+    }
+}
+
+/// The total number of siblings in a membership proof of `index` at `size`.
+pub fn membership_sibling_count(index: u64, size: u64, arity: Arity) -> usize {
+    Path::new(index, size, arity)
+        .map(|step| step.sibling_count())
+        .sum()
+}
+
+/// One level of a consistency proof from `old_size` to `new_size` leaves.
+///
+/// The old tree's right edge at `level` is node `edge = level_len(old) - 1`.
+/// Its group in the new tree is `[group_start, group_start + left + 1 + right)`:
+/// `left` complete nodes shared by both trees, the edge node, and `right`
+/// nodes that only the new tree has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsistencyStep {
+    /// The level (0 = leaves).
+    pub level: u32,
+    /// Index at `level` of the old tree's right-edge node.
+    pub edge: u64,
+    /// Shared siblings left of the edge node in its group.
+    pub left: usize,
+    /// New-only siblings right of the edge node in its group (new tree).
+    pub right: usize,
+    /// Whether the old tree still has this level below its root, i.e. the
+    /// edge node's old group is hashed or lifted into the old root.
+    pub below_old_root: bool,
+}
+
+/// The steps of a consistency proof from `old_size` to `new_size`
+/// (`0 < old_size <= new_size`), one per level below the new root.
+pub fn consistency_steps(
+    old_size: u64,
+    new_size: u64,
+    arity: Arity,
+) -> impl Iterator<Item = ConsistencyStep> {
+    debug_assert!(0 < old_size && old_size <= new_size);
+    let n = arity.as_u64();
+    let mut edge = old_size.saturating_sub(1);
+    let mut old_len = old_size;
+    let mut new_len = new_size;
+    let mut level = 0;
+    std::iter::from_fn(move || {
+        if new_len <= 1 {
+            return None;
+        }
+        let group_start = edge - edge % n;
+        let group_end = (group_start + n).min(new_len);
+        let step = ConsistencyStep {
+            level,
+            edge,
+            left: (edge - group_start) as usize,
+            right: (group_end - edge - 1) as usize,
+            below_old_root: old_len > 1,
+        };
+        edge /= n;
+        old_len = old_len.div_ceil(n);
+        new_len = new_len.div_ceil(n);
+        level += 1;
+        Some(step)
+    })
+}
+
+/// The total number of hashes (excluding the edge leaf) in a consistency
+/// proof from `old_size` to `new_size`; 0 when `old_size` is 0.
+pub fn consistency_hash_count(old_size: u64, new_size: u64, arity: Arity) -> usize {
+    if old_size == 0 {
+        return 0;
+    }
+    consistency_steps(old_size, new_size, arity)
+        .map(|step| step.left + step.right)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arity(n: u64) -> Arity {
+        Arity::new(n).unwrap()
+    }
+
+    #[test]
+    fn depth_is_ceil_log() {
+        let four = arity(4);
+        let cases = [(0, 0), (1, 0), (2, 1), (4, 1), (5, 2), (16, 2), (17, 3)];
+        for (size, want) in cases {
+            assert_eq!(depth(size, four), want, "size {size}");
+        }
+        assert_eq!(depth(u64::MAX, arity(2)), 64);
+        assert_eq!(depth(u64::MAX, arity(16)), 16);
+        assert_eq!(depth(1 << 20, arity(2)), 20);
+        assert_eq!(depth((1 << 20) + 1, arity(2)), 21);
+    }
+
+    #[test]
+    fn level_len_matches_repeated_ceiling_division() {
+        for n in [2, 3, 7, 16] {
+            for size in 0..300u64 {
+                let mut len = size;
+                for level in 0..10 {
+                    assert_eq!(level_len(size, arity(n), level), len);
+                    len = len.div_ceil(n);
+                }
+            }
+        }
+        assert_eq!(level_len(u64::MAX, arity(16), 17), 1);
+        assert_eq!(level_len(0, arity(16), 17), 0);
+    }
+
+    #[test]
+    fn path_of_a_leaf_in_a_partial_tree() {
+        // 10 leaves, N = 4: levels of 10, 3, 1 nodes. Leaf 9 is in group
+        // [8, 10) at level 0, node 2 is alone... no: level 1 group [0, 3).
+        let steps: Vec<_> = Path::new(9, 10, arity(4)).collect();
+        assert_eq!(
+            steps,
+            vec![
+                PathStep { level: 0, group_start: 8, group_len: 2, position: 1 },
+                PathStep { level: 1, group_start: 0, group_len: 3, position: 2 },
+            ]
+        );
+        // 9 leaves, N = 4: leaf 8 is alone in its group and is lifted.
+        let steps: Vec<_> = Path::new(8, 9, arity(4)).collect();
+        assert_eq!(steps[0].group_len, 1);
+        assert!(!steps[0].hashes());
+        assert_eq!(membership_sibling_count(8, 9, arity(4)), 2);
+        assert_eq!(Path::new(0, 1, arity(4)).count(), 0);
+    }
+
+    #[test]
+    fn consistency_steps_split_each_edge_group() {
+        // 5 -> 11 leaves at N = 4. Level 0: edge 4, group [4, 8): left 0,
+        // right 3. Level 1: edge 1, group [0, 3): left 1, right 1.
+        let steps: Vec<_> = consistency_steps(5, 11, arity(4)).collect();
+        assert_eq!(steps.len(), 2);
+        assert_eq!((steps[0].edge, steps[0].left, steps[0].right), (4, 0, 3));
+        assert_eq!((steps[1].edge, steps[1].left, steps[1].right), (1, 1, 1));
+        assert!(steps[0].below_old_root && steps[1].below_old_root);
+        // 3 -> 20 at N = 4: the old tree has depth 1, the new one depth 3.
+        let steps: Vec<_> = consistency_steps(3, 20, arity(4)).collect();
+        assert_eq!(steps.len(), 3);
+        assert!(steps[0].below_old_root);
+        assert!(!steps[1].below_old_root);
+        assert_eq!(consistency_hash_count(0, 20, arity(4)), 0);
+    }
+}

@@ -1,0 +1,439 @@
+//! The n-ary Lean Incremental Merkle Tree, held in memory.
+//!
+//! Invariant: after every public call, `levels[0]` holds the leaves verbatim,
+//! `levels[k + 1]` holds exactly ceil(len_k / N) nodes, each the hash of its
+//! group of 2..=N children or its lone child lifted unchanged, and the top
+//! level holds one node (the root) unless the tree is empty. Nothing ever
+//! changes except the right edge of each level.
+
+use crate::error::TreeError;
+use crate::hash::{Hash, HashKind};
+use crate::shape;
+use crate::Arity;
+
+/// What a tree is: chosen at creation, stored by the database, never changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeConfig {
+    /// Children per internal node, at most.
+    pub arity: Arity,
+    /// The node hash.
+    pub hash: HashKind,
+    /// If set, appends that would make the tree deeper than this fail
+    /// (for trees that must fit a fixed-depth circuit).
+    pub max_depth: Option<u32>,
+}
+
+impl TreeConfig {
+    /// A tree of `arity` and `hash` with no maximum depth.
+    pub const fn new(arity: Arity, hash: HashKind) -> TreeConfig {
+        TreeConfig {
+            arity,
+            hash,
+            max_depth: None,
+        }
+    }
+
+    /// The same tree limited to `max_depth` levels.
+    pub const fn with_max_depth(self, max_depth: u32) -> TreeConfig {
+        TreeConfig {
+            max_depth: Some(max_depth),
+            ..self
+        }
+    }
+
+    /// The most leaves the tree may hold, if limited within `u64`.
+    pub fn capacity(&self) -> Option<u64> {
+        self.max_depth.and_then(|d| shape::capacity(self.arity, d))
+    }
+}
+
+/// A tree's size and root as a verifier trusts them: the root of the tree
+/// with exactly `size` leaves. The empty tree has no root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TreeHead {
+    /// Number of leaves.
+    pub size: u64,
+    /// The root, `None` exactly when `size` is 0.
+    pub root: Option<Hash>,
+}
+
+impl TreeHead {
+    /// The head of a non-empty tree.
+    pub const fn new(size: u64, root: Hash) -> TreeHead {
+        TreeHead {
+            size,
+            root: Some(root),
+        }
+    }
+
+    /// The head of the empty tree.
+    pub const EMPTY: TreeHead = TreeHead {
+        size: 0,
+        root: None,
+    };
+}
+
+/// An in-memory n-ary LeanIMT.
+#[derive(Clone, Debug)]
+pub struct LeanImt {
+    config: TreeConfig,
+    /// `levels[0]` = leaves; see the module invariant.
+    levels: Vec<Vec<Hash>>,
+}
+
+impl LeanImt {
+    /// An empty tree.
+    pub fn new(config: TreeConfig) -> LeanImt {
+        LeanImt {
+            config,
+            levels: vec![Vec::new()],
+        }
+    }
+
+    /// A tree holding `leaves`, built in one pass (an empty slice gives the
+    /// empty tree).
+    pub fn from_leaves(config: TreeConfig, leaves: &[Hash]) -> Result<LeanImt, TreeError> {
+        let mut tree = LeanImt::new(config);
+        if !leaves.is_empty() {
+            tree.append_batch(leaves)?;
+        }
+        Ok(tree)
+    }
+
+    /// The tree's configuration.
+    pub fn config(&self) -> TreeConfig {
+        self.config
+    }
+
+    /// Number of leaves.
+    pub fn size(&self) -> u64 {
+        self.levels[0].len() as u64
+    }
+
+    /// Whether the tree has no leaves.
+    pub fn is_empty(&self) -> bool {
+        self.levels[0].is_empty()
+    }
+
+    /// Levels above the leaves: ceil(log_N(size)), 0 for an empty or one-leaf tree.
+    pub fn depth(&self) -> u32 {
+        shape::depth(self.size(), self.config.arity)
+    }
+
+    /// The root, or `None` for the empty tree (which has no root).
+    pub fn root(&self) -> Option<Hash> {
+        self.levels.last().and_then(|top| {
+            debug_assert!(top.len() <= 1);
+            top.first().copied()
+        })
+    }
+
+    /// The size and root together.
+    pub fn head(&self) -> TreeHead {
+        TreeHead {
+            size: self.size(),
+            root: self.root(),
+        }
+    }
+
+    /// The leaf at `index`, if present.
+    pub fn leaf(&self, index: u64) -> Option<Hash> {
+        self.node(0, index)
+    }
+
+    /// All leaves, in order.
+    pub fn leaves(&self) -> &[Hash] {
+        &self.levels[0]
+    }
+
+    /// The node at `level`, `index` of the current tree.
+    pub fn node(&self, level: u32, index: u64) -> Option<Hash> {
+        let level = self.levels.get(level as usize)?;
+        usize::try_from(index).ok().and_then(|i| level.get(i)).copied()
+    }
+
+    /// Appends one leaf; returns its index.
+    pub fn append(&mut self, leaf: Hash) -> Result<u64, TreeError> {
+        self.append_batch(std::slice::from_ref(&leaf))
+    }
+
+    /// Appends `leaves` in order; returns the index of the first. All or
+    /// nothing: a refused batch leaves the tree unchanged.
+    pub fn append_batch(&mut self, leaves: &[Hash]) -> Result<u64, TreeError> {
+        self.check_batch(leaves)?;
+        let first = self.size();
+        self.levels[0].extend_from_slice(leaves);
+        self.rehash_from(first);
+        Ok(first)
+    }
+
+    /// Validates a batch against this tree without changing anything.
+    pub fn check_batch(&self, leaves: &[Hash]) -> Result<(), TreeError> {
+        if leaves.is_empty() {
+            return Err(TreeError::EmptyBatch);
+        }
+        if let Some(position) = leaves.iter().position(|leaf| !self.config.hash.accepts(leaf)) {
+            return Err(TreeError::NonCanonicalLeaf {
+                position,
+                leaf: leaves[position],
+            });
+        }
+        let size = self.size();
+        let appending = leaves.len() as u64;
+        if let Some(max_depth) = self.config.max_depth {
+            let capacity = shape::capacity(self.config.arity, max_depth);
+            let fits = match (size.checked_add(appending), capacity) {
+                (Some(after), Some(capacity)) => after <= capacity,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if !fits {
+                return Err(TreeError::CapacityExceeded {
+                    size,
+                    appending,
+                    capacity: capacity.unwrap_or(u64::MAX),
+                    arity: self.config.arity.get(),
+                    max_depth,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Recomputes every node whose subtree contains a leaf at index >= `first`.
+    fn rehash_from(&mut self, first: u64) {
+        let arity = self.config.arity.get();
+        let hash = self.config.hash;
+        let mut dirty = first as usize;
+        let mut level = 0;
+        while self.levels[level].len() > 1 {
+            if self.levels.len() == level + 1 {
+                self.levels.push(Vec::new());
+            }
+            let (lower, upper) = self.levels.split_at_mut(level + 1);
+            let children = &lower[level];
+            let parents = &mut upper[0];
+            let parent_first = dirty / arity;
+            parents.truncate(parent_first);
+            parents.extend(children[parent_first * arity..].chunks(arity).map(|group| {
+                if group.len() == 1 {
+                    group[0]
+                } else {
+                    hash.hash_children(group)
+                }
+            }));
+            debug_assert_eq!(parents.len(), children.len().div_ceil(arity));
+            dirty = parent_first;
+            level += 1;
+        }
+    }
+
+    /// A read-only view of the tree as it was when it had `size` leaves.
+    pub fn at_size(&self, size: u64) -> Result<View<'_>, TreeError> {
+        View::new(self, size)
+    }
+}
+
+/// The tree as it was at an earlier (or the current) size, derived from the
+/// current tree without rebuilding it.
+///
+/// A node that covers only leaves below `size` is the same in both trees;
+/// at each level only the last node of the smaller tree can differ, so the
+/// view recomputes that right edge once, bottom-up (at most N - 1 stored
+/// siblings and one hash per level).
+#[derive(Clone, Debug)]
+pub struct View<'a> {
+    tree: &'a LeanImt,
+    size: u64,
+    /// `edge[k]` = the last node of level k at `size` (empty when size == 0).
+    edge: Vec<Hash>,
+}
+
+impl<'a> View<'a> {
+    fn new(tree: &'a LeanImt, size: u64) -> Result<View<'a>, TreeError> {
+        let tree_size = tree.size();
+        if size > tree_size {
+            return Err(TreeError::SizeBeyondTree { size, tree_size });
+        }
+        let arity = tree.config.arity;
+        let mut edge = Vec::new();
+        if size > 0 {
+            let depth = shape::depth(size, arity);
+            edge.reserve(depth as usize + 1);
+            let mut node = tree.levels[0][(size - 1) as usize];
+            edge.push(node);
+            let mut buffer = [[0u8; 32]; crate::hash::MAX_GROUP];
+            for step in shape::Path::new(size - 1, size, arity) {
+                if step.hashes() {
+                    let start = step.group_start as usize;
+                    let stored = &tree.levels[step.level as usize][start..start + step.position];
+                    buffer[..step.position].copy_from_slice(stored);
+                    buffer[step.position] = node;
+                    node = tree.config.hash.hash_children(&buffer[..step.group_len]);
+                }
+                edge.push(node);
+            }
+            debug_assert_eq!(edge.len(), depth as usize + 1);
+        }
+        Ok(View { tree, size, edge })
+    }
+
+    /// The tree's configuration.
+    pub fn config(&self) -> TreeConfig {
+        self.tree.config
+    }
+
+    /// The view's size.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The root at this size, `None` when the size is 0.
+    pub fn root(&self) -> Option<Hash> {
+        self.edge.last().copied()
+    }
+
+    /// The head (size and root) at this size.
+    pub fn head(&self) -> TreeHead {
+        TreeHead {
+            size: self.size,
+            root: self.root(),
+        }
+    }
+
+    /// The node at `level`, `index` of the tree at this size.
+    ///
+    /// # Panics
+    /// If the node does not exist at this size (a programmer error: callers
+    /// derive positions from `shape`).
+    pub fn node(&self, level: u32, index: u64) -> Hash {
+        let len = shape::level_len(self.size, self.tree.config.arity, level);
+        assert!(index < len, "node {index} at level {level} is outside a tree of size {}", self.size);
+        if index == len - 1 {
+            self.edge[level as usize]
+        } else {
+            self.tree.levels[level as usize][index as usize]
+        }
+    }
+
+    /// Copies the nodes `[start, start + out.len())` of `level` into `out`.
+    pub(crate) fn nodes_into(&self, level: u32, start: u64, out: &mut [Hash]) {
+        for (offset, slot) in out.iter_mut().enumerate() {
+            *slot = self.node(level, start + offset as u64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaves(count: usize) -> Vec<Hash> {
+        (0..count)
+            .map(|i| {
+                let mut leaf = [0u8; 32];
+                leaf[24..].copy_from_slice(&(i as u64 + 1).to_be_bytes());
+                leaf
+            })
+            .collect()
+    }
+
+    fn config(n: u64) -> TreeConfig {
+        TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3)
+    }
+
+    #[test]
+    fn empty_tree_has_no_root_and_one_leaf_is_its_own_root() {
+        let mut tree = LeanImt::new(config(4));
+        assert_eq!(tree.root(), None);
+        assert_eq!(tree.head(), TreeHead::EMPTY);
+        let leaf = leaves(1)[0];
+        tree.append(leaf).unwrap();
+        assert_eq!(tree.root(), Some(leaf));
+        assert_eq!(tree.depth(), 0);
+    }
+
+    #[test]
+    fn lone_children_are_lifted_and_partial_groups_hash_their_members() {
+        let l = leaves(6);
+        let tree = LeanImt::from_leaves(config(4), &l).unwrap();
+        let h = |c: &[Hash]| HashKind::Blake3.hash_children(c);
+        let left = h(&l[0..4]);
+        let right = h(&l[4..6]);
+        assert_eq!(tree.root(), Some(h(&[left, right])));
+        let tree = LeanImt::from_leaves(config(4), &l[..5]).unwrap();
+        assert_eq!(tree.root(), Some(h(&[left, l[4]])));
+        assert_eq!(tree.depth(), 2);
+    }
+
+    #[test]
+    fn single_appends_equal_one_batch() {
+        let l = leaves(200);
+        for n in [2, 3, 4, 16] {
+            let batch = LeanImt::from_leaves(config(n), &l).unwrap();
+            let mut single = LeanImt::new(config(n));
+            for leaf in &l {
+                single.append(*leaf).unwrap();
+            }
+            assert_eq!(single.root(), batch.root(), "arity {n}");
+            assert_eq!(single.levels, batch.levels, "arity {n}");
+        }
+    }
+
+    #[test]
+    fn empty_batch_is_refused() {
+        let mut tree = LeanImt::new(config(2));
+        assert_eq!(tree.append_batch(&[]), Err(TreeError::EmptyBatch));
+    }
+
+    #[test]
+    fn max_depth_refuses_an_overflowing_append_and_changes_nothing() {
+        let l = leaves(17);
+        let mut tree = LeanImt::new(config(4).with_max_depth(2));
+        tree.append_batch(&l[..15]).unwrap();
+        let before = tree.head();
+        let err = tree.append_batch(&l[15..17]).unwrap_err();
+        assert_eq!(
+            err,
+            TreeError::CapacityExceeded { size: 15, appending: 2, capacity: 16, arity: 4, max_depth: 2 }
+        );
+        assert_eq!(tree.head(), before);
+        tree.append(l[15]).unwrap();
+        assert!(tree.append(l[16]).is_err());
+        assert_eq!(tree.size(), 16);
+        // Depth 0 holds exactly one leaf.
+        let mut tiny = LeanImt::new(config(2).with_max_depth(0));
+        tiny.append(l[0]).unwrap();
+        assert!(tiny.append(l[1]).is_err());
+    }
+
+    #[test]
+    fn poseidon_tree_refuses_non_canonical_leaves_without_change() {
+        let cfg = TreeConfig::new(Arity::new(2).unwrap(), HashKind::Poseidon);
+        let mut tree = LeanImt::new(cfg);
+        let bad = [0xff; 32];
+        let err = tree.append_batch(&[leaves(1)[0], bad]).unwrap_err();
+        assert_eq!(err, TreeError::NonCanonicalLeaf { position: 1, leaf: bad });
+        assert!(err.to_string().contains("not a canonical BN254 field element"));
+        assert!(tree.is_empty());
+    }
+
+    #[test]
+    fn view_at_every_earlier_size_equals_a_tree_built_to_that_size() {
+        let l = leaves(70);
+        for n in [2, 3, 4, 5, 16] {
+            let tree = LeanImt::from_leaves(config(n), &l).unwrap();
+            for size in 0..=70u64 {
+                let old = LeanImt::from_leaves(config(n), &l[..size as usize]).unwrap();
+                let view = tree.at_size(size).unwrap();
+                assert_eq!(view.root(), old.root(), "arity {n} size {size}");
+                for (level, nodes) in old.levels.iter().enumerate() {
+                    for (index, node) in nodes.iter().enumerate() {
+                        assert_eq!(view.node(level as u32, index as u64), *node);
+                    }
+                }
+            }
+            assert!(tree.at_size(71).is_err());
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Integration tests of cairn-core (one binary).

@@ -1,0 +1,27 @@
+//! Test support shared by every cairn crate: a naive reference transcription
+//! of the tree spec, deterministic leaf generators, and the loader of the
+//! committed vectors under `test-vectors/`. Never used by production code.
+
+pub mod reference;
+pub mod vectors;
+
+use cairn_core::Hash;
+use sha2::{Digest, Sha256};
+
+/// Deterministic pseudo-random leaves: SHA-256 of a label, a seed and the
+/// index, with the top three bits cleared so that every leaf is a canonical
+/// BN254 field element (valid under every hash, Poseidon included).
+pub fn leaves(seed: u64, count: usize) -> Vec<Hash> {
+    (0..count as u64).map(|i| leaf(seed, i)).collect()
+}
+
+/// The `index`th leaf of [`leaves`] for `seed`.
+pub fn leaf(seed: u64, index: u64) -> Hash {
+    let mut hasher = Sha256::new();
+    hasher.update(b"cairn/testkit-leaf/v1");
+    hasher.update(seed.to_be_bytes());
+    hasher.update(index.to_be_bytes());
+    let mut out: Hash = hasher.finalize().into();
+    out[0] &= 0x1f;
+    out
+}
