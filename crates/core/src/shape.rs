@@ -155,7 +155,8 @@ pub fn consistency_steps(
             return None;
         }
         let group_start = edge - edge % n;
-        let group_end = (group_start + n).min(new_len);
+        // Saturating: near u64::MAX sizes the group's nominal end overflows.
+        let group_end = group_start.saturating_add(n).min(new_len);
         let step = ConsistencyStep {
             level,
             edge,
@@ -253,5 +254,16 @@ mod tests {
         assert!(steps[0].below_old_root);
         assert!(!steps[1].below_old_root);
         assert_eq!(consistency_hash_count(0, 20, arity(4)), 0);
+    }
+
+    #[test]
+    fn shapes_of_the_largest_sizes_do_not_overflow() {
+        // Found by fuzzing the consistency decoder: a header of u64::MAX sizes.
+        for n in [2, 3, 16] {
+            let count = consistency_hash_count(u64::MAX, u64::MAX, arity(n));
+            assert!(count <= (n as usize - 1) * 64);
+            assert!(membership_sibling_count(u64::MAX - 1, u64::MAX, arity(n)) <= (n as usize - 1) * 64);
+            assert_eq!(consistency_hash_count(1, u64::MAX, arity(n)), consistency_steps(1, u64::MAX, arity(n)).map(|s| s.right).sum::<usize>());
+        }
     }
 }

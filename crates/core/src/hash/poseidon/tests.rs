@@ -243,30 +243,3 @@ fn no_inputs_panics() {
 fn seventeen_inputs_panic() {
     let _ = hash(&[[0u8; 32]; 17]);
 }
-
-/// A rough timing, not a benchmark: run with
-/// `cargo test -p cairn-core --release --lib hash::poseidon::tests::rough_timing -- --ignored --nocapture`.
-#[test]
-#[ignore = "timing only"]
-fn rough_timing() {
-    let mut stream = Inputs(7);
-    for k in [1, 2, 4, 8, 12, 16] {
-        let mut inputs = [[0u8; 32]; 16];
-        inputs
-            .iter_mut()
-            .for_each(|input| *input = stream.next_element());
-        let started = std::time::Instant::now();
-        let _ = hash(&inputs[..k]);
-        let first = started.elapsed();
-        let iterations = 2_000u32;
-        let started = std::time::Instant::now();
-        for _ in 0..iterations {
-            // Chain the output into the next call so nothing is hoisted.
-            inputs[0] = hash(&inputs[..k]).expect("canonical");
-        }
-        let each = started.elapsed() / iterations;
-        println!(
-            "poseidon {k:>2} inputs: {each:?} per hash (first call incl. parameter generation {first:?})"
-        );
-    }
-}

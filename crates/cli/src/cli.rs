@@ -1,0 +1,121 @@
+//! The top-level parser, its help text, and one-line usage errors.
+
+use std::ffi::OsString;
+
+use clap::CommandFactory as _;
+use clap::error::ErrorKind;
+
+use crate::commands::Command;
+
+const ABOUT: &str = "Build n-ary Lean Incremental Merkle Trees (LeanIMT) and prove and verify membership and consistency";
+
+const LONG_ABOUT: &str = "\
+Build n-ary Lean Incremental Merkle Trees (LeanIMT) and prove and verify membership and consistency.
+
+A tree has an arity N (2 to 16 children per node) and a node hash (blake3, sha256, keccak256 or
+poseidon); both must be given to every command. Leaves are 32-byte values. A leaf file is raw
+32-byte leaves back to back (--format bin, the default) or one 0x-prefixed 64-digit hex leaf per
+line (--format hex; blank lines and surrounding whitespace are allowed). A file argument of - or
+an omitted one means stdin. Poseidon leaves must be canonical BN254 field elements.
+
+The empty tree (0 leaves) has no root: `cairn root` of it prints nothing on stdout, says
+\"empty tree: no root\" on stderr and exits 1; with --json it prints \"root\":null and exits 0.
+
+Proofs are printed as JSON, or with --binary in the compact binary encoding (never to a
+terminal). verify and verify-consistency read either; a proof whose first non-blank byte is '{'
+is JSON.
+
+Errors are one line on stderr starting with 'error: '; a proof that does not verify is one line
+starting with 'invalid: '.
+
+Exit status:
+  0  success; for verify and verify-consistency, the proof is valid
+  1  the proof is invalid or malformed, or a check failed (the root of an empty tree)
+  2  usage: bad or missing arguments, or an --index/--size/--from/--to the leaves do not reach
+  3  reserved for duplicate leaves
+  4  an input file is missing, unreadable or corrupt (including a leaf the hash refuses)";
+
+/// The `cairn` command line.
+#[derive(clap::Parser, Debug)]
+#[command(name = "cairn", version, about = ABOUT, long_about = LONG_ABOUT, arg_required_else_help = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The one line to print for a clap error, or `None` when clap should print
+/// its own output (help and version requests, which are not errors).
+///
+/// Clap renders errors over several lines (the problem, indented details, a
+/// usage line, a pointer to `--help`); cairn reports every error on one line,
+/// so this keeps the problem, its details and any tip, and names the command
+/// whose `--help` to read (found in clap's usage line, or else the first of
+/// `args`, the command line without the program name, that is a subcommand).
+pub fn usage_error_line(error: &clap::Error, args: &[OsString]) -> Option<String> {
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return None;
+    }
+    // `StyledStr`'s `Display` is plain text, without terminal styling.
+    let rendered = error.render().to_string();
+    let mut lines = rendered.lines();
+    let mut out = lines
+        .next()
+        .unwrap_or("error: invalid arguments")
+        .trim_end()
+        .to_owned();
+    if !out.starts_with("error:") {
+        out.insert_str(0, "error: ");
+    }
+    let mut details = Vec::new();
+    let mut tips = Vec::new();
+    let mut command = None;
+    let mut in_details = true;
+    for line in lines {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            in_details = false;
+        } else if let Some(tip) = trimmed.strip_prefix("tip: ") {
+            tips.push(tip.to_owned());
+        } else if let Some(usage) = trimmed.strip_prefix("Usage: ") {
+            // "cairn root --arity <N> ...": the words before the first option.
+            let words: Vec<&str> = usage
+                .split_whitespace()
+                .take_while(|word| !word.starts_with(['-', '[', '<']))
+                .collect();
+            command = Some(words.join(" "));
+        } else if in_details {
+            details.push(trimmed.to_owned());
+        }
+    }
+    if !details.is_empty() {
+        out.push(' ');
+        out.push_str(&details.join(", "));
+    }
+    for tip in tips {
+        out.push_str(&format!(" (tip: {tip})"));
+    }
+    let command = command
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| command_path(args));
+    out.push_str(&format!("; see '{command} --help'"));
+    Some(crate::failure::one_line(&out))
+}
+
+/// `cairn` and the subcommand `args` name, if any.
+fn command_path(args: &[OsString]) -> String {
+    let cli = Cli::command();
+    let subcommand = args.iter().filter_map(|arg| arg.to_str()).find_map(|arg| {
+        cli.find_subcommand(arg)
+            .map(|sub| sub.get_name().to_owned())
+    });
+    match subcommand {
+        Some(name) => format!("cairn {name}"),
+        None => "cairn".to_owned(),
+    }
+}

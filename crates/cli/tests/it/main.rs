@@ -1,0 +1,10 @@
+//! CLI integration tests: the real `cairn` binary on temp files and stdin,
+//! plus in-process property tests of leaf parsing.
+
+mod bad_input;
+mod consistency;
+mod leaves;
+mod proofs;
+mod root;
+mod support;
+mod usage;

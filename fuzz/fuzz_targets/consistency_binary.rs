@@ -1,0 +1,27 @@
+#![no_main]
+//! Binary consistency proofs: decoding never panics, accepted bytes are
+//! canonical, verification and roll-forward of anything decoded return values.
+
+use cairn_core::ConsistencyProof;
+use libfuzzer_sys::fuzz_target;
+
+#[path = "common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(proof) = ConsistencyProof::from_bytes(data) else { return };
+    assert_eq!(proof.to_bytes(), data, "decoded bytes must re-encode identically");
+    let fixture = &*common::BLAKE3;
+    let old = fixture.head(proof.old_size());
+    let new = fixture.head(proof.new_size());
+    let verdict = proof.verify(fixture.arity(), fixture.hash(), &old, &new);
+    if verdict.is_ok() && old.size > 0 {
+        assert_eq!(Some(proof.clone()), fixture.tree.prove_consistency(old.size, new.size).ok());
+        let member = fixture.tree.prove_at(old.size - 1, old.size).expect("leaf below old size");
+        let rolled = proof
+            .roll_forward(&member, fixture.arity(), fixture.hash(), &old, &new)
+            .expect("verified inputs roll forward");
+        assert_eq!(Some(rolled), fixture.tree.prove_at(old.size - 1, new.size).ok());
+    }
+    let _ = ConsistencyProof::from_json(&proof.to_json()).expect("own JSON decodes");
+});
