@@ -19,7 +19,8 @@ impl Fixture {
     pub fn new(hash: HashKind) -> Fixture {
         let arity = Arity::new(3).expect("3 is an arity");
         let leaves: Vec<[u8; 32]> = (0u8..40).map(|i| [i; 32]).collect();
-        let tree = LeanImt::from_leaves(TreeConfig::new(arity, hash), &leaves).expect("canonical leaves");
+        let tree =
+            LeanImt::from_leaves(TreeConfig::new(arity, hash), &leaves).expect("canonical leaves");
         Fixture { tree }
     }
 
@@ -34,6 +35,9 @@ impl Fixture {
     /// The honest head at `size`, clamped into the tree.
     pub fn head(&self, size: u64) -> TreeHead {
         let size = size % (self.tree.size() + 1);
-        self.tree.at_size(size).expect("size within the tree").head()
+        self.tree
+            .at_size(size)
+            .expect("size within the tree")
+            .head()
     }
 }

@@ -9,19 +9,34 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(proof) = ConsistencyProof::from_bytes(data) else { return };
-    assert_eq!(proof.to_bytes(), data, "decoded bytes must re-encode identically");
+    let Ok(proof) = ConsistencyProof::from_bytes(data) else {
+        return;
+    };
+    assert_eq!(
+        proof.to_bytes(),
+        data,
+        "decoded bytes must re-encode identically"
+    );
     let fixture = &*common::BLAKE3;
     let old = fixture.head(proof.old_size());
     let new = fixture.head(proof.new_size());
     let verdict = proof.verify(fixture.arity(), fixture.hash(), &old, &new);
     if verdict.is_ok() && old.size > 0 {
-        assert_eq!(Some(proof.clone()), fixture.tree.prove_consistency(old.size, new.size).ok());
-        let member = fixture.tree.prove_at(old.size - 1, old.size).expect("leaf below old size");
+        assert_eq!(
+            Some(proof.clone()),
+            fixture.tree.prove_consistency(old.size, new.size).ok()
+        );
+        let member = fixture
+            .tree
+            .prove_at(old.size - 1, old.size)
+            .expect("leaf below old size");
         let rolled = proof
             .roll_forward(&member, fixture.arity(), fixture.hash(), &old, &new)
             .expect("verified inputs roll forward");
-        assert_eq!(Some(rolled), fixture.tree.prove_at(old.size - 1, new.size).ok());
+        assert_eq!(
+            Some(rolled),
+            fixture.tree.prove_at(old.size - 1, new.size).ok()
+        );
     }
     let _ = ConsistencyProof::from_json(&proof.to_json()).expect("own JSON decodes");
 });

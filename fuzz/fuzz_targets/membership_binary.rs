@@ -9,14 +9,23 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(proof) = MembershipProof::from_bytes(data) else { return };
-    assert_eq!(proof.to_bytes(), data, "decoded bytes must re-encode identically");
+    let Ok(proof) = MembershipProof::from_bytes(data) else {
+        return;
+    };
+    assert_eq!(
+        proof.to_bytes(),
+        data,
+        "decoded bytes must re-encode identically"
+    );
     let fixture = &*common::BLAKE3;
     let head = fixture.head(proof.size());
     let verdict = proof.verify(fixture.arity(), fixture.hash(), &head);
     if verdict.is_ok() {
         // Only the honest proof can verify against an honest head.
-        assert_eq!(Some(proof.clone()), fixture.tree.prove_at(proof.index(), head.size).ok());
+        assert_eq!(
+            Some(proof.clone()),
+            fixture.tree.prove_at(proof.index(), head.size).ok()
+        );
     }
     let _ = MembershipProof::from_json(&proof.to_json()).expect("own JSON decodes");
 });

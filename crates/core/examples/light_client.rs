@@ -6,7 +6,9 @@
 //! the new head extends the old one and rolls its proof forward, never seeing
 //! a leaf. Run: `cargo run --release -p cairn-core --example light_client`.
 
-use cairn_core::{Arity, ConsistencyProof, HashKind, LeanImt, MembershipProof, TreeConfig, TreeHead};
+use cairn_core::{
+    Arity, ConsistencyProof, HashKind, LeanImt, MembershipProof, TreeConfig, TreeHead,
+};
 
 fn pseudo_random_leaf(i: u64) -> [u8; 32] {
     let mut leaf = *blake3::hash(&i.to_le_bytes()).as_bytes();
@@ -32,7 +34,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         trusted.size,
         proof.to_bytes().len()
     );
-    println!("{:>10} {:>10} {:>14} {:>16} {:>12}", "batch", "new size", "update bytes", "raw leaf bytes", "proof bytes");
+    println!(
+        "{:>10} {:>10} {:>14} {:>16} {:>12}",
+        "batch", "new size", "update bytes", "raw leaf bytes", "proof bytes"
+    );
 
     let mut next = initial.len() as u64;
     for batch_len in [1u64, 10, 100, 1_000, 10_000, 100_000] {
@@ -42,7 +47,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         // What crosses the wire: the new head and one consistency proof.
         let new_head: TreeHead = server.head();
-        let wire = server.prove_consistency(trusted.size, new_head.size)?.to_bytes();
+        let wire = server
+            .prove_consistency(trusted.size, new_head.size)?
+            .to_bytes();
         let update_bytes = wire.len() + 8 + 32;
 
         // Client side: decode, verify, roll forward, adopt the new head.
@@ -58,6 +65,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // The rolled-forward proof is exactly the one the server would generate.
     assert_eq!(proof, server.prove(my_index)?);
-    println!("rolled-forward proof equals a fresh proof at size {}", trusted.size);
+    println!(
+        "rolled-forward proof equals a fresh proof at size {}",
+        trusted.size
+    );
     Ok(())
 }

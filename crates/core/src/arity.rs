@@ -62,7 +62,10 @@ impl FromStr for Arity {
     type Err = ArityError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let n: u64 = s.trim().parse().map_err(|_| ArityError { got: s.to_owned() })?;
+        let n: u64 = s
+            .trim()
+            .parse()
+            .map_err(|_| ArityError { got: s.to_owned() })?;
         Arity::new(n)
     }
 }

@@ -83,10 +83,13 @@ pub fn parse_hash(text: &str) -> Result<Hash, HexError> {
     for (i, byte) in out.iter_mut().enumerate() {
         let digit = |offset: usize| -> Result<u8, HexError> {
             let c = bytes[2 * i + offset];
-            (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| HexError::BadDigit {
-                text: shorten(text),
-                position: 2 + 2 * i + offset,
-            })
+            (c as char)
+                .to_digit(16)
+                .map(|d| d as u8)
+                .ok_or_else(|| HexError::BadDigit {
+                    text: shorten(text),
+                    position: 2 + 2 * i + offset,
+                })
         };
         *byte = (digit(0)? << 4) | digit(1)?;
     }
@@ -106,13 +109,25 @@ mod tests {
         assert_eq!(text.len(), 66);
         assert!(text.starts_with("0xab00"));
         assert_eq!(parse_hash(&text), Ok(value));
-        assert_eq!(parse_hash(&text.to_uppercase().replacen("0X", "0x", 1)), Ok(value));
-        assert!(matches!(parse_hash(&text[2..]), Err(HexError::MissingPrefix(_))));
-        assert!(matches!(parse_hash("0x12"), Err(HexError::WrongLength { got: 2, .. })));
+        assert_eq!(
+            parse_hash(&text.to_uppercase().replacen("0X", "0x", 1)),
+            Ok(value)
+        );
+        assert!(matches!(
+            parse_hash(&text[2..]),
+            Err(HexError::MissingPrefix(_))
+        ));
+        assert!(matches!(
+            parse_hash("0x12"),
+            Err(HexError::WrongLength { got: 2, .. })
+        ));
         let bad = format!("0x{}g", "0".repeat(63));
         assert_eq!(
             parse_hash(&bad),
-            Err(HexError::BadDigit { text: bad.clone(), position: 65 })
+            Err(HexError::BadDigit {
+                text: bad.clone(),
+                position: 65
+            })
         );
         // Multi-byte characters must not panic on slicing.
         assert!(parse_hash(&format!("0x{}é", "0".repeat(62))).is_err());

@@ -227,8 +227,18 @@ mod tests {
         assert_eq!(
             steps,
             vec![
-                PathStep { level: 0, group_start: 8, group_len: 2, position: 1 },
-                PathStep { level: 1, group_start: 0, group_len: 3, position: 2 },
+                PathStep {
+                    level: 0,
+                    group_start: 8,
+                    group_len: 2,
+                    position: 1
+                },
+                PathStep {
+                    level: 1,
+                    group_start: 0,
+                    group_len: 3,
+                    position: 2
+                },
             ]
         );
         // 9 leaves, N = 4: leaf 8 is alone in its group and is lifted.
@@ -262,8 +272,15 @@ mod tests {
         for n in [2, 3, 16] {
             let count = consistency_hash_count(u64::MAX, u64::MAX, arity(n));
             assert!(count <= (n as usize - 1) * 64);
-            assert!(membership_sibling_count(u64::MAX - 1, u64::MAX, arity(n)) <= (n as usize - 1) * 64);
-            assert_eq!(consistency_hash_count(1, u64::MAX, arity(n)), consistency_steps(1, u64::MAX, arity(n)).map(|s| s.right).sum::<usize>());
+            assert!(
+                membership_sibling_count(u64::MAX - 1, u64::MAX, arity(n)) <= (n as usize - 1) * 64
+            );
+            assert_eq!(
+                consistency_hash_count(1, u64::MAX, arity(n)),
+                consistency_steps(1, u64::MAX, arity(n))
+                    .map(|s| s.right)
+                    .sum::<usize>()
+            );
         }
     }
 }

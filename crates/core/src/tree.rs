@@ -6,10 +6,10 @@
 //! level holds one node (the root) unless the tree is empty. Nothing ever
 //! changes except the right edge of each level.
 
+use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
 use crate::shape;
-use crate::Arity;
 
 /// What a tree is: chosen at creation, stored by the database, never changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +149,10 @@ impl LeanImt {
     /// The node at `level`, `index` of the current tree.
     pub fn node(&self, level: u32, index: u64) -> Option<Hash> {
         let level = self.levels.get(level as usize)?;
-        usize::try_from(index).ok().and_then(|i| level.get(i)).copied()
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| level.get(i))
+            .copied()
     }
 
     /// Appends one leaf; returns its index.
@@ -172,7 +175,10 @@ impl LeanImt {
         if leaves.is_empty() {
             return Err(TreeError::EmptyBatch);
         }
-        if let Some(position) = leaves.iter().position(|leaf| !self.config.hash.accepts(leaf)) {
+        if let Some(position) = leaves
+            .iter()
+            .position(|leaf| !self.config.hash.accepts(leaf))
+        {
             return Err(TreeError::NonCanonicalLeaf {
                 position,
                 leaf: leaves[position],
@@ -308,7 +314,11 @@ impl<'a> View<'a> {
     /// derive positions from `shape`).
     pub fn node(&self, level: u32, index: u64) -> Hash {
         let len = shape::level_len(self.size, self.tree.config.arity, level);
-        assert!(index < len, "node {index} at level {level} is outside a tree of size {}", self.size);
+        assert!(
+            index < len,
+            "node {index} at level {level} is outside a tree of size {}",
+            self.size
+        );
         if index == len - 1 {
             self.edge[level as usize]
         } else {
@@ -395,7 +405,13 @@ mod tests {
         let err = tree.append_batch(&l[15..17]).unwrap_err();
         assert_eq!(
             err,
-            TreeError::CapacityExceeded { size: 15, appending: 2, capacity: 16, arity: 4, max_depth: 2 }
+            TreeError::CapacityExceeded {
+                size: 15,
+                appending: 2,
+                capacity: 16,
+                arity: 4,
+                max_depth: 2
+            }
         );
         assert_eq!(tree.head(), before);
         tree.append(l[15]).unwrap();
@@ -413,8 +429,17 @@ mod tests {
         let mut tree = LeanImt::new(cfg);
         let bad = [0xff; 32];
         let err = tree.append_batch(&[leaves(1)[0], bad]).unwrap_err();
-        assert_eq!(err, TreeError::NonCanonicalLeaf { position: 1, leaf: bad });
-        assert!(err.to_string().contains("not a canonical BN254 field element"));
+        assert_eq!(
+            err,
+            TreeError::NonCanonicalLeaf {
+                position: 1,
+                leaf: bad
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains("not a canonical BN254 field element")
+        );
         assert!(tree.is_empty());
     }
 

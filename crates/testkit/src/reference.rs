@@ -19,7 +19,13 @@ pub fn levels(arity: Arity, hash: HashKind, leaves: &[Hash]) -> Vec<Vec<Hash>> {
             .map(|level| {
                 level
                     .chunks(arity.get())
-                    .map(|group| if group.len() == 1 { group[0] } else { hash.hash_children(group) })
+                    .map(|group| {
+                        if group.len() == 1 {
+                            group[0]
+                        } else {
+                            hash.hash_children(group)
+                        }
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -32,14 +38,22 @@ pub fn levels(arity: Arity, hash: HashKind, leaves: &[Hash]) -> Vec<Vec<Hash>> {
 
 /// The root over `leaves`; `None` for no leaves.
 pub fn root(arity: Arity, hash: HashKind, leaves: &[Hash]) -> Option<Hash> {
-    levels(arity, hash, leaves).last().and_then(|top| top.first().copied())
+    levels(arity, hash, leaves)
+        .last()
+        .and_then(|top| top.first().copied())
 }
 
 /// The root of the subtree at (`level`, `index`) computed from the leaves it
 /// covers alone: leaves [index * N^level, min((index + 1) * N^level, len)).
 /// Equal to the node at that position, which the spec implies; used to check
 /// the historical-view reasoning independently.
-pub fn subtree_root(arity: Arity, hash: HashKind, leaves: &[Hash], level: u32, index: usize) -> Option<Hash> {
+pub fn subtree_root(
+    arity: Arity,
+    hash: HashKind,
+    leaves: &[Hash],
+    level: u32,
+    index: usize,
+) -> Option<Hash> {
     let span = arity.get().checked_pow(level)?;
     let start = index.checked_mul(span)?;
     let end = start.saturating_add(span).min(leaves.len());
@@ -51,7 +65,12 @@ pub fn subtree_root(arity: Arity, hash: HashKind, leaves: &[Hash], level: u32, i
 
 /// The siblings a membership proof of leaf `index` must carry, per hashing
 /// level, read off the reference levels.
-pub fn membership_siblings(arity: Arity, hash: HashKind, leaves: &[Hash], index: usize) -> Vec<Vec<Hash>> {
+pub fn membership_siblings(
+    arity: Arity,
+    hash: HashKind,
+    leaves: &[Hash],
+    index: usize,
+) -> Vec<Vec<Hash>> {
     let levels = levels(arity, hash, leaves);
     let mut out = Vec::new();
     let mut position = index;
@@ -59,7 +78,12 @@ pub fn membership_siblings(arity: Arity, hash: HashKind, leaves: &[Hash], index:
         let start = position - position % arity.get();
         let end = (start + arity.get()).min(level.len());
         if end - start > 1 {
-            out.push((start..end).filter(|&i| i != position).map(|i| level[i]).collect());
+            out.push(
+                (start..end)
+                    .filter(|&i| i != position)
+                    .map(|i| level[i])
+                    .collect(),
+            );
         }
         position /= arity.get();
     }

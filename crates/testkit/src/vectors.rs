@@ -17,7 +17,8 @@ pub fn dir() -> PathBuf {
 /// broken checkout, and a test should fail loudly.
 pub fn load(name: &str) -> serde_json::Value {
     let path = dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
 
@@ -33,5 +34,7 @@ pub fn leaves() -> Vec<Hash> {
 
 /// Parses a JSON value holding a 0x-hex hash or null.
 pub fn hash_or_null(value: &serde_json::Value) -> Option<Hash> {
-    value.as_str().map(|s| parse_hash(s).unwrap_or_else(|e| panic!("bad hash in vectors: {e}")))
+    value
+        .as_str()
+        .map(|s| parse_hash(s).unwrap_or_else(|e| panic!("bad hash in vectors: {e}")))
 }

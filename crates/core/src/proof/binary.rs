@@ -11,9 +11,9 @@
 #![deny(clippy::indexing_slicing, clippy::unwrap_used)]
 
 use super::{ConsistencyProof, DecodeError, MembershipProof};
+use crate::Arity;
 use crate::hash::{Hash, HashKind};
 use crate::shape;
-use crate::Arity;
 
 /// The binary and JSON format version this build reads and writes.
 pub const FORMAT_VERSION: u8 = 1;
@@ -39,36 +39,70 @@ struct Header {
     second: u64,
 }
 
-fn encode_header(out: &mut Vec<u8>, kind: u8, arity: Arity, hash: HashKind, first: u64, second: u64) {
+fn encode_header(
+    out: &mut Vec<u8>,
+    kind: u8,
+    arity: Arity,
+    hash: HashKind,
+    first: u64,
+    second: u64,
+) {
     out.extend_from_slice(&[FORMAT_VERSION, kind, arity.get() as u8, hash.id()]);
     out.extend_from_slice(&first.to_be_bytes());
     out.extend_from_slice(&second.to_be_bytes());
 }
 
-fn decode_header(bytes: &[u8], want_kind: u8, want_name: &'static str) -> Result<Header, DecodeError> {
-    let header: &[u8; HEADER_BYTES] = bytes
-        .first_chunk()
-        .ok_or(DecodeError::ShortHeader { got: bytes.len(), want: HEADER_BYTES })?;
+fn decode_header(
+    bytes: &[u8],
+    want_kind: u8,
+    want_name: &'static str,
+) -> Result<Header, DecodeError> {
+    let header: &[u8; HEADER_BYTES] = bytes.first_chunk().ok_or(DecodeError::ShortHeader {
+        got: bytes.len(),
+        want: HEADER_BYTES,
+    })?;
     let [version, kind, arity, hash, rest @ ..] = header;
     if *version != FORMAT_VERSION {
-        return Err(DecodeError::UnsupportedVersion { got: u64::from(*version), want: FORMAT_VERSION });
+        return Err(DecodeError::UnsupportedVersion {
+            got: u64::from(*version),
+            want: FORMAT_VERSION,
+        });
     }
     if *kind != want_kind {
-        return Err(DecodeError::WrongKind { got: kind_name(*kind), want: want_name });
+        return Err(DecodeError::WrongKind {
+            got: kind_name(*kind),
+            want: want_name,
+        });
     }
-    let arity = Arity::new(u64::from(*arity)).map_err(|_| DecodeError::BadArity { got: u64::from(*arity) })?;
-    let hash = HashKind::from_id(*hash).ok_or_else(|| DecodeError::UnknownHash { got: hash.to_string() })?;
+    let arity = Arity::new(u64::from(*arity)).map_err(|_| DecodeError::BadArity {
+        got: u64::from(*arity),
+    })?;
+    let hash = HashKind::from_id(*hash).ok_or_else(|| DecodeError::UnknownHash {
+        got: hash.to_string(),
+    })?;
     let (first, second) = rest.split_at(8);
     let to_u64 = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or_default());
-    Ok(Header { arity, hash, first: to_u64(first), second: to_u64(second) })
+    Ok(Header {
+        arity,
+        hash,
+        first: to_u64(first),
+        second: to_u64(second),
+    })
 }
 
 /// Splits `body` into 32-byte values, requiring exactly `count` of them after
 /// `prefix` leading values. Lengths are checked before anything is allocated.
-fn read_hashes(bytes: &[u8], prefix: usize, count: usize) -> Result<(Vec<Hash>, Vec<Hash>), DecodeError> {
+fn read_hashes(
+    bytes: &[u8],
+    prefix: usize,
+    count: usize,
+) -> Result<(Vec<Hash>, Vec<Hash>), DecodeError> {
     let want = HEADER_BYTES + 32 * (prefix + count);
     if bytes.len() != want {
-        return Err(DecodeError::WrongLength { got: bytes.len(), want });
+        return Err(DecodeError::WrongLength {
+            got: bytes.len(),
+            want,
+        });
     }
     let body = bytes.get(HEADER_BYTES..).unwrap_or_default();
     let (values, remainder) = body.as_chunks::<32>();
@@ -81,7 +115,14 @@ impl MembershipProof {
     /// The binary encoding.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_BYTES + 32 * (1 + self.siblings.len()));
-        encode_header(&mut out, KIND_MEMBERSHIP, self.arity, self.hash, self.index, self.size);
+        encode_header(
+            &mut out,
+            KIND_MEMBERSHIP,
+            self.arity,
+            self.hash,
+            self.index,
+            self.size,
+        );
         out.extend_from_slice(&self.leaf);
         out.extend_from_slice(self.siblings.as_flattened());
         out
@@ -112,7 +153,14 @@ impl ConsistencyProof {
     /// The binary encoding.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_BYTES + 32 * (1 + self.hashes.len()));
-        encode_header(&mut out, KIND_CONSISTENCY, self.arity, self.hash, self.old_size, self.new_size);
+        encode_header(
+            &mut out,
+            KIND_CONSISTENCY,
+            self.arity,
+            self.hash,
+            self.old_size,
+            self.new_size,
+        );
         if let Some(leaf) = &self.edge_leaf {
             out.extend_from_slice(leaf);
         }

@@ -9,13 +9,13 @@
 //! `(old_size, new_size, arity)`, so a proof binds both sizes and both roots.
 
 use super::{check_head, check_params, check_value};
+use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind, MAX_GROUP};
 use crate::proof::error::VerifyError;
 use crate::proof::membership::MembershipProof;
 use crate::shape::{self, ConsistencyStep, Path, PathStep};
 use crate::tree::{TreeHead, View};
-use crate::Arity;
 
 /// A proof that the tree at `old_size` is a prefix of the tree at `new_size`.
 ///
@@ -75,15 +75,21 @@ impl ConsistencyProof {
         let steps: Box<dyn Iterator<Item = ConsistencyStep>> = if self.old_size == 0 {
             Box::new(std::iter::empty())
         } else {
-            Box::new(shape::consistency_steps(self.old_size, self.new_size, self.arity))
+            Box::new(shape::consistency_steps(
+                self.old_size,
+                self.new_size,
+                self.arity,
+            ))
         };
         let mut rest = self.hashes.as_slice();
-        steps.filter(|step| step.left + step.right > 0).map(move |step| {
-            let (left, tail) = rest.split_at(step.left.min(rest.len()));
-            let (right, tail) = tail.split_at(step.right.min(tail.len()));
-            rest = tail;
-            (step, left, right)
-        })
+        steps
+            .filter(|step| step.left + step.right > 0)
+            .map(move |step| {
+                let (left, tail) = rest.split_at(step.left.min(rest.len()));
+                let (right, tail) = tail.split_at(step.right.min(tail.len()));
+                rest = tail;
+                (step, left, right)
+            })
     }
 
     pub(crate) fn generate(view: &View<'_>, old_size: u64) -> Result<ConsistencyProof, TreeError> {
@@ -98,7 +104,11 @@ impl ConsistencyProof {
             old_size,
             new_size,
             edge_leaf: None,
-            hashes: Vec::with_capacity(shape::consistency_hash_count(old_size, new_size, config.arity)),
+            hashes: Vec::with_capacity(shape::consistency_hash_count(
+                old_size,
+                new_size,
+                config.arity,
+            )),
         };
         if old_size == 0 {
             return Ok(proof);
@@ -117,19 +127,38 @@ impl ConsistencyProof {
 
     /// Checks that `old` and `new`, both trusted heads of a tree of `arity`
     /// and `hash`, are consistent: the old tree is a prefix of the new one.
-    pub fn verify(&self, arity: Arity, hash: HashKind, old: &TreeHead, new: &TreeHead) -> Result<(), VerifyError> {
+    pub fn verify(
+        &self,
+        arity: Arity,
+        hash: HashKind,
+        old: &TreeHead,
+        new: &TreeHead,
+    ) -> Result<(), VerifyError> {
         self.walk(arity, hash, old, new).map(|_| ())
     }
 
     /// Verifies, recording the new tree's value of the old edge node at each
     /// level (what roll-forward needs).
-    fn walk(&self, arity: Arity, hash: HashKind, old: &TreeHead, new: &TreeHead) -> Result<Vec<WalkLevel>, VerifyError> {
+    fn walk(
+        &self,
+        arity: Arity,
+        hash: HashKind,
+        old: &TreeHead,
+        new: &TreeHead,
+    ) -> Result<Vec<WalkLevel>, VerifyError> {
         check_params(self.arity, self.hash, arity, hash)?;
         check_head(old)?;
         check_head(new)?;
-        for (which, proof, trusted) in [("old size", self.old_size, old.size), ("new size", self.new_size, new.size)] {
+        for (which, proof, trusted) in [
+            ("old size", self.old_size, old.size),
+            ("new size", self.new_size, new.size),
+        ] {
             if proof != trusted {
-                return Err(VerifyError::SizeMismatch { which, proof, trusted });
+                return Err(VerifyError::SizeMismatch {
+                    which,
+                    proof,
+                    trusted,
+                });
             }
         }
         if self.old_size > self.new_size {
@@ -166,7 +195,11 @@ impl ConsistencyProof {
         let mut group = [[0u8; 32]; MAX_GROUP];
         let mut walk = Vec::with_capacity(shape::depth(self.new_size, self.arity) as usize);
         for step in shape::consistency_steps(self.old_size, self.new_size, self.arity) {
-            walk.push(WalkLevel { step, offset, new_edge: new_node });
+            walk.push(WalkLevel {
+                step,
+                offset,
+                new_edge: new_node,
+            });
             let left = &self.hashes[offset..offset + step.left];
             let right = &self.hashes[offset + step.left..offset + step.left + step.right];
             offset += step.left + step.right;
@@ -182,10 +215,17 @@ impl ConsistencyProof {
             }
         }
         debug_assert_eq!(offset, self.hashes.len());
-        for (which, computed, trusted) in [("old root", old_node, old.root), ("new root", new_node, new.root)] {
+        for (which, computed, trusted) in [
+            ("old root", old_node, old.root),
+            ("new root", new_node, new.root),
+        ] {
             let trusted = trusted.unwrap_or_default();
             if computed != trusted {
-                return Err(VerifyError::RootMismatch { which, computed, trusted });
+                return Err(VerifyError::RootMismatch {
+                    which,
+                    computed,
+                    trusted,
+                });
             }
         }
         Ok(walk)
@@ -216,7 +256,11 @@ impl ConsistencyProof {
                 Some((step, level))
             })
             .collect();
-        let mut siblings = Vec::with_capacity(shape::membership_sibling_count(proof.index, self.new_size, arity));
+        let mut siblings = Vec::with_capacity(shape::membership_sibling_count(
+            proof.index,
+            self.new_size,
+            arity,
+        ));
         for step in Path::new(proof.index, self.new_size, arity).filter(PathStep::hashes) {
             let at = walk[step.level as usize];
             let node = step.group_start + step.position as u64;
@@ -229,7 +273,8 @@ impl ConsistencyProof {
                 // The old edge node's group: left siblings are shared, the edge
                 // node has its new value, right siblings are new-only.
                 let left = &self.hashes[at.offset..at.offset + at.step.left];
-                let right = &self.hashes[at.offset + at.step.left..at.offset + at.step.left + at.step.right];
+                let right = &self.hashes
+                    [at.offset + at.step.left..at.offset + at.step.left + at.step.right];
                 for member in step.group_start..step.group_start + step.group_len as u64 {
                     if member == node {
                         continue;

@@ -40,7 +40,9 @@ pub enum DecodeError {
         got: u64,
     },
     /// An unknown hash id or name.
-    #[error("proof hash {got} is unknown, want blake3 (1), sha256 (2), keccak256 (3) or poseidon (4)")]
+    #[error(
+        "proof hash {got} is unknown, want blake3 (1), sha256 (2), keccak256 (3) or poseidon (4)"
+    )]
     UnknownHash {
         /// Id or name found.
         got: String,
@@ -184,7 +186,11 @@ pub enum VerifyError {
         value: Hash,
     },
     /// The recomputed root differs from the trusted one.
-    #[error("proof computes {which} {}, the trusted {which} is {}", Hex(computed), Hex(trusted))]
+    #[error(
+        "proof computes {which} {}, the trusted {which} is {}",
+        Hex(computed),
+        Hex(trusted)
+    )]
     RootMismatch {
         /// Which root ("root", "old root", "new root").
         which: &'static str,

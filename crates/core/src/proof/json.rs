@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ConsistencyProof, DecodeError, FORMAT_VERSION, MembershipProof};
+use crate::Arity;
 use crate::hash::{Hash, HashKind};
 use crate::hex::{parse_hash, to_hex};
 use crate::shape::{self, Path, PathStep};
-use crate::Arity;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,21 +48,48 @@ fn hex_list(values: &[Hash]) -> Vec<String> {
     values.iter().map(to_hex).collect()
 }
 
-fn check_common(version: u64, kind: &str, want_kind: &'static str, arity: u64, hash: &str) -> Result<(Arity, HashKind), DecodeError> {
+fn check_common(
+    version: u64,
+    kind: &str,
+    want_kind: &'static str,
+    arity: u64,
+    hash: &str,
+) -> Result<(Arity, HashKind), DecodeError> {
     if version != u64::from(FORMAT_VERSION) {
-        return Err(DecodeError::UnsupportedVersion { got: version, want: FORMAT_VERSION });
+        return Err(DecodeError::UnsupportedVersion {
+            got: version,
+            want: FORMAT_VERSION,
+        });
     }
     if kind != want_kind {
-        return Err(DecodeError::WrongKind { got: kind.to_owned(), want: want_kind });
+        return Err(DecodeError::WrongKind {
+            got: kind.to_owned(),
+            want: want_kind,
+        });
     }
     let arity = Arity::new(arity).map_err(|_| DecodeError::BadArity { got: arity })?;
-    let hash = hash.parse::<HashKind>().map_err(|_| DecodeError::UnknownHash { got: format!("{hash:?}") })?;
+    let hash = hash
+        .parse::<HashKind>()
+        .map_err(|_| DecodeError::UnknownHash {
+            got: format!("{hash:?}"),
+        })?;
     Ok((arity, hash))
 }
 
-fn parse_level(values: &[String], level: usize, what: &'static str, want: usize, out: &mut Vec<Hash>) -> Result<(), DecodeError> {
+fn parse_level(
+    values: &[String],
+    level: usize,
+    what: &'static str,
+    want: usize,
+    out: &mut Vec<Hash>,
+) -> Result<(), DecodeError> {
     if values.len() != want {
-        return Err(DecodeError::WrongLevelLength { level, what, got: values.len(), want });
+        return Err(DecodeError::WrongLevelLength {
+            level,
+            what,
+            got: values.len(),
+            want,
+        });
     }
     for value in values {
         out.push(parse_hash(value)?);
@@ -85,26 +112,44 @@ impl MembershipProof {
             index: self.index,
             size: self.size,
             leaf: to_hex(&self.leaf),
-            siblings: self.levels().map(|(_, siblings)| hex_list(siblings)).collect(),
+            siblings: self
+                .levels()
+                .map(|(_, siblings)| hex_list(siblings))
+                .collect(),
         };
-        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
+        serde_json::to_string_pretty(&doc)
+            .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
     }
 
     /// Decodes a JSON membership proof, checking each level's length.
     pub fn from_json(text: &str) -> Result<MembershipProof, DecodeError> {
         let doc: MembershipJson = serde_json::from_str(text).map_err(json_error)?;
-        let (arity, hash) = check_common(doc.version, &doc.kind, "membership", doc.arity, &doc.hash)?;
+        let (arity, hash) =
+            check_common(doc.version, &doc.kind, "membership", doc.arity, &doc.hash)?;
         if doc.index >= doc.size {
-            return Err(DecodeError::IndexOutOfRange { index: doc.index, size: doc.size });
+            return Err(DecodeError::IndexOutOfRange {
+                index: doc.index,
+                size: doc.size,
+            });
         }
         let steps = Path::new(doc.index, doc.size, arity).filter(PathStep::hashes);
         let want_levels = steps.clone().count();
         if doc.siblings.len() != want_levels {
-            return Err(DecodeError::WrongLevelCount { got: doc.siblings.len(), want: want_levels });
+            return Err(DecodeError::WrongLevelCount {
+                got: doc.siblings.len(),
+                want: want_levels,
+            });
         }
-        let mut siblings = Vec::with_capacity(shape::membership_sibling_count(doc.index, doc.size, arity));
+        let mut siblings =
+            Vec::with_capacity(shape::membership_sibling_count(doc.index, doc.size, arity));
         for (position, (step, level)) in steps.zip(&doc.siblings).enumerate() {
-            parse_level(level, position, "siblings", step.sibling_count(), &mut siblings)?;
+            parse_level(
+                level,
+                position,
+                "siblings",
+                step.sibling_count(),
+                &mut siblings,
+            )?;
         }
         Ok(MembershipProof {
             arity,
@@ -130,16 +175,22 @@ impl ConsistencyProof {
             edge_leaf: self.edge_leaf.as_ref().map(to_hex),
             levels: self
                 .levels()
-                .map(|(step, left, right)| LevelJson { level: step.level, left: hex_list(left), right: hex_list(right) })
+                .map(|(step, left, right)| LevelJson {
+                    level: step.level,
+                    left: hex_list(left),
+                    right: hex_list(right),
+                })
                 .collect(),
         };
-        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
+        serde_json::to_string_pretty(&doc)
+            .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
     }
 
     /// Decodes a JSON consistency proof, checking each level's lengths.
     pub fn from_json(text: &str) -> Result<ConsistencyProof, DecodeError> {
         let doc: ConsistencyJson = serde_json::from_str(text).map_err(json_error)?;
-        let (arity, hash) = check_common(doc.version, &doc.kind, "consistency", doc.arity, &doc.hash)?;
+        let (arity, hash) =
+            check_common(doc.version, &doc.kind, "consistency", doc.arity, &doc.hash)?;
         let (old_size, new_size) = (doc.old_size, doc.new_size);
         if old_size > new_size {
             return Err(DecodeError::OldSizeAboveNew { old_size, new_size });
@@ -147,7 +198,10 @@ impl ConsistencyProof {
         let edge_leaf = match (old_size, &doc.edge_leaf) {
             (0, None) => None,
             (0, Some(_)) | (_, None) => {
-                return Err(DecodeError::EdgeLeaf { present: doc.edge_leaf.is_some(), old_size });
+                return Err(DecodeError::EdgeLeaf {
+                    present: doc.edge_leaf.is_some(),
+                    old_size,
+                });
             }
             (_, Some(text)) => Some(parse_hash(text)?),
         };
@@ -159,9 +213,13 @@ impl ConsistencyProof {
                 .collect()
         };
         if doc.levels.len() != steps.len() {
-            return Err(DecodeError::WrongLevelCount { got: doc.levels.len(), want: steps.len() });
+            return Err(DecodeError::WrongLevelCount {
+                got: doc.levels.len(),
+                want: steps.len(),
+            });
         }
-        let mut hashes = Vec::with_capacity(shape::consistency_hash_count(old_size, new_size, arity));
+        let mut hashes =
+            Vec::with_capacity(shape::consistency_hash_count(old_size, new_size, arity));
         for (position, (step, level)) in steps.iter().zip(&doc.levels).enumerate() {
             if level.level != step.level {
                 return Err(DecodeError::Json(format!(
@@ -170,8 +228,21 @@ impl ConsistencyProof {
                 )));
             }
             parse_level(&level.left, position, "left hashes", step.left, &mut hashes)?;
-            parse_level(&level.right, position, "right hashes", step.right, &mut hashes)?;
+            parse_level(
+                &level.right,
+                position,
+                "right hashes",
+                step.right,
+                &mut hashes,
+            )?;
         }
-        Ok(ConsistencyProof { arity, hash, old_size, new_size, edge_leaf, hashes })
+        Ok(ConsistencyProof {
+            arity,
+            hash,
+            old_size,
+            new_size,
+            edge_leaf,
+            hashes,
+        })
     }
 }

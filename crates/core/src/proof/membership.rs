@@ -6,12 +6,12 @@
 //! head; it never reads a root from the proof.
 
 use super::{check_head, check_params, check_value};
+use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind, MAX_GROUP};
 use crate::proof::error::VerifyError;
 use crate::shape::{self, Path, PathStep};
 use crate::tree::{TreeHead, View};
-use crate::Arity;
 
 /// A proof that `leaf` is leaf `index` of the tree of `size` leaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,7 +70,8 @@ impl MembershipProof {
             return Err(TreeError::IndexOutOfRange { index, size });
         }
         let config = view.config();
-        let mut siblings = Vec::with_capacity(shape::membership_sibling_count(index, size, config.arity));
+        let mut siblings =
+            Vec::with_capacity(shape::membership_sibling_count(index, size, config.arity));
         for step in Path::new(index, size, config.arity).filter(PathStep::hashes) {
             let level = step.level;
             for member in 0..step.group_len {
@@ -92,7 +93,12 @@ impl MembershipProof {
     /// Checks the proof against a tree of `arity` and `hash` whose head the
     /// caller trusts. Every claimed field must equal what the trusted values
     /// imply; the root is recomputed and compared.
-    pub fn verify(&self, arity: Arity, hash: HashKind, trusted: &TreeHead) -> Result<(), VerifyError> {
+    pub fn verify(
+        &self,
+        arity: Arity,
+        hash: HashKind,
+        trusted: &TreeHead,
+    ) -> Result<(), VerifyError> {
         check_params(self.arity, self.hash, arity, hash)?;
         check_head(trusted)?;
         if self.size != trusted.size {

@@ -16,10 +16,10 @@ pub use consistency::ConsistencyProof;
 pub use error::{DecodeError, VerifyError};
 pub use membership::MembershipProof;
 
+use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
 use crate::tree::{LeanImt, TreeHead, View};
-use crate::Arity;
 
 fn check_params(
     proof_arity: Arity,
@@ -88,7 +88,11 @@ impl LeanImt {
     }
 
     /// The consistency proof between the tree at `old_size` and at `new_size`.
-    pub fn prove_consistency(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, TreeError> {
+    pub fn prove_consistency(
+        &self,
+        old_size: u64,
+        new_size: u64,
+    ) -> Result<ConsistencyProof, TreeError> {
         if old_size > new_size {
             return Err(TreeError::OldSizeAboveNew { old_size, new_size });
         }

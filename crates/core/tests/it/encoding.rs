@@ -11,13 +11,33 @@ fn binary_and_json_round_trip_for_both_kinds() {
     let (tree, _) = tree(5, HashKind::Keccak256, 140);
     for (index, size) in [(0u64, 1u64), (0, 140), (139, 140), (124, 125), (7, 26)] {
         let proof = tree.prove_at(index, size).unwrap();
-        assert_eq!(MembershipProof::from_bytes(&proof.to_bytes()), Ok(proof.clone()));
-        assert_eq!(MembershipProof::from_json(&proof.to_json()), Ok(proof.clone()));
+        assert_eq!(
+            MembershipProof::from_bytes(&proof.to_bytes()),
+            Ok(proof.clone())
+        );
+        assert_eq!(
+            MembershipProof::from_json(&proof.to_json()),
+            Ok(proof.clone())
+        );
     }
-    for (old, new) in [(0u64, 0u64), (0, 5), (1, 1), (1, 140), (25, 26), (26, 125), (125, 140)] {
+    for (old, new) in [
+        (0u64, 0u64),
+        (0, 5),
+        (1, 1),
+        (1, 140),
+        (25, 26),
+        (26, 125),
+        (125, 140),
+    ] {
         let proof = tree.prove_consistency(old, new).unwrap();
-        assert_eq!(ConsistencyProof::from_bytes(&proof.to_bytes()), Ok(proof.clone()));
-        assert_eq!(ConsistencyProof::from_json(&proof.to_json()), Ok(proof.clone()));
+        assert_eq!(
+            ConsistencyProof::from_bytes(&proof.to_bytes()),
+            Ok(proof.clone())
+        );
+        assert_eq!(
+            ConsistencyProof::from_json(&proof.to_json()),
+            Ok(proof.clone())
+        );
     }
 }
 
@@ -43,14 +63,25 @@ fn json_with_a_wrong_level_length_or_unknown_field_is_rejected() {
     doc["siblings"][0].as_array_mut().unwrap().pop();
     assert!(matches!(
         MembershipProof::from_json(&doc.to_string()),
-        Err(DecodeError::WrongLevelLength { level: 0, got: 2, want: 3, .. })
+        Err(DecodeError::WrongLevelLength {
+            level: 0,
+            got: 2,
+            want: 3,
+            ..
+        })
     ));
     let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     doc["root"] = serde_json::Value::String("0x00".into());
-    assert!(matches!(MembershipProof::from_json(&doc.to_string()), Err(DecodeError::Json(_))));
+    assert!(matches!(
+        MembershipProof::from_json(&doc.to_string()),
+        Err(DecodeError::Json(_))
+    ));
     let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     doc["kind"] = "consistency".into();
-    assert!(matches!(MembershipProof::from_json(&doc.to_string()), Err(DecodeError::WrongKind { .. })));
+    assert!(matches!(
+        MembershipProof::from_json(&doc.to_string()),
+        Err(DecodeError::WrongKind { .. })
+    ));
     let consistency = tree.prove_consistency(3, 20).unwrap().to_json();
     let mut doc: serde_json::Value = serde_json::from_str(&consistency).unwrap();
     doc["levels"][0]["level"] = 5.into();
@@ -70,12 +101,18 @@ fn a_header_claiming_a_huge_tree_is_rejected_without_allocating_its_size() {
     bytes.extend_from_slice(&[0; 32]);
     assert_eq!(
         MembershipProof::from_bytes(&bytes),
-        Err(DecodeError::WrongLength { got: 52, want: 52 + 63 * 32 })
+        Err(DecodeError::WrongLength {
+            got: 52,
+            want: 52 + 63 * 32
+        })
     );
     let mut bytes = vec![1, 2, 16, 1];
     bytes.extend_from_slice(&1u64.to_be_bytes());
     bytes.extend_from_slice(&u64::MAX.to_be_bytes());
-    assert!(matches!(ConsistencyProof::from_bytes(&bytes), Err(DecodeError::WrongLength { .. })));
+    assert!(matches!(
+        ConsistencyProof::from_bytes(&bytes),
+        Err(DecodeError::WrongLength { .. })
+    ));
 }
 
 fn valid_encodings() -> Vec<Vec<u8>> {

@@ -19,7 +19,9 @@ fn relabel(proof: &MembershipProof, index: u64, size: u64) -> Vec<u8> {
 /// Decodes and verifies; `Ok` only if both succeed.
 fn accept(bytes: &[u8], n: u64, hash: HashKind, trusted: &TreeHead) -> Result<(), String> {
     let proof = MembershipProof::from_bytes(bytes).map_err(|e| format!("decode: {e}"))?;
-    proof.verify(arity(n), hash, trusted).map_err(|e| format!("verify: {e}"))
+    proof
+        .verify(arity(n), hash, trusted)
+        .map_err(|e| format!("verify: {e}"))
 }
 
 #[test]
@@ -30,9 +32,18 @@ fn relabelled_index_and_size_is_rejected() {
     let proof = tree.prove_at(2, 3).unwrap();
     let trusted = head(2, B3, &leaves, 4);
     let err = accept(&relabel(&proof, 3, 4), 2, B3, &trusted).unwrap_err();
-    assert!(err.starts_with("decode") || err.starts_with("verify"), "{err}");
+    assert!(
+        err.starts_with("decode") || err.starts_with("verify"),
+        "{err}"
+    );
     // Same shape, other index: decodes, but the root does not match.
-    let err = accept(&relabel(&tree.prove_at(2, 4).unwrap(), 3, 4), 2, B3, &trusted).unwrap_err();
+    let err = accept(
+        &relabel(&tree.prove_at(2, 4).unwrap(), 3, 4),
+        2,
+        B3,
+        &trusted,
+    )
+    .unwrap_err();
     assert!(err.contains("computes root"), "{err}");
 }
 
@@ -43,10 +54,22 @@ fn relabelled_size_within_the_same_depth_is_rejected() {
     let (tree, leaves) = tree(2, B3, 8);
     let proof = tree.prove_at(4, 5).unwrap();
     let err = accept(&relabel(&proof, 4, 8), 2, B3, &head(2, B3, &leaves, 8)).unwrap_err();
-    assert!(err.starts_with("decode"), "the shape of size 8 needs more siblings: {err}");
+    assert!(
+        err.starts_with("decode"),
+        "the shape of size 8 needs more siblings: {err}"
+    );
     // Claiming the true size 5 against a trusted size 8 is a size mismatch.
-    let err = proof.verify(arity(2), B3, &head(2, B3, &leaves, 8)).unwrap_err();
-    assert_eq!(err, VerifyError::SizeMismatch { which: "size", proof: 5, trusted: 8 });
+    let err = proof
+        .verify(arity(2), B3, &head(2, B3, &leaves, 8))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        VerifyError::SizeMismatch {
+            which: "size",
+            proof: 5,
+            trusted: 8
+        }
+    );
 }
 
 #[test]
@@ -69,7 +92,11 @@ fn an_internal_node_presented_as_a_leaf_is_rejected() {
     let proof = MembershipProof::from_bytes(&forged).expect("well-formed for size 4");
     assert!(matches!(
         proof.verify(arity(4), B3, &trusted),
-        Err(VerifyError::SizeMismatch { proof: 4, trusted: 16, .. })
+        Err(VerifyError::SizeMismatch {
+            proof: 4,
+            trusted: 16,
+            ..
+        })
     ));
     // Relabelled with the trusted size it needs one more level of siblings.
     let err = accept(&relabel(&proof, 1, 16), 4, B3, &trusted).unwrap_err();
@@ -83,7 +110,11 @@ fn an_extra_all_zero_sibling_is_rejected() {
     let (tree, leaves) = tree(4, B3, 10);
     let mut bytes = tree.prove(9).unwrap().to_bytes();
     bytes.extend_from_slice(&[0u8; 32]);
-    assert!(accept(&bytes, 4, B3, &head(4, B3, &leaves, 10)).unwrap_err().contains("header implies exactly"));
+    assert!(
+        accept(&bytes, 4, B3, &head(4, B3, &leaves, 10))
+            .unwrap_err()
+            .contains("header implies exactly")
+    );
 }
 
 #[test]
@@ -93,12 +124,18 @@ fn truncated_and_padded_proofs_are_rejected() {
     let trusted = head(3, B3, &leaves, 30);
     assert_eq!(accept(&bytes, 3, B3, &trusted), Ok(()));
     for cut in [0, 1, 19, 20, 51, 52, bytes.len() - 32, bytes.len() - 1] {
-        assert!(accept(&bytes[..cut], 3, B3, &trusted).is_err(), "truncated to {cut}");
+        assert!(
+            accept(&bytes[..cut], 3, B3, &trusted).is_err(),
+            "truncated to {cut}"
+        );
     }
     for extra in [1usize, 31, 32, 64] {
         let mut padded = bytes.clone();
         padded.resize(bytes.len() + extra, 0);
-        assert!(accept(&padded, 3, B3, &trusted).is_err(), "padded by {extra}");
+        assert!(
+            accept(&padded, 3, B3, &trusted).is_err(),
+            "padded by {extra}"
+        );
     }
 }
 
@@ -112,20 +149,32 @@ fn a_forged_two_to_three_consistency_proof_fails_against_a_four_leaf_root() {
     let honest = tree.prove_consistency(2, 3).unwrap();
     assert!(matches!(
         honest.verify(arity(2), B3, &old, &four),
-        Err(VerifyError::SizeMismatch { which: "new size", proof: 3, trusted: 4 })
+        Err(VerifyError::SizeMismatch {
+            which: "new size",
+            proof: 3,
+            trusted: 4
+        })
     ));
     // The 2 -> 4 proof relabelled as 2 -> 3 has the same shape, so it decodes;
     // it is still bound to size 3 and fails against the trusted size 4.
     let mut bytes = tree.prove_consistency(2, 4).unwrap().to_bytes();
     bytes[12..20].copy_from_slice(&3u64.to_be_bytes());
-    let relabelled = ConsistencyProof::from_bytes(&bytes).expect("2->3 and 2->4 share a shape at N = 2");
+    let relabelled =
+        ConsistencyProof::from_bytes(&bytes).expect("2->3 and 2->4 share a shape at N = 2");
     assert!(relabelled.verify(arity(2), B3, &old, &four).is_err());
     // Against a head that claims size 3 with the 4-leaf root, the honest
     // 2 -> 3 proof fails too. (The relabelled one passes there, and rightly:
     // [l0, l1, H(l2, l3)] is a 3-leaf tree with that very root. Without a
     // leaf domain tag, a size is what tells leaves from nodes; see spec.md.)
-    let three_with_four_root = TreeHead { size: 3, root: four.root };
-    assert!(honest.verify(arity(2), B3, &old, &three_with_four_root).is_err());
+    let three_with_four_root = TreeHead {
+        size: 3,
+        root: four.root,
+    };
+    assert!(
+        honest
+            .verify(arity(2), B3, &old, &three_with_four_root)
+            .is_err()
+    );
 }
 
 #[test]
@@ -135,11 +184,20 @@ fn swapped_roots_are_rejected() {
     let new = head(4, B3, &leaves, 40);
     let proof = tree.prove_consistency(7, 40).unwrap();
     assert_eq!(proof.verify(arity(4), B3, &old, &new), Ok(()));
-    let swapped_old = TreeHead { size: 7, root: new.root };
-    let swapped_new = TreeHead { size: 40, root: old.root };
+    let swapped_old = TreeHead {
+        size: 7,
+        root: new.root,
+    };
+    let swapped_new = TreeHead {
+        size: 40,
+        root: old.root,
+    };
     assert!(matches!(
         proof.verify(arity(4), B3, &swapped_old, &swapped_new),
-        Err(VerifyError::RootMismatch { which: "old root", .. })
+        Err(VerifyError::RootMismatch {
+            which: "old root",
+            ..
+        })
     ));
 }
 
@@ -160,11 +218,17 @@ fn a_proof_checked_with_another_arity_or_hash_is_rejected_by_name() {
     let proof = tree.prove(3).unwrap();
     let trusted = head(4, B3, &leaves, 20);
     assert_eq!(
-        proof.verify(arity(2), B3, &trusted).unwrap_err().to_string(),
+        proof
+            .verify(arity(2), B3, &trusted)
+            .unwrap_err()
+            .to_string(),
         "proof is for arity 4, the trusted tree has arity 2"
     );
     assert_eq!(
-        proof.verify(arity(4), HashKind::Sha256, &trusted).unwrap_err().to_string(),
+        proof
+            .verify(arity(4), HashKind::Sha256, &trusted)
+            .unwrap_err()
+            .to_string(),
         "proof is for hash blake3, the trusted tree uses sha256"
     );
 }
@@ -173,10 +237,16 @@ fn a_proof_checked_with_another_arity_or_hash_is_rejected_by_name() {
 fn an_inconsistent_trusted_head_is_rejected() {
     let (tree, _) = tree(2, B3, 3);
     let proof = tree.prove(0).unwrap();
-    let no_root = TreeHead { size: 3, root: None };
+    let no_root = TreeHead {
+        size: 3,
+        root: None,
+    };
     assert_eq!(
         proof.verify(arity(2), B3, &no_root),
-        Err(VerifyError::InconsistentHead { size: 3, has_root: false })
+        Err(VerifyError::InconsistentHead {
+            size: 3,
+            has_root: false
+        })
     );
 }
 
@@ -190,7 +260,10 @@ fn every_bit_flip_of_a_membership_proof_is_rejected() {
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(accept(&flipped, n, B3, &trusted).is_err(), "n {n}: bit {bit} flipped was accepted");
+            assert!(
+                accept(&flipped, n, B3, &trusted).is_err(),
+                "n {n}: bit {bit} flipped was accepted"
+            );
         }
     }
 }
@@ -199,19 +272,28 @@ fn every_bit_flip_of_a_membership_proof_is_rejected() {
 fn every_bit_flip_of_a_consistency_proof_is_rejected() {
     for (n, old_size, new_size) in [(2u64, 5u64, 13u64), (4, 17, 70), (16, 1, 300)] {
         let (tree, leaves) = tree(n, B3, new_size as usize);
-        let bytes = tree.prove_consistency(old_size, new_size).unwrap().to_bytes();
+        let bytes = tree
+            .prove_consistency(old_size, new_size)
+            .unwrap()
+            .to_bytes();
         let old = head(n, B3, &leaves, old_size);
         let new = head(n, B3, &leaves, new_size);
         let check = |bytes: &[u8]| {
             ConsistencyProof::from_bytes(bytes)
                 .map_err(|e| e.to_string())
-                .and_then(|p| p.verify(arity(n), B3, &old, &new).map_err(|e| e.to_string()))
+                .and_then(|p| {
+                    p.verify(arity(n), B3, &old, &new)
+                        .map_err(|e| e.to_string())
+                })
         };
         assert_eq!(check(&bytes), Ok(()));
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(check(&flipped).is_err(), "n {n}: bit {bit} flipped was accepted");
+            assert!(
+                check(&flipped).is_err(),
+                "n {n}: bit {bit} flipped was accepted"
+            );
         }
     }
 }
@@ -223,9 +305,24 @@ fn roll_forward_refuses_unverified_inputs() {
     let new = head(4, B3, &leaves, 50);
     let consistency = tree.prove_consistency(10, 50).unwrap();
     let proof = tree.prove_at(3, 10).unwrap();
-    assert!(consistency.roll_forward(&proof, arity(4), B3, &old, &new).is_ok());
-    let wrong_new = TreeHead { root: Some([0; 32]), ..new };
-    assert!(consistency.roll_forward(&proof, arity(4), B3, &old, &wrong_new).is_err());
+    assert!(
+        consistency
+            .roll_forward(&proof, arity(4), B3, &old, &new)
+            .is_ok()
+    );
+    let wrong_new = TreeHead {
+        root: Some([0; 32]),
+        ..new
+    };
+    assert!(
+        consistency
+            .roll_forward(&proof, arity(4), B3, &old, &wrong_new)
+            .is_err()
+    );
     let other_proof = tree.prove_at(3, 11).unwrap();
-    assert!(consistency.roll_forward(&other_proof, arity(4), B3, &old, &new).is_err());
+    assert!(
+        consistency
+            .roll_forward(&other_proof, arity(4), B3, &old, &new)
+            .is_err()
+    );
 }

@@ -1,14 +1,20 @@
 //! Property tests: the tree, its views and its proofs against the reference
 //! model, over random arities and random sequences of appends.
 
-use cairn_core::{Arity, ConsistencyProof, Hash, HashKind, LeanImt, MembershipProof, TreeConfig, TreeHead};
+use cairn_core::{
+    Arity, ConsistencyProof, Hash, HashKind, LeanImt, MembershipProof, TreeConfig, TreeHead,
+};
 use cairn_testkit::reference;
 use proptest::prelude::*;
 
 use crate::support::{arity, head};
 
 fn hash_kind() -> impl Strategy<Value = HashKind> {
-    prop_oneof![Just(HashKind::Blake3), Just(HashKind::Sha256), Just(HashKind::Keccak256)]
+    prop_oneof![
+        Just(HashKind::Blake3),
+        Just(HashKind::Sha256),
+        Just(HashKind::Keccak256)
+    ]
 }
 
 /// A sequence of append operations: each is a batch size, 1 meaning a
@@ -104,11 +110,20 @@ fn views_are_byte_identical_to_the_subtree_roots_of_the_reference() {
     for size in [1u64, 2, 3, 4, 9, 10, 26, 27, 28, 81, 82, 100] {
         let view = tree.at_size(size).unwrap();
         let prefix = &leaves[..size as usize];
-        for (level, nodes) in reference::levels(arity(3), HashKind::Sha256, prefix).iter().enumerate() {
+        for (level, nodes) in reference::levels(arity(3), HashKind::Sha256, prefix)
+            .iter()
+            .enumerate()
+        {
             for (index, node) in nodes.iter().enumerate() {
                 assert_eq!(view.node(level as u32, index as u64), *node);
                 assert_eq!(
-                    reference::subtree_root(arity(3), HashKind::Sha256, prefix, level as u32, index),
+                    reference::subtree_root(
+                        arity(3),
+                        HashKind::Sha256,
+                        prefix,
+                        level as u32,
+                        index
+                    ),
                     Some(*node)
                 );
             }
@@ -125,14 +140,27 @@ fn consistency_from_size_zero_is_empty_and_says_nothing_about_the_new_root() {
     assert_eq!(proof.to_bytes().len(), 20);
     let new = head(4, HashKind::Blake3, &leaves, 10);
     let four = arity(4);
-    assert_eq!(proof.verify(four, HashKind::Blake3, &TreeHead::EMPTY, &new), Ok(()));
+    assert_eq!(
+        proof.verify(four, HashKind::Blake3, &TreeHead::EMPTY, &new),
+        Ok(())
+    );
     // The old head must be the empty one: size 0 and no root.
-    let bogus_old = TreeHead { size: 0, root: Some([1; 32]) };
-    assert!(proof.verify(four, HashKind::Blake3, &bogus_old, &new).is_err());
+    let bogus_old = TreeHead {
+        size: 0,
+        root: Some([1; 32]),
+    };
+    assert!(
+        proof
+            .verify(four, HashKind::Blake3, &bogus_old, &new)
+            .is_err()
+    );
     // From 0 to 0 is the empty tree on both sides.
     let empty = LeanImt::new(TreeConfig::new(four, HashKind::Blake3));
     let proof = empty.prove_consistency(0, 0).unwrap();
-    assert_eq!(proof.verify(four, HashKind::Blake3, &TreeHead::EMPTY, &TreeHead::EMPTY), Ok(()));
+    assert_eq!(
+        proof.verify(four, HashKind::Blake3, &TreeHead::EMPTY, &TreeHead::EMPTY),
+        Ok(())
+    );
 }
 
 #[test]
@@ -142,10 +170,24 @@ fn consistency_between_equal_sizes_requires_equal_roots() {
     for size in [1u64, 4, 5, 16, 21] {
         let proof = tree.prove_consistency(size, size).unwrap();
         let trusted = head(4, HashKind::Blake3, &leaves, size);
-        assert_eq!(proof.verify(four, HashKind::Blake3, &trusted, &trusted), Ok(()));
-        let other = TreeHead { root: Some([9; 32]), ..trusted };
-        assert!(proof.verify(four, HashKind::Blake3, &trusted, &other).is_err());
-        assert!(proof.verify(four, HashKind::Blake3, &other, &trusted).is_err());
+        assert_eq!(
+            proof.verify(four, HashKind::Blake3, &trusted, &trusted),
+            Ok(())
+        );
+        let other = TreeHead {
+            root: Some([9; 32]),
+            ..trusted
+        };
+        assert!(
+            proof
+                .verify(four, HashKind::Blake3, &trusted, &other)
+                .is_err()
+        );
+        assert!(
+            proof
+                .verify(four, HashKind::Blake3, &other, &trusted)
+                .is_err()
+        );
     }
 }
 
@@ -160,7 +202,9 @@ fn consistency_from_a_larger_to_a_smaller_size_is_refused_everywhere() {
     bytes[4..12].copy_from_slice(&5u64.to_be_bytes());
     bytes[12..20].copy_from_slice(&3u64.to_be_bytes());
     assert_eq!(
-        ConsistencyProof::from_bytes(&bytes).unwrap_err().to_string(),
+        ConsistencyProof::from_bytes(&bytes)
+            .unwrap_err()
+            .to_string(),
         "proof old size 5 is larger than its new size 3"
     );
 }

@@ -10,7 +10,8 @@ pub fn arity(n: u64) -> Arity {
 /// A tree of `count` testkit leaves (seed 7).
 pub fn tree(n: u64, hash: HashKind, count: usize) -> (LeanImt, Vec<Hash>) {
     let leaves = cairn_testkit::leaves(7, count);
-    let tree = LeanImt::from_leaves(TreeConfig::new(arity(n), hash), &leaves).expect("valid leaves");
+    let tree =
+        LeanImt::from_leaves(TreeConfig::new(arity(n), hash), &leaves).expect("valid leaves");
     (tree, leaves)
 }
 
