@@ -263,7 +263,10 @@ impl<'a> View<'a> {
         }
         let arity = tree.config.arity;
         let mut edge = Vec::new();
-        if size > 0 {
+        if size == tree_size {
+            // The current tree: its right edge is stored, nothing to hash.
+            edge.extend(tree.levels.iter().filter_map(|level| level.last().copied()));
+        } else if size > 0 {
             let depth = shape::depth(size, arity);
             edge.reserve(depth as usize + 1);
             let mut node = tree.levels[0][(size - 1) as usize];
