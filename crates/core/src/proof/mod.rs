@@ -63,6 +63,50 @@ fn check_value(hash: HashKind, what: &str, value: &Hash) -> Result<(), VerifyErr
     }
 }
 
+/// Whether `bytes` hold a JSON proof: its first non-whitespace byte is `{`,
+/// which is never the first byte (the format version) of a binary proof.
+fn is_json(bytes: &[u8]) -> bool {
+    bytes.trim_ascii_start().first() == Some(&b'{')
+}
+
+fn decode_either<T>(
+    bytes: &[u8],
+    from_json: fn(&str) -> Result<T, DecodeError>,
+    from_bytes: fn(&[u8]) -> Result<T, DecodeError>,
+) -> Result<T, DecodeError> {
+    if is_json(bytes) {
+        let text =
+            std::str::from_utf8(bytes).map_err(|e| DecodeError::Json(format!("not UTF-8: {e}")))?;
+        from_json(text)
+    } else {
+        from_bytes(bytes)
+    }
+}
+
+impl MembershipProof {
+    /// Decodes either encoding: JSON if the first non-whitespace byte is
+    /// `{`, else binary.
+    pub fn decode(bytes: &[u8]) -> Result<MembershipProof, DecodeError> {
+        decode_either(
+            bytes,
+            MembershipProof::from_json,
+            MembershipProof::from_bytes,
+        )
+    }
+}
+
+impl ConsistencyProof {
+    /// Decodes either encoding: JSON if the first non-whitespace byte is
+    /// `{`, else binary.
+    pub fn decode(bytes: &[u8]) -> Result<ConsistencyProof, DecodeError> {
+        decode_either(
+            bytes,
+            ConsistencyProof::from_json,
+            ConsistencyProof::from_bytes,
+        )
+    }
+}
+
 impl View<'_> {
     /// The membership proof of leaf `index` at this view's size.
     pub fn prove(&self, index: u64) -> Result<MembershipProof, TreeError> {

@@ -159,3 +159,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn decode_accepts_either_encoding_and_reports_non_utf8_json() {
+    let (tree, _) = tree(4, HashKind::Blake3, 30);
+    let proof = tree.prove(17).unwrap();
+    assert_eq!(
+        MembershipProof::decode(&proof.to_bytes()),
+        Ok(proof.clone())
+    );
+    let padded = format!("\n  {}", proof.to_json());
+    assert_eq!(MembershipProof::decode(padded.as_bytes()), Ok(proof));
+    let consistency = tree.prove_consistency(4, 30).unwrap();
+    assert_eq!(
+        ConsistencyProof::decode(consistency.to_json().as_bytes()),
+        Ok(consistency)
+    );
+    assert!(
+        matches!(MembershipProof::decode(b"{\xff}"), Err(DecodeError::Json(m)) if m.contains("UTF-8"))
+    );
+}
