@@ -326,3 +326,42 @@ fn roll_forward_refuses_unverified_inputs() {
             .is_err()
     );
 }
+
+#[test]
+fn a_non_canonical_poseidon_value_in_a_proof_is_rejected_not_reduced() {
+    // x and x + p are the same field element; accepting both would make two
+    // different proofs (and leaves) verify against one root.
+    let hash = HashKind::Poseidon;
+    let (tree, leaves) = tree(2, hash, 5);
+    let trusted = head(2, hash, &leaves, 5);
+    let proof = tree.prove(2).unwrap();
+    assert_eq!(proof.verify(arity(2), hash, &trusted), Ok(()));
+    let modulus = cairn_core::hash::BN254_MODULUS_BE;
+    let mut bytes = proof.to_bytes();
+    bytes[52..84].copy_from_slice(&modulus);
+    let forged = MembershipProof::from_bytes(&bytes).unwrap();
+    assert_eq!(
+        forged.verify(arity(2), hash, &trusted),
+        Err(VerifyError::NonCanonical {
+            what: "sibling 0".into(),
+            value: modulus
+        })
+    );
+    let mut bytes = proof.to_bytes();
+    bytes[20..52].copy_from_slice(&[0xff; 32]);
+    let err = MembershipProof::from_bytes(&bytes)
+        .unwrap()
+        .verify(arity(2), hash, &trusted)
+        .unwrap_err();
+    assert!(err.to_string().starts_with("proof leaf 0xffff"), "{err}");
+    let consistency = tree.prove_consistency(2, 5).unwrap();
+    let mut bytes = consistency.to_bytes();
+    bytes[20..52].copy_from_slice(&modulus);
+    let old = head(2, hash, &leaves, 2);
+    assert!(matches!(
+        ConsistencyProof::from_bytes(&bytes)
+            .unwrap()
+            .verify(arity(2), hash, &old, &trusted),
+        Err(VerifyError::NonCanonical { .. })
+    ));
+}
