@@ -4,3 +4,4 @@ mod encoding;
 mod forgery;
 mod properties;
 mod support;
+mod vectors;

@@ -1,0 +1,549 @@
+//! The committed test vectors under `test-vectors/`: cairn must reproduce every
+//! root (its own `roots.json`, and `typescript.json` from zk-kit's TypeScript
+//! LeanIMT, the n-ary JS reference and poseidon-lite), every valid proof, and
+//! must reject every invalid one at the stated stage. Regenerate with
+//! `cargo run -p cairn-vectors -- generate`; see `test-vectors/README.md`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+use cairn_core::hex::to_hex;
+use cairn_core::{
+    Arity, ConsistencyProof, Hash, HashKind, LeanImt, MembershipProof, TreeConfig, TreeHead,
+};
+use cairn_testkit::vectors::{hash_or_null, leaves, load};
+use serde_json::Value;
+
+/// Arities with proofs in `proofs.json`.
+const PROOF_ARITIES: [u64; 5] = [2, 3, 4, 7, 16];
+
+/// The named negative cases `invalid-proofs.json` must hold.
+const REQUIRED_INVALID: [&str; 16] = [
+    "relabelled-index",
+    "relabelled-size-same-depth",
+    "internal-node-as-leaf",
+    "extra-sibling",
+    "missing-sibling",
+    "zero-padding-sibling",
+    "truncated",
+    "trailing-garbage",
+    "forged-consistency-2-to-3-against-4-leaf-root",
+    "swapped-roots",
+    "wrong-hash-id",
+    "wrong-arity",
+    "unknown-version",
+    "index-equals-size",
+    "old-size-above-new",
+    "non-canonical-poseidon-sibling",
+];
+
+/// The case rule shared by both generators: {0, 1, 2, 3} ∪ {N-1, N, N+1} ∪
+/// {p-1, p, p+1 : p = N^k, k >= 2, p+1 <= max} ∪ {max}.
+fn case_sizes(n: u64, max: u64) -> BTreeSet<u64> {
+    let mut sizes: BTreeSet<u64> = [0, 1, 2, 3, n - 1, n, n + 1, max].into();
+    let mut p = n * n;
+    while p < max {
+        sizes.extend([p - 1, p, p + 1]);
+        p *= n;
+    }
+    sizes
+}
+
+fn str_of<'a>(v: &'a Value, key: &str, at: &str) -> &'a str {
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{at}: {key} is not a string"))
+}
+
+fn u64_of(v: &Value, key: &str, at: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{at}: {key} is not an integer"))
+}
+
+fn array_of<'a>(v: &'a Value, key: &str, at: &str) -> &'a Vec<Value> {
+    v[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{at}: {key} is not an array"))
+}
+
+fn hash_kind(v: &Value, at: &str) -> HashKind {
+    str_of(v, "hash", at)
+        .parse()
+        .unwrap_or_else(|e| panic!("{at}: {e}"))
+}
+
+fn arity_of(v: &Value, at: &str) -> Arity {
+    Arity::new(u64_of(v, "arity", at)).unwrap_or_else(|e| panic!("{at}: {e}"))
+}
+
+fn hash_of(v: &Value, key: &str, at: &str) -> Hash {
+    hash_or_null(&v[key]).unwrap_or_else(|| panic!("{at}: {key} is not a hash"))
+}
+
+fn bytes(v: &Value, key: &str, at: &str) -> Vec<u8> {
+    let text = str_of(v, key, at);
+    let digits = text
+        .strip_prefix("0x")
+        .unwrap_or_else(|| panic!("{at}: {key} lacks 0x"));
+    hex::decode(digits).unwrap_or_else(|e| panic!("{at}: {key} is not hex: {e}"))
+}
+
+fn head(size: u64, root: &Value) -> TreeHead {
+    TreeHead {
+        size,
+        root: hash_or_null(root),
+    }
+}
+
+/// The shared leaves of `leaves.json`, read once.
+fn vector_leaves() -> &'static [Hash] {
+    static LEAVES: OnceLock<Vec<Hash>> = OnceLock::new();
+    LEAVES.get_or_init(leaves)
+}
+
+/// (root, depth) by (hash, arity, size).
+type RootTable = BTreeMap<(HashKind, u64, u64), (Option<Hash>, u32)>;
+
+/// cairn's (root, depth) of every case tree, each from `LeanImt::from_leaves`
+/// over its prefix of the leaves; computed once for the tests that need it.
+fn cairn_roots() -> &'static RootTable {
+    static ROOTS: OnceLock<RootTable> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let leaves = vector_leaves();
+        let mut out = BTreeMap::new();
+        for kind in HashKind::ALL {
+            for arity in Arity::all() {
+                for size in case_sizes(arity.as_u64(), leaves.len() as u64) {
+                    let tree = LeanImt::from_leaves(
+                        TreeConfig::new(arity, kind),
+                        &leaves[..size as usize],
+                    )
+                    .expect("vector leaves are valid under every hash");
+                    out.insert((kind, arity.as_u64(), size), (tree.root(), tree.depth()));
+                }
+            }
+        }
+        out
+    })
+}
+
+/// Checks a file's roots against cairn's: exactly one entry per case, equal
+/// root and depth. Returns the entries for further checks.
+fn assert_roots_match_cairn(file: &str) -> Vec<Value> {
+    let doc = load(file);
+    let roots = array_of(&doc, "roots", file).clone();
+    let cairn = cairn_roots();
+    assert_eq!(
+        roots.len(),
+        cairn.len(),
+        "{file} holds {} roots, the case rule gives {}",
+        roots.len(),
+        cairn.len()
+    );
+    let mut seen = BTreeSet::new();
+    for (i, entry) in roots.iter().enumerate() {
+        let at = format!("{file} roots[{i}]");
+        let key = (
+            hash_kind(entry, &at),
+            u64_of(entry, "arity", &at),
+            u64_of(entry, "size", &at),
+        );
+        let at = format!("{at} ({} arity {} size {})", key.0, key.1, key.2);
+        assert!(seen.insert(key), "{at}: duplicate case");
+        let (root, depth) = cairn
+            .get(&key)
+            .unwrap_or_else(|| panic!("{at}: not a case of the shared rule"));
+        assert_eq!(
+            hash_or_null(&entry["root"]).as_ref().map(to_hex),
+            root.as_ref().map(to_hex),
+            "{at}: root differs from cairn's"
+        );
+        assert_eq!(
+            u64_of(entry, "depth", &at),
+            u64::from(*depth),
+            "{at}: depth differs from cairn's"
+        );
+    }
+    roots
+}
+
+#[test]
+fn every_committed_root_matches_cairn() {
+    let roots = assert_roots_match_cairn("roots.json");
+    for (i, entry) in roots.iter().enumerate() {
+        let agreed = array_of(entry, "agreed_with", "roots.json");
+        assert!(
+            !agreed.is_empty(),
+            "roots.json roots[{i}] was cross-checked against no independent implementation"
+        );
+    }
+}
+
+#[test]
+fn every_typescript_root_matches_cairn() {
+    // The check against zk-kit's TypeScript LeanIMT (arity 2), the n-ary JS
+    // reference and poseidon-lite: the only independent check of Poseidon
+    // with 13..=16 children.
+    let roots = assert_roots_match_cairn("typescript.json");
+    let wide_poseidon = roots
+        .iter()
+        .filter(|r| r["hash"] == "poseidon" && r["arity"].as_u64().is_some_and(|n| n >= 13))
+        .count();
+    assert!(
+        wide_poseidon > 0,
+        "typescript.json has no Poseidon roots of arity 13..=16"
+    );
+}
+
+#[test]
+fn every_typescript_poseidon_vector_matches_cairn() {
+    let doc = load("typescript.json");
+    let vectors = array_of(&doc, "poseidon", "typescript.json");
+    let mut widths = BTreeSet::new();
+    for (i, vector) in vectors.iter().enumerate() {
+        let at = format!("typescript.json poseidon[{i}]");
+        let inputs: Vec<Hash> = array_of(vector, "inputs", &at)
+            .iter()
+            .map(|x| hash_or_null(x).unwrap_or_else(|| panic!("{at}: input is not a hash")))
+            .collect();
+        assert_eq!(
+            str_of(vector, "function", &at),
+            format!("poseidon{}", inputs.len()),
+            "{at}: function and input count disagree"
+        );
+        // A group of one is lifted, never hashed, and the poseidon module
+        // exposes no one-input function: k = 1 is not part of the tree.
+        if inputs.len() < 2 {
+            continue;
+        }
+        let output = hash_of(vector, "output", &at);
+        assert_eq!(
+            to_hex(&HashKind::Poseidon.hash_children(&inputs)),
+            to_hex(&output),
+            "{at}: cairn's poseidon{} differs from poseidon-lite's",
+            inputs.len()
+        );
+        widths.insert(inputs.len());
+    }
+    assert_eq!(
+        widths,
+        (2..=16).collect::<BTreeSet<_>>(),
+        "typescript.json must cover poseidon2..poseidon16"
+    );
+}
+
+/// Fresh trees over prefixes of the vector leaves, built on demand.
+#[derive(Default)]
+struct FreshTrees(BTreeMap<(HashKind, u64, u64), LeanImt>);
+
+impl FreshTrees {
+    fn get(&mut self, kind: HashKind, arity: Arity, size: u64) -> &LeanImt {
+        self.0
+            .entry((kind, arity.as_u64(), size))
+            .or_insert_with(|| {
+                LeanImt::from_leaves(
+                    TreeConfig::new(arity, kind),
+                    &vector_leaves()[..size as usize],
+                )
+                .expect("vector leaves are valid under every hash")
+            })
+    }
+}
+
+#[test]
+fn every_committed_membership_proof_decodes_verifies_and_equals_a_fresh_proof() {
+    let doc = load("proofs.json");
+    let entries = array_of(&doc, "membership", "proofs.json");
+    let mut trees = FreshTrees::default();
+    let mut covered = BTreeSet::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let at = format!("proofs.json membership[{i}]");
+        let (kind, arity) = (hash_kind(entry, &at), arity_of(entry, &at));
+        let (index, size) = (u64_of(entry, "index", &at), u64_of(entry, "size", &at));
+        let at = format!("{at} ({kind} arity {arity} leaf {index} of {size})");
+        let binary = bytes(entry, "binary", &at);
+        let from_binary = MembershipProof::from_bytes(&binary)
+            .unwrap_or_else(|e| panic!("{at}: binary does not decode: {e}"));
+        let from_json = MembershipProof::from_json(&entry["json"].to_string())
+            .unwrap_or_else(|e| panic!("{at}: JSON does not decode: {e}"));
+        assert_eq!(from_json, from_binary, "{at}: JSON and binary differ");
+        assert_eq!(
+            from_binary.to_bytes(),
+            binary,
+            "{at}: binary does not re-encode byte-identically"
+        );
+        let trusted = head(size, &entry["root"]);
+        from_binary
+            .verify(arity, kind, &trusted)
+            .unwrap_or_else(|e| panic!("{at}: does not verify: {e}"));
+        assert_eq!(
+            from_binary.leaf(),
+            hash_of(entry, "leaf", &at),
+            "{at}: leaf field differs"
+        );
+        let fresh_tree = trees.get(kind, arity, size);
+        assert_eq!(
+            fresh_tree.head(),
+            trusted,
+            "{at}: root differs from a fresh tree's"
+        );
+        assert_eq!(
+            fresh_tree.prove(index).expect("index < size"),
+            from_binary,
+            "{at}: differs from a freshly generated proof"
+        );
+        covered.insert((kind, arity.as_u64()));
+    }
+    let want: BTreeSet<_> = HashKind::ALL
+        .into_iter()
+        .flat_map(|k| PROOF_ARITIES.map(|n| (k, n)))
+        .collect();
+    assert_eq!(
+        covered, want,
+        "proofs.json must cover every hash at arities 2, 3, 4, 7, 16"
+    );
+}
+
+#[test]
+fn every_committed_consistency_proof_decodes_verifies_and_equals_a_fresh_proof() {
+    let doc = load("proofs.json");
+    let entries = array_of(&doc, "consistency", "proofs.json");
+    let mut trees = FreshTrees::default();
+    let mut covered = BTreeSet::new();
+    let (mut from_empty, mut equal, mut from_one, mut deeper) = (0, 0, 0, 0);
+    for (i, entry) in entries.iter().enumerate() {
+        let at = format!("proofs.json consistency[{i}]");
+        let (kind, arity) = (hash_kind(entry, &at), arity_of(entry, &at));
+        let (old_size, new_size) = (
+            u64_of(entry, "old_size", &at),
+            u64_of(entry, "new_size", &at),
+        );
+        let at = format!("{at} ({kind} arity {arity} {old_size} -> {new_size})");
+        let binary = bytes(entry, "binary", &at);
+        let from_binary = ConsistencyProof::from_bytes(&binary)
+            .unwrap_or_else(|e| panic!("{at}: binary does not decode: {e}"));
+        let from_json = ConsistencyProof::from_json(&entry["json"].to_string())
+            .unwrap_or_else(|e| panic!("{at}: JSON does not decode: {e}"));
+        assert_eq!(from_json, from_binary, "{at}: JSON and binary differ");
+        assert_eq!(
+            from_binary.to_bytes(),
+            binary,
+            "{at}: binary does not re-encode byte-identically"
+        );
+        let old = head(old_size, &entry["old_root"]);
+        let new = head(new_size, &entry["new_root"]);
+        from_binary
+            .verify(arity, kind, &old, &new)
+            .unwrap_or_else(|e| panic!("{at}: does not verify: {e}"));
+        assert_eq!(
+            trees.get(kind, arity, old_size).head(),
+            old,
+            "{at}: old root differs from a fresh tree's"
+        );
+        let fresh_tree = trees.get(kind, arity, new_size);
+        assert_eq!(
+            fresh_tree.head(),
+            new,
+            "{at}: new root differs from a fresh tree's"
+        );
+        assert_eq!(
+            fresh_tree
+                .prove_consistency(old_size, new_size)
+                .expect("old <= new"),
+            from_binary,
+            "{at}: differs from a freshly generated proof"
+        );
+        covered.insert((kind, arity.as_u64()));
+        from_empty += usize::from(old_size == 0);
+        equal += usize::from(old_size == new_size);
+        from_one += usize::from(old_size == 1);
+        let depth = |size| cairn_core::shape::depth(size, arity);
+        deeper += usize::from(old_size > 1 && depth(old_size) < depth(new_size));
+    }
+    let want: BTreeSet<_> = HashKind::ALL
+        .into_iter()
+        .flat_map(|k| PROOF_ARITIES.map(|n| (k, n)))
+        .collect();
+    assert_eq!(
+        covered, want,
+        "proofs.json must cover every hash at arities 2, 3, 4, 7, 16"
+    );
+    for (what, count) in [
+        ("from size 0", from_empty),
+        ("between equal sizes", equal),
+        ("from size 1", from_one),
+        ("across a depth change", deeper),
+    ] {
+        assert!(count > 0, "proofs.json has no consistency proof {what}");
+    }
+}
+
+/// Where a proof was rejected: "decode" or "verify", and the error variant.
+type Rejection = (&'static str, String);
+
+/// The name of an error's variant, from its `Debug` form.
+fn variant<E: std::fmt::Debug>(error: &E) -> String {
+    format!("{error:?}")
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Decodes `input` (binary bytes or JSON text) as `kind` and verifies it
+/// against `trusted`; `Ok` if accepted.
+fn judge(
+    kind: &str,
+    hash: HashKind,
+    arity: Arity,
+    trusted: &Value,
+    input: &Input<'_>,
+    at: &str,
+) -> Result<(), Rejection> {
+    let decode = |e: cairn_core::DecodeError| ("decode", variant(&e));
+    let verify = |e: cairn_core::VerifyError| ("verify", variant(&e));
+    match kind {
+        "membership" => {
+            let proof = match input {
+                Input::Binary(b) => MembershipProof::from_bytes(b),
+                Input::Json(text) => MembershipProof::from_json(text),
+            }
+            .map_err(decode)?;
+            let head = head(u64_of(trusted, "size", at), &trusted["root"]);
+            proof.verify(arity, hash, &head).map_err(verify)
+        }
+        "consistency" => {
+            let proof = match input {
+                Input::Binary(b) => ConsistencyProof::from_bytes(b),
+                Input::Json(text) => ConsistencyProof::from_json(text),
+            }
+            .map_err(decode)?;
+            let old = head(u64_of(trusted, "old_size", at), &trusted["old_root"]);
+            let new = head(u64_of(trusted, "new_size", at), &trusted["new_root"]);
+            proof.verify(arity, hash, &old, &new).map_err(verify)
+        }
+        other => panic!("{at}: unknown kind {other:?}"),
+    }
+}
+
+enum Input<'a> {
+    Binary(&'a [u8]),
+    Json(&'a str),
+}
+
+#[test]
+fn every_invalid_proof_is_rejected_at_its_stated_stage() {
+    let doc = load("invalid-proofs.json");
+    let cases = array_of(&doc, "cases", "invalid-proofs.json");
+    let mut names = BTreeSet::new();
+    for (i, case) in cases.iter().enumerate() {
+        let at = format!("invalid-proofs.json cases[{i}]");
+        let name = str_of(case, "name", &at);
+        let at = format!("{at} ({name})");
+        assert!(names.insert(name), "{at}: duplicate name");
+        let (kind, hash, arity) = (
+            str_of(case, "kind", &at),
+            hash_kind(case, &at),
+            arity_of(case, &at),
+        );
+        let json_text;
+        let binary;
+        let input = if case.get("binary").is_some() {
+            binary = bytes(case, "binary", &at);
+            Input::Binary(&binary)
+        } else {
+            json_text = case["json"].to_string();
+            Input::Json(&json_text)
+        };
+        let (stage, reason) = match judge(kind, hash, arity, &case["trusted"], &input, &at) {
+            Ok(()) => panic!("{at}: was ACCEPTED"),
+            Err(rejection) => rejection,
+        };
+        assert_eq!(
+            stage,
+            str_of(case, "error", &at),
+            "{at}: rejected at another stage ({reason})"
+        );
+        assert_eq!(
+            reason,
+            str_of(case, "reason", &at),
+            "{at}: rejected for another reason"
+        );
+    }
+    for name in REQUIRED_INVALID {
+        assert!(
+            names.contains(name),
+            "invalid-proofs.json lacks the case {name}"
+        );
+    }
+}
+
+#[test]
+fn every_bit_flip_of_the_committed_proofs_is_rejected() {
+    let doc = load("invalid-proofs.json");
+    let groups = array_of(&doc, "bit_flips", "invalid-proofs.json");
+    let kinds: BTreeSet<&str> = groups.iter().filter_map(|g| g["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["consistency", "membership"].into(),
+        "bit flips must cover a membership and a consistency proof"
+    );
+    for (g, group) in groups.iter().enumerate() {
+        let at = format!("invalid-proofs.json bit_flips[{g}]");
+        let (kind, hash, arity) = (
+            str_of(group, "kind", &at),
+            hash_kind(group, &at),
+            arity_of(group, &at),
+        );
+        let original = bytes(group, "binary", &at);
+        judge(
+            kind,
+            hash,
+            arity,
+            &group["trusted"],
+            &Input::Binary(&original),
+            &at,
+        )
+        .unwrap_or_else(|(stage, reason)| {
+            panic!("{at}: the original is rejected at {stage} ({reason})")
+        });
+        let mut listed = BTreeSet::new();
+        for stage in ["decode", "verify"] {
+            for position in array_of(group, stage, &at) {
+                let position = position
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{at}: a {stage} position is not a string"));
+                let name = format!("{at} bit-flip@{position}");
+                let (byte, bit) = position
+                    .split_once('.')
+                    .and_then(|(byte, bit)| {
+                        Some((byte.parse::<usize>().ok()?, bit.parse::<u8>().ok()?))
+                    })
+                    .filter(|&(byte, bit)| byte < original.len() && bit < 8)
+                    .unwrap_or_else(|| panic!("{name}: not a <byte>.<bit> position of the proof"));
+                assert!(listed.insert((byte, bit)), "{name}: listed twice");
+                let mut flipped = original.clone();
+                flipped[byte] ^= 1 << bit;
+                match judge(
+                    kind,
+                    hash,
+                    arity,
+                    &group["trusted"],
+                    &Input::Binary(&flipped),
+                    &name,
+                ) {
+                    Ok(()) => panic!("{name}: was ACCEPTED"),
+                    Err((got, reason)) => {
+                        assert_eq!(got, stage, "{name}: rejected at another stage ({reason})");
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            listed.len(),
+            original.len() * 8,
+            "{at}: not every bit is flipped"
+        );
+    }
+}
