@@ -35,9 +35,6 @@ impl Fixture {
     /// The honest head at `size`, clamped into the tree.
     pub fn head(&self, size: u64) -> TreeHead {
         let size = size % (self.tree.size() + 1);
-        self.tree
-            .at_size(size)
-            .expect("size within the tree")
-            .head()
+        self.tree.view(size).expect("size within the tree").head()
     }
 }

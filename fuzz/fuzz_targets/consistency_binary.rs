@@ -24,18 +24,27 @@ fuzz_target!(|data: &[u8]| {
     if verdict.is_ok() && old.size > 0 {
         assert_eq!(
             Some(proof.clone()),
-            fixture.tree.prove_consistency(old.size, new.size).ok()
+            fixture
+                .tree
+                .view(new.size)
+                .and_then(|view| view.prove_consistency(old.size))
+                .ok()
         );
         let member = fixture
             .tree
-            .prove_at(old.size - 1, old.size)
+            .view(old.size)
+            .and_then(|view| view.prove(old.size - 1))
             .expect("leaf below old size");
         let rolled = proof
             .roll_forward(&member, fixture.arity(), fixture.hash(), &old, &new)
             .expect("verified inputs roll forward");
         assert_eq!(
             Some(rolled),
-            fixture.tree.prove_at(old.size - 1, new.size).ok()
+            fixture
+                .tree
+                .view(new.size)
+                .and_then(|view| view.prove(old.size - 1))
+                .ok()
         );
     }
     let _ = ConsistencyProof::from_json(&proof.to_json()).expect("own JSON decodes");

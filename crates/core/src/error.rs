@@ -56,6 +56,16 @@ pub enum TreeError {
         /// The tree's current size.
         tree_size: u64,
     },
+    /// A read-only view was requested while appends are not hashed yet.
+    #[error(
+        "the tree has {size} leaves but only {hashed} are hashed: commit before taking a read-only view"
+    )]
+    Uncommitted {
+        /// Leaves in the tree.
+        size: u64,
+        /// Leaves covered by up-to-date upper levels.
+        hashed: u64,
+    },
     /// A consistency proof was requested from a larger size to a smaller one.
     #[error("old size {old_size} is larger than new size {new_size}")]
     OldSizeAboveNew {

@@ -7,9 +7,11 @@
 //! lives in the engine crate; everything here is deterministic computation.
 
 pub mod arity;
+mod build;
 pub mod error;
 pub mod hash;
 pub mod hex;
+pub mod level;
 pub mod proof;
 pub mod shape;
 pub mod tree;

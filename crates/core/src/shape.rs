@@ -68,6 +68,9 @@ impl PathStep {
 #[derive(Clone, Debug)]
 pub struct Path {
     arity: u64,
+    /// log2(arity) for power-of-two arities: shifts instead of divisions on
+    /// the proof path (a 64-bit division costs tens of cycles).
+    shift: Option<u32>,
     size_at_level: u64,
     index_at_level: u64,
     level: u32,
@@ -75,10 +78,13 @@ pub struct Path {
 
 impl Path {
     /// The path of `index` in a tree of `size` leaves.
+    #[inline]
     pub fn new(index: u64, size: u64, arity: Arity) -> Path {
         debug_assert!(index < size, "index {index} must be below size {size}");
+        let arity = arity.as_u64();
         Path {
-            arity: arity.as_u64(),
+            arity,
+            shift: arity.is_power_of_two().then(|| arity.trailing_zeros()),
             size_at_level: size,
             index_at_level: index,
             level: 0,
@@ -94,16 +100,29 @@ impl Iterator for Path {
         if self.size_at_level <= 1 {
             return None;
         }
-        let group_start = self.index_at_level - self.index_at_level % self.arity;
+        let (parent, position, parent_len) = match self.shift {
+            Some(shift) => (
+                self.index_at_level >> shift,
+                self.index_at_level & (self.arity - 1),
+                // size >= 2 here, so size - 1 cannot underflow.
+                ((self.size_at_level - 1) >> shift) + 1,
+            ),
+            None => (
+                self.index_at_level / self.arity,
+                self.index_at_level % self.arity,
+                self.size_at_level.div_ceil(self.arity),
+            ),
+        };
+        let group_start = self.index_at_level - position;
         let group_len = (self.size_at_level - group_start).min(self.arity) as usize;
         let step = PathStep {
             level: self.level,
             group_start,
             group_len,
-            position: (self.index_at_level - group_start) as usize,
+            position: position as usize,
         };
-        self.size_at_level = self.size_at_level.div_ceil(self.arity);
-        self.index_at_level /= self.arity;
+        self.size_at_level = parent_len;
+        self.index_at_level = parent;
         self.level += 1;
         Some(step)
     }

@@ -9,6 +9,7 @@
 use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
+use crate::level::Level;
 use crate::shape;
 
 /// What a tree is: chosen at creation, stored by the database, never changed.
@@ -74,11 +75,21 @@ impl TreeHead {
 }
 
 /// An in-memory n-ary LeanIMT.
+///
+/// Appends are lazy: they copy leaves into level 0 and nothing else. The
+/// upper levels are brought up to date by [`LeanImt::commit`], which every
+/// method that needs a hash (root, head, proofs, views) calls first, and
+/// which hashes only the dirty right edge, level by level, with the
+/// multi-lane kernels. A chain follower that appends one leaf per call and
+/// reads the root once per block therefore runs at batch speed.
 #[derive(Clone, Debug)]
 pub struct LeanImt {
     config: TreeConfig,
-    /// `levels[0]` = leaves; see the module invariant.
-    levels: Vec<Vec<Hash>>,
+    /// `levels[0]` = leaves; see the module invariant (which holds for the
+    /// first `hashed` leaves; nodes above them may be stale).
+    levels: Vec<Level>,
+    /// Leaves covered by up-to-date upper levels.
+    hashed: u64,
 }
 
 impl LeanImt {
@@ -86,7 +97,8 @@ impl LeanImt {
     pub fn new(config: TreeConfig) -> LeanImt {
         LeanImt {
             config,
-            levels: vec![Vec::new()],
+            levels: vec![Level::default()],
+            hashed: 0,
         }
     }
 
@@ -97,6 +109,7 @@ impl LeanImt {
         if !leaves.is_empty() {
             tree.append_batch(leaves)?;
         }
+        tree.commit();
         Ok(tree)
     }
 
@@ -120,16 +133,45 @@ impl LeanImt {
         shape::depth(self.size(), self.config.arity)
     }
 
+    /// Whether every upper level is up to date (no append since the last commit).
+    pub fn is_committed(&self) -> bool {
+        self.hashed == self.size()
+    }
+
+    /// Hashes what appends left dirty: the right edge of every level.
+    pub fn commit(&mut self) {
+        if self.is_committed() {
+            return;
+        }
+        let arity = self.config.arity.get();
+        let mut dirty = self.hashed as usize;
+        let mut level = 0;
+        while self.levels[level].len() > 1 {
+            if self.levels.len() == level + 1 {
+                self.levels.push(Level::default());
+            }
+            let (lower, upper) = self.levels.split_at_mut(level + 1);
+            dirty /= arity;
+            crate::build::rehash_level(
+                self.config.hash,
+                arity,
+                &lower[level],
+                &mut upper[0],
+                dirty,
+            );
+            level += 1;
+        }
+        self.hashed = self.size();
+    }
+
     /// The root, or `None` for the empty tree (which has no root).
-    pub fn root(&self) -> Option<Hash> {
-        self.levels.last().and_then(|top| {
-            debug_assert!(top.len() <= 1);
-            top.first().copied()
-        })
+    pub fn root(&mut self) -> Option<Hash> {
+        self.commit();
+        self.levels.last().and_then(Level::last)
     }
 
     /// The size and root together.
-    pub fn head(&self) -> TreeHead {
+    pub fn head(&mut self) -> TreeHead {
         TreeHead {
             size: self.size(),
             root: self.root(),
@@ -138,16 +180,20 @@ impl LeanImt {
 
     /// The leaf at `index`, if present.
     pub fn leaf(&self, index: u64) -> Option<Hash> {
-        self.node(0, index)
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.levels[0].get(i))
+            .copied()
     }
 
     /// All leaves, in order.
-    pub fn leaves(&self) -> &[Hash] {
-        &self.levels[0]
+    pub fn leaves(&self) -> impl Iterator<Item = &Hash> {
+        self.levels[0].iter()
     }
 
-    /// The node at `level`, `index` of the current tree.
-    pub fn node(&self, level: u32, index: u64) -> Option<Hash> {
+    /// The node at `level`, `index` of the current tree (after a commit).
+    pub fn node(&mut self, level: u32, index: u64) -> Option<Hash> {
+        self.commit();
         let level = self.levels.get(level as usize)?;
         usize::try_from(index)
             .ok()
@@ -155,18 +201,18 @@ impl LeanImt {
             .copied()
     }
 
-    /// Appends one leaf; returns its index.
+    /// Appends one leaf; returns its index. Nothing is hashed until a commit.
     pub fn append(&mut self, leaf: Hash) -> Result<u64, TreeError> {
         self.append_batch(std::slice::from_ref(&leaf))
     }
 
     /// Appends `leaves` in order; returns the index of the first. All or
-    /// nothing: a refused batch leaves the tree unchanged.
+    /// nothing: a refused batch leaves the tree unchanged. Nothing is hashed
+    /// until a commit.
     pub fn append_batch(&mut self, leaves: &[Hash]) -> Result<u64, TreeError> {
         self.check_batch(leaves)?;
         let first = self.size();
         self.levels[0].extend_from_slice(leaves);
-        self.rehash_from(first);
         Ok(first)
     }
 
@@ -206,36 +252,23 @@ impl LeanImt {
         Ok(())
     }
 
-    /// Recomputes every node whose subtree contains a leaf at index >= `first`.
-    fn rehash_from(&mut self, first: u64) {
-        let arity = self.config.arity.get();
-        let hash = self.config.hash;
-        let mut dirty = first as usize;
-        let mut level = 0;
-        while self.levels[level].len() > 1 {
-            if self.levels.len() == level + 1 {
-                self.levels.push(Vec::new());
-            }
-            let (lower, upper) = self.levels.split_at_mut(level + 1);
-            let children = &lower[level];
-            let parents = &mut upper[0];
-            let parent_first = dirty / arity;
-            parents.truncate(parent_first);
-            parents.extend(children[parent_first * arity..].chunks(arity).map(|group| {
-                if group.len() == 1 {
-                    group[0]
-                } else {
-                    hash.hash_children(group)
-                }
-            }));
-            debug_assert_eq!(parents.len(), children.len().div_ceil(arity));
-            dirty = parent_first;
-            level += 1;
-        }
+    /// A read-only view of the tree as it was when it had `size` leaves
+    /// (commits first).
+    pub fn at_size(&mut self, size: u64) -> Result<View<'_>, TreeError> {
+        self.commit();
+        View::new(self, size)
     }
 
-    /// A read-only view of the tree as it was when it had `size` leaves.
-    pub fn at_size(&self, size: u64) -> Result<View<'_>, TreeError> {
+    /// A read-only view at `size` without committing: an error if appends
+    /// since the last commit are not hashed yet. For callers that share the
+    /// tree read-only (a snapshot under a read lock).
+    pub fn view(&self, size: u64) -> Result<View<'_>, TreeError> {
+        if !self.is_committed() {
+            return Err(TreeError::Uncommitted {
+                size: self.size(),
+                hashed: self.hashed,
+            });
+        }
         View::new(self, size)
     }
 }
@@ -246,43 +279,40 @@ impl LeanImt {
 /// A node that covers only leaves below `size` is the same in both trees;
 /// at each level only the last node of the smaller tree can differ, so the
 /// view recomputes that right edge once, bottom-up (at most N - 1 stored
-/// siblings and one hash per level).
+/// siblings and one hash per level). A view of the current size reads the
+/// stored nodes directly and allocates nothing.
 #[derive(Clone, Debug)]
 pub struct View<'a> {
     tree: &'a LeanImt,
     size: u64,
-    /// `edge[k]` = the last node of level k at `size` (empty when size == 0).
-    edge: Vec<Hash>,
+    /// For an earlier size: `edge[k]` = (index, value) of the last node of
+    /// level k at `size`. Empty for the current size.
+    edge: Vec<(u64, Hash)>,
 }
 
 impl<'a> View<'a> {
     fn new(tree: &'a LeanImt, size: u64) -> Result<View<'a>, TreeError> {
+        debug_assert!(tree.is_committed());
         let tree_size = tree.size();
         if size > tree_size {
             return Err(TreeError::SizeBeyondTree { size, tree_size });
         }
-        let arity = tree.config.arity;
         let mut edge = Vec::new();
-        if size == tree_size {
-            // The current tree: its right edge is stored, nothing to hash.
-            edge.extend(tree.levels.iter().filter_map(|level| level.last().copied()));
-        } else if size > 0 {
-            let depth = shape::depth(size, arity);
-            edge.reserve(depth as usize + 1);
-            let mut node = tree.levels[0][(size - 1) as usize];
-            edge.push(node);
+        if size > 0 && size < tree_size {
+            let arity = tree.config.arity;
+            edge.reserve(shape::depth(size, arity) as usize + 1);
+            let mut node = tree.levels[0].at((size - 1) as usize);
+            edge.push((size - 1, node));
             let mut buffer = [[0u8; 32]; crate::hash::MAX_GROUP];
             for step in shape::Path::new(size - 1, size, arity) {
                 if step.hashes() {
-                    let start = step.group_start as usize;
-                    let stored = &tree.levels[step.level as usize][start..start + step.position];
-                    buffer[..step.position].copy_from_slice(stored);
+                    let level = &tree.levels[step.level as usize];
+                    level.copy_to(step.group_start as usize, &mut buffer[..step.position]);
                     buffer[step.position] = node;
                     node = tree.config.hash.hash_children(&buffer[..step.group_len]);
                 }
-                edge.push(node);
+                edge.push((step.group_start / arity.as_u64(), node));
             }
-            debug_assert_eq!(edge.len(), depth as usize + 1);
         }
         Ok(View { tree, size, edge })
     }
@@ -299,7 +329,13 @@ impl<'a> View<'a> {
 
     /// The root at this size, `None` when the size is 0.
     pub fn root(&self) -> Option<Hash> {
-        self.edge.last().copied()
+        if self.size == 0 {
+            None
+        } else if self.edge.is_empty() {
+            self.tree.levels.last().and_then(Level::last)
+        } else {
+            self.edge.last().map(|&(_, root)| root)
+        }
     }
 
     /// The head (size and root) at this size.
@@ -315,24 +351,31 @@ impl<'a> View<'a> {
     /// # Panics
     /// If the node does not exist at this size (a programmer error: callers
     /// derive positions from `shape`).
+    #[inline]
     pub fn node(&self, level: u32, index: u64) -> Hash {
-        let len = shape::level_len(self.size, self.tree.config.arity, level);
-        assert!(
-            index < len,
-            "node {index} at level {level} is outside a tree of size {}",
-            self.size
-        );
-        if index == len - 1 {
-            self.edge[level as usize]
-        } else {
-            self.tree.levels[level as usize][index as usize]
+        if let Some(&(edge_index, value)) = self.edge.get(level as usize) {
+            assert!(
+                index <= edge_index,
+                "node {index} at level {level} is outside a tree of size {}",
+                self.size
+            );
+            if index == edge_index {
+                return value;
+            }
         }
+        self.tree.levels[level as usize].at(index as usize)
     }
 
     /// Copies the nodes `[start, start + out.len())` of `level` into `out`.
+    #[inline]
     pub(crate) fn nodes_into(&self, level: u32, start: u64, out: &mut [Hash]) {
-        for (offset, slot) in out.iter_mut().enumerate() {
-            *slot = self.node(level, start + offset as u64);
+        match self.edge.get(level as usize) {
+            Some(&(edge_index, _)) if start + out.len() as u64 > edge_index => {
+                for (offset, slot) in out.iter_mut().enumerate() {
+                    *slot = self.node(level, start + offset as u64);
+                }
+            }
+            _ => self.tree.levels[level as usize].copy_to(start as usize, out),
         }
     }
 }
@@ -349,6 +392,16 @@ mod tests {
                 leaf
             })
             .collect()
+    }
+
+    impl LeanImt {
+        fn dump(&mut self) -> Vec<Vec<Hash>> {
+            self.commit();
+            self.levels
+                .iter()
+                .map(|level| level.iter().copied().collect())
+                .collect()
+        }
     }
 
     fn config(n: u64) -> TreeConfig {
@@ -369,12 +422,12 @@ mod tests {
     #[test]
     fn lone_children_are_lifted_and_partial_groups_hash_their_members() {
         let l = leaves(6);
-        let tree = LeanImt::from_leaves(config(4), &l).unwrap();
+        let mut tree = LeanImt::from_leaves(config(4), &l).unwrap();
         let h = |c: &[Hash]| HashKind::Blake3.hash_children(c);
         let left = h(&l[0..4]);
         let right = h(&l[4..6]);
         assert_eq!(tree.root(), Some(h(&[left, right])));
-        let tree = LeanImt::from_leaves(config(4), &l[..5]).unwrap();
+        let mut tree = LeanImt::from_leaves(config(4), &l[..5]).unwrap();
         assert_eq!(tree.root(), Some(h(&[left, l[4]])));
         assert_eq!(tree.depth(), 2);
     }
@@ -383,14 +436,62 @@ mod tests {
     fn single_appends_equal_one_batch() {
         let l = leaves(200);
         for n in [2, 3, 4, 16] {
-            let batch = LeanImt::from_leaves(config(n), &l).unwrap();
+            let mut batch = LeanImt::from_leaves(config(n), &l).unwrap();
             let mut single = LeanImt::new(config(n));
             for leaf in &l {
                 single.append(*leaf).unwrap();
             }
             assert_eq!(single.root(), batch.root(), "arity {n}");
-            assert_eq!(single.levels, batch.levels, "arity {n}");
+            assert_eq!(single.dump(), batch.dump(), "arity {n}");
         }
+    }
+
+    #[test]
+    fn lazy_appends_hash_only_at_commit_and_match_the_reference() {
+        // Large enough for the parallel path (>= PARALLEL_MIN_PARENTS parents
+        // at level 1) and, at N = 3 and 7, groups straddling chunk edges.
+        let l = leaves(30_000);
+        for n in [2, 3, 4, 7, 16] {
+            let mut tree = LeanImt::new(config(n));
+            let mut appended = 0;
+            for (round, take) in [1usize, 127, 128, 129, 5_000, 1, 24_614]
+                .into_iter()
+                .enumerate()
+            {
+                tree.append_batch(&l[appended..appended + take]).unwrap();
+                appended += take;
+                assert!(!tree.is_committed());
+                assert!(matches!(
+                    tree.view(appended as u64),
+                    Err(TreeError::Uncommitted { .. })
+                ));
+                if round % 2 == 1 {
+                    let want = spec_root(n, &l[..appended]);
+                    assert_eq!(tree.root(), Some(want), "arity {n} after {appended}");
+                    assert!(tree.view(appended as u64).is_ok());
+                }
+            }
+            assert_eq!(tree.root(), Some(spec_root(n, &l)), "arity {n}");
+        }
+    }
+
+    /// The spec, level by level over plain vectors (the testkit's reference
+    /// depends on this crate, so unit tests carry their own).
+    fn spec_root(n: u64, leaves: &[Hash]) -> Hash {
+        let mut level = leaves.to_vec();
+        while level.len() > 1 {
+            level = level
+                .chunks(n as usize)
+                .map(|g| {
+                    if g.len() == 1 {
+                        g[0]
+                    } else {
+                        HashKind::Blake3.hash_children(g)
+                    }
+                })
+                .collect();
+        }
+        level[0]
     }
 
     #[test]
@@ -450,12 +551,12 @@ mod tests {
     fn view_at_every_earlier_size_equals_a_tree_built_to_that_size() {
         let l = leaves(70);
         for n in [2, 3, 4, 5, 16] {
-            let tree = LeanImt::from_leaves(config(n), &l).unwrap();
+            let mut tree = LeanImt::from_leaves(config(n), &l).unwrap();
             for size in 0..=70u64 {
-                let old = LeanImt::from_leaves(config(n), &l[..size as usize]).unwrap();
+                let mut old = LeanImt::from_leaves(config(n), &l[..size as usize]).unwrap();
                 let view = tree.at_size(size).unwrap();
                 assert_eq!(view.root(), old.root(), "arity {n} size {size}");
-                for (level, nodes) in old.levels.iter().enumerate() {
+                for (level, nodes) in old.dump().iter().enumerate() {
                     for (index, node) in nodes.iter().enumerate() {
                         assert_eq!(view.node(level as u32, index as u64), *node);
                     }

@@ -202,7 +202,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
     let consistent = |old, new| Trusted::Consistency { old, new };
 
     // ---- membership: relabelled header fields -------------------------------
-    let t4 = t.tree(2, B3, 4)?;
+    let mut t4 = t.tree(2, B3, 4)?;
     let h4 = member(t.head(2, B3, 4)?);
     add(
         "relabelled-index",
@@ -220,7 +220,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         bin(relabel(t4.prove_at(2, 4)?.to_bytes(), 3, 4)),
         Verify,
     );
-    let t8 = t.tree(2, B3, 8)?;
+    let mut t8 = t.tree(2, B3, 8)?;
     let h8 = member(t.head(2, B3, 8)?);
     add(
         "relabelled-size-same-depth",
@@ -252,7 +252,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
     // siblings of leaf 5 computes the 16-leaf root: a well-formed proof of
     // "leaf 1 of 4". Bound to size 4, it fails against the trusted size 16;
     // relabelled to size 16, it lacks a level of siblings.
-    let t16 = t.tree(4, B3, 16)?;
+    let mut t16 = t.tree(4, B3, 16)?;
     let h16 = member(t16.head());
     let node = t16.node(1, 1).context("node (1, 1)")?;
     let upper = t16.prove(5)?.siblings()[3..].to_vec();
@@ -288,7 +288,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
     );
 
     // ---- membership: wrong number of bytes -----------------------------------
-    let t10 = t.tree(4, B3, 10)?;
+    let mut t10 = t.tree(4, B3, 10)?;
     let h10 = member(t10.head());
     let last = t10.prove(9)?.to_bytes();
     let first_sibling = value_at(&last, BODY);
@@ -376,7 +376,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         bin(with_byte(p3.clone(), 3, 5)),
         Decode,
     );
-    let t2 = t.tree(2, B3, 2)?;
+    let mut t2 = t.tree(2, B3, 2)?;
     add(
         "wrong-arity",
         B3,
@@ -487,7 +487,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         bin(relabel(p1.clone(), 2, 10)),
         Verify,
     );
-    let other = LeanImt::from_leaves(TreeConfig::new(arity(4), B3), &leaves[100..110])?;
+    let mut other = LeanImt::from_leaves(TreeConfig::new(arity(4), B3), &leaves[100..110])?;
     add(
         "proof-from-another-tree",
         B3,
@@ -509,7 +509,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
     );
 
     // ---- membership: non-canonical Poseidon values ---------------------------
-    let tp3 = t.tree(2, Poseidon, 3)?;
+    let mut tp3 = t.tree(2, Poseidon, 3)?;
     let hp3 = member(tp3.head());
     let pp = tp3.prove(0)?.to_bytes();
     add(
@@ -582,7 +582,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         Verify,
     );
 
-    let t40 = t.tree(4, B3, 40)?;
+    let mut t40 = t.tree(4, B3, 40)?;
     let (o7, n40) = (t40.at_size(7)?.head(), t40.head());
     let c40 = consistent(o7, n40);
     let c = t40.prove_consistency(7, 40)?.to_bytes();
@@ -747,7 +747,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         bin(relabel(from_empty.clone(), 0, 6)),
         Verify,
     );
-    let tp7 = t.tree(2, Poseidon, 7)?;
+    let mut tp7 = t.tree(2, Poseidon, 7)?;
     let cp7 = consistent(tp7.at_size(3)?.head(), tp7.head());
     let cp = tp7.prove_consistency(3, 7)?.to_bytes();
     add(
@@ -804,7 +804,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         })),
         Decode,
     );
-    let t9 = t.tree(4, B3, 9)?;
+    let mut t9 = t.tree(4, B3, 9)?;
     add(
         "json-empty-lifted-level",
         B3,
@@ -1024,9 +1024,9 @@ struct Original(HashKind, Arity, Trusted, Vec<u8>);
 /// The valid proofs whose every bit flip is listed.
 fn bit_flip_originals(leaves: &[Hash]) -> Result<Vec<Original>> {
     let t = Trees { leaves };
-    let m = t.tree(3, HashKind::Blake3, 10)?;
-    let c = t.tree(4, HashKind::Keccak256, 11)?;
-    let p = t.tree(2, HashKind::Poseidon, 3)?;
+    let mut m = t.tree(3, HashKind::Blake3, 10)?;
+    let mut c = t.tree(4, HashKind::Keccak256, 11)?;
+    let mut p = t.tree(2, HashKind::Poseidon, 3)?;
     Ok(vec![
         Original(
             HashKind::Blake3,

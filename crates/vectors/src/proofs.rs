@@ -81,12 +81,12 @@ impl<'a> Trees<'a> {
     }
 
     /// A tree built from scratch over the first `size` leaves.
-    fn fresh(&mut self, size: u64) -> Result<&LeanImt> {
+    fn fresh(&mut self, size: u64) -> Result<&mut LeanImt> {
         if !self.fresh.contains_key(&size) {
             let tree = LeanImt::from_leaves(self.config, &self.leaves[..size as usize])?;
             self.fresh.insert(size, tree);
         }
-        self.fresh.get(&size).context("just inserted")
+        self.fresh.get_mut(&size).context("just inserted")
     }
 
     fn head(&mut self, size: u64) -> Result<TreeHead> {

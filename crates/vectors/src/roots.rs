@@ -108,7 +108,7 @@ fn group(
     };
     // cairn's tree grown batch by batch through the case sizes; the full tree's
     // historical views must give the same roots.
-    let full = LeanImt::from_leaves(config, leaves)?;
+    let mut full = LeanImt::from_leaves(config, leaves)?;
     let mut grown = LeanImt::new(config);
     let mut entries = Vec::with_capacity(sizes.len());
     let mut ts_matched = 0;

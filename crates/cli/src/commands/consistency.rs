@@ -43,7 +43,7 @@ impl ConsistencyCmd {
             output::check_binary_allowed()?;
         }
         let source = Source::from_arg(self.leaves.as_deref());
-        let tree = build_tree(self.tree, &source, self.format.format)?;
+        let mut tree = build_tree(self.tree, &source, self.format.format)?;
         let to = self.to.unwrap_or(tree.size());
         let proof = tree
             .prove_consistency(self.from, to)

@@ -43,7 +43,7 @@ impl ProveCmd {
             output::check_binary_allowed()?;
         }
         let source = Source::from_arg(self.leaves.as_deref());
-        let tree = build_tree(self.tree, &source, self.format.format)?;
+        let mut tree = build_tree(self.tree, &source, self.format.format)?;
         let size = self.size.unwrap_or(tree.size());
         let proof = tree
             .prove_at(self.index, size)

@@ -34,7 +34,7 @@ pub struct RootCmd {
 impl RootCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let source = Source::from_arg(self.source.as_deref());
-        let tree = build_tree(self.tree, &source, self.format.format)?;
+        let mut tree = build_tree(self.tree, &source, self.format.format)?;
         let root = tree.root();
         if self.json {
             let root = root.map_or_else(

@@ -117,6 +117,26 @@ impl HashKind {
     }
 }
 
+impl HashKind {
+    /// Hashes `out.len()` complete groups of `group` children laid out
+    /// contiguously: `out[i] = hash_children(&children[i * group..(i + 1) * group])`.
+    /// This is the tree's bulk path; byte hashes use multi-lane kernels.
+    ///
+    /// # Panics
+    /// As [`HashKind::hash_children`], or if `children.len() != out.len() * group`.
+    #[inline]
+    pub fn hash_groups(self, children: &[Hash], group: usize, out: &mut [Hash]) {
+        assert_eq!(
+            children.len(),
+            out.len() * group,
+            "children must fill the groups exactly"
+        );
+        for (parent, members) in out.iter_mut().zip(children.chunks_exact(group)) {
+            *parent = self.hash_children(members);
+        }
+    }
+}
+
 impl fmt::Display for HashKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -63,31 +63,48 @@ impl MembershipProof {
             })
     }
 
-    /// Builds the proof of leaf `index` in `view`.
-    pub(crate) fn generate(view: &View<'_>, index: u64) -> Result<MembershipProof, TreeError> {
+    /// A proof with no content yet, for [`View::prove_into`] to fill.
+    pub fn empty(config: crate::TreeConfig) -> MembershipProof {
+        MembershipProof {
+            arity: config.arity,
+            hash: config.hash,
+            index: 0,
+            size: 0,
+            leaf: [0; 32],
+            siblings: Vec::new(),
+        }
+    }
+
+    /// Builds the proof of leaf `index` in `view` into `proof`.
+    pub(crate) fn generate_into(
+        view: &View<'_>,
+        index: u64,
+        proof: &mut MembershipProof,
+    ) -> Result<(), TreeError> {
         let size = view.size();
         if index >= size {
             return Err(TreeError::IndexOutOfRange { index, size });
         }
         let config = view.config();
-        let mut siblings =
-            Vec::with_capacity(shape::membership_sibling_count(index, size, config.arity));
+        proof.arity = config.arity;
+        proof.hash = config.hash;
+        proof.index = index;
+        proof.size = size;
+        proof.leaf = view.node(0, index);
+        proof.siblings.clear();
         for step in Path::new(index, size, config.arity).filter(PathStep::hashes) {
-            let level = step.level;
-            for member in 0..step.group_len {
-                if member != step.position {
-                    siblings.push(view.node(level, step.group_start + member as u64));
-                }
-            }
+            // The group minus the path node: the run left of it, then the run right of it.
+            let at = proof.siblings.len();
+            proof.siblings.resize(at + step.sibling_count(), [0; 32]);
+            let (left, right) = proof.siblings[at..].split_at_mut(step.position);
+            view.nodes_into(step.level, step.group_start, left);
+            view.nodes_into(
+                step.level,
+                step.group_start + step.position as u64 + 1,
+                right,
+            );
         }
-        Ok(MembershipProof {
-            arity: config.arity,
-            hash: config.hash,
-            index,
-            size,
-            leaf: view.node(0, index),
-            siblings,
-        })
+        Ok(())
     }
 
     /// Checks the proof against a tree of `arity` and `hash` whose head the

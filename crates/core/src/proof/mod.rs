@@ -110,7 +110,15 @@ impl ConsistencyProof {
 impl View<'_> {
     /// The membership proof of leaf `index` at this view's size.
     pub fn prove(&self, index: u64) -> Result<MembershipProof, TreeError> {
-        MembershipProof::generate(self, index)
+        let mut proof = MembershipProof::empty(self.config());
+        self.prove_into(index, &mut proof)?;
+        Ok(proof)
+    }
+
+    /// Writes the membership proof of leaf `index` into `proof`, reusing its
+    /// buffer: no allocation once the buffer has grown to the tree's depth.
+    pub fn prove_into(&self, index: u64, proof: &mut MembershipProof) -> Result<(), TreeError> {
+        MembershipProof::generate_into(self, index, proof)
     }
 
     /// The consistency proof from `old_size` to this view's size.
@@ -121,19 +129,19 @@ impl View<'_> {
 
 impl LeanImt {
     /// The membership proof of leaf `index` in the current tree.
-    pub fn prove(&self, index: u64) -> Result<MembershipProof, TreeError> {
+    pub fn prove(&mut self, index: u64) -> Result<MembershipProof, TreeError> {
         self.at_size(self.size())?.prove(index)
     }
 
     /// The membership proof of leaf `index` in the tree as it was at `size`
     /// (`index < size <= self.size()`), for verifiers that trust an older root.
-    pub fn prove_at(&self, index: u64, size: u64) -> Result<MembershipProof, TreeError> {
+    pub fn prove_at(&mut self, index: u64, size: u64) -> Result<MembershipProof, TreeError> {
         self.at_size(size)?.prove(index)
     }
 
     /// The consistency proof between the tree at `old_size` and at `new_size`.
     pub fn prove_consistency(
-        &self,
+        &mut self,
         old_size: u64,
         new_size: u64,
     ) -> Result<ConsistencyProof, TreeError> {

@@ -8,7 +8,7 @@ use crate::support::tree;
 
 #[test]
 fn binary_and_json_round_trip_for_both_kinds() {
-    let (tree, _) = tree(5, HashKind::Keccak256, 140);
+    let (mut tree, _) = tree(5, HashKind::Keccak256, 140);
     for (index, size) in [(0u64, 1u64), (0, 140), (139, 140), (124, 125), (7, 26)] {
         let proof = tree.prove_at(index, size).unwrap();
         assert_eq!(
@@ -45,7 +45,7 @@ fn binary_and_json_round_trip_for_both_kinds() {
 fn membership_proof_size_is_compact() {
     // N = 4, 1M leaves: depth 10, 3 siblings a level, plus a 52-byte header.
     let leaves = cairn_testkit::leaves(1, 1 << 20);
-    let tree = cairn_core::LeanImt::from_leaves(
+    let mut tree = cairn_core::LeanImt::from_leaves(
         cairn_core::TreeConfig::new(crate::support::arity(4), HashKind::Blake3),
         &leaves,
     )
@@ -57,7 +57,7 @@ fn membership_proof_size_is_compact() {
 
 #[test]
 fn json_with_a_wrong_level_length_or_unknown_field_is_rejected() {
-    let (tree, _) = tree(4, HashKind::Blake3, 20);
+    let (mut tree, _) = tree(4, HashKind::Blake3, 20);
     let json = tree.prove(5).unwrap().to_json();
     let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     doc["siblings"][0].as_array_mut().unwrap().pop();
@@ -116,7 +116,7 @@ fn a_header_claiming_a_huge_tree_is_rejected_without_allocating_its_size() {
 }
 
 fn valid_encodings() -> Vec<Vec<u8>> {
-    let (tree, _) = tree(3, HashKind::Blake3, 40);
+    let (mut tree, _) = tree(3, HashKind::Blake3, 40);
     vec![
         tree.prove_at(5, 28).unwrap().to_bytes(),
         tree.prove(39).unwrap().to_bytes(),
@@ -162,7 +162,7 @@ proptest! {
 
 #[test]
 fn decode_accepts_either_encoding_and_reports_non_utf8_json() {
-    let (tree, _) = tree(4, HashKind::Blake3, 30);
+    let (mut tree, _) = tree(4, HashKind::Blake3, 30);
     let proof = tree.prove(17).unwrap();
     assert_eq!(
         MembershipProof::decode(&proof.to_bytes()),

@@ -28,7 +28,7 @@ fn accept(bytes: &[u8], n: u64, hash: HashKind, trusted: &TreeHead) -> Result<()
 fn relabelled_index_and_size_is_rejected() {
     // rotortree 0.20 accepted a proof for leaf 2 of 3 relabelled as leaf 3 of
     // 4, because sibling counts were not derived from the size.
-    let (tree, leaves) = tree(2, B3, 4);
+    let (mut tree, leaves) = tree(2, B3, 4);
     let proof = tree.prove_at(2, 3).unwrap();
     let trusted = head(2, B3, &leaves, 4);
     let err = accept(&relabel(&proof, 3, 4), 2, B3, &trusted).unwrap_err();
@@ -51,7 +51,7 @@ fn relabelled_index_and_size_is_rejected() {
 fn relabelled_size_within_the_same_depth_is_rejected() {
     // rotortree 0.20 checked the size only through the depth: a size-5 proof
     // relabelled as size 8 verified.
-    let (tree, leaves) = tree(2, B3, 8);
+    let (mut tree, leaves) = tree(2, B3, 8);
     let proof = tree.prove_at(4, 5).unwrap();
     let err = accept(&relabel(&proof, 4, 8), 2, B3, &head(2, B3, &leaves, 8)).unwrap_err();
     assert!(
@@ -77,7 +77,7 @@ fn an_internal_node_presented_as_a_leaf_is_rejected() {
     // Node 1 of level 1 (the parent of leaves 4..8 at N = 4) with the level-1
     // siblings would reproduce the root of a 16-leaf tree if the verifier let
     // the prover choose the depth.
-    let (tree, leaves) = tree(4, B3, 16);
+    let (mut tree, leaves) = tree(4, B3, 16);
     let trusted = head(4, B3, &leaves, 16);
     let real = tree.prove(5).unwrap();
     let internal: Hash = tree.node(1, 1).unwrap();
@@ -107,7 +107,7 @@ fn an_internal_node_presented_as_a_leaf_is_rejected() {
 fn an_extra_all_zero_sibling_is_rejected() {
     // rotortree 0.20 did not require unused slots to be zero, so its encoding
     // was malleable; here there are no unused slots at all.
-    let (tree, leaves) = tree(4, B3, 10);
+    let (mut tree, leaves) = tree(4, B3, 10);
     let mut bytes = tree.prove(9).unwrap().to_bytes();
     bytes.extend_from_slice(&[0u8; 32]);
     assert!(
@@ -119,7 +119,7 @@ fn an_extra_all_zero_sibling_is_rejected() {
 
 #[test]
 fn truncated_and_padded_proofs_are_rejected() {
-    let (tree, leaves) = tree(3, B3, 30);
+    let (mut tree, leaves) = tree(3, B3, 30);
     let bytes = tree.prove(13).unwrap().to_bytes();
     let trusted = head(3, B3, &leaves, 30);
     assert_eq!(accept(&bytes, 3, B3, &trusted), Ok(()));
@@ -143,7 +143,7 @@ fn truncated_and_padded_proofs_are_rejected() {
 fn a_forged_two_to_three_consistency_proof_fails_against_a_four_leaf_root() {
     // rotortree 0.20 accepted a 2 -> 3 consistency proof against the trusted
     // root of a 4-leaf tree because the sizes were not bound into the proof.
-    let (tree, leaves) = tree(2, B3, 4);
+    let (mut tree, leaves) = tree(2, B3, 4);
     let old = head(2, B3, &leaves, 2);
     let four = head(2, B3, &leaves, 4);
     let honest = tree.prove_consistency(2, 3).unwrap();
@@ -179,7 +179,7 @@ fn a_forged_two_to_three_consistency_proof_fails_against_a_four_leaf_root() {
 
 #[test]
 fn swapped_roots_are_rejected() {
-    let (tree, leaves) = tree(4, B3, 40);
+    let (mut tree, leaves) = tree(4, B3, 40);
     let old = head(4, B3, &leaves, 7);
     let new = head(4, B3, &leaves, 40);
     let proof = tree.prove_consistency(7, 40).unwrap();
@@ -203,7 +203,7 @@ fn swapped_roots_are_rejected() {
 
 #[test]
 fn a_proof_from_another_tree_of_the_same_size_is_rejected() {
-    let (tree, _) = tree(4, B3, 20);
+    let (mut tree, _) = tree(4, B3, 20);
     let other = cairn_testkit::leaves(99, 20);
     let trusted = head(4, B3, &other, 20);
     assert!(matches!(
@@ -214,7 +214,7 @@ fn a_proof_from_another_tree_of_the_same_size_is_rejected() {
 
 #[test]
 fn a_proof_checked_with_another_arity_or_hash_is_rejected_by_name() {
-    let (tree, leaves) = tree(4, B3, 20);
+    let (mut tree, leaves) = tree(4, B3, 20);
     let proof = tree.prove(3).unwrap();
     let trusted = head(4, B3, &leaves, 20);
     assert_eq!(
@@ -235,7 +235,7 @@ fn a_proof_checked_with_another_arity_or_hash_is_rejected_by_name() {
 
 #[test]
 fn an_inconsistent_trusted_head_is_rejected() {
-    let (tree, _) = tree(2, B3, 3);
+    let (mut tree, _) = tree(2, B3, 3);
     let proof = tree.prove(0).unwrap();
     let no_root = TreeHead {
         size: 3,
@@ -253,7 +253,7 @@ fn an_inconsistent_trusted_head_is_rejected() {
 #[test]
 fn every_bit_flip_of_a_membership_proof_is_rejected() {
     for (n, size, index) in [(2u64, 13u64, 6u64), (4, 70, 65), (16, 300, 299)] {
-        let (tree, leaves) = tree(n, B3, size as usize);
+        let (mut tree, leaves) = tree(n, B3, size as usize);
         let bytes = tree.prove(index).unwrap().to_bytes();
         let trusted = head(n, B3, &leaves, size);
         assert_eq!(accept(&bytes, n, B3, &trusted), Ok(()));
@@ -271,7 +271,7 @@ fn every_bit_flip_of_a_membership_proof_is_rejected() {
 #[test]
 fn every_bit_flip_of_a_consistency_proof_is_rejected() {
     for (n, old_size, new_size) in [(2u64, 5u64, 13u64), (4, 17, 70), (16, 1, 300)] {
-        let (tree, leaves) = tree(n, B3, new_size as usize);
+        let (mut tree, leaves) = tree(n, B3, new_size as usize);
         let bytes = tree
             .prove_consistency(old_size, new_size)
             .unwrap()
@@ -300,7 +300,7 @@ fn every_bit_flip_of_a_consistency_proof_is_rejected() {
 
 #[test]
 fn roll_forward_refuses_unverified_inputs() {
-    let (tree, leaves) = tree(4, B3, 50);
+    let (mut tree, leaves) = tree(4, B3, 50);
     let old = head(4, B3, &leaves, 10);
     let new = head(4, B3, &leaves, 50);
     let consistency = tree.prove_consistency(10, 50).unwrap();
@@ -332,7 +332,7 @@ fn a_non_canonical_poseidon_value_in_a_proof_is_rejected_not_reduced() {
     // x and x + p are the same field element; accepting both would make two
     // different proofs (and leaves) verify against one root.
     let hash = HashKind::Poseidon;
-    let (tree, leaves) = tree(2, hash, 5);
+    let (mut tree, leaves) = tree(2, hash, 5);
     let trusted = head(2, hash, &leaves, 5);
     let proof = tree.prove(2).unwrap();
     assert_eq!(proof.verify(arity(2), hash, &trusted), Ok(()));

@@ -45,7 +45,7 @@ proptest! {
     #[test]
     fn every_proof_of_every_leaf_at_every_size_verifies(n in 2u64..=9, hash in hash_kind(), count in 1usize..48, seed in any::<u64>()) {
         let leaves = cairn_testkit::leaves(seed, count);
-        let tree = LeanImt::from_leaves(TreeConfig::new(arity(n), hash), &leaves).unwrap();
+        let mut tree = LeanImt::from_leaves(TreeConfig::new(arity(n), hash), &leaves).unwrap();
         for size in 1..=count as u64 {
             let trusted = head(n, hash, &leaves, size);
             prop_assert_eq!(tree.at_size(size).unwrap().head(), trusted);
@@ -65,7 +65,7 @@ proptest! {
         let old_size = ((new_size as f64 * old_frac) as u64).clamp(1, new_size);
         let index = ((old_size as f64 * index_frac) as u64).min(old_size - 1);
         let leaves = cairn_testkit::leaves(seed, new_size as usize);
-        let tree = LeanImt::from_leaves(TreeConfig::new(arity(n), hash), &leaves).unwrap();
+        let mut tree = LeanImt::from_leaves(TreeConfig::new(arity(n), hash), &leaves).unwrap();
         let old = head(n, hash, &leaves, old_size);
         let new = head(n, hash, &leaves, new_size);
         let consistency = tree.prove_consistency(old_size, new_size).unwrap();
@@ -82,7 +82,7 @@ proptest! {
         let hash = HashKind::Blake3;
         let old_size = (new_size as f64 * old_frac) as u64;
         let leaves = cairn_testkit::leaves(seed, 80);
-        let tree = LeanImt::from_leaves(TreeConfig::new(arity(n), hash), &leaves).unwrap();
+        let mut tree = LeanImt::from_leaves(TreeConfig::new(arity(n), hash), &leaves).unwrap();
         let proof = tree.prove_consistency(old_size, new_size).unwrap();
         let heads = |m: u64, k: u64| (head(n, hash, &leaves, m), head(n, hash, &leaves, k));
         let (old, new) = heads(old_size, new_size);
@@ -106,7 +106,7 @@ proptest! {
 fn views_are_byte_identical_to_the_subtree_roots_of_the_reference() {
     // Node (level, index) of the tree at any size is the LeanIMT root of the
     // leaves it covers: the fact the historical views rely on.
-    let (tree, leaves) = crate::support::tree(3, HashKind::Sha256, 100);
+    let (mut tree, leaves) = crate::support::tree(3, HashKind::Sha256, 100);
     for size in [1u64, 2, 3, 4, 9, 10, 26, 27, 28, 81, 82, 100] {
         let view = tree.at_size(size).unwrap();
         let prefix = &leaves[..size as usize];
@@ -133,7 +133,7 @@ fn views_are_byte_identical_to_the_subtree_roots_of_the_reference() {
 
 #[test]
 fn consistency_from_size_zero_is_empty_and_says_nothing_about_the_new_root() {
-    let (tree, leaves) = crate::support::tree(4, HashKind::Blake3, 10);
+    let (mut tree, leaves) = crate::support::tree(4, HashKind::Blake3, 10);
     let proof = tree.prove_consistency(0, 10).unwrap();
     assert_eq!(proof.edge_leaf(), None);
     assert!(proof.hashes().is_empty());
@@ -155,7 +155,7 @@ fn consistency_from_size_zero_is_empty_and_says_nothing_about_the_new_root() {
             .is_err()
     );
     // From 0 to 0 is the empty tree on both sides.
-    let empty = LeanImt::new(TreeConfig::new(four, HashKind::Blake3));
+    let mut empty = LeanImt::new(TreeConfig::new(four, HashKind::Blake3));
     let proof = empty.prove_consistency(0, 0).unwrap();
     assert_eq!(
         proof.verify(four, HashKind::Blake3, &TreeHead::EMPTY, &TreeHead::EMPTY),
@@ -165,7 +165,7 @@ fn consistency_from_size_zero_is_empty_and_says_nothing_about_the_new_root() {
 
 #[test]
 fn consistency_between_equal_sizes_requires_equal_roots() {
-    let (tree, leaves) = crate::support::tree(4, HashKind::Blake3, 21);
+    let (mut tree, leaves) = crate::support::tree(4, HashKind::Blake3, 21);
     let four = arity(4);
     for size in [1u64, 4, 5, 16, 21] {
         let proof = tree.prove_consistency(size, size).unwrap();
@@ -193,7 +193,7 @@ fn consistency_between_equal_sizes_requires_equal_roots() {
 
 #[test]
 fn consistency_from_a_larger_to_a_smaller_size_is_refused_everywhere() {
-    let (tree, _) = crate::support::tree(2, HashKind::Blake3, 8);
+    let (mut tree, _) = crate::support::tree(2, HashKind::Blake3, 8);
     assert_eq!(
         tree.prove_consistency(5, 3).unwrap_err().to_string(),
         "old size 5 is larger than new size 3"
@@ -211,10 +211,10 @@ fn consistency_from_a_larger_to_a_smaller_size_is_refused_everywhere() {
 
 #[test]
 fn proofs_against_sizes_the_tree_has_not_reached_are_refused() {
-    let (tree, _) = crate::support::tree(2, HashKind::Blake3, 8);
+    let (mut tree, _) = crate::support::tree(2, HashKind::Blake3, 8);
     assert!(tree.prove_at(0, 9).is_err());
     assert!(tree.prove_at(8, 8).is_err());
     assert!(tree.prove_consistency(2, 9).is_err());
-    let empty = LeanImt::new(TreeConfig::new(Arity::BINARY, HashKind::Blake3));
+    let mut empty = LeanImt::new(TreeConfig::new(Arity::BINARY, HashKind::Blake3));
     assert!(empty.prove(0).is_err());
 }

@@ -115,7 +115,7 @@ fn cairn_roots() -> &'static RootTable {
         for kind in HashKind::ALL {
             for arity in Arity::all() {
                 for size in case_sizes(arity.as_u64(), leaves.len() as u64) {
-                    let tree = LeanImt::from_leaves(
+                    let mut tree = LeanImt::from_leaves(
                         TreeConfig::new(arity, kind),
                         &leaves[..size as usize],
                     )
@@ -238,7 +238,7 @@ fn every_typescript_poseidon_vector_matches_cairn() {
 struct FreshTrees(BTreeMap<(HashKind, u64, u64), LeanImt>);
 
 impl FreshTrees {
-    fn get(&mut self, kind: HashKind, arity: Arity, size: u64) -> &LeanImt {
+    fn get(&mut self, kind: HashKind, arity: Arity, size: u64) -> &mut LeanImt {
         self.0
             .entry((kind, arity.as_u64(), size))
             .or_insert_with(|| {
@@ -282,7 +282,7 @@ fn every_committed_membership_proof_decodes_verifies_and_equals_a_fresh_proof() 
             hash_of(entry, "leaf", &at),
             "{at}: leaf field differs"
         );
-        let fresh_tree = trees.get(kind, arity, size);
+        let fresh_tree: &mut LeanImt = trees.get(kind, arity, size);
         assert_eq!(
             fresh_tree.head(),
             trusted,
@@ -341,7 +341,7 @@ fn every_committed_consistency_proof_decodes_verifies_and_equals_a_fresh_proof()
             old,
             "{at}: old root differs from a fresh tree's"
         );
-        let fresh_tree = trees.get(kind, arity, new_size);
+        let fresh_tree: &mut LeanImt = trees.get(kind, arity, new_size);
         assert_eq!(
             fresh_tree.head(),
             new,

@@ -1,0 +1,89 @@
+//! Hashing a level's parents from its children: the one hot loop of the tree.
+//!
+//! Complete groups that lie inside one child chunk are contiguous, so runs of
+//! them go to the multi-lane kernel (`HashKind::hash_groups`) in one call; a
+//! group that straddles a chunk boundary (only for arities that do not divide
+//! 128) is gathered into a stack buffer. Large levels are split by parent
+//! chunk across threads: each task writes one 4 KiB parent chunk and reads
+//! the N child chunks under it, so tasks never share a cache line.
+
+use rayon::prelude::*;
+
+use crate::hash::{Hash, HashKind, MAX_GROUP};
+use crate::level::{CHUNK_LEN, Level};
+
+/// Below this many parents to compute at a level, one thread does it: the
+/// fork-join overhead (a few microseconds) exceeds the hashing saved.
+/// Measured with `cargo bench -p cairn-bench --bench tree` (see
+/// docs/performance.md).
+pub const PARALLEL_MIN_PARENTS: usize = 4096;
+
+/// Recomputes parents `[first, ceil(children.len() / n))` of `parents`,
+/// resizing it to that length.
+pub(crate) fn rehash_level(
+    hash: HashKind,
+    n: usize,
+    children: &Level,
+    parents: &mut Level,
+    first: usize,
+) {
+    let len = children.len().div_ceil(n);
+    parents.resize(len);
+    if first >= len {
+        return;
+    }
+    let first_chunk = first / CHUNK_LEN;
+    let last_chunk = (len - 1) / CHUNK_LEN;
+    let chunks = &mut parents.chunks_mut()[first_chunk..=last_chunk];
+    let fill = |(offset, chunk): (usize, &mut Box<crate::level::Chunk>)| {
+        let index = first_chunk + offset;
+        let start = (index * CHUNK_LEN).max(first);
+        let end = ((index + 1) * CHUNK_LEN).min(len);
+        let slots = &mut chunk[start - index * CHUNK_LEN..end - index * CHUNK_LEN];
+        fill_parents(hash, n, children, start, slots);
+    };
+    if len - first >= PARALLEL_MIN_PARENTS && rayon::current_num_threads() > 1 {
+        chunks.par_iter_mut().enumerate().for_each(fill);
+    } else {
+        chunks.iter_mut().enumerate().for_each(fill);
+    }
+}
+
+/// Writes parents `[first, first + out.len())` into `out`.
+fn fill_parents(hash: HashKind, n: usize, children: &Level, first: usize, out: &mut [Hash]) {
+    let children_len = children.len();
+    let end = first + out.len();
+    let full_end = end.min(children_len / n);
+    let mut parent = first;
+    while parent < full_end {
+        let child = parent * n;
+        let offset = child % CHUNK_LEN;
+        let fit = (CHUNK_LEN - offset) / n;
+        let slot = parent - first;
+        if fit == 0 {
+            let mut group = [[0u8; 32]; MAX_GROUP];
+            children.copy_to(child, &mut group[..n]);
+            out[slot] = hash.hash_children(&group[..n]);
+            parent += 1;
+        } else {
+            let count = fit.min(full_end - parent);
+            let source = &children.chunk(child / CHUNK_LEN)[offset..offset + count * n];
+            hash.hash_groups(source, n, &mut out[slot..slot + count]);
+            parent += count;
+        }
+    }
+    if parent < end {
+        // The last, partial group: lifted if alone, else hashed over its members.
+        debug_assert_eq!(parent + 1, end);
+        let child = parent * n;
+        let members = children_len - child;
+        debug_assert!((1..n).contains(&members));
+        out[parent - first] = if members == 1 {
+            children.at(child)
+        } else {
+            let mut group = [[0u8; 32]; MAX_GROUP];
+            children.copy_to(child, &mut group[..members]);
+            hash.hash_children(&group[..members])
+        };
+    }
+}
