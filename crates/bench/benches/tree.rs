@@ -11,7 +11,9 @@ use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, 
 fn build(c: &mut Criterion) {
     let all = leaves(1 << 20);
     let mut group = c.benchmark_group("build");
-    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
     for hash in [HashKind::Blake3, HashKind::Sha256, HashKind::Keccak256] {
         for arity in [2usize, 4, 8, 16] {
             for count in [10_000usize, 1 << 20] {
@@ -19,9 +21,13 @@ fn build(c: &mut Criterion) {
                     continue;
                 }
                 group.throughput(Throughput::Elements(count as u64));
-                group.bench_with_input(BenchmarkId::new(format!("{hash}/n{arity}"), count), &all[..count], |b, input| {
-                    b.iter(|| cairn_build(arity, hash, input));
-                });
+                group.bench_with_input(
+                    BenchmarkId::new(format!("{hash}/n{arity}"), count),
+                    &all[..count],
+                    |b, input| {
+                        b.iter(|| cairn_build(arity, hash, input));
+                    },
+                );
             }
         }
     }
@@ -47,9 +53,13 @@ fn kernels(c: &mut Criterion) {
 fn follow(c: &mut Criterion) {
     let all = leaves(1 << 20);
     let mut group = c.benchmark_group("follow");
-    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
     group.throughput(Throughput::Elements(all.len() as u64));
-    group.bench_function("n4/root_every_100", |b| b.iter(|| cairn_follow(4, &all, 100)));
+    group.bench_function("n4/root_every_100", |b| {
+        b.iter(|| cairn_follow(4, &all, 100))
+    });
     group.finish();
 }
 
@@ -73,7 +83,9 @@ fn proofs(c: &mut Criterion) {
             view.prove(next).expect("in range")
         })
     });
-    let proofs: Vec<_> = (0..256u64).map(|i| view.prove(i * 4099).expect("in range")).collect();
+    let proofs: Vec<_> = (0..256u64)
+        .map(|i| view.prove(i * 4099).expect("in range"))
+        .collect();
     let arity = view.config().arity;
     group.bench_function("verify", |b| {
         b.iter_batched(
@@ -93,12 +105,18 @@ fn poseidon(c: &mut Criterion) {
     let mut group = c.benchmark_group("poseidon");
     group.sample_size(10);
     group.throughput(Throughput::Elements(all.len() as u64));
-    group.bench_function("build/n2/4096", |b| b.iter(|| cairn_build(2, HashKind::Poseidon, &all)));
+    group.bench_function("build/n2/4096", |b| {
+        b.iter(|| cairn_build(2, HashKind::Poseidon, &all))
+    });
     let pair = [all[0], all[1]];
     group.throughput(Throughput::Elements(1));
-    group.bench_function("hash/2", |b| b.iter(|| HashKind::Poseidon.hash_children(&pair)));
+    group.bench_function("hash/2", |b| {
+        b.iter(|| HashKind::Poseidon.hash_children(&pair))
+    });
     let sixteen: Vec<_> = all[..16].to_vec();
-    group.bench_function("hash/16", |b| b.iter(|| HashKind::Poseidon.hash_children(&sixteen)));
+    group.bench_function("hash/16", |b| {
+        b.iter(|| HashKind::Poseidon.hash_children(&sixteen))
+    });
     group.finish();
 }
 

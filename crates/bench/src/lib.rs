@@ -14,7 +14,10 @@ pub fn leaves(count: usize) -> Vec<Hash> {
 
 /// A tree config.
 pub fn config(arity: usize, hash: HashKind) -> TreeConfig {
-    TreeConfig::new(Arity::new(arity as u64).expect("bench arity in 2..=16"), hash)
+    TreeConfig::new(
+        Arity::new(arity as u64).expect("bench arity in 2..=16"),
+        hash,
+    )
 }
 
 /// cairn's batch build: append everything, hash once.
@@ -46,11 +49,20 @@ pub fn kernel_only(arity: usize, hash: HashKind, leaves: &[Hash]) -> Duration {
         let below = levels.last().expect("a level");
         let above = below
             .chunks(arity)
-            .map(|g| if g.len() == 1 { g[0] } else { hash.hash_children(g) })
+            .map(|g| {
+                if g.len() == 1 {
+                    g[0]
+                } else {
+                    hash.hash_children(g)
+                }
+            })
             .collect();
         levels.push(above);
     }
-    let mut outputs: Vec<Vec<Hash>> = levels.iter().map(|l| vec![[0u8; 32]; l.len() / arity]).collect();
+    let mut outputs: Vec<Vec<Hash>> = levels
+        .iter()
+        .map(|l| vec![[0u8; 32]; l.len() / arity])
+        .collect();
     let started = Instant::now();
     for (level, out) in levels.iter().zip(outputs.iter_mut()) {
         let full = level.len() / arity * arity;

@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use cairn_bench::{cairn_build, cairn_follow, config, kernel_only, leaves, median, rotor, with_rotor_arity};
+use cairn_bench::{
+    cairn_build, cairn_follow, config, kernel_only, leaves, median, rotor, with_rotor_arity,
+};
 use cairn_core::{HashKind, LeanImt, MembershipProof};
 use rotortree::Blake3Hasher;
 
@@ -21,7 +23,10 @@ struct Options {
 
 fn options() -> Options {
     let mut args = std::env::args().skip(1);
-    let mut options = Options { rounds: 7, csv: None };
+    let mut options = Options {
+        rounds: 7,
+        csv: None,
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => options.rounds = 3,
@@ -69,7 +74,10 @@ fn main() {
 
     let all = leaves(1 << 20);
     println!("\n## batch build, BLAKE3 (ratio = cairn / rotortree; < 1 means cairn is faster)");
-    println!("{:>6} {:>9} {:>11} {:>13} {:>7} {:>11} {:>13}", "arity", "leaves", "cairn ms", "rotortree ms", "ratio", "kernel ms", "cairn/kernel");
+    println!(
+        "{:>6} {:>9} {:>11} {:>13} {:>7} {:>11} {:>13}",
+        "arity", "leaves", "cairn ms", "rotortree ms", "ratio", "kernel ms", "cairn/kernel"
+    );
     for arity in [2usize, 4, 8, 16] {
         for count in [1_000usize, 10_000, 100_000, 1 << 20] {
             let input = &all[..count];
@@ -83,7 +91,9 @@ fn main() {
                 },
                 || {
                     for _ in 0..reps {
-                        std::hint::black_box(with_rotor_arity!(arity, N => rotor::build::<N>(input)));
+                        std::hint::black_box(
+                            with_rotor_arity!(arity, N => rotor::build::<N>(input)),
+                        );
                     }
                 },
             );
@@ -92,7 +102,11 @@ fn main() {
                 with_rotor_arity!(arity, N => rotor::build::<N>(input)),
                 "roots must agree"
             );
-            let kernel = median(&mut (0..rounds).map(|_| kernel_only(arity, HashKind::Blake3, input)).collect::<Vec<_>>());
+            let kernel = median(
+                &mut (0..rounds)
+                    .map(|_| kernel_only(arity, HashKind::Blake3, input))
+                    .collect::<Vec<_>>(),
+            );
             let (cairn, rotor) = (cairn / reps as u32, rotor / reps as u32);
             println!(
                 "{arity:>6} {count:>9} {:>11.3} {:>13.3} {:>7.2} {:>11.3} {:>13.2}",
@@ -102,11 +116,19 @@ fn main() {
                 ms(kernel),
                 cairn.as_secs_f64() / kernel.as_secs_f64()
             );
-            let _ = writeln!(csv, "build,{arity},{count},{:.4},{:.4},{:.4}", ms(cairn), ms(rotor), ms(kernel));
+            let _ = writeln!(
+                csv,
+                "build,{arity},{count},{:.4},{:.4},{:.4}",
+                ms(cairn),
+                ms(rotor),
+                ms(kernel)
+            );
         }
     }
 
-    println!("\n## other hashes, batch build of 2^20 leaves at N = 4 (no peer: rotortree ships BLAKE3 only)");
+    println!(
+        "\n## other hashes, batch build of 2^20 leaves at N = 4 (no peer: rotortree ships BLAKE3 only)"
+    );
     for hash in [HashKind::Sha256, HashKind::Keccak256] {
         let mut times: Vec<Duration> = (0..rounds)
             .map(|_| {
@@ -115,10 +137,25 @@ fn main() {
                 started.elapsed()
             })
             .collect();
-        let kernel = median(&mut (0..rounds).map(|_| kernel_only(4, hash, &all)).collect::<Vec<_>>());
+        let kernel = median(
+            &mut (0..rounds)
+                .map(|_| kernel_only(4, hash, &all))
+                .collect::<Vec<_>>(),
+        );
         let build = median(&mut times);
-        println!("{hash:>10}: build {:.1} ms, kernel alone {:.1} ms, build/kernel {:.2}", ms(build), ms(kernel), build.as_secs_f64() / kernel.as_secs_f64());
-        let _ = writeln!(csv, "build-{hash},4,{},{:.4},,{:.4}", all.len(), ms(build), ms(kernel));
+        println!(
+            "{hash:>10}: build {:.1} ms, kernel alone {:.1} ms, build/kernel {:.2}",
+            ms(build),
+            ms(kernel),
+            build.as_secs_f64() / kernel.as_secs_f64()
+        );
+        let _ = writeln!(
+            csv,
+            "build-{hash},4,{},{:.4},,{:.4}",
+            all.len(),
+            ms(build),
+            ms(kernel)
+        );
     }
 
     println!("\n## chain follower: 2^20 single appends, root every 100, N = 4");
@@ -132,15 +169,28 @@ fn main() {
         },
     );
     assert_eq!(cairn_follow(4, &all, 100), rotor::follow::<4>(&all, 100));
-    println!("cairn {:.1} ms, rotortree {:.1} ms, speed-up {:.1}x", ms(cairn), ms(rotor), rotor.as_secs_f64() / cairn.as_secs_f64());
-    let _ = writeln!(csv, "follow,4,{},{:.4},{:.4},", all.len(), ms(cairn), ms(rotor));
+    println!(
+        "cairn {:.1} ms, rotortree {:.1} ms, speed-up {:.1}x",
+        ms(cairn),
+        ms(rotor),
+        rotor.as_secs_f64() / cairn.as_secs_f64()
+    );
+    let _ = writeln!(
+        csv,
+        "follow,4,{},{:.4},{:.4},",
+        all.len(),
+        ms(cairn),
+        ms(rotor)
+    );
 
     println!("\n## membership proofs, N = 4, 2^20 leaves");
     let mut tree = LeanImt::from_leaves(config(4, HashKind::Blake3), &all).expect("valid");
     let head = tree.head();
     let rotor_tree = rotor::tree::<4>(&all);
     let snapshot = rotor_tree.snapshot();
-    let indices: Vec<u64> = (0..100_000u64).map(|i| (i * 2_654_435_761) % all.len() as u64).collect();
+    let indices: Vec<u64> = (0..100_000u64)
+        .map(|i| (i * 2_654_435_761) % all.len() as u64)
+        .collect();
     let view = tree.view(head.size).expect("committed");
     let mut reused = MembershipProof::empty(view.config());
     let (cairn_gen, rotor_gen) = interleave(
@@ -175,8 +225,16 @@ fn main() {
         rotor_gen.as_secs_f64() / cairn_gen.as_secs_f64(),
         rotor_gen.as_secs_f64() / cairn_alloc.as_secs_f64()
     );
-    let cairn_proofs: Vec<_> = indices.iter().take(1000).map(|&i| view.prove(i).expect("in range")).collect();
-    let rotor_proofs: Vec<_> = indices.iter().take(1000).map(|&i| snapshot.generate_proof(i).expect("in range")).collect();
+    let cairn_proofs: Vec<_> = indices
+        .iter()
+        .take(1000)
+        .map(|&i| view.prove(i).expect("in range"))
+        .collect();
+    let rotor_proofs: Vec<_> = indices
+        .iter()
+        .take(1000)
+        .map(|&i| snapshot.generate_proof(i).expect("in range"))
+        .collect();
     let arity = view.config().arity;
     let (cairn_verify, rotor_verify) = interleave(
         rounds,
@@ -202,30 +260,72 @@ fn main() {
         cairn_proofs[0].to_bytes().len(),
         std::mem::size_of::<rotortree::NaryProof<4, 32>>()
     );
-    let _ = writeln!(csv, "prove,4,{},{:.6},{:.6},", all.len(), per(cairn_gen) / 1e6, per(rotor_gen) / 1e6);
-    let _ = writeln!(csv, "verify,4,{},{:.6},{:.6},", all.len(), per(cairn_verify) / 1e6, per(rotor_verify) / 1e6);
+    let _ = writeln!(
+        csv,
+        "prove,4,{},{:.6},{:.6},",
+        all.len(),
+        per(cairn_gen) / 1e6,
+        per(rotor_gen) / 1e6
+    );
+    let _ = writeln!(
+        csv,
+        "verify,4,{},{:.6},{:.6},",
+        all.len(),
+        per(cairn_verify) / 1e6,
+        per(rotor_verify) / 1e6
+    );
 
-    println!("\n## Poseidon batch build, 2^16 leaves, N = 2 (peer: zk-kit TypeScript LeanIMT + poseidon-lite under node)");
+    println!(
+        "\n## Poseidon batch build, 2^16 leaves, N = 2 (peer: zk-kit TypeScript LeanIMT + poseidon-lite under node)"
+    );
     let poseidon_leaves = &all[..1 << 16];
     let started = Instant::now();
     let root = cairn_build(2, HashKind::Poseidon, poseidon_leaves);
     let cairn_poseidon = started.elapsed();
     print!("cairn {:.0} ms", ms(cairn_poseidon));
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../test-vectors/ts/bench_poseidon.mjs");
-    let leaves_hex: String = poseidon_leaves.iter().map(|l| cairn_core::hex::to_hex(l) + "\n").collect();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../test-vectors/ts/bench_poseidon.mjs"
+    );
+    let leaves_hex: String = poseidon_leaves
+        .iter()
+        .map(|l| cairn_core::hex::to_hex(l) + "\n")
+        .collect();
     let input = std::env::temp_dir().join("cairn-bench-poseidon-leaves.hex");
-    let node = std::fs::write(&input, leaves_hex).ok().and_then(|()| Command::new("node").arg(script).arg(&input).output().ok());
+    let node = std::fs::write(&input, leaves_hex)
+        .ok()
+        .and_then(|()| Command::new("node").arg(script).arg(&input).output().ok());
     match node {
         Some(out) if out.status.success() => {
             let text = String::from_utf8_lossy(&out.stdout);
-            let field = |name: &str| text.split_whitespace().find_map(|w| w.strip_prefix(name)).map(str::to_owned);
-            let ts_ms: f64 = field("ms=").and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+            let field = |name: &str| {
+                text.split_whitespace()
+                    .find_map(|w| w.strip_prefix(name))
+                    .map(str::to_owned)
+            };
+            let ts_ms: f64 = field("ms=")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(f64::NAN);
             let ts_root = field("root=").unwrap_or_default();
-            assert_eq!(ts_root, cairn_core::hex::to_hex(&root), "zk-kit TS and cairn roots differ");
-            println!(", zk-kit TS {ts_ms:.0} ms, speed-up {:.1}x, roots equal", ts_ms / ms(cairn_poseidon));
-            let _ = writeln!(csv, "poseidon-build,2,{},{:.4},{ts_ms:.4},", 1 << 16, ms(cairn_poseidon));
+            assert_eq!(
+                ts_root,
+                cairn_core::hex::to_hex(&root),
+                "zk-kit TS and cairn roots differ"
+            );
+            println!(
+                ", zk-kit TS {ts_ms:.0} ms, speed-up {:.1}x, roots equal",
+                ts_ms / ms(cairn_poseidon)
+            );
+            let _ = writeln!(
+                csv,
+                "poseidon-build,2,{},{:.4},{ts_ms:.4},",
+                1 << 16,
+                ms(cairn_poseidon)
+            );
         }
-        _ => println!(" (node or test-vectors/ts/node_modules missing: run `cd test-vectors/ts && npm ci`)"),
+        _ => println!(
+            " (node or test-vectors/ts/node_modules missing: run `cd test-vectors/ts && npm ci`)"
+        ),
     }
 
     if let Some(path) = options.csv {

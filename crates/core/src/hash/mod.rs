@@ -5,6 +5,7 @@
 //! child as a big-endian BN254 scalar and applies circomlib's `poseidon_k`.
 //! The set of hashes is closed: a [`HashKind`] is a value a database stores.
 
+pub mod lanes;
 mod poseidon;
 
 use std::fmt;
@@ -120,7 +121,9 @@ impl HashKind {
 impl HashKind {
     /// Hashes `out.len()` complete groups of `group` children laid out
     /// contiguously: `out[i] = hash_children(&children[i * group..(i + 1) * group])`.
-    /// This is the tree's bulk path; byte hashes use multi-lane kernels.
+    /// This is the tree's bulk path: the byte hashes run multi-lane SIMD
+    /// kernels (one parent per lane, chosen for this CPU at first use);
+    /// Poseidon hashes one group after another.
     ///
     /// # Panics
     /// As [`HashKind::hash_children`], or if `children.len() != out.len() * group`.
@@ -131,8 +134,25 @@ impl HashKind {
             out.len() * group,
             "children must fill the groups exactly"
         );
-        for (parent, members) in out.iter_mut().zip(children.chunks_exact(group)) {
-            *parent = self.hash_children(members);
+        match self {
+            HashKind::Blake3 => lanes::blake3::hash_groups(children, group, out),
+            HashKind::Sha256 => lanes::sha256::hash_groups(children, group, out),
+            HashKind::Keccak256 => lanes::keccak::hash_groups(children, group, out),
+            HashKind::Poseidon => {
+                for (parent, members) in out.iter_mut().zip(children.chunks_exact(group)) {
+                    *parent = self.hash_children(members);
+                }
+            }
+        }
+    }
+
+    /// The kernel [`HashKind::hash_groups`] uses on this CPU, for reports.
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            HashKind::Blake3 => lanes::blake3::kernel_name(),
+            HashKind::Sha256 => lanes::sha256::kernel_name(),
+            HashKind::Keccak256 => lanes::keccak::kernel_name(),
+            HashKind::Poseidon => "scalar (montgomery, ark-bn254)",
         }
     }
 }

@@ -1,0 +1,6 @@
+//! Multi-lane node hashers: many independent parents of one tree level
+//! hashed at once, one parent per SIMD lane.
+
+pub mod blake3;
+pub mod keccak;
+pub mod sha256;
