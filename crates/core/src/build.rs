@@ -1,9 +1,9 @@
 //! Hashing a level's parents from its children: the one hot loop of the tree.
 //!
-//! Complete groups that lie inside one child chunk are contiguous, so runs of
-//! them go to the multi-lane kernel (`HashKind::hash_groups`) in one call; a
-//! group that straddles a chunk boundary (only for arities that do not divide
-//! 128) is gathered into a stack buffer. Large levels are split by parent
+//! Complete groups that lie inside one child segment are contiguous, so runs
+//! of them go to the multi-lane kernel (`HashKind::hash_groups`) in one call;
+//! a group that straddles a segment boundary (only for arities that do not
+//! divide 65,536) is gathered into a stack buffer. Large levels are split by parent
 //! chunk across threads: each task writes one 4 KiB parent chunk and reads
 //! the N child chunks under it, so tasks never share a cache line.
 
@@ -33,14 +33,19 @@ pub(crate) fn rehash_level(
         return;
     }
     let first_chunk = first / CHUNK_LEN;
-    let last_chunk = (len - 1) / CHUNK_LEN;
-    let chunks = &mut parents.chunks_mut()[first_chunk..=last_chunk];
-    let fill = |(offset, chunk): (usize, &mut Box<crate::level::Chunk>)| {
+    let mut chunks = parents.chunks_mut(first_chunk);
+    let fill = |(offset, chunk): (usize, &mut &mut [Hash])| {
         let index = first_chunk + offset;
         let start = (index * CHUNK_LEN).max(first);
-        let end = ((index + 1) * CHUNK_LEN).min(len);
-        let slots = &mut chunk[start - index * CHUNK_LEN..end - index * CHUNK_LEN];
-        fill_parents(hash, n, children, start, slots);
+        let end = index * CHUNK_LEN + chunk.len();
+        fill_parents(
+            hash,
+            n,
+            children,
+            start,
+            &mut chunk[start - index * CHUNK_LEN..],
+        );
+        debug_assert!(end <= len);
     };
     if len - first >= PARALLEL_MIN_PARENTS && rayon::current_num_threads() > 1 {
         chunks.par_iter_mut().enumerate().for_each(fill);
@@ -57,8 +62,11 @@ fn fill_parents(hash: HashKind, n: usize, children: &Level, first: usize, out: &
     let mut parent = first;
     while parent < full_end {
         let child = parent * n;
-        let offset = child % CHUNK_LEN;
-        let fit = (CHUNK_LEN - offset) / n;
+        // Groups are contiguous up to the end of the child's segment (2 MiB),
+        // so one kernel call takes every complete group this task needs,
+        // keeping all SIMD lanes busy even at N = 16.
+        let run = children.run_from(child);
+        let fit = run.len() / n;
         let slot = parent - first;
         if fit == 0 {
             let mut group = [[0u8; 32]; MAX_GROUP];
@@ -67,8 +75,7 @@ fn fill_parents(hash: HashKind, n: usize, children: &Level, first: usize, out: &
             parent += 1;
         } else {
             let count = fit.min(full_end - parent);
-            let source = &children.chunk(child / CHUNK_LEN)[offset..offset + count * n];
-            hash.hash_groups(source, n, &mut out[slot..slot + count]);
+            hash.hash_groups(&run[..count * n], n, &mut out[slot..slot + count]);
             parent += count;
         }
     }

@@ -366,6 +366,14 @@ impl<'a> View<'a> {
         self.tree.levels[level as usize].at(index as usize)
     }
 
+    /// Hints the CPU to load the nodes `[start, start + len)` of `level`.
+    #[inline]
+    pub(crate) fn prefetch(&self, level: u32, start: u64, len: usize) {
+        let level = &self.tree.levels[level as usize];
+        level.prefetch(start as usize);
+        level.prefetch(start as usize + len - 1);
+    }
+
     /// Copies the nodes `[start, start + out.len())` of `level` into `out`.
     #[inline]
     pub(crate) fn nodes_into(&self, level: u32, start: u64, out: &mut [Hash]) {

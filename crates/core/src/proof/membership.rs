@@ -92,6 +92,12 @@ impl MembershipProof {
         proof.size = size;
         proof.leaf = view.node(0, index);
         proof.siblings.clear();
+        // Every level's group address is known from (index, size) alone: ask
+        // for all of them before reading any, so the cache misses of the big
+        // lower levels overlap instead of queueing one after another.
+        for step in Path::new(index, size, config.arity).filter(PathStep::hashes) {
+            view.prefetch(step.level, step.group_start, step.group_len);
+        }
         for step in Path::new(index, size, config.arity).filter(PathStep::hashes) {
             // The group minus the path node: the run left of it, then the run right of it.
             let at = proof.siblings.len();
