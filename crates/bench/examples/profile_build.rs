@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use cairn_bench::{config, leaves};
-use cairn_core::{HashKind, LeanImt};
+use cairn_core::{HashKind, LeanImt, MembershipProof};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -22,6 +22,28 @@ fn main() {
             "plain copy into a fresh Vec: {:.2} ms",
             elapsed.as_secs_f64() * 1e3
         );
+    }
+    {
+        // Proof generation: random leaves (cache and TLB misses on the big
+        // lower levels) against one hot leaf (compute alone).
+        let mut tree =
+            LeanImt::from_leaves(config(arity, HashKind::Blake3), &input).expect("valid");
+        let size = tree.size();
+        let view = tree.view(size).expect("committed");
+        let mut proof = MembershipProof::empty(view.config());
+        for (label, stride) in [("random leaves", 2_654_435_761u64), ("one hot leaf", 0)] {
+            let mut index = 12_345u64;
+            let started = Instant::now();
+            for _ in 0..200_000 {
+                index = (index + stride) % size;
+                view.prove_into(index, &mut proof).expect("in range");
+                std::hint::black_box(&proof);
+            }
+            println!(
+                "prove_into, {label}: {:.0} ns",
+                started.elapsed().as_secs_f64() * 1e9 / 200_000.0
+            );
+        }
     }
     for round in 0..5 {
         let started = Instant::now();

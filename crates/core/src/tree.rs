@@ -366,6 +366,21 @@ impl<'a> View<'a> {
         self.tree.levels[level as usize].at(index as usize)
     }
 
+    /// The nodes `[start, start + len)` of `level` as one stored slice, when
+    /// none of them is a recomputed edge node and they are contiguous.
+    #[inline]
+    pub(crate) fn group(&self, level: u32, start: u64, len: usize) -> Option<&'a [Hash]> {
+        if let Some(&(edge_index, _)) = self.edge.get(level as usize)
+            && start + len as u64 > edge_index
+        {
+            return None;
+        }
+        let tree: &'a LeanImt = self.tree;
+        tree.levels[level as usize]
+            .run_from(start as usize)
+            .get(..len)
+    }
+
     /// Hints the CPU to load the nodes `[start, start + len)` of `level`.
     #[inline]
     pub(crate) fn prefetch(&self, level: u32, start: u64, len: usize) {

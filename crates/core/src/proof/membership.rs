@@ -99,16 +99,26 @@ impl MembershipProof {
             view.prefetch(step.level, step.group_start, step.group_len);
         }
         for step in Path::new(index, size, config.arity).filter(PathStep::hashes) {
-            // The group minus the path node: the run left of it, then the run right of it.
-            let at = proof.siblings.len();
-            proof.siblings.resize(at + step.sibling_count(), [0; 32]);
-            let (left, right) = proof.siblings[at..].split_at_mut(step.position);
-            view.nodes_into(step.level, step.group_start, left);
-            view.nodes_into(
-                step.level,
-                step.group_start + step.position as u64 + 1,
-                right,
-            );
+            // The group minus the path node. A group read as one slice is
+            // copied a node at a time (fixed 32-byte moves the compiler
+            // inlines); a variable-length copy would call memmove per run.
+            if let Some(group) = view.group(step.level, step.group_start, step.group_len) {
+                for (member, node) in group.iter().enumerate() {
+                    if member != step.position {
+                        proof.siblings.push(*node);
+                    }
+                }
+            } else {
+                let at = proof.siblings.len();
+                proof.siblings.resize(at + step.sibling_count(), [0; 32]);
+                let (left, right) = proof.siblings[at..].split_at_mut(step.position);
+                view.nodes_into(step.level, step.group_start, left);
+                view.nodes_into(
+                    step.level,
+                    step.group_start + step.position as u64 + 1,
+                    right,
+                );
+            }
         }
         Ok(())
     }
