@@ -26,8 +26,7 @@ fn main() {
     {
         // Proof generation: random leaves (cache and TLB misses on the big
         // lower levels) against one hot leaf (compute alone).
-        let mut tree =
-            LeanImt::from_leaves(config(arity, HashKind::Blake3), &input).expect("valid");
+        let tree = LeanImt::from_leaves(config(arity, HashKind::Blake3), &input).expect("valid");
         let size = tree.size();
         let view = tree.view(size).expect("committed");
         let mut proof = MembershipProof::empty(view.config());
