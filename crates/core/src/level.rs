@@ -11,6 +11,10 @@ use crate::hash::Hash;
 pub const CHUNK_LEN: usize = 128;
 /// Nodes per segment: 512 chunks, 2 MiB (one transparent huge page), one allocation.
 pub const SEGMENT_LEN: usize = 512 * CHUNK_LEN;
+/// A new segment that will hold at least this many nodes (256 KiB) is a
+/// pooled whole segment rather than a heap vector: a fresh heap allocation
+/// that large is itself a new mapping, faulted in page by page.
+const WHOLE_SEGMENT_FROM: usize = SEGMENT_LEN / 8;
 const SEGMENT_SHIFT: u32 = SEGMENT_LEN.trailing_zeros();
 const SEGMENT_MASK: usize = SEGMENT_LEN - 1;
 
@@ -219,7 +223,7 @@ impl Level {
                         last.grow(take);
                         missing -= take;
                     }
-                    _ if missing >= SEGMENT_LEN => self.segments.push(Segment::whole()),
+                    _ if missing >= WHOLE_SEGMENT_FROM => self.segments.push(Segment::whole()),
                     _ => self.segments.push(Segment::Heap(Vec::new())),
                 }
             }
@@ -237,7 +241,7 @@ impl Level {
                     last.extend(&values[..take]);
                     values = &values[take..];
                 }
-                _ if values.len() >= SEGMENT_LEN => self.segments.push(Segment::whole()),
+                _ if values.len() >= WHOLE_SEGMENT_FROM => self.segments.push(Segment::whole()),
                 _ => self
                     .segments
                     .push(Segment::Heap(Vec::with_capacity(values.len()))),
