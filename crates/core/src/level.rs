@@ -23,8 +23,9 @@ const SEGMENT_MASK: usize = SEGMENT_LEN - 1;
 /// full.
 ///
 /// Why segments of chunks: on this workload's machines a 4 KiB page fault
-/// costs ~3 us, so copying a million fresh leaves (8,192 pages) took ~25 ms
-/// of faults for ~3 ms of copying. A whole segment is therefore an anonymous
+/// costs ~3 us, so copying a million leaves (8,192 pages) into fresh memory
+/// took 24-30 ms, against ~7 ms into huge-page segments (both printed by
+/// `cargo run --release -p cairn-bench --example profile_build`). A whole segment is therefore an anonymous
 /// mapping advised to use one 2 MiB transparent huge page: one fault per
 /// segment. The last, growing segment of a small level stays on the heap,
 /// so small trees make no system calls. A chunk stays the unit of
@@ -283,38 +284,11 @@ impl Level {
         let _ = index;
     }
 
-    /// The nodes `[start, end)` as contiguous slices.
-    pub fn slices(&self, start: usize, end: usize) -> impl Iterator<Item = &[Hash]> {
-        assert!(
-            start <= end && end <= self.len,
-            "range {start}..{end} is outside the level"
-        );
-        let mut at = start;
-        std::iter::from_fn(move || {
-            if at >= end {
-                return None;
-            }
-            let segment = self.segments[at >> SEGMENT_SHIFT].as_slice();
-            let offset = at & SEGMENT_MASK;
-            let take = (segment.len() - offset).min(end - at);
-            at += take;
-            Some(&segment[offset..offset + take])
-        })
-    }
-
     /// The nodes from `index` to the end of its segment: the longest
     /// contiguous run starting there.
     #[inline]
     pub fn run_from(&self, index: usize) -> &[Hash] {
         &self.segments[index >> SEGMENT_SHIFT].as_slice()[index & SEGMENT_MASK..]
-    }
-
-    /// The used part of chunk `index`.
-    #[inline]
-    pub fn chunk(&self, index: usize) -> &[Hash] {
-        let segment = self.segments[(index * CHUNK_LEN) >> SEGMENT_SHIFT].as_slice();
-        let start = (index * CHUNK_LEN) & SEGMENT_MASK;
-        &segment[start..(start + CHUNK_LEN).min(segment.len())]
     }
 
     /// The used parts of chunks `first..`, mutable, for writers that fill
@@ -364,15 +338,6 @@ mod tests {
         let mut out = vec![[0u8; 32]; 300];
         level.copy_to(100, &mut out);
         assert_eq!(out, values[100..400]);
-        assert_eq!(
-            level
-                .slices(100, 400)
-                .flatten()
-                .copied()
-                .collect::<Vec<_>>(),
-            values[100..400]
-        );
-        assert_eq!(level.chunk(1), &values[128..256]);
         assert_eq!(
             level
                 .chunks_mut(7)
