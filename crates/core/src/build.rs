@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use crate::hash::{Hash, HashKind, MAX_GROUP};
-use crate::level::{CHUNK_LEN, Level};
+use crate::level::Level;
 
 /// Below this many parents to compute at a level, one thread does it: the
 /// fork-join overhead (a few microseconds) would exceed the hashing saved
@@ -33,30 +33,25 @@ pub(crate) fn rehash_level(
     if first >= len {
         return;
     }
-    let first_chunk = first / CHUNK_LEN;
-    let mut chunks = parents.chunks_mut(first_chunk);
-    let fill = |(offset, chunk): (usize, &mut &mut [Hash])| {
-        let index = first_chunk + offset;
-        let start = (index * CHUNK_LEN).max(first);
-        let end = index * CHUNK_LEN + chunk.len();
-        fill_parents(
-            hash,
-            n,
-            children,
-            start,
-            &mut chunk[start - index * CHUNK_LEN..],
-        );
-        debug_assert!(end <= len);
+    let mut pieces = parents.pieces_mut(first);
+    let fill = |(start, piece): &mut (usize, &mut [Hash])| {
+        fill_parents(hash, n, children, *start, piece);
     };
     if len - first >= PARALLEL_MIN_PARENTS && rayon::current_num_threads() > 1 {
-        chunks.par_iter_mut().enumerate().for_each(fill);
+        pieces.par_iter_mut().for_each(fill);
     } else {
-        chunks.iter_mut().enumerate().for_each(fill);
+        pieces.iter_mut().for_each(fill);
     }
 }
 
 /// Writes parents `[first, first + out.len())` into `out`.
-fn fill_parents(hash: HashKind, n: usize, children: &Level, first: usize, out: &mut [Hash]) {
+pub(crate) fn fill_parents(
+    hash: HashKind,
+    n: usize,
+    children: &Level,
+    first: usize,
+    out: &mut [Hash],
+) {
     let children_len = children.len();
     let end = first + out.len();
     let full_end = end.min(children_len / n);

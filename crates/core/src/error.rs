@@ -66,6 +66,16 @@ pub enum TreeError {
         /// Leaves covered by up-to-date upper levels.
         hashed: u64,
     },
+    /// Levels handed to `LeanImt::from_levels` do not form a tree.
+    #[error("level {level} holds {got} nodes, want {want} (the level below implies it)")]
+    LevelShape {
+        /// The level whose length is wrong.
+        level: u32,
+        /// Its length.
+        got: u64,
+        /// The length the level below implies.
+        want: u64,
+    },
     /// A consistency proof was requested from a larger size to a smaller one.
     #[error("old size {old_size} is larger than new size {new_size}")]
     OldSizeAboveNew {

@@ -1,9 +1,33 @@
-//! One level of the tree as a run of page-sized chunks.
+//! One level of the tree as a run of page-sized chunks in fixed segments,
+//! shareable with snapshots without copying.
 //!
 //! A chunk holds 128 nodes (4 KiB, one page), so a node's address is a shift
-//! and a mask, a cold chunk can later be served from one page of a mapped
-//! file, and growing a level never moves what is already there (no `Vec`
-//! doubling copies of a 32 MiB level).
+//! and a mask, and growing a level never moves what is already there (no
+//! `Vec` doubling copies of a 32 MiB level).
+//!
+//! # Sharing
+//!
+//! The tree is append-only: at every level only the last node can still
+//! change. A [`Level`] therefore keeps a `frozen` watermark: nodes below it
+//! may be shared (by [`Level::share`], for snapshots) and are never written
+//! again; every write asserts that it lands at or above the watermark. The
+//! segments are reference-counted allocations that never move or grow in
+//! place (a growing small segment is replaced by a larger copy), so a shared
+//! copy of a level reads the frozen prefix of the same memory the writer
+//! keeps appending after, without a lock and without copying. The one node a
+//! snapshot needs that may still change, the last of each level, is copied
+//! into the snapshot instead (see `tree::Snapshot`).
+//!
+//! # Tiering
+//!
+//! A whole segment of final nodes can be replaced by nodes that live
+//! elsewhere ([`NodeSource`]: the storage engine hands in read-only file
+//! mappings), so cold levels leave memory. Snapshots that still hold the old
+//! segment keep it alive; nothing they read changes.
+
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::hash::Hash;
 
@@ -12,119 +36,197 @@ pub const CHUNK_LEN: usize = 128;
 /// Nodes per segment: 512 chunks, 2 MiB (one transparent huge page), one allocation.
 pub const SEGMENT_LEN: usize = 512 * CHUNK_LEN;
 /// A new segment that will hold at least this many nodes (256 KiB) is a
-/// pooled whole segment rather than a heap vector: a fresh heap allocation
-/// that large is itself a new mapping, faulted in page by page.
+/// pooled whole segment rather than a heap allocation: a fresh heap
+/// allocation that large is itself a new mapping, faulted in page by page.
 const WHOLE_SEGMENT_FROM: usize = SEGMENT_LEN / 8;
 const SEGMENT_SHIFT: u32 = SEGMENT_LEN.trailing_zeros();
 const SEGMENT_MASK: usize = SEGMENT_LEN - 1;
+/// The smallest heap segment: 16 nodes (512 bytes).
+const MIN_HEAP_NODES: usize = 16;
 
-/// A level: `len` nodes in segments of [`SEGMENT_LEN`], each a vector whose
-/// length is the number of its slots in use; every segment but the last is
-/// full.
+/// Final nodes kept outside the tree's own memory (a read-only mapping of a
+/// checkpoint or log file), standing in for one whole segment.
+pub trait NodeSource: Send + Sync + fmt::Debug {
+    /// The nodes: exactly [`SEGMENT_LEN`] of them, the same on every call.
+    fn nodes(&self) -> &[Hash];
+}
+
+/// A level: `len` nodes in segments of [`SEGMENT_LEN`]; every segment but
+/// the last is full.
 ///
 /// Why segments of chunks: on this workload's machines a 4 KiB page fault
 /// costs ~3 us, so copying a million leaves (8,192 pages) into fresh memory
 /// took 24-30 ms, against ~7 ms into huge-page segments (both printed by
-/// `cargo run --release -p cairn-bench --example profile_build`). A whole segment is therefore an anonymous
-/// mapping advised to use one 2 MiB transparent huge page: one fault per
-/// segment. The last, growing segment of a small level stays on the heap,
-/// so small trees make no system calls. A chunk stays the unit of
-/// addressing, of parallel work and, later, of tiering to mapped files.
-#[derive(Debug, Default)]
+/// `cargo run --release -p cairn-bench --example profile_build`). A whole
+/// segment is therefore an anonymous mapping advised to use one 2 MiB
+/// transparent huge page: one fault per segment. The last, growing segment
+/// of a small level stays on the heap, so small trees make no system calls.
+/// A chunk stays the unit of addressing and of parallel work; a segment is
+/// the unit of sharing and of tiering to mapped files.
+#[derive(Default)]
 pub struct Level {
-    segments: Vec<Segment>,
+    segments: Vec<Arc<Segment>>,
     len: usize,
+    /// Nodes `[0, frozen)` may be shared and are never written again.
+    frozen: usize,
 }
 
-/// The storage of one segment.
-#[derive(Debug)]
-enum Segment {
-    /// A heap vector: the growing last segment of a level.
-    Heap(Vec<Hash>),
-    /// A whole-segment anonymous mapping; `len` slots in use.
-    Mapped { map: memmap2::MmapMut, len: usize },
+impl fmt::Debug for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Level")
+            .field("len", &self.len)
+            .field("frozen", &self.frozen)
+            .field("segments", &self.segments.len())
+            .finish()
+    }
 }
+
+/// One segment's memory.
+struct Segment {
+    memory: Memory,
+}
+
+enum Memory {
+    /// Memory this segment owns and the level's writer fills: `capacity`
+    /// nodes at `ptr`, from a leaked boxed slice or a mapping.
+    Owned {
+        ptr: NonNull<Hash>,
+        capacity: usize,
+        /// The anonymous mapping `ptr` points into; `None` for a boxed slice.
+        map: Option<memmap2::MmapMut>,
+    },
+    /// Read-only final nodes held elsewhere.
+    Foreign(Arc<dyn NodeSource>),
+}
+
+// SAFETY: a segment is shared between the level's single writer (which has
+// `&mut Level`) and readers of frozen prefixes on other threads. The
+// writer only writes nodes at or above the level's `frozen` watermark
+// (asserted in every write path), readers only read below the watermark
+// in force when they took their copy (handed over through an `Arc`, whose
+// publication orders the writes before it), so no byte is written while
+// another thread reads it. `Foreign` sources are `Send + Sync` themselves.
+#[allow(unsafe_code)]
+unsafe impl Send for Segment {}
+// SAFETY: as for `Send` above.
+#[allow(unsafe_code)]
+unsafe impl Sync for Segment {}
 
 impl Segment {
+    /// A zeroed heap segment of `capacity` nodes.
+    fn heap(capacity: usize) -> Segment {
+        let boxed: Box<[Hash]> = vec![[0u8; 32]; capacity].into_boxed_slice();
+        let ptr = NonNull::from(Box::leak(boxed)).cast::<Hash>();
+        Segment {
+            memory: Memory::Owned {
+                ptr,
+                capacity,
+                map: None,
+            },
+        }
+    }
+
     /// A fresh whole segment: a huge-page mapping when the system gives one,
-    /// else a zeroed heap vector of full capacity.
+    /// else a zeroed heap segment of full capacity.
     fn whole() -> Segment {
-        if let Some(map) = POOL
+        let pooled = POOL
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .pop()
-        {
-            return Segment::Mapped { map, len: 0 };
-        }
-        match memmap2::MmapMut::map_anon(SEGMENT_LEN * 32) {
-            Ok(map) => {
-                // Only a hint: without transparent huge pages it is 4 KiB pages.
-                #[cfg(target_os = "linux")]
-                let _ = map.advise(memmap2::Advice::HugePage);
-                Segment::Mapped { map, len: 0 }
-            }
-            Err(_) => Segment::Heap(Vec::with_capacity(SEGMENT_LEN)),
-        }
-    }
-
-    #[inline]
-    fn as_slice(&self) -> &[Hash] {
-        match self {
-            Segment::Heap(nodes) => nodes,
-            Segment::Mapped { map, len } => &map.as_chunks::<32>().0[..*len],
-        }
-    }
-
-    #[inline]
-    fn as_mut_slice(&mut self) -> &mut [Hash] {
-        match self {
-            Segment::Heap(nodes) => nodes,
-            Segment::Mapped { map, len } => &mut map.as_chunks_mut::<32>().0[..*len],
-        }
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        match self {
-            Segment::Heap(nodes) => nodes.len(),
-            Segment::Mapped { len, .. } => *len,
-        }
-    }
-
-    /// Adds `extra` slots (zeros or stale values until written).
-    fn grow(&mut self, extra: usize) {
-        debug_assert!(self.len() + extra <= SEGMENT_LEN);
-        match self {
-            Segment::Heap(nodes) => {
-                let want = nodes.len() + extra;
-                if want > nodes.capacity() {
-                    let capacity = want.max(2 * nodes.capacity()).min(SEGMENT_LEN);
-                    nodes.reserve_exact(capacity - nodes.len());
+            .pop();
+        let map = match pooled {
+            Some(map) => Some(map),
+            None => memmap2::MmapMut::map_anon(SEGMENT_LEN * 32)
+                .inspect(|_map| {
+                    // Only a hint: without transparent huge pages it is 4 KiB pages.
+                    #[cfg(target_os = "linux")]
+                    let _ = _map.advise(memmap2::Advice::HugePage);
+                })
+                .ok(),
+        };
+        match map {
+            Some(mut map) => {
+                let ptr = NonNull::new(map.as_mut_ptr().cast::<Hash>())
+                    .expect("a mapping is never at address 0");
+                Segment {
+                    memory: Memory::Owned {
+                        ptr,
+                        capacity: SEGMENT_LEN,
+                        map: Some(map),
+                    },
                 }
-                nodes.resize(want, [0; 32]);
             }
-            Segment::Mapped { len, .. } => *len += extra,
+            None => Segment::heap(SEGMENT_LEN),
         }
     }
 
-    /// Appends `values`, which must fit.
-    fn extend(&mut self, values: &[Hash]) {
-        match self {
-            Segment::Heap(nodes) if nodes.capacity() - nodes.len() >= values.len() => {
-                nodes.extend_from_slice(values);
-            }
-            _ => {
-                let at = self.len();
-                self.grow(values.len());
-                self.as_mut_slice()[at..].copy_from_slice(values);
-            }
+    fn capacity(&self) -> usize {
+        match &self.memory {
+            Memory::Owned { capacity, .. } => *capacity,
+            Memory::Foreign(source) => source.nodes().len(),
         }
     }
 
-    fn truncate(&mut self, new_len: usize) {
-        match self {
-            Segment::Heap(nodes) => nodes.truncate(new_len),
-            Segment::Mapped { len, .. } => *len = (*len).min(new_len),
+    /// The first `len` nodes.
+    #[inline]
+    #[allow(unsafe_code)]
+    fn slice(&self, len: usize) -> &[Hash] {
+        match &self.memory {
+            Memory::Owned { ptr, capacity, .. } => {
+                assert!(len <= *capacity);
+                // SAFETY: `ptr` is valid for `capacity` initialised nodes
+                // (zeroed at creation) for as long as `self` lives. Readers
+                // only ask for nodes the writer no longer writes (see the
+                // `Send`/`Sync` justification), and the writer never holds
+                // this slice across a write into the same segment.
+                unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) }
+            }
+            Memory::Foreign(source) => &source.nodes()[..len],
+        }
+    }
+
+    /// Nodes `[start, end)`, mutable, for the level's writer.
+    ///
+    /// # Safety
+    /// The caller must be the level's single writer (holding `&mut Level`),
+    /// `start` must be at or above the level's frozen watermark, and no other
+    /// live reference may cover `[start, end)`.
+    #[inline]
+    #[allow(unsafe_code)]
+    // `&self` in, `&mut` out is the point: the segment is shared (behind an
+    // `Arc`) while its writer fills the part no reader sees.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut(&self, start: usize, end: usize) -> &mut [Hash] {
+        match &self.memory {
+            Memory::Owned { ptr, capacity, .. } => {
+                assert!(start <= end && end <= *capacity);
+                // SAFETY: in bounds (checked above); exclusivity is the
+                // caller's contract.
+                unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr().add(start), end - start) }
+            }
+            Memory::Foreign(_) => panic!("a write into a read-only (tiered) segment"),
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if let Memory::Owned { ptr, capacity, map } = &mut self.memory {
+            match map.take() {
+                Some(map) => {
+                    let mut pool = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if pool.len() < POOL_SEGMENTS {
+                        pool.push(map);
+                    }
+                }
+                None => {
+                    let raw = std::ptr::slice_from_raw_parts_mut(ptr.as_ptr(), *capacity);
+                    // SAFETY: `ptr`/`capacity` came from `Box::leak` of a
+                    // boxed slice of exactly this length in `Segment::heap`,
+                    // and this is the last owner (the segment is dropping).
+                    drop(unsafe { Box::from_raw(raw) });
+                }
+            }
         }
     }
 }
@@ -136,35 +238,14 @@ static POOL: std::sync::Mutex<Vec<memmap2::MmapMut>> = std::sync::Mutex::new(Vec
 /// At most 64 segments (128 MiB) are kept.
 const POOL_SEGMENTS: usize = 64;
 
-impl Drop for Segment {
-    fn drop(&mut self) {
-        if let Segment::Mapped { map, .. } = self {
-            let mut pool = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if pool.len() < POOL_SEGMENTS {
-                // A stand-in for the moved-out mapping: an empty anonymous map
-                // costs nothing to create or drop.
-                if let Ok(empty) = memmap2::MmapMut::map_anon(0) {
-                    pool.push(std::mem::replace(map, empty));
-                }
-            }
-        }
-    }
-}
-
-impl Clone for Segment {
-    fn clone(&self) -> Segment {
-        let mut copy = Segment::whole();
-        copy.extend(self.as_slice());
-        copy
-    }
-}
-
 impl Clone for Level {
+    /// A deep copy: an independent level the clone's owner may write.
     fn clone(&self) -> Level {
-        Level {
-            segments: self.segments.clone(),
-            len: self.len,
+        let mut copy = Level::default();
+        for segment in self.segment_slices() {
+            copy.extend_from_slice(segment);
         }
+        copy
     }
 }
 
@@ -181,12 +262,21 @@ impl Level {
         self.len == 0
     }
 
+    /// How many nodes of segment `index` are in use.
+    #[inline]
+    fn used(&self, index: usize) -> usize {
+        (self.len - (index << SEGMENT_SHIFT)).min(SEGMENT_LEN)
+    }
+
     /// The node at `index`, if present.
     #[inline]
     pub fn get(&self, index: usize) -> Option<&Hash> {
-        self.segments
-            .get(index >> SEGMENT_SHIFT)?
-            .as_slice()
+        if index >= self.len {
+            return None;
+        }
+        let segment = index >> SEGMENT_SHIFT;
+        self.segments[segment]
+            .slice(self.used(segment))
             .get(index & SEGMENT_MASK)
     }
 
@@ -208,46 +298,102 @@ impl Level {
     /// Sets the length to `len`. New slots hold unspecified values (zeros,
     /// or what a shrink left behind) until written; the caller writes every
     /// slot below `len` that it exposes.
+    ///
+    /// # Panics
+    /// If `len` is below the frozen watermark (shared nodes never change).
     pub fn resize(&mut self, len: usize) {
+        assert!(
+            len >= self.frozen,
+            "cannot shrink a level to {len} nodes: {} are shared",
+            self.frozen
+        );
         if len <= self.len {
-            let segments = len.div_ceil(SEGMENT_LEN);
-            self.segments.truncate(segments);
-            if let Some(last) = self.segments.last_mut() {
-                last.truncate(len - (segments - 1) * SEGMENT_LEN);
-            }
-        } else {
-            let mut missing = len - self.len;
-            while missing > 0 {
-                match self.segments.last_mut() {
-                    Some(last) if last.len() < SEGMENT_LEN => {
-                        let take = missing.min(SEGMENT_LEN - last.len());
-                        last.grow(take);
-                        missing -= take;
-                    }
-                    _ if missing >= WHOLE_SEGMENT_FROM => self.segments.push(Segment::whole()),
-                    _ => self.segments.push(Segment::Heap(Vec::new())),
-                }
-            }
+            self.segments.truncate(len.div_ceil(SEGMENT_LEN));
+            self.len = len;
+            return;
         }
+        self.reserve(len);
         self.len = len;
     }
 
-    /// Appends `values` (a memory copy, segment by segment).
-    pub fn extend_from_slice(&mut self, mut values: &[Hash]) {
-        self.len += values.len();
-        while !values.is_empty() {
-            match self.segments.last_mut() {
-                Some(last) if last.len() < SEGMENT_LEN => {
-                    let take = values.len().min(SEGMENT_LEN - last.len());
-                    last.extend(&values[..take]);
-                    values = &values[take..];
-                }
-                _ if values.len() >= WHOLE_SEGMENT_FROM => self.segments.push(Segment::whole()),
-                _ => self
-                    .segments
-                    .push(Segment::Heap(Vec::with_capacity(values.len()))),
+    /// Makes room for `len` nodes in total, allocating segments and
+    /// replacing a small last segment by a larger copy (never growing shared
+    /// memory in place).
+    fn reserve(&mut self, len: usize) {
+        let needed = len.div_ceil(SEGMENT_LEN);
+        // Grow the last segment if it is a partial heap one.
+        if let Some(last) = self.segments.last()
+            && last.capacity() < SEGMENT_LEN
+        {
+            let index = self.segments.len() - 1;
+            let want = (len - (index << SEGMENT_SHIFT)).min(SEGMENT_LEN);
+            if want > last.capacity() {
+                let used = self.used(index);
+                let capacity = if want >= WHOLE_SEGMENT_FROM {
+                    SEGMENT_LEN
+                } else {
+                    want.max(2 * last.capacity()).min(SEGMENT_LEN)
+                };
+                let bigger = if capacity == SEGMENT_LEN {
+                    Segment::whole()
+                } else {
+                    Segment::heap(capacity)
+                };
+                // SAFETY: `bigger` is new and unshared.
+                #[allow(unsafe_code)]
+                unsafe { bigger.slice_mut(0, used) }.copy_from_slice(last.slice(used));
+                self.segments[index] = Arc::new(bigger);
             }
         }
+        while self.segments.len() < needed {
+            let index = self.segments.len();
+            let want = (len - (index << SEGMENT_SHIFT)).min(SEGMENT_LEN);
+            let segment = if want >= WHOLE_SEGMENT_FROM {
+                Segment::whole()
+            } else {
+                Segment::heap(want.max(MIN_HEAP_NODES))
+            };
+            self.segments.push(Arc::new(segment));
+        }
+    }
+
+    /// Appends `values` (a memory copy, segment by segment).
+    pub fn extend_from_slice(&mut self, values: &[Hash]) {
+        let start = self.len;
+        self.resize(start + values.len());
+        for (at, piece) in self.pieces_mut(start) {
+            piece.copy_from_slice(&values[at - start..at - start + piece.len()]);
+        }
+    }
+
+    /// Nodes `[first, len)` as mutable pieces, each tagged with the index
+    /// of its first node: the first piece ends at the next chunk boundary,
+    /// then one piece per chunk. For writers that fill chunks in parallel.
+    ///
+    /// # Panics
+    /// If `first` is below the frozen watermark.
+    pub fn pieces_mut(&mut self, first: usize) -> Vec<(usize, &mut [Hash])> {
+        assert!(
+            first >= self.frozen,
+            "a write at node {first} of a level whose first {} nodes are shared",
+            self.frozen
+        );
+        let mut pieces = Vec::with_capacity((self.len.saturating_sub(first)).div_ceil(CHUNK_LEN));
+        let mut at = first;
+        while at < self.len {
+            let segment = at >> SEGMENT_SHIFT;
+            let end = ((at / CHUNK_LEN + 1) * CHUNK_LEN).min(self.len);
+            let offset = at & SEGMENT_MASK;
+            // SAFETY: we hold `&mut self`, so we are the level's only writer;
+            // `at >= first >= frozen` (asserted above), so no snapshot reads
+            // these nodes; the pieces are disjoint, and each lies within one
+            // segment (a chunk never straddles segments).
+            #[allow(unsafe_code)]
+            let piece = unsafe { self.segments[segment].slice_mut(offset, offset + (end - at)) };
+            pieces.push((at, piece));
+            at = end;
+        }
+        pieces
     }
 
     /// Copies nodes `[start, start + out.len())` into `out`.
@@ -256,10 +402,14 @@ impl Level {
         let mut at = start;
         let mut done = 0;
         while done < out.len() {
-            let segment = self.segments[at >> SEGMENT_SHIFT].as_slice();
-            let offset = at & SEGMENT_MASK;
-            let take = (segment.len() - offset).min(out.len() - done);
-            out[done..done + take].copy_from_slice(&segment[offset..offset + take]);
+            let run = self.run_from(at);
+            let take = run.len().min(out.len() - done);
+            assert!(
+                take > 0,
+                "copy past the end of a level of {} nodes",
+                self.len
+            );
+            out[done..done + take].copy_from_slice(&run[..take]);
             done += take;
             at += take;
         }
@@ -272,39 +422,159 @@ impl Level {
     #[allow(unsafe_code)]
     pub fn prefetch(&self, index: usize) {
         #[cfg(target_arch = "x86_64")]
-        if let Some(node) = self.get(index) {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has
-            // (it is in the target's baseline features). A prefetch is only a
-            // hint: it never faults and reads nothing into the program; the
-            // pointer is to a live node of this level anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(node.as_ptr().cast()) };
+        if index < self.len {
+            let segment = index >> SEGMENT_SHIFT;
+            if let Memory::Owned { ptr, .. } = &self.segments[segment].memory {
+                use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+                // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU
+                // has (it is in the target's baseline features). A prefetch is
+                // only a hint: it never faults and reads nothing into the
+                // program; the address is inside this segment's allocation
+                // (`index & SEGMENT_MASK` < used <= capacity), and no
+                // reference is formed, so it races with nothing.
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(ptr.as_ptr().add(index & SEGMENT_MASK).cast());
+                }
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = index;
     }
 
     /// The nodes from `index` to the end of its segment: the longest
-    /// contiguous run starting there.
+    /// contiguous run starting there (empty at or past the end).
     #[inline]
     pub fn run_from(&self, index: usize) -> &[Hash] {
-        &self.segments[index >> SEGMENT_SHIFT].as_slice()[index & SEGMENT_MASK..]
+        if index >= self.len {
+            return &[];
+        }
+        let segment = index >> SEGMENT_SHIFT;
+        &self.segments[segment].slice(self.used(segment))[index & SEGMENT_MASK..]
     }
 
-    /// The used parts of chunks `first..`, mutable, for writers that fill
-    /// disjoint chunks in parallel.
-    pub fn chunks_mut(&mut self, first: usize) -> Vec<&mut [Hash]> {
+    /// The used part of every segment, in order.
+    pub fn segment_slices(&self) -> impl Iterator<Item = &[Hash]> {
         self.segments
-            .iter_mut()
-            .flat_map(|segment| segment.as_mut_slice().chunks_mut(CHUNK_LEN))
-            .skip(first)
-            .collect()
+            .iter()
+            .enumerate()
+            .map(|(i, segment)| segment.slice(self.used(i)))
     }
 
     /// Every node, in order (for tests and exports).
     pub fn iter(&self) -> impl Iterator<Item = &Hash> {
-        self.segments.iter().flat_map(Segment::as_slice)
+        self.segment_slices().flatten()
     }
+
+    /// The nodes below the frozen watermark.
+    pub fn frozen(&self) -> usize {
+        self.frozen
+    }
+
+    /// A read-only copy of nodes `[0, len)` sharing this level's memory,
+    /// and from now on those nodes are never written again (the watermark
+    /// rises to `len`). Costs one reference count per segment.
+    ///
+    /// # Panics
+    /// If `len` exceeds the level's length.
+    pub fn share(&mut self, len: usize) -> Level {
+        assert!(len <= self.len, "sharing {len} of {} nodes", self.len);
+        self.frozen = self.frozen.max(len);
+        Level {
+            segments: self.segments[..len.div_ceil(SEGMENT_LEN)].to_vec(),
+            len,
+            frozen: len,
+        }
+    }
+
+    /// Whether segment `index` is served from a [`NodeSource`].
+    pub fn is_tiered(&self, index: usize) -> bool {
+        matches!(
+            self.segments.get(index).map(|s| &s.memory),
+            Some(Memory::Foreign(_))
+        )
+    }
+
+    /// Number of segments.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Serves whole segment `index` from `source` from now on, releasing
+    /// this level's memory for it once no snapshot holds it. The segment must
+    /// be full and frozen (all its nodes final); `source` must hold the same
+    /// nodes (checked in debug builds; the storage engine checks its files).
+    pub fn tier(&mut self, index: usize, source: Arc<dyn NodeSource>) -> Result<(), TierError> {
+        let end = (index + 1) * SEGMENT_LEN;
+        if end > self.frozen {
+            return Err(TierError::NotFrozen {
+                segment: index,
+                end,
+                frozen: self.frozen,
+            });
+        }
+        if source.nodes().len() != SEGMENT_LEN {
+            return Err(TierError::WrongLength {
+                got: source.nodes().len(),
+            });
+        }
+        debug_assert!(
+            source.nodes() == self.segments[index].slice(SEGMENT_LEN),
+            "segment {index} differs from its tiered source"
+        );
+        self.segments[index] = Arc::new(Segment {
+            memory: Memory::Foreign(source),
+        });
+        Ok(())
+    }
+
+    /// Appends one whole segment served from `source` to a level whose
+    /// length is a multiple of [`SEGMENT_LEN`] (building a level from
+    /// checkpointed files). The nodes are frozen: final and shareable.
+    pub fn push_tiered(&mut self, source: Arc<dyn NodeSource>) -> Result<(), TierError> {
+        if !self.len.is_multiple_of(SEGMENT_LEN) || self.len != self.segments.len() * SEGMENT_LEN {
+            return Err(TierError::Misaligned { len: self.len });
+        }
+        if source.nodes().len() != SEGMENT_LEN {
+            return Err(TierError::WrongLength {
+                got: source.nodes().len(),
+            });
+        }
+        self.segments.push(Arc::new(Segment {
+            memory: Memory::Foreign(source),
+        }));
+        self.len += SEGMENT_LEN;
+        self.frozen = self.len;
+        Ok(())
+    }
+}
+
+/// Why a segment could not be tiered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TierError {
+    /// The segment still holds nodes that may change.
+    #[error("segment {segment} ends at node {end} but only {frozen} nodes are final")]
+    NotFrozen {
+        /// The segment.
+        segment: usize,
+        /// Its end.
+        end: usize,
+        /// The frozen watermark.
+        frozen: usize,
+    },
+    /// The source does not hold one segment.
+    #[error("a tiered source holds {got} nodes, want {SEGMENT_LEN}")]
+    WrongLength {
+        /// What it holds.
+        got: usize,
+    },
+    /// The level does not end on a segment boundary.
+    #[error(
+        "a tiered segment cannot follow a level of {len} nodes (not a multiple of {SEGMENT_LEN})"
+    )]
+    Misaligned {
+        /// The level's length.
+        len: usize,
+    },
 }
 
 #[cfg(test)]
@@ -334,18 +604,15 @@ mod tests {
             level.prefetch(i);
         }
         assert_eq!(level.iter().copied().collect::<Vec<_>>(), values);
-        assert_eq!(level.iter().copied().collect::<Vec<_>>(), values);
         let mut out = vec![[0u8; 32]; 300];
         level.copy_to(100, &mut out);
         assert_eq!(out, values[100..400]);
-        assert_eq!(
-            level
-                .chunks_mut(7)
-                .iter()
-                .map(|c| c.len())
-                .collect::<Vec<_>>(),
-            vec![104]
-        );
+        let pieces: Vec<(usize, usize)> = level
+            .pieces_mut(800)
+            .iter()
+            .map(|(at, piece)| (*at, piece.len()))
+            .collect();
+        assert_eq!(pieces, vec![(800, 96), (896, 104)]);
         level.resize(129);
         assert_eq!(level.last(), Some(values[128]));
         level.resize(0);
@@ -357,10 +624,96 @@ mod tests {
         assert_eq!(level.iter().copied().collect::<Vec<_>>(), many);
         assert_eq!(level.at(SEGMENT_LEN + 1), many[SEGMENT_LEN + 1]);
         level.resize(SEGMENT_LEN * 3 + 1);
-        assert_eq!(level.get(SEGMENT_LEN * 3), Some(&[0; 32]));
+        assert_eq!(level.len(), SEGMENT_LEN * 3 + 1);
         level.resize(SEGMENT_LEN - 1);
         assert_eq!(level.last(), Some(many[SEGMENT_LEN - 2]));
         level.resize(SEGMENT_LEN * 2);
         assert_eq!(level.len(), SEGMENT_LEN * 2);
+        let deep = level.clone();
+        assert_eq!(deep.len(), level.len());
+        assert!(deep.iter().eq(level.iter()));
+    }
+
+    #[test]
+    fn a_shared_prefix_never_changes_while_the_writer_appends_and_grows() {
+        let mut level = Level::default();
+        let values: Vec<Hash> = (0..SEGMENT_LEN + 300).map(value).collect();
+        level.extend_from_slice(&values[..3]);
+        // A small heap segment, shared, then outgrown: the copy keeps the old memory.
+        let early = level.share(2);
+        level.extend_from_slice(&values[3..40]);
+        let middle = level.share(39);
+        // The writer rewrites its last node (index 39 >= the watermark) and grows.
+        level.pieces_mut(39)[0].1[0] = [0xff; 32];
+        level.extend_from_slice(&values[40..]);
+        assert_eq!(early.iter().copied().collect::<Vec<_>>(), values[..2]);
+        assert_eq!(middle.iter().copied().collect::<Vec<_>>(), values[..39]);
+        assert_eq!(level.at(39), [0xff; 32]);
+        assert_eq!(level.frozen(), 39);
+        // Shared reads from another thread while the writer keeps appending.
+        let shared = level.share(SEGMENT_LEN);
+        let reader = std::thread::spawn(move || {
+            for _ in 0..50 {
+                assert!(
+                    shared
+                        .iter()
+                        .enumerate()
+                        .all(|(i, v)| i == 39 || *v == value(i))
+                );
+            }
+        });
+        for i in 0..2000 {
+            level.extend_from_slice(&[value(i)]);
+        }
+        reader.join().expect("reader");
+    }
+
+    #[test]
+    #[should_panic(expected = "are shared")]
+    fn writes_below_the_watermark_are_refused() {
+        let mut level = Level::default();
+        level.extend_from_slice(&[[1; 32], [2; 32], [3; 32]]);
+        let _copy = level.share(2);
+        let _ = level.pieces_mut(1);
+    }
+
+    #[derive(Debug)]
+    struct Held(Vec<Hash>);
+    impl NodeSource for Held {
+        fn nodes(&self) -> &[Hash] {
+            &self.0
+        }
+    }
+
+    #[test]
+    fn tiering_swaps_memory_without_changing_nodes_or_snapshots() {
+        let values: Vec<Hash> = (0..SEGMENT_LEN * 2 + 5).map(value).collect();
+        let mut level = Level::default();
+        level.extend_from_slice(&values);
+        let source = Arc::new(Held(values[..SEGMENT_LEN].to_vec()));
+        assert!(matches!(
+            level.tier(0, source.clone()),
+            Err(TierError::NotFrozen { .. })
+        ));
+        let before = level.share(SEGMENT_LEN * 2 + 4);
+        level.tier(0, source.clone()).expect("frozen");
+        assert!(level.is_tiered(0) && !level.is_tiered(1));
+        assert!(level.iter().eq(values.iter()));
+        assert!(before.iter().eq(values[..SEGMENT_LEN * 2 + 4].iter()));
+        assert_eq!(
+            level.tier(1, Arc::new(Held(vec![[0; 32]; 3]))),
+            Err(TierError::WrongLength { got: 3 })
+        );
+        // Building a level from tiered segments, then a heap tail.
+        let mut built = Level::default();
+        built.push_tiered(source).expect("aligned");
+        built.extend_from_slice(&values[SEGMENT_LEN..SEGMENT_LEN + 10]);
+        assert!(built.iter().eq(values[..SEGMENT_LEN + 10].iter()));
+        assert_eq!(
+            built.push_tiered(Arc::new(Held(vec![[0; 32]; SEGMENT_LEN]))),
+            Err(TierError::Misaligned {
+                len: SEGMENT_LEN + 10
+            })
+        );
     }
 }

@@ -20,4 +20,5 @@ pub use arity::{Arity, ArityError};
 pub use error::TreeError;
 pub use hash::{Hash, HashKind};
 pub use proof::{ConsistencyProof, DecodeError, MembershipProof, VerifyError};
-pub use tree::{LeanImt, TreeConfig, TreeHead, View};
+pub use level::{NodeSource, TierError};
+pub use tree::{LeanImt, Snapshot, TreeConfig, TreeHead, View};

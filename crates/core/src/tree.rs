@@ -6,6 +6,10 @@
 //! level holds one node (the root) unless the tree is empty. Nothing ever
 //! changes except the right edge of each level.
 
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
 use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
@@ -230,8 +234,143 @@ impl LeanImt {
                 leaf: leaves[position],
             });
         }
+        self.check_batch_size(leaves.len() as u64)
+    }
+
+    /// A read-only view of the tree as it was when it had `size` leaves
+    /// (commits first).
+    pub fn at_size(&mut self, size: u64) -> Result<View<'_>, TreeError> {
+        self.commit();
+        View::new(&self.levels, self.config, &[], size)
+    }
+
+    /// A read-only view at `size` without committing: an error if appends
+    /// since the last commit are not hashed yet. For callers that share the
+    /// tree read-only (a snapshot under a read lock).
+    pub fn view(&self, size: u64) -> Result<View<'_>, TreeError> {
+        if !self.is_committed() {
+            return Err(TreeError::Uncommitted {
+                size: self.size(),
+                hashed: self.hashed,
+            });
+        }
+        View::new(&self.levels, self.config, &[], size)
+    }
+
+    /// An immutable, thread-safe copy of the tree as it is now (commits
+    /// first), sharing the tree's memory: it costs one reference count per
+    /// 2 MiB segment plus one node per level, whatever the size. Later
+    /// appends, commits and tiering never change what it returns.
+    pub fn snapshot(&mut self) -> Snapshot {
+        self.commit();
         let size = self.size();
-        let appending = leaves.len() as u64;
+        let mut levels = Vec::with_capacity(self.levels.len());
+        let mut edge = Vec::with_capacity(self.levels.len());
+        for level in &mut self.levels {
+            // Every node but the last of a level is final; the last may
+            // still change, so the snapshot keeps its own copy of it.
+            match level.last() {
+                Some(last) => {
+                    let final_len = level.len() - 1;
+                    edge.push((final_len as u64, last));
+                    levels.push(level.share(final_len));
+                }
+                None => levels.push(Level::default()),
+            }
+        }
+        Snapshot {
+            config: self.config,
+            size,
+            levels,
+            edge,
+        }
+    }
+
+    /// A committed tree from levels built elsewhere (a checkpoint read back
+    /// by the storage engine): the nodes are trusted, only the shape is
+    /// checked. [`LeanImt::first_mismatch`] recomputes them.
+    pub fn from_levels(config: TreeConfig, mut levels: Vec<Level>) -> Result<LeanImt, TreeError> {
+        if levels.is_empty() {
+            levels.push(Level::default());
+        }
+        let n = config.arity.get();
+        for (index, pair) in levels.windows(2).enumerate() {
+            let want = pair[0].len().div_ceil(n);
+            if pair[0].len() <= 1 || pair[1].len() != want {
+                return Err(TreeError::LevelShape {
+                    level: index as u32 + 1,
+                    got: pair[1].len() as u64,
+                    want: if pair[0].len() <= 1 { 0 } else { want as u64 },
+                });
+            }
+        }
+        let top = levels.len() - 1;
+        if levels[top].len() > 1 {
+            return Err(TreeError::LevelShape {
+                level: top as u32 + 1,
+                got: 0,
+                want: levels[top].len().div_ceil(n) as u64,
+            });
+        }
+        let size = levels[0].len() as u64;
+        let tree = LeanImt {
+            config,
+            levels,
+            hashed: size,
+        };
+        tree.check_batch_size(0)?;
+        Ok(tree)
+    }
+
+    /// Recomputes every upper level from the one below and returns the
+    /// first stored node that differs, as (level, index), or `None` when
+    /// every level is what the leaves imply. Only for a committed tree.
+    pub fn first_mismatch(&self) -> Option<(u32, u64)> {
+        assert!(self.is_committed(), "checking an uncommitted tree");
+        let n = self.config.arity.get();
+        const PIECE: usize = 4096;
+        for level in 1..self.levels.len() {
+            let children = &self.levels[level - 1];
+            let stored = &self.levels[level];
+            let mismatch = (0..stored.len().div_ceil(PIECE))
+                .into_par_iter()
+                .find_map_first(|piece| {
+                    let first = piece * PIECE;
+                    let count = PIECE.min(stored.len() - first);
+                    let mut want = vec![[0u8; 32]; count];
+                    crate::build::fill_parents(self.config.hash, n, children, first, &mut want);
+                    let mut got = vec![[0u8; 32]; count];
+                    stored.copy_to(first, &mut got);
+                    want.iter()
+                        .zip(&got)
+                        .position(|(a, b)| a != b)
+                        .map(|offset| (first + offset) as u64)
+                });
+            if let Some(index) = mismatch {
+                return Some((level as u32, index));
+            }
+        }
+        None
+    }
+
+    /// The levels (for the storage engine, which writes and tiers them).
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+
+    /// Serves whole segment `segment` of `level` from `source` (see
+    /// [`Level::tier`]). Snapshots taken before keep the old memory.
+    pub fn tier(
+        &mut self,
+        level: u32,
+        segment: usize,
+        source: std::sync::Arc<dyn crate::level::NodeSource>,
+    ) -> Result<(), crate::level::TierError> {
+        self.levels[level as usize].tier(segment, source)
+    }
+
+    fn check_batch_size(&self, appending: u64) -> Result<(), TreeError> {
+        let size = self.size();
         if let Some(max_depth) = self.config.max_depth {
             let capacity = shape::capacity(self.config.arity, max_depth);
             let fits = match (size.checked_add(appending), capacity) {
@@ -251,25 +390,97 @@ impl LeanImt {
         }
         Ok(())
     }
+}
 
-    /// A read-only view of the tree as it was when it had `size` leaves
-    /// (commits first).
-    pub fn at_size(&mut self, size: u64) -> Result<View<'_>, TreeError> {
-        self.commit();
-        View::new(self, size)
+/// An immutable copy of a tree at one size, sharing the tree's memory
+/// (see [`LeanImt::snapshot`]). Cheap to take, `Send + Sync`, never
+/// changed by what the tree does after: for serving proofs from other
+/// threads while appends continue, and for writing checkpoints without
+/// holding the writer's lock.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    config: TreeConfig,
+    size: u64,
+    /// `levels[k]`: the final nodes of level k (all but the last).
+    levels: Vec<Level>,
+    /// `edge[k]` = (index, value) of the last node of level k.
+    edge: Vec<(u64, Hash)>,
+}
+
+impl Snapshot {
+    /// The tree's configuration.
+    pub fn config(&self) -> TreeConfig {
+        self.config
     }
 
-    /// A read-only view at `size` without committing: an error if appends
-    /// since the last commit are not hashed yet. For callers that share the
-    /// tree read-only (a snapshot under a read lock).
-    pub fn view(&self, size: u64) -> Result<View<'_>, TreeError> {
-        if !self.is_committed() {
-            return Err(TreeError::Uncommitted {
-                size: self.size(),
-                hashed: self.hashed,
-            });
+    /// Number of leaves.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Levels above the leaves.
+    pub fn depth(&self) -> u32 {
+        shape::depth(self.size, self.config.arity)
+    }
+
+    /// The root, `None` for the empty tree.
+    pub fn root(&self) -> Option<Hash> {
+        self.edge.last().map(|&(_, root)| root)
+    }
+
+    /// Size and root.
+    pub fn head(&self) -> TreeHead {
+        TreeHead {
+            size: self.size,
+            root: self.root(),
         }
-        View::new(self, size)
+    }
+
+    /// The leaf at `index`, if present.
+    pub fn leaf(&self, index: u64) -> Option<Hash> {
+        if index >= self.size {
+            return None;
+        }
+        Some(self.view_full().node(0, index))
+    }
+
+    /// A view at `size` (at most the snapshot's size), for proofs.
+    pub fn view(&self, size: u64) -> Result<View<'_>, TreeError> {
+        View::new(&self.levels, self.config, &self.edge, size)
+    }
+
+    fn view_full(&self) -> View<'_> {
+        View::new(&self.levels, self.config, &self.edge, self.size).expect("own size")
+    }
+
+    /// The membership proof of leaf `index` at the snapshot's size.
+    pub fn prove(&self, index: u64) -> Result<crate::MembershipProof, TreeError> {
+        self.view_full().prove(index)
+    }
+
+    /// The membership proof of leaf `index` in the tree of `size` leaves.
+    pub fn prove_at(&self, index: u64, size: u64) -> Result<crate::MembershipProof, TreeError> {
+        self.view(size)?.prove(index)
+    }
+
+    /// The consistency proof from `old_size` to `new_size`.
+    pub fn prove_consistency(
+        &self,
+        old_size: u64,
+        new_size: u64,
+    ) -> Result<crate::ConsistencyProof, TreeError> {
+        self.view(new_size)?.prove_consistency(old_size)
+    }
+
+    /// The final nodes of `level` (every node but the last): what a
+    /// checkpoint may write, since none of them can change again.
+    pub fn final_nodes(&self, level: u32) -> &Level {
+        &self.levels[level as usize]
+    }
+
+    /// Per level, (index, value) of its last node, the one that may still change.
+    pub fn edge(&self) -> &[(u64, Hash)] {
+        &self.edge
     }
 }
 
@@ -283,43 +494,68 @@ impl LeanImt {
 /// stored nodes directly and allocates nothing.
 #[derive(Clone, Debug)]
 pub struct View<'a> {
-    tree: &'a LeanImt,
+    levels: &'a [Level],
+    config: TreeConfig,
     size: u64,
-    /// For an earlier size: `edge[k]` = (index, value) of the last node of
-    /// level k at `size`. Empty for the current size.
-    edge: Vec<(u64, Hash)>,
+    /// `edge[k]` = (index, value) of the last node of level k at `size`,
+    /// read instead of the stored one. Empty when the stored levels are the
+    /// tree at `size` exactly.
+    edge: Cow<'a, [(u64, Hash)]>,
 }
 
 impl<'a> View<'a> {
-    fn new(tree: &'a LeanImt, size: u64) -> Result<View<'a>, TreeError> {
-        debug_assert!(tree.is_committed());
-        let tree_size = tree.size();
+    /// `levels` hold the tree at its full size, except that where
+    /// `stored_edge` is non-empty the last node of each level is in it
+    /// rather than in `levels` (a snapshot).
+    fn new(
+        levels: &'a [Level],
+        config: TreeConfig,
+        stored_edge: &'a [(u64, Hash)],
+        size: u64,
+    ) -> Result<View<'a>, TreeError> {
+        let tree_size = match stored_edge.first() {
+            Some(&(last, _)) => last + 1,
+            None => levels[0].len() as u64,
+        };
         if size > tree_size {
             return Err(TreeError::SizeBeyondTree { size, tree_size });
         }
-        let mut edge = Vec::new();
-        if size > 0 && size < tree_size {
-            let arity = tree.config.arity;
-            edge.reserve(shape::depth(size, arity) as usize + 1);
-            let mut node = tree.levels[0].at((size - 1) as usize);
-            edge.push((size - 1, node));
-            let mut buffer = [[0u8; 32]; crate::hash::MAX_GROUP];
-            for step in shape::Path::new(size - 1, size, arity) {
-                if step.hashes() {
-                    let level = &tree.levels[step.level as usize];
-                    level.copy_to(step.group_start as usize, &mut buffer[..step.position]);
-                    buffer[step.position] = node;
-                    node = tree.config.hash.hash_children(&buffer[..step.group_len]);
-                }
-                edge.push((step.group_start / arity.as_u64(), node));
-            }
+        if size == tree_size || size == 0 {
+            return Ok(View {
+                levels,
+                config,
+                size,
+                edge: Cow::Borrowed(if size == 0 { &[] } else { stored_edge }),
+            });
         }
-        Ok(View { tree, size, edge })
+        // Every node read below lies strictly left of the stored edge at its
+        // level (the path of leaf size - 1 < tree_size - 1, and its left
+        // siblings), so it is in `levels` even for a snapshot.
+        let arity = config.arity;
+        let mut edge = Vec::with_capacity(shape::depth(size, arity) as usize + 1);
+        let mut node = levels[0].at((size - 1) as usize);
+        edge.push((size - 1, node));
+        let mut buffer = [[0u8; 32]; crate::hash::MAX_GROUP];
+        for step in shape::Path::new(size - 1, size, arity) {
+            if step.hashes() {
+                let level = &levels[step.level as usize];
+                level.copy_to(step.group_start as usize, &mut buffer[..step.position]);
+                buffer[step.position] = node;
+                node = config.hash.hash_children(&buffer[..step.group_len]);
+            }
+            edge.push((step.group_start / arity.as_u64(), node));
+        }
+        Ok(View {
+            levels,
+            config,
+            size,
+            edge: Cow::Owned(edge),
+        })
     }
 
     /// The tree's configuration.
     pub fn config(&self) -> TreeConfig {
-        self.tree.config
+        self.config
     }
 
     /// The view's size.
@@ -332,7 +568,7 @@ impl<'a> View<'a> {
         if self.size == 0 {
             None
         } else if self.edge.is_empty() {
-            self.tree.levels.last().and_then(Level::last)
+            self.levels.last().and_then(Level::last)
         } else {
             self.edge.last().map(|&(_, root)| root)
         }
@@ -363,11 +599,11 @@ impl<'a> View<'a> {
                 return value;
             }
         }
-        self.tree.levels[level as usize].at(index as usize)
+        self.levels[level as usize].at(index as usize)
     }
 
     /// The nodes `[start, start + len)` of `level` as one stored slice, when
-    /// none of them is a recomputed edge node and they are contiguous.
+    /// none of them is an edge node and they are contiguous.
     #[inline]
     pub(crate) fn group(&self, level: u32, start: u64, len: usize) -> Option<&'a [Hash]> {
         if let Some(&(edge_index, _)) = self.edge.get(level as usize)
@@ -375,16 +611,14 @@ impl<'a> View<'a> {
         {
             return None;
         }
-        let tree: &'a LeanImt = self.tree;
-        tree.levels[level as usize]
-            .run_from(start as usize)
-            .get(..len)
+        let levels: &'a [Level] = self.levels;
+        levels[level as usize].run_from(start as usize).get(..len)
     }
 
     /// Hints the CPU to load the nodes `[start, start + len)` of `level`.
     #[inline]
     pub(crate) fn prefetch(&self, level: u32, start: u64, len: usize) {
-        let level = &self.tree.levels[level as usize];
+        let level = &self.levels[level as usize];
         level.prefetch(start as usize);
         level.prefetch(start as usize + len - 1);
     }
@@ -398,7 +632,7 @@ impl<'a> View<'a> {
                     *slot = self.node(level, start + offset as u64);
                 }
             }
-            _ => self.tree.levels[level as usize].copy_to(start as usize, out),
+            _ => self.levels[level as usize].copy_to(start as usize, out),
         }
     }
 }
@@ -587,5 +821,98 @@ mod tests {
             }
             assert!(tree.at_size(71).is_err());
         }
+    }
+
+    #[test]
+    fn a_snapshot_is_isolated_from_later_appends_and_answers_like_a_fresh_tree() {
+        let l = leaves(300);
+        for n in [2, 3, 4, 16] {
+            let mut tree = LeanImt::new(config(n));
+            let mut snapshots = Vec::new();
+            for (i, leaf) in l.iter().enumerate() {
+                tree.append(*leaf).unwrap();
+                if i % 7 == 0 || i < 20 {
+                    snapshots.push(tree.snapshot());
+                }
+            }
+            let empty = LeanImt::new(config(n)).snapshot();
+            assert_eq!(empty.head(), TreeHead::EMPTY);
+            assert!(empty.prove(0).is_err());
+            for snapshot in &snapshots {
+                let size = snapshot.size();
+                let mut fresh = LeanImt::from_leaves(config(n), &l[..size as usize]).unwrap();
+                assert_eq!(snapshot.head(), fresh.head(), "arity {n} size {size}");
+                assert_eq!(snapshot.leaf(size - 1), Some(l[size as usize - 1]));
+                assert_eq!(snapshot.leaf(size), None);
+                for index in [0, size / 2, size - 1] {
+                    let proof = snapshot.prove(index).unwrap();
+                    assert_eq!(proof, fresh.prove(index).unwrap());
+                    proof
+                        .verify(config(n).arity, HashKind::Blake3, &fresh.head())
+                        .unwrap();
+                }
+                for old in [0, 1, size / 3, size] {
+                    assert_eq!(
+                        snapshot.prove_at(0, old.max(1)).unwrap(),
+                        fresh.prove_at(0, old.max(1)).unwrap()
+                    );
+                    assert_eq!(
+                        snapshot.prove_consistency(old, size).unwrap(),
+                        fresh.prove_consistency(old, size).unwrap()
+                    );
+                }
+                // The final nodes plus the edge are exactly the fresh tree's levels.
+                for (level, nodes) in fresh.dump().iter().enumerate() {
+                    let stored: Vec<Hash> =
+                        snapshot.final_nodes(level as u32).iter().copied().collect();
+                    assert_eq!(stored[..], nodes[..nodes.len() - 1]);
+                    assert_eq!(snapshot.edge()[level].1, *nodes.last().unwrap());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn from_levels_rebuilds_a_tree_and_first_mismatch_finds_a_bad_node() {
+        let l = leaves(1000);
+        let mut tree = LeanImt::from_leaves(config(4), &l).unwrap();
+        let copy = |tree: &LeanImt| -> Vec<Level> { tree.levels().to_vec() };
+        let mut rebuilt = LeanImt::from_levels(config(4), copy(&tree)).unwrap();
+        assert_eq!(rebuilt.head(), tree.head());
+        assert_eq!(rebuilt.first_mismatch(), None);
+        rebuilt.append(l[0]).unwrap();
+        let mut more = l.clone();
+        more.push(l[0]);
+        assert_eq!(
+            rebuilt.root(),
+            LeanImt::from_leaves(config(4), &more).unwrap().root()
+        );
+        // A corrupted node is found at its level and index.
+        let mut levels = copy(&tree);
+        let mut bad: Vec<Hash> = levels[2].iter().copied().collect();
+        bad[17][0] ^= 1;
+        levels[2] = Level::default();
+        levels[2].extend_from_slice(&bad);
+        let corrupt = LeanImt::from_levels(config(4), levels).unwrap();
+        assert_eq!(corrupt.first_mismatch(), Some((2, 17)));
+        // Shapes that are not a tree are refused.
+        let mut short = copy(&tree);
+        short[1].resize(3);
+        assert!(matches!(
+            LeanImt::from_levels(config(4), short),
+            Err(TreeError::LevelShape {
+                level: 1,
+                got: 3,
+                want: 250
+            })
+        ));
+        let mut topless = copy(&tree);
+        topless.pop();
+        assert!(matches!(
+            LeanImt::from_levels(config(4), topless),
+            Err(TreeError::LevelShape { .. })
+        ));
+        assert!(LeanImt::from_levels(config(4), vec![]).unwrap().is_empty());
+        assert!(tree.root().is_some());
     }
 }
