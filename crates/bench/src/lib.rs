@@ -1,7 +1,10 @@
 //! Shared pieces of cairn's benchmarks: workloads defined once and run by
 //! both the criterion suites and the interleaved peer comparison
-//! (`src/bin/peers.rs`). Kept out of the core so ordinary builds never
+//! (`src/bin/peers.rs`; the durable comparison is in [`durable`] and
+//! `src/bin/peers_durable.rs`). Kept out of the core so ordinary builds never
 //! compile the peers.
+
+pub mod durable;
 
 use std::time::{Duration, Instant};
 

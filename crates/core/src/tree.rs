@@ -286,6 +286,14 @@ impl LeanImt {
         }
     }
 
+    /// A read-only copy of the leaves sharing the tree's memory (leaves
+    /// never change): what the storage engine writes to its log without
+    /// holding the tree's lock.
+    pub fn share_leaves(&mut self) -> Level {
+        let len = self.levels[0].len();
+        self.levels[0].share(len)
+    }
+
     /// A committed tree from levels built elsewhere (a checkpoint read back
     /// by the storage engine): the nodes are trusted, only the shape is
     /// checked. [`LeanImt::first_mismatch`] recomputes them.

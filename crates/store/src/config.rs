@@ -1,0 +1,55 @@
+//! How a store is opened: what it is (stored at creation) and how it runs.
+
+use std::time::Duration;
+
+use cairn_core::TreeConfig;
+
+/// Default log file size: 2^21 leaves (64 MiB).
+pub const DEFAULT_LOG_SHIFT: u8 = 21;
+
+/// Everything a store needs to open or be created.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// The tree (stored at creation; opening with a different one is an error).
+    pub tree: TreeConfig,
+    /// log2 of leaves per log file, 10..=30 (stored at creation).
+    pub log_shift: u8,
+    /// Background group commit: flush what was appended every interval even
+    /// if nobody waits. `None`: only waits, checkpoints and close flush.
+    pub flush_interval: Option<Duration>,
+    /// When to checkpoint automatically.
+    pub checkpoint: CheckpointPolicy,
+    /// Levels below this one are served from read-only file mappings after
+    /// a checkpoint (complete 2 MiB segments only): 1 tiers the leaves, 0
+    /// keeps everything in memory.
+    pub tier_below: u32,
+    /// Recompute every level at open and compare (slow; default off).
+    pub verify_on_open: bool,
+}
+
+/// When the store checkpoints on its own (checked after each background flush).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckpointPolicy {
+    /// After this many leaves since the last checkpoint.
+    pub every_leaves: Option<u64>,
+    /// When the upper levels' final nodes not yet checkpointed exceed this many bytes.
+    pub memory_bytes: Option<u64>,
+}
+
+impl StoreConfig {
+    /// Defaults for `tree`: 64 MiB log files, a 10 ms background flush,
+    /// a checkpoint every 2^22 leaves, leaves tiered out after checkpoints.
+    pub fn new(tree: TreeConfig) -> StoreConfig {
+        StoreConfig {
+            tree,
+            log_shift: DEFAULT_LOG_SHIFT,
+            flush_interval: Some(Duration::from_millis(10)),
+            checkpoint: CheckpointPolicy {
+                every_leaves: Some(1 << 22),
+                memory_bytes: None,
+            },
+            tier_below: 1,
+            verify_on_open: false,
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The storage engine's errors. Every one names what was wrong and where.
+
+use std::path::PathBuf;
+
+use cairn_core::TreeError;
+
+/// An error of the storage engine.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// A file operation failed.
+    #[error("{op} {path}: {message}")]
+    Io {
+        /// What was being done ("write", "fdatasync", ...).
+        op: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's message.
+        message: String,
+        /// Its kind.
+        kind: std::io::ErrorKind,
+    },
+    /// A file does not hold what it must: never repaired silently.
+    #[error("corrupt {path} at offset {offset}: {detail}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Where.
+        offset: u64,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Another process (or handle) has the store open.
+    #[error("{path} is locked: another process has this store open")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// The directory holds no store.
+    #[error("{path} is not a cairn store (no cairn.meta)")]
+    NotAStore {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// Creating a store where one (or other files) exists.
+    #[error("{path} is not empty: refusing to create a store there")]
+    NotEmpty {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// Opening with a config that contradicts the stored one.
+    #[error("config mismatch: {field} is {stored} in the store, {given} was asked for")]
+    ConfigMismatch {
+        /// Which setting.
+        field: &'static str,
+        /// The stored value.
+        stored: String,
+        /// The requested value.
+        given: String,
+    },
+    /// An invalid configuration.
+    #[error("invalid config: {0}")]
+    Config(String),
+    /// The tree refused the append (nothing changed).
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    /// An earlier write or sync failed: the store acknowledges nothing more.
+    #[error(
+        "the store stopped acknowledging writes after an earlier failure: {cause}; reopen it to recover what was acknowledged"
+    )]
+    Poisoned {
+        /// The first failure.
+        cause: String,
+    },
+    /// A durability wait ran out of time (the write may still become durable).
+    #[error("timed out waiting for leaves up to {want} to be durable (durable: {durable})")]
+    Timeout {
+        /// The size waited for.
+        want: u64,
+        /// The durable size when the wait gave up.
+        durable: u64,
+    },
+    /// The store was closed.
+    #[error("the store is closed")]
+    Closed,
+}
+
+impl StoreError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, e: std::io::Error) -> StoreError {
+        StoreError::Io {
+            op,
+            path: path.into(),
+            message: e.to_string(),
+            kind: e.kind(),
+        }
+    }
+
+    pub(crate) fn corrupt(
+        path: impl Into<PathBuf>,
+        offset: u64,
+        detail: impl ToString,
+    ) -> StoreError {
+        StoreError::Corrupt {
+            path: path.into(),
+            offset,
+            detail: detail.to_string(),
+        }
+    }
+
+    /// Whether this is an I/O failure or a corruption (exit code 4 in the CLI).
+    pub fn is_storage_fault(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Io { .. } | StoreError::Corrupt { .. } | StoreError::Poisoned { .. }
+        )
+    }
+}
+
+/// Results of the engine.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

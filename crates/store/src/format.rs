@@ -1,0 +1,441 @@
+//! Byte layouts of every file (see docs/file-format.md, which this module
+//! implements; a change to one is a change to the other).
+
+use cairn_core::{Arity, Hash, HashKind, TreeConfig};
+
+/// The format version written in every file.
+pub const VERSION: u32 = 1;
+/// Every log and level file starts with one 4 KiB page of header, so the
+/// nodes after it are page-aligned for mapping.
+pub const HEADER_LEN: u64 = 4096;
+/// Bytes of one frame.
+pub const FRAME_LEN: u64 = 32;
+
+pub(crate) const META_MAGIC: &[u8; 8] = b"CAIRNDB\0";
+pub(crate) const LOG_MAGIC: &[u8; 8] = b"CAIRNLOG";
+pub(crate) const LEVEL_MAGIC: &[u8; 8] = b"CAIRNLVL";
+pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"CAIRNCKP";
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Why bytes are not a valid record; the caller adds file and offset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Malformed {
+    Magic,
+    Version(u32),
+    Crc,
+    Field(String),
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Malformed::Magic => write!(f, "bad magic"),
+            Malformed::Version(v) => write!(f, "format version {v}, want {VERSION}"),
+            Malformed::Crc => write!(f, "CRC mismatch"),
+            Malformed::Field(what) => write!(f, "{what}"),
+        }
+    }
+}
+
+fn check_magic_version(bytes: &[u8], magic: &[u8; 8]) -> Result<(), Malformed> {
+    if &bytes[..8] != magic {
+        return Err(Malformed::Magic);
+    }
+    match u32_at(bytes, 8) {
+        VERSION => Ok(()),
+        other => Err(Malformed::Version(other)),
+    }
+}
+
+fn check_crc(bytes: &[u8], body: usize) -> Result<(), Malformed> {
+    if crc32c::crc32c(&bytes[..body]) == u32_at(bytes, body) {
+        Ok(())
+    } else {
+        Err(Malformed::Crc)
+    }
+}
+
+/// What `cairn.meta` records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreMeta {
+    /// The tree.
+    pub tree: TreeConfig,
+    /// log2 of the leaves per log file.
+    pub log_shift: u8,
+    /// The store's random id, in every file.
+    pub store_id: u64,
+    /// Reserved flags.
+    pub flags: u64,
+}
+
+impl StoreMeta {
+    /// Encoded length.
+    pub const LEN: usize = 40;
+
+    /// Leaves per log file.
+    pub fn log_file_leaves(&self) -> u64 {
+        1 << self.log_shift
+    }
+
+    pub(crate) fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..8].copy_from_slice(META_MAGIC);
+        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[12] = self.tree.arity.get() as u8;
+        b[13] = self.tree.hash.id();
+        b[14] = self.tree.max_depth.unwrap_or(0) as u8;
+        b[15] = self.log_shift;
+        b[16..24].copy_from_slice(&self.store_id.to_le_bytes());
+        b[24..32].copy_from_slice(&self.flags.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..32]);
+        b[32..36].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8]) -> Result<StoreMeta, Malformed> {
+        if b.len() < Self::LEN {
+            return Err(Malformed::Field(format!(
+                "{} bytes, want {}",
+                b.len(),
+                Self::LEN
+            )));
+        }
+        check_magic_version(b, META_MAGIC)?;
+        check_crc(b, 32)?;
+        let arity =
+            Arity::new(u64::from(b[12])).map_err(|e| Malformed::Field(format!("arity: {e}")))?;
+        let hash = HashKind::from_id(b[13])
+            .ok_or_else(|| Malformed::Field(format!("unknown hash id {}", b[13])))?;
+        let mut tree = TreeConfig::new(arity, hash);
+        if b[14] != 0 {
+            tree = tree.with_max_depth(u32::from(b[14]));
+        }
+        if !(10..=30).contains(&b[15]) {
+            return Err(Malformed::Field(format!(
+                "log2 leaves per log file {}, want 10..=30",
+                b[15]
+            )));
+        }
+        Ok(StoreMeta {
+            tree,
+            log_shift: b[15],
+            store_id: u64_at(b, 16),
+            flags: u64_at(b, 24),
+        })
+    }
+}
+
+/// The header of log file `file`.
+pub(crate) fn log_header(meta: &StoreMeta, file: u64) -> Vec<u8> {
+    let mut b = vec![0u8; HEADER_LEN as usize];
+    b[..8].copy_from_slice(LOG_MAGIC);
+    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[12] = meta.tree.arity.get() as u8;
+    b[13] = meta.tree.hash.id();
+    b[16..24].copy_from_slice(&meta.store_id.to_le_bytes());
+    b[24..32].copy_from_slice(&file.to_le_bytes());
+    b[32..40].copy_from_slice(&(file << meta.log_shift).to_le_bytes());
+    b[40..48].copy_from_slice(&meta.log_file_leaves().to_le_bytes());
+    let crc = crc32c::crc32c(&b[..48]);
+    b[48..52].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// Checks a log file header against the store and the file's number.
+pub(crate) fn check_log_header(meta: &StoreMeta, file: u64, b: &[u8]) -> Result<(), Malformed> {
+    check_magic_version(b, LOG_MAGIC)?;
+    check_crc(b, 48)?;
+    let want = log_header(meta, file);
+    if b[..52] != want[..52] {
+        return Err(Malformed::Field(format!(
+            "header is for store {:#x} file {} with {} leaves per file, want store {:#x} file {file} with {}",
+            u64_at(b, 16),
+            u64_at(b, 24),
+            u64_at(b, 40),
+            meta.store_id,
+            meta.log_file_leaves()
+        )));
+    }
+    Ok(())
+}
+
+/// The header of the file of `level`.
+pub(crate) fn level_header(meta: &StoreMeta, level: u32) -> Vec<u8> {
+    let mut b = vec![0u8; HEADER_LEN as usize];
+    b[..8].copy_from_slice(LEVEL_MAGIC);
+    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[12] = meta.tree.arity.get() as u8;
+    b[13] = meta.tree.hash.id();
+    b[14..16].copy_from_slice(&(level as u16).to_le_bytes());
+    b[16..24].copy_from_slice(&meta.store_id.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..24]);
+    b[24..28].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// Checks a level file header.
+pub(crate) fn check_level_header(meta: &StoreMeta, level: u32, b: &[u8]) -> Result<(), Malformed> {
+    check_magic_version(b, LEVEL_MAGIC)?;
+    check_crc(b, 24)?;
+    if b[..28] != level_header(meta, level)[..28] {
+        return Err(Malformed::Field(format!(
+            "header is for store {:#x} level {}, want store {:#x} level {level}",
+            u64_at(b, 16),
+            u16::from_le_bytes([b[14], b[15]]),
+            meta.store_id
+        )));
+    }
+    Ok(())
+}
+
+/// One frame: the record of one group commit in one log file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Frame {
+    pub seq: u64,
+    pub end: u64,
+    pub count: u32,
+    pub leaves_crc: u32,
+}
+
+impl Frame {
+    pub fn start(&self) -> u64 {
+        self.end - u64::from(self.count)
+    }
+
+    pub fn encode(&self) -> [u8; FRAME_LEN as usize] {
+        let mut b = [0u8; FRAME_LEN as usize];
+        b[..8].copy_from_slice(&self.seq.to_le_bytes());
+        b[8..16].copy_from_slice(&self.end.to_le_bytes());
+        b[16..20].copy_from_slice(&self.count.to_le_bytes());
+        b[20..24].copy_from_slice(&self.leaves_crc.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..28]);
+        b[28..32].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// A frame whose own CRC holds (its leaves are checked separately).
+    pub fn decode(b: &[u8]) -> Option<Frame> {
+        if crc32c::crc32c(&b[..28]) != u32_at(b, 28) {
+            return None;
+        }
+        let frame = Frame {
+            seq: u64_at(b, 0),
+            end: u64_at(b, 8),
+            count: u32_at(b, 16),
+            leaves_crc: u32_at(b, 20),
+        };
+        (frame.count > 0 && frame.seq > 0 && frame.end >= u64::from(frame.count)).then_some(frame)
+    }
+}
+
+/// A published checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointMeta {
+    /// 1, 2, ...
+    pub number: u64,
+    /// Leaves covered.
+    pub size: u64,
+    /// Where the log continues: file, slot and sequence number of the first
+    /// frame after the checkpoint.
+    pub resume: LogPosition,
+    /// Per level: (final nodes stored, the level's last node).
+    pub levels: Vec<(u64, Hash)>,
+}
+
+/// A frame's place in the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LogPosition {
+    /// Log file number.
+    pub file: u64,
+    /// Frame slot in it.
+    pub slot: u64,
+    /// The frame's sequence number.
+    pub seq: u64,
+}
+
+impl CheckpointMeta {
+    pub(crate) fn encode(&self, store_id: u64) -> Vec<u8> {
+        let mut b = Vec::with_capacity(68 + 40 * self.levels.len());
+        b.extend_from_slice(CHECKPOINT_MAGIC);
+        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&(self.levels.len() as u32).to_le_bytes());
+        b.extend_from_slice(&store_id.to_le_bytes());
+        b.extend_from_slice(&self.number.to_le_bytes());
+        b.extend_from_slice(&self.size.to_le_bytes());
+        b.extend_from_slice(&self.resume.file.to_le_bytes());
+        b.extend_from_slice(&self.resume.slot.to_le_bytes());
+        b.extend_from_slice(&self.resume.seq.to_le_bytes());
+        for (final_len, last) in &self.levels {
+            b.extend_from_slice(&final_len.to_le_bytes());
+            b.extend_from_slice(last);
+        }
+        let crc = crc32c::crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8], store_id: u64) -> Result<CheckpointMeta, Malformed> {
+        if b.len() < 68 {
+            return Err(Malformed::Field(format!(
+                "{} bytes, want at least 68",
+                b.len()
+            )));
+        }
+        check_magic_version(b, CHECKPOINT_MAGIC)?;
+        let levels = u32_at(b, 12) as usize;
+        if levels > 65 {
+            return Err(Malformed::Field(format!(
+                "{levels} levels, want at most 65"
+            )));
+        }
+        let want = 68 + 40 * levels;
+        if b.len() != want {
+            return Err(Malformed::Field(format!(
+                "{} bytes, want {want} for {levels} levels",
+                b.len()
+            )));
+        }
+        check_crc(b, want - 4)?;
+        if u64_at(b, 16) != store_id {
+            return Err(Malformed::Field(format!(
+                "checkpoint of store {:#x}, want {store_id:#x}",
+                u64_at(b, 16)
+            )));
+        }
+        let levels = (0..levels)
+            .map(|l| {
+                let at = 64 + 40 * l;
+                (
+                    u64_at(b, at),
+                    b[at + 8..at + 40].try_into().expect("32 bytes"),
+                )
+            })
+            .collect();
+        Ok(CheckpointMeta {
+            number: u64_at(b, 24),
+            size: u64_at(b, 32),
+            resume: LogPosition {
+                file: u64_at(b, 40),
+                slot: u64_at(b, 48),
+                seq: u64_at(b, 56),
+            },
+            levels,
+        })
+    }
+}
+
+/// `log/NNNNNNNNNNNN.log`
+pub(crate) fn log_name(file: u64) -> String {
+    format!("{file:012}.log")
+}
+
+/// The file number of a log file name.
+pub(crate) fn parse_log_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".log")?;
+    (digits.len() == 12 && digits.bytes().all(|c| c.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// `levels/level-NN.nodes`
+pub(crate) fn level_name(level: u32) -> String {
+    format!("level-{level:02}.nodes")
+}
+
+/// The level of a level file name.
+pub(crate) fn parse_level_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("level-")?.strip_suffix(".nodes")?;
+    (digits.len() == 2 && digits.bytes().all(|c| c.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+        .filter(|level| (1..=64).contains(level))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> StoreMeta {
+        StoreMeta {
+            tree: TreeConfig::new(Arity::new(4).unwrap(), HashKind::Blake3).with_max_depth(20),
+            log_shift: 12,
+            store_id: 0xfeed_beef,
+            flags: 0,
+        }
+    }
+
+    #[test]
+    fn every_record_round_trips_and_every_bit_flip_is_caught() {
+        let m = meta();
+        let bytes = m.encode();
+        assert_eq!(StoreMeta::decode(&bytes), Ok(m));
+        for bit in 0..32 * 8 {
+            let mut bad = bytes;
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(StoreMeta::decode(&bad).is_err(), "meta bit {bit}");
+        }
+        let frame = Frame {
+            seq: 7,
+            end: 100,
+            count: 3,
+            leaves_crc: 42,
+        };
+        let fb = frame.encode();
+        assert_eq!(Frame::decode(&fb), Some(frame));
+        assert_eq!(frame.start(), 97);
+        for bit in 0..256 {
+            let mut bad = fb;
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert_ne!(Frame::decode(&bad), Some(frame), "frame bit {bit}");
+        }
+        assert_eq!(Frame::decode(&[0u8; 32]), None, "a zeroed slot is no frame");
+        let ckpt = CheckpointMeta {
+            number: 3,
+            size: 1000,
+            resume: LogPosition {
+                file: 0,
+                slot: 5,
+                seq: 6,
+            },
+            levels: vec![(999, [1; 32]), (249, [2; 32]), (62, [3; 32]), (0, [4; 32])],
+        };
+        let cb = ckpt.encode(m.store_id);
+        assert_eq!(CheckpointMeta::decode(&cb, m.store_id), Ok(ckpt.clone()));
+        assert!(
+            CheckpointMeta::decode(&cb, 1).is_err(),
+            "another store's checkpoint"
+        );
+        assert!(CheckpointMeta::decode(&cb[..cb.len() - 1], m.store_id).is_err());
+        for bit in 0..cb.len() * 8 {
+            let mut bad = cb.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(
+                CheckpointMeta::decode(&bad, m.store_id).is_err(),
+                "checkpoint bit {bit}"
+            );
+        }
+        let header = log_header(&m, 3);
+        assert_eq!(check_log_header(&m, 3, &header), Ok(()));
+        assert!(check_log_header(&m, 4, &header).is_err());
+        let lh = level_header(&m, 2);
+        assert_eq!(check_level_header(&m, 2, &lh), Ok(()));
+        assert!(check_level_header(&m, 3, &lh).is_err());
+    }
+
+    #[test]
+    fn names_parse_strictly() {
+        assert_eq!(parse_log_name(&log_name(42)), Some(42));
+        assert_eq!(parse_log_name("42.log"), None);
+        assert_eq!(parse_log_name("00000000004x.log"), None);
+        assert_eq!(parse_level_name(&level_name(7)), Some(7));
+        assert_eq!(parse_level_name("level-00.nodes"), None);
+        assert_eq!(parse_level_name("level-7.nodes"), None);
+    }
+}

@@ -1,0 +1,112 @@
+//! The file-system seam: every file operation the engine performs goes
+//! through [`Fs`], so that tests can replace the operating system with
+//! [`sim::SimFs`], which keeps what was written apart from what was synced
+//! and can therefore build the states a power loss leaves behind, and inject
+//! faults (failed fsyncs, a full disk) at any call.
+//!
+//! The trait is deliberately small: positioned reads and writes, data and
+//! directory syncs, create/rename/remove, listing, an exclusive lock and a
+//! read-only mapping. The engine never relies on the file position, on
+//! `O_APPEND`, or on anything a directory sync does not make durable.
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use cairn_core::Hash;
+
+pub mod real;
+pub mod sim;
+
+pub use real::StdFs;
+pub use sim::SimFs;
+
+/// How to open a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Read and write an existing file.
+    Existing,
+    /// Create a new file, failing if one exists (`AlreadyExists`).
+    CreateNew,
+    /// Read only.
+    ReadOnly,
+}
+
+/// An open file (a file has a length but no useful emptiness test, hence
+/// `len_without_is_empty`). All I/O is positioned; implementations must be usable from
+/// several threads at once (reads concurrent with a write elsewhere in the file).
+#[allow(clippy::len_without_is_empty)]
+pub trait FsFile: Send + Sync + std::fmt::Debug {
+    /// Writes all of `buf` at `offset` (extending the file if needed).
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read
+    /// (fewer only at the end of the file).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// The file's current length.
+    fn len(&self) -> io::Result<u64>;
+    /// Makes the file's data (and the length needed to read it) durable:
+    /// `fdatasync`.
+    fn sync_data(&self) -> io::Result<()>;
+    /// A read-only view of `[offset, offset + nodes * 32)` as nodes, for
+    /// serving cold levels. The caller checks that the range lies inside the
+    /// file first (reading past the end of a mapping is a SIGBUS, not an
+    /// error), and only maps ranges that are never written again.
+    fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>>;
+
+    /// Reads exactly `buf.len()` bytes at `offset`, or fails with `UnexpectedEof`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self.read_at(&mut buf[done..], offset + done as u64)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "wanted {} bytes at offset {offset}, the file ends after {done}",
+                        buf.len()
+                    ),
+                ));
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// Nodes served from a mapping (or, in tests, from memory).
+pub trait MappedNodes: Send + Sync + std::fmt::Debug {
+    /// The mapped nodes.
+    fn nodes(&self) -> &[Hash];
+}
+
+impl AsRef<[Hash]> for dyn MappedNodes {
+    fn as_ref(&self) -> &[Hash] {
+        self.nodes()
+    }
+}
+
+/// A held exclusive lock on a directory; released on drop.
+pub trait FsLock: Send + Sync + std::fmt::Debug {}
+
+/// The file-system operations the engine uses.
+pub trait Fs: Send + Sync + std::fmt::Debug {
+    /// Opens `path` as `mode` says.
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FsFile>>;
+    /// Creates a directory (its parent must exist). Not durable until the
+    /// parent directory is synced.
+    fn create_dir(&self, path: &Path) -> io::Result<()>;
+    /// Renames `from` to `to`, replacing `to` atomically if it exists. Not
+    /// durable until the directory is synced.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file. Not durable until the directory is synced.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// The names of the entries of a directory, sorted.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Whether `path` exists (file or directory).
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// Takes an exclusive lock on `path` (created if missing), without
+    /// waiting: `WouldBlock` if another holder has it.
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>>;
+}

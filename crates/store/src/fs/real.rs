@@ -1,0 +1,143 @@
+//! [`Fs`] on the operating system's file system.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use cairn_core::Hash;
+
+use super::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
+
+/// The real file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StdFs;
+
+#[derive(Debug)]
+struct StdFile(File);
+
+#[derive(Debug)]
+struct StdLock {
+    _file: File,
+}
+
+impl FsLock for StdLock {}
+
+/// A read-only mapping of nodes.
+#[derive(Debug)]
+struct Mapped(memmap2::Mmap);
+
+impl MappedNodes for Mapped {
+    fn nodes(&self) -> &[Hash] {
+        self.0.as_chunks::<32>().0
+    }
+}
+
+impl FsFile for StdFile {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.0.write_all_at(buf, offset)
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        loop {
+            match self.0.read_at(buf, offset) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+
+    #[allow(unsafe_code)]
+    fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
+        let len = nodes * 32;
+        let file_len = self.len()?;
+        if offset + len as u64 > file_len {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("cannot map {len} bytes at offset {offset}: the file has {file_len} bytes"),
+            ));
+        }
+        // SAFETY: the range lies inside the file (checked just above), and
+        // the engine maps only ranges it never writes again and never
+        // truncates (files only grow; regions below a published checkpoint
+        // or a durable log frontier are immutable), so the mapping's bytes do
+        // not change under the `&[Hash]` it hands out. Another process
+        // truncating the files would break this; the directory lock excludes
+        // other cairn processes, and outside tampering is out of scope (see
+        // docs/file-format.md, "Assumptions").
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(len)
+                .map(&self.0)?
+        };
+        Ok(Arc::new(Mapped(map)))
+    }
+}
+
+impl Fs for StdFs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FsFile>> {
+        let mut options = OpenOptions::new();
+        match mode {
+            OpenMode::Existing => options.read(true).write(true),
+            OpenMode::CreateNew => options.read(true).write(true).create_new(true),
+            OpenMode::ReadOnly => options.read(true),
+        };
+        Ok(Box::new(StdFile(options.open(path)?)))
+    }
+
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        File::open(path)?.sync_all()
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(path)? {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        path.try_exists()
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(StdLock { _file: file })),
+            Err(TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is held by another process", path.display()),
+            )),
+            Err(TryLockError::Error(e)) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! cairn's storage engine: a [`Store`] keeps an n-ary LeanIMT durable in a
+//! directory.
+//!
+//! - **Appends** copy leaves into memory under a short lock and return a
+//!   durability [`Token`]; no file I/O happens on that path.
+//! - **Group commit**: whoever waits first (or the background thread, every
+//!   `flush_interval`) writes everything appended since the last commit
+//!   with one frame and one `fdatasync`; every token up to it is released.
+//! - **The leaf log is level 0**: leaves are written once, at fixed offsets
+//!   of the log files, so sealed parts of the log are mapped and served as
+//!   level 0 directly.
+//! - **Checkpoints** write the upper levels' final nodes from a snapshot,
+//!   without the append path's lock, and publish atomically; **recovery**
+//!   maps them and replays the log's tail without rehashing.
+//! - **Faults** poison the store: nothing more is acknowledged.
+//!
+//! Every file operation goes through the [`fs::Fs`] seam; the on-disk
+//! format is `docs/file-format.md`.
+#![warn(missing_docs)]
+
+mod checkpoint;
+pub mod config;
+pub mod error;
+pub mod format;
+pub mod fs;
+mod log;
+mod store;
+
+pub use config::{CheckpointPolicy, StoreConfig};
+pub use error::StoreError;
+pub use format::{CheckpointMeta, LogPosition, StoreMeta};
+pub use fs::{Fs, SimFs, StdFs};
+pub use store::{Appended, Store, StoreStats, Token, stored_config};

@@ -1,0 +1,350 @@
+//! The leaf log: level 0 on disk. Group commits append leaves to the leaf
+//! region of the current log file and one frame to its frame region, then
+//! one `fdatasync` (docs/file-format.md, "Durability order" 2-3); recovery
+//! scans the frames and tells a torn unacknowledged tail from corruption
+//! ("Recovery" 3-4).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::Hash;
+use cairn_core::level::Level;
+
+use crate::error::{Result, StoreError};
+use crate::format::{self, FRAME_LEN, Frame, HEADER_LEN, LogPosition, StoreMeta};
+use crate::fs::{Fs, FsFile, OpenMode};
+
+/// The log's files and where the next frame goes. Owned by whoever flushes
+/// (behind the store's flush lock).
+#[derive(Debug)]
+pub(crate) struct LogWriter {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    meta: StoreMeta,
+    /// Open log files, by number.
+    files: Vec<Arc<dyn FsFile>>,
+    /// A last file found at open whose header was never made durable: it
+    /// holds nothing acknowledged and is reinitialised when first used.
+    stale_next: bool,
+    /// Where the next frame goes.
+    next: LogPosition,
+    /// Leaves durable in the log.
+    end: u64,
+}
+
+impl LogWriter {
+    /// Leaves durable in the log.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Where the next frame will go.
+    pub fn next(&self) -> LogPosition {
+        self.next
+    }
+
+    /// The open log files, by number.
+    pub fn files(&self) -> &[Arc<dyn FsFile>] {
+        &self.files
+    }
+
+    fn path(&self, file: u64) -> PathBuf {
+        self.dir.join(format::log_name(file))
+    }
+
+    fn leaves_per_file(&self) -> u64 {
+        self.meta.log_file_leaves()
+    }
+
+    /// Opens (creating if needed) log file `file`, which must be the next one.
+    fn ensure_file(&mut self, file: u64) -> Result<()> {
+        if (file as usize) < self.files.len() {
+            return Ok(());
+        }
+        debug_assert_eq!(file as usize, self.files.len());
+        let path = self.path(file);
+        let handle = if self.stale_next {
+            self.stale_next = false;
+            self.fs
+                .open(&path, OpenMode::Existing)
+                .map_err(|e| StoreError::io("open", &path, e))?
+        } else {
+            self.fs
+                .open(&path, OpenMode::CreateNew)
+                .map_err(|e| StoreError::io("create", &path, e))?
+        };
+        handle
+            .write_at(&format::log_header(&self.meta, file), 0)
+            .map_err(|e| StoreError::io("write", &path, e))?;
+        handle
+            .sync_data()
+            .map_err(|e| StoreError::io("fdatasync", &path, e))?;
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| StoreError::io("fsync", &self.dir, e))?;
+        self.files.push(Arc::from(handle));
+        Ok(())
+    }
+
+    /// Makes leaves `[self.end, to)` of `leaves` (a shared copy of level 0)
+    /// durable: per log file touched, the leaf bytes, one frame, one
+    /// `fdatasync`. On error nothing is announced; the caller poisons the store.
+    pub fn commit(&mut self, leaves: &Level, to: u64) -> Result<()> {
+        let per_file = self.leaves_per_file();
+        while self.end < to {
+            let file = self.end / per_file;
+            self.ensure_file(file)?;
+            let first_of_file = file * per_file;
+            let stop = to.min(first_of_file + per_file);
+            let handle = Arc::clone(&self.files[file as usize]);
+            let path = self.path(file);
+            let mut crc = 0u32;
+            let mut at = self.end;
+            while at < stop {
+                let run = leaves.run_from(at as usize);
+                let take = (run.len() as u64).min(stop - at) as usize;
+                assert!(take > 0, "leaf {at} is not in memory");
+                let bytes = run[..take].as_flattened();
+                crc = crc32c::crc32c_append(crc, bytes);
+                handle
+                    .write_at(bytes, HEADER_LEN + 32 * (at - first_of_file))
+                    .map_err(|e| StoreError::io("write", &path, e))?;
+                at += take as u64;
+            }
+            let count = stop - self.end;
+            let frame = Frame {
+                seq: self.next.seq,
+                end: stop,
+                count: u32::try_from(count).expect("log files hold at most 2^30 leaves"),
+                leaves_crc: crc,
+            };
+            let frame_at = HEADER_LEN + 32 * per_file + FRAME_LEN * self.next.slot;
+            handle
+                .write_at(&frame.encode(), frame_at)
+                .map_err(|e| StoreError::io("write", &path, e))?;
+            handle
+                .sync_data()
+                .map_err(|e| StoreError::io("fdatasync", &path, e))?;
+            self.end = stop;
+            self.next = if stop == first_of_file + per_file {
+                LogPosition {
+                    file: file + 1,
+                    slot: 0,
+                    seq: self.next.seq + 1,
+                }
+            } else {
+                LogPosition {
+                    file,
+                    slot: self.next.slot + 1,
+                    seq: self.next.seq + 1,
+                }
+            };
+        }
+        Ok(())
+    }
+}
+
+/// Creates the empty log directory's first state (no files yet).
+pub(crate) fn new_writer(fs: Arc<dyn Fs>, dir: &Path, meta: StoreMeta) -> LogWriter {
+    LogWriter {
+        fs,
+        dir: dir.to_path_buf(),
+        meta,
+        files: Vec::new(),
+        stale_next: false,
+        next: LogPosition {
+            file: 0,
+            slot: 0,
+            seq: 1,
+        },
+        end: 0,
+    }
+}
+
+/// What recovery found in the log.
+#[derive(Debug)]
+pub(crate) struct Recovered {
+    pub writer: LogWriter,
+    /// The leaves after the resume point, `[start, writer.end())`.
+    pub tail: Vec<Hash>,
+}
+
+/// Opens the log, scans it from `resume` (whose first frame must start at
+/// leaf `start`) and finds the frontier. Errors on anything but a torn tail.
+pub(crate) fn recover(
+    fs: Arc<dyn Fs>,
+    dir: &Path,
+    meta: StoreMeta,
+    resume: LogPosition,
+    start: u64,
+) -> Result<Recovered> {
+    let per_file = meta.log_file_leaves();
+    let names = fs
+        .list_dir(dir)
+        .map_err(|e| StoreError::io("list", dir, e))?;
+    let mut files: Vec<Arc<dyn FsFile>> = Vec::with_capacity(names.len());
+    let mut stale_next = false;
+    for (expected, name) in names.iter().enumerate() {
+        let path = dir.join(name);
+        let Some(number) = format::parse_log_name(name) else {
+            return Err(StoreError::corrupt(
+                &path,
+                0,
+                "unexpected file in the log directory",
+            ));
+        };
+        if number != expected as u64 {
+            return Err(StoreError::corrupt(
+                &path,
+                0,
+                format!("log file {number} where file {expected} was expected (a file is missing)"),
+            ));
+        }
+        let handle = fs
+            .open(&path, OpenMode::Existing)
+            .map_err(|e| StoreError::io("open", &path, e))?;
+        let mut header = vec![0u8; HEADER_LEN as usize];
+        let read = handle
+            .read_at(&mut header, 0)
+            .map_err(|e| StoreError::io("read", &path, e))?;
+        let valid = if read < header.len() {
+            Err(format::Malformed::Field(format!(
+                "the file has {read} bytes, shorter than its {HEADER_LEN}-byte header"
+            )))
+        } else {
+            format::check_log_header(&meta, number, &header)
+        };
+        match valid {
+            Ok(()) => files.push(Arc::from(handle)),
+            // The last file's header was never made durable: its creation
+            // was interrupted, so it cannot hold an acknowledged frame
+            // (frames are written only after the header's fsync).
+            Err(_) if expected + 1 == names.len() && !file_has_frames(&*handle, per_file)? => {
+                stale_next = true;
+            }
+            Err(why) => return Err(StoreError::corrupt(&path, 0, why)),
+        }
+    }
+
+    let mut tail: Vec<Hash> = Vec::new();
+    let mut position = resume;
+    let mut end = start;
+    // Scan valid frames.
+    let frontier_torn = loop {
+        let Some(handle) = files.get(position.file as usize) else {
+            break None;
+        };
+        let path = dir.join(format::log_name(position.file));
+        let frame_at = HEADER_LEN + 32 * per_file + FRAME_LEN * position.slot;
+        let mut raw = [0u8; FRAME_LEN as usize];
+        let read = handle
+            .read_at(&mut raw, frame_at)
+            .map_err(|e| StoreError::io("read", &path, e))?;
+        let first_of_file = position.file * per_file;
+        let frame = (read == raw.len())
+            .then(|| Frame::decode(&raw))
+            .flatten()
+            .filter(|f| {
+                f.seq == position.seq
+                    && f.start() == end
+                    && f.end <= first_of_file + per_file
+                    && (position.slot > 0 || f.start() == first_of_file)
+            });
+        let Some(frame) = frame else {
+            break Some((position, frame_at));
+        };
+        let count = frame.count as usize;
+        let before = tail.len();
+        tail.resize(before + count, [0; 32]);
+        let bytes = tail[before..].as_flattened_mut();
+        let read = handle
+            .read_at(bytes, HEADER_LEN + 32 * (frame.start() - first_of_file))
+            .map_err(|e| StoreError::io("read", &path, e))?;
+        if read < bytes.len() || crc32c::crc32c(bytes) != frame.leaves_crc {
+            tail.truncate(before);
+            break Some((position, frame_at));
+        }
+        end = frame.end;
+        position = if frame.end == first_of_file + per_file {
+            LogPosition {
+                file: position.file + 1,
+                slot: 0,
+                seq: position.seq + 1,
+            }
+        } else {
+            LogPosition {
+                file: position.file,
+                slot: position.slot + 1,
+                seq: position.seq + 1,
+            }
+        };
+    };
+
+    // Past the frontier nothing may look like a frame: only the frontier's
+    // own slot may hold the torn frame of the last, unacknowledged commit.
+    if let Some((torn, _)) = frontier_torn {
+        for (number, handle) in files.iter().enumerate().skip(torn.file as usize) {
+            let first_slot = if number as u64 == torn.file {
+                torn.slot + 1
+            } else {
+                0
+            };
+            if let Some(offset) = first_valid_frame(&**handle, per_file, first_slot)? {
+                return Err(StoreError::corrupt(
+                    dir.join(format::log_name(number as u64)),
+                    offset,
+                    format!(
+                        "a valid frame after the log's end at leaf {end} (frame {} in file {} is bad): acknowledged data is damaged",
+                        torn.slot, torn.file
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(Recovered {
+        writer: LogWriter {
+            fs,
+            dir: dir.to_path_buf(),
+            meta,
+            files,
+            stale_next,
+            next: position,
+            end,
+        },
+        tail,
+    })
+}
+
+/// The offset of the first slot at or after `first_slot` holding a frame
+/// whose own CRC is valid, if any.
+fn first_valid_frame(file: &dyn FsFile, per_file: u64, first_slot: u64) -> Result<Option<u64>> {
+    let region = HEADER_LEN + 32 * per_file;
+    let len = file
+        .len()
+        .map_err(|e| StoreError::io("stat", "log file", e))?;
+    let mut at = region + FRAME_LEN * first_slot;
+    let mut buffer = vec![0u8; 64 * 1024];
+    while at < len {
+        let want = ((len - at) as usize).min(buffer.len());
+        let read = file
+            .read_at(&mut buffer[..want], at)
+            .map_err(|e| StoreError::io("read", "log file", e))?;
+        if read == 0 {
+            break;
+        }
+        for (i, slot) in buffer[..read].chunks_exact(FRAME_LEN as usize).enumerate() {
+            if Frame::decode(slot).is_some() {
+                return Ok(Some(at + FRAME_LEN * i as u64));
+            }
+        }
+        at += (read as u64 / FRAME_LEN) * FRAME_LEN;
+        if read < FRAME_LEN as usize {
+            break;
+        }
+    }
+    Ok(None)
+}
+
+fn file_has_frames(file: &dyn FsFile, per_file: u64) -> Result<bool> {
+    Ok(first_valid_frame(file, per_file, 0)?.is_some())
+}

@@ -1,0 +1,1001 @@
+//! The store: a tree whose appends are made durable by group commit, with
+//! checkpoints, tiering and recovery.
+//!
+//! Locks, in the order they may nest: `log` (the flush lock: whoever
+//! writes to the log holds it), then `tree` (the writer lock: appends take
+//! it for a memory copy, never for I/O), then `durable`. Checkpoints hold
+//! `checkpoints` for their whole duration, `log` and `tree` only to take
+//! their snapshot.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use cairn_core::level::{Level, NodeSource, SEGMENT_LEN};
+use cairn_core::{Hash, LeanImt, Snapshot, TreeHead};
+use parking_lot::{Condvar, Mutex};
+
+use crate::checkpoint::{self, CHECKPOINT_TMP, Checkpoints, LEVELS_DIR};
+use crate::config::StoreConfig;
+use crate::error::{Result, StoreError};
+use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
+use crate::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use crate::log::{self, LogWriter};
+
+const META: &str = "cairn.meta";
+const META_TMP: &str = "cairn.meta.tmp";
+const LOCK: &str = "LOCK";
+const LOG_DIR: &str = "log";
+
+/// A durable n-ary LeanIMT in a directory.
+#[derive(Debug)]
+pub struct Store {
+    inner: Arc<Inner>,
+    background: Option<JoinHandle<()>>,
+    /// The directory lock, released when the store is dropped (after
+    /// `inner` is closed: tokens that outlive the store cannot write).
+    _lock: Box<dyn FsLock>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    meta: StoreMeta,
+    config: StoreConfig,
+    tree: Mutex<LeanImt>,
+    /// The tree's size, readable without the lock.
+    size: AtomicU64,
+    log: Mutex<LogWriter>,
+    durable: Mutex<Durable>,
+    durable_changed: Condvar,
+    /// Set with `durable.failure`: appends check it without the lock.
+    poisoned: AtomicBool,
+    published: ArcSwap<Snapshot>,
+    checkpoints: Mutex<Checkpoints>,
+    shutdown: Mutex<bool>,
+    shutdown_signal: Condvar,
+    /// Set when the store is dropped: no more log writes.
+    closed: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Durable {
+    /// Leaves durable in the log.
+    end: u64,
+    /// Whether some thread is flushing (a waiter flushes itself if not).
+    flushing: bool,
+    /// The first write or sync failure: nothing is acknowledged after it.
+    failure: Option<StoreError>,
+}
+
+/// The result of an append: where the leaves went and the token that says
+/// when they are durable.
+#[derive(Debug, Clone)]
+pub struct Appended {
+    /// Index of the first appended leaf.
+    pub first: u64,
+    /// Number of leaves appended.
+    pub count: u64,
+    /// Durability of everything up to and including these leaves.
+    pub token: Token,
+}
+
+/// A durability token: durable once the log holds every leaf below `end`.
+#[derive(Debug, Clone)]
+pub struct Token {
+    end: u64,
+    inner: Arc<Inner>,
+}
+
+impl Token {
+    /// The tree size this token waits for.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Whether the leaves are durable, without waiting; an error if the
+    /// store failed before they were.
+    pub fn is_durable(&self) -> Result<bool> {
+        let durable = self.inner.durable.lock();
+        if durable.end >= self.end {
+            return Ok(true);
+        }
+        match &durable.failure {
+            Some(failure) => Err(poisoned(failure)),
+            None => Ok(false),
+        }
+    }
+
+    /// Waits until the leaves are durable, flushing them itself if no flush
+    /// is running (so a waiter never sleeps on a timer); an error if a
+    /// write or sync fails first, or after `timeout`.
+    pub fn wait(&self, timeout: Duration) -> Result<()> {
+        self.inner.wait_durable(self.end, Instant::now() + timeout)
+    }
+}
+
+fn poisoned(failure: &StoreError) -> StoreError {
+    StoreError::Poisoned {
+        cause: failure.to_string(),
+    }
+}
+
+/// Read-only file mappings standing in for a tiered segment.
+#[derive(Debug)]
+struct Tiered(Arc<dyn MappedNodes>);
+
+impl NodeSource for Tiered {
+    fn nodes(&self) -> &[Hash] {
+        self.0.nodes()
+    }
+}
+
+/// Figures about a store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Leaves in the tree (visible).
+    pub size: u64,
+    /// Leaves durable in the log.
+    pub durable: u64,
+    /// Leaves covered by the last checkpoint.
+    pub checkpoint_size: u64,
+    /// The last checkpoint's number (0: none).
+    pub checkpoint_number: u64,
+    /// Per level, segments served from file mappings.
+    pub tiered_segments: Vec<usize>,
+}
+
+impl Store {
+    /// Creates a store in `dir` (created if missing; must be empty).
+    pub fn create(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
+        if !(10..=30).contains(&config.log_shift) {
+            return Err(StoreError::Config(format!(
+                "log_shift {} outside 10..=30",
+                config.log_shift
+            )));
+        }
+        if fs.exists(dir).map_err(|e| StoreError::io("stat", dir, e))? {
+            let entries = fs
+                .list_dir(dir)
+                .map_err(|e| StoreError::io("list", dir, e))?;
+            if entries.iter().any(|name| name != LOCK) {
+                return Err(StoreError::NotEmpty { path: dir.into() });
+            }
+        } else {
+            fs.create_dir(dir)
+                .map_err(|e| StoreError::io("create directory", dir, e))?;
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs.sync_dir(parent)
+                    .map_err(|e| StoreError::io("fsync", parent, e))?;
+            }
+        }
+        let lock = take_lock(&*fs, dir)?;
+        for sub in [LOG_DIR, LEVELS_DIR] {
+            let path = dir.join(sub);
+            fs.create_dir(&path)
+                .map_err(|e| StoreError::io("create directory", &path, e))?;
+        }
+        let meta = StoreMeta {
+            tree: config.tree,
+            log_shift: config.log_shift,
+            store_id: rand::random::<u64>() | 1,
+            flags: 0,
+        };
+        let tmp = dir.join(META_TMP);
+        let file = fs
+            .open(&tmp, OpenMode::CreateNew)
+            .map_err(|e| StoreError::io("create", &tmp, e))?;
+        file.write_at(&meta.encode(), 0)
+            .map_err(|e| StoreError::io("write", &tmp, e))?;
+        file.sync_data()
+            .map_err(|e| StoreError::io("fdatasync", &tmp, e))?;
+        drop(file);
+        fs.rename(&tmp, &dir.join(META))
+            .map_err(|e| StoreError::io("rename", &tmp, e))?;
+        fs.sync_dir(dir)
+            .map_err(|e| StoreError::io("fsync", dir, e))?;
+        let log = log::new_writer(Arc::clone(&fs), &dir.join(LOG_DIR), meta);
+        Ok(Store::start(
+            fs,
+            dir,
+            meta,
+            config,
+            LeanImt::new(meta.tree),
+            log,
+            Checkpoints::default(),
+            lock,
+        ))
+    }
+
+    /// Opens the store in `dir`. `config.tree` and `config.log_shift` must
+    /// equal what the store was created with.
+    pub fn open(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
+        let meta_path = dir.join(META);
+        if !fs
+            .exists(&meta_path)
+            .map_err(|e| StoreError::io("stat", &meta_path, e))?
+        {
+            return Err(StoreError::NotAStore { path: dir.into() });
+        }
+        let lock = take_lock(&*fs, dir)?;
+        let meta = read_meta(&*fs, &meta_path)?;
+        check_config(&meta, &config)?;
+        let tmp = dir.join(CHECKPOINT_TMP);
+        if fs
+            .exists(&tmp)
+            .map_err(|e| StoreError::io("stat", &tmp, e))?
+        {
+            // Never published, so never valid: a checkpoint that crashed.
+            fs.remove_file(&tmp)
+                .map_err(|e| StoreError::io("remove", &tmp, e))?;
+        }
+        let levels_dir = dir.join(LEVELS_DIR);
+        for name in fs
+            .list_dir(&levels_dir)
+            .map_err(|e| StoreError::io("list", &levels_dir, e))?
+        {
+            if format::parse_level_name(&name).is_none() {
+                return Err(StoreError::corrupt(
+                    levels_dir.join(name),
+                    0,
+                    "unexpected file in the levels directory",
+                ));
+            }
+        }
+        let last = checkpoint::read(&*fs, dir, &meta)?;
+        let (resume, start) = match &last {
+            Some(c) => (c.resume, c.size),
+            None => (
+                LogPosition {
+                    file: 0,
+                    slot: 0,
+                    seq: 1,
+                },
+                0,
+            ),
+        };
+        let log_dir = dir.join(LOG_DIR);
+        let recovered = log::recover(Arc::clone(&fs), &log_dir, meta, resume, start)?;
+        let mut checkpoints = Checkpoints {
+            last: last.clone(),
+            ..Checkpoints::default()
+        };
+        let mut tree = match &last {
+            Some(c) if c.size > 0 => load_levels(
+                &*fs,
+                dir,
+                &meta,
+                &config,
+                c,
+                recovered.writer.files(),
+                &mut checkpoints,
+            )?,
+            _ => LeanImt::new(meta.tree),
+        };
+        if !recovered.tail.is_empty() {
+            tree.append_batch(&recovered.tail).map_err(|e| {
+                StoreError::corrupt(
+                    &log_dir,
+                    0,
+                    format!("the log holds leaves the tree refuses: {e}"),
+                )
+            })?;
+        }
+        tree.commit();
+        if config.verify_on_open
+            && let Some((level, index)) = tree.first_mismatch()
+        {
+            let (path, offset) = node_location(dir, &meta, level, index);
+            return Err(StoreError::corrupt(
+                path,
+                offset,
+                format!("node {index} of level {level} is not the hash of its children"),
+            ));
+        }
+        Ok(Store::start(
+            fs,
+            dir,
+            meta,
+            config,
+            tree,
+            recovered.writer,
+            checkpoints,
+            lock,
+        ))
+    }
+
+    /// Opens the store in `dir`, creating it if the directory holds none.
+    pub fn open_or_create(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
+        if fs
+            .exists(&dir.join(META))
+            .map_err(|e| StoreError::io("stat", dir, e))?
+        {
+            Store::open(fs, dir, config)
+        } else {
+            Store::create(fs, dir, config)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        meta: StoreMeta,
+        config: StoreConfig,
+        mut tree: LeanImt,
+        log: LogWriter,
+        checkpoints: Checkpoints,
+        lock: Box<dyn FsLock>,
+    ) -> Store {
+        let snapshot = tree.snapshot();
+        let inner = Arc::new(Inner {
+            fs,
+            dir: dir.to_path_buf(),
+            meta,
+            size: AtomicU64::new(tree.size()),
+            durable: Mutex::new(Durable {
+                end: log.end(),
+                flushing: false,
+                failure: None,
+            }),
+            tree: Mutex::new(tree),
+            log: Mutex::new(log),
+            durable_changed: Condvar::new(),
+            poisoned: AtomicBool::new(false),
+            published: ArcSwap::from_pointee(snapshot),
+            checkpoints: Mutex::new(checkpoints),
+            shutdown: Mutex::new(false),
+            shutdown_signal: Condvar::new(),
+            closed: AtomicBool::new(false),
+            config,
+        });
+        let background = (inner.config.flush_interval.is_some()
+            || inner.config.checkpoint != Default::default())
+        .then(|| {
+            let inner = Arc::clone(&inner);
+            std::thread::Builder::new()
+                .name("cairn-flush".into())
+                .spawn(move || inner.background())
+                .expect("spawn the flush thread")
+        });
+        Store {
+            inner,
+            background,
+            _lock: lock,
+        }
+    }
+
+    /// Appends one leaf. Visible at once; durable when the token says so.
+    pub fn append(&self, leaf: Hash) -> Result<Appended> {
+        self.append_batch(std::slice::from_ref(&leaf))
+    }
+
+    /// Appends `leaves` in order, all or nothing: a refused batch (empty,
+    /// a non-canonical leaf, over capacity, or a failed store) changes
+    /// nothing in memory or on disk. Any size works: the log splits it.
+    pub fn append_batch(&self, leaves: &[Hash]) -> Result<Appended> {
+        let inner = &self.inner;
+        let first = {
+            let mut tree = inner.tree.lock();
+            if inner.poisoned.load(Ordering::Acquire) {
+                return Err(poisoned(
+                    inner.durable.lock().failure.as_ref().expect("poisoned"),
+                ));
+            }
+            let first = tree.append_batch(leaves)?;
+            inner.size.store(tree.size(), Ordering::Release);
+            first
+        };
+        let count = leaves.len() as u64;
+        Ok(Appended {
+            first,
+            count,
+            token: Token {
+                end: first + count,
+                inner: Arc::clone(inner),
+            },
+        })
+    }
+
+    /// Makes everything appended so far durable; returns the durable size.
+    pub fn flush(&self) -> Result<u64> {
+        let end = self.size();
+        self.inner
+            .wait_durable(end, Instant::now() + Duration::from_secs(3600))?;
+        Ok(self.durable_size())
+    }
+
+    /// Leaves in the tree (visible to readers, not necessarily durable).
+    pub fn size(&self) -> u64 {
+        self.inner.size.load(Ordering::Acquire)
+    }
+
+    /// Leaves durable in the log.
+    pub fn durable_size(&self) -> u64 {
+        self.inner.durable.lock().end
+    }
+
+    /// The tree's configuration.
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// An immutable snapshot of everything appended so far, for proofs.
+    /// Reuses the last one when nothing was appended since (lock-free);
+    /// otherwise hashes the new right edge under the tree lock.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner.snapshot()
+    }
+
+    /// The current head (size and root).
+    pub fn head(&self) -> TreeHead {
+        self.snapshot().head()
+    }
+
+    /// Writes a checkpoint of everything appended so far (flushing it
+    /// first); `None` if the last checkpoint already covers it.
+    pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
+        self.inner.checkpoint()
+    }
+
+    /// Figures about the store.
+    pub fn stats(&self) -> StoreStats {
+        let checkpoints = self.inner.checkpoints.lock();
+        StoreStats {
+            size: self.size(),
+            durable: self.durable_size(),
+            checkpoint_size: checkpoints.last.as_ref().map_or(0, |c| c.size),
+            checkpoint_number: checkpoints.last.as_ref().map_or(0, |c| c.number),
+            tiered_segments: checkpoints.tiered.clone(),
+        }
+    }
+
+    /// Flushes, stops the background thread and releases the directory.
+    pub fn close(mut self) -> Result<()> {
+        self.stop_background();
+        let result = self.flush().map(|_| ());
+        drop(self);
+        result
+    }
+
+    fn stop_background(&mut self) {
+        *self.inner.shutdown.lock() = true;
+        self.inner.shutdown_signal.notify_all();
+        if let Some(handle) = self.background.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.stop_background();
+        // Best effort: a dropped store flushes what it can; errors were
+        // or will be reported through tokens.
+        if !self.inner.poisoned.load(Ordering::Acquire) {
+            let end = self.size();
+            let _ = self
+                .inner
+                .wait_durable(end, Instant::now() + Duration::from_secs(60));
+        }
+        // Under the flush lock: a flush in progress finishes first, later
+        // ones (from tokens that outlive the store) see `closed`.
+        let _log = self.inner.log.lock();
+        self.inner.closed.store(true, Ordering::Release);
+    }
+}
+
+impl Inner {
+    fn snapshot(&self) -> Arc<Snapshot> {
+        let current = self.published.load_full();
+        if current.size() == self.size.load(Ordering::Acquire) {
+            return current;
+        }
+        let mut tree = self.tree.lock();
+        let current = self.published.load_full();
+        if current.size() == tree.size() {
+            return current;
+        }
+        let fresh = Arc::new(tree.snapshot());
+        self.published.store(Arc::clone(&fresh));
+        fresh
+    }
+
+    /// Waits until `end` leaves are durable, flushing if nobody is.
+    fn wait_durable(&self, end: u64, deadline: Instant) -> Result<()> {
+        let mut durable = self.durable.lock();
+        loop {
+            if durable.end >= end {
+                return Ok(());
+            }
+            if let Some(failure) = &durable.failure {
+                return Err(poisoned(failure));
+            }
+            if !durable.flushing {
+                durable.flushing = true;
+                drop(durable);
+                let result = self.flush_log(None);
+                durable = self.durable.lock();
+                durable.flushing = false;
+                if let Err(error) = &result
+                    && !matches!(error, StoreError::Closed)
+                {
+                    // The first failure poisons the store; this caller
+                    // gets the failure itself, later ones `Poisoned`.
+                    let first = durable.failure.is_none();
+                    self.record_flush(&mut durable, result.clone());
+                    if first {
+                        return Err(error.clone());
+                    }
+                    continue;
+                }
+                if let Err(error) = result {
+                    self.durable_changed.notify_all();
+                    return Err(error);
+                }
+                self.record_flush(&mut durable, result);
+                continue;
+            }
+            if self
+                .durable_changed
+                .wait_until(&mut durable, deadline)
+                .timed_out()
+            {
+                if durable.end >= end {
+                    return Ok(());
+                }
+                return Err(StoreError::Timeout {
+                    want: end,
+                    durable: durable.end,
+                });
+            }
+        }
+    }
+
+    fn record_flush(&self, durable: &mut Durable, result: Result<u64>) {
+        match result {
+            Ok(end) => durable.end = durable.end.max(end),
+            Err(error) => {
+                if durable.failure.is_none() {
+                    durable.failure = Some(error);
+                    self.poisoned.store(true, Ordering::Release);
+                }
+            }
+        }
+        self.durable_changed.notify_all();
+    }
+
+    /// One group commit of everything appended so far. With `snapshot`,
+    /// also takes a snapshot of the tree at exactly the flushed size (for a
+    /// checkpoint) and returns it there. Returns the durable size.
+    fn flush_log(&self, snapshot: Option<&mut Option<(Snapshot, LogPosition)>>) -> Result<u64> {
+        let mut log = self.log.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(self.durable.lock().failure.clone().expect("poisoned"));
+        }
+        let (leaves, to, taken): (Level, u64, Option<Snapshot>) = {
+            let mut tree = self.tree.lock();
+            let taken = snapshot.is_some().then(|| tree.snapshot());
+            (tree.share_leaves(), tree.size(), taken)
+        };
+        log.commit(&leaves, to)?;
+        if let (Some(out), Some(taken)) = (snapshot, taken) {
+            *out = Some((taken, log.next()));
+        }
+        Ok(log.end())
+    }
+
+    fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
+        let mut checkpoints = self.checkpoints.lock();
+        // Flush and snapshot at one size, under the flush lock only.
+        let mut taken = None;
+        let result = self.flush_log(Some(&mut taken));
+        {
+            let mut durable = self.durable.lock();
+            self.record_flush(&mut durable, result.clone());
+        }
+        result?;
+        let (snapshot, resume) = taken.expect("flush_log fills the snapshot");
+        if checkpoints.last.as_ref().map_or(0, |c| c.size) == snapshot.size() {
+            return Ok(None);
+        }
+        let written = checkpoint::write(
+            &*self.fs,
+            &self.dir,
+            &self.meta,
+            &mut checkpoints,
+            &snapshot,
+            resume,
+        );
+        let written = match written {
+            Ok(written) => written,
+            Err(error) => {
+                let mut durable = self.durable.lock();
+                self.record_flush(&mut durable, Err(error.clone()));
+                return Err(error);
+            }
+        };
+        self.tier(&mut checkpoints)?;
+        Ok(Some(written))
+    }
+
+    /// Serves complete final segments of cold levels from mappings of the
+    /// published files (after a checkpoint).
+    fn tier(&self, checkpoints: &mut Checkpoints) -> Result<()> {
+        let Some(last) = checkpoints.last.clone() else {
+            return Ok(());
+        };
+        let cold = (self.config.tier_below as usize).min(last.levels.len());
+        for level in 0..cold {
+            if checkpoints.tiered.len() <= level {
+                checkpoints.tiered.resize(level + 1, 0);
+            }
+            let complete = (last.levels[level].0 as usize) / SEGMENT_LEN;
+            while checkpoints.tiered[level] < complete {
+                let segment = checkpoints.tiered[level];
+                let source = if level == 0 {
+                    let files = self.log.lock().files().to_vec();
+                    match map_leaves(&self.meta, &files, segment, &self.dir)? {
+                        Some(source) => source,
+                        None => break,
+                    }
+                } else {
+                    let file = checkpoints.level_file(&*self.fs, &self.dir, &self.meta, level)?;
+                    map_segment(&*file, HEADER_LEN, segment, &self.dir)?
+                };
+                self.tree
+                    .lock()
+                    .tier(level as u32, segment, source)
+                    .expect("a published segment is frozen");
+                checkpoints.tiered[level] += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn background(&self) {
+        let interval = self
+            .config
+            .flush_interval
+            .unwrap_or(Duration::from_millis(100));
+        loop {
+            {
+                let mut stop = self.shutdown.lock();
+                if *stop {
+                    return;
+                }
+                self.shutdown_signal.wait_for(&mut stop, interval);
+                if *stop {
+                    return;
+                }
+            }
+            if self.poisoned.load(Ordering::Acquire) {
+                continue;
+            }
+            let size = self.size.load(Ordering::Acquire);
+            if self.config.flush_interval.is_some() {
+                let _ = self.wait_durable(size, Instant::now() + interval);
+            }
+            if self.checkpoint_due() {
+                let _ = self.checkpoint();
+            }
+        }
+    }
+
+    fn checkpoint_due(&self) -> bool {
+        let policy = self.config.checkpoint;
+        let size = self.size.load(Ordering::Acquire);
+        let covered = self.checkpoints.lock().last.as_ref().map_or(0, |c| c.size);
+        let fresh = size - covered;
+        let n = self.meta.tree.arity.get() as u64;
+        policy.every_leaves.is_some_and(|every| fresh >= every)
+            || policy
+                .memory_bytes
+                .is_some_and(|bytes| fresh.div_ceil(n - 1) * 32 >= bytes)
+    }
+}
+
+/// A mapping of the leaves of level-0 segment `segment`, if the log files
+/// are large enough to hold whole segments.
+fn map_leaves(
+    meta: &StoreMeta,
+    files: &[Arc<dyn FsFile>],
+    segment: usize,
+    dir: &Path,
+) -> Result<Option<Arc<dyn NodeSource>>> {
+    let per_file = meta.log_file_leaves();
+    if per_file < SEGMENT_LEN as u64 {
+        return Ok(None);
+    }
+    let first = (segment * SEGMENT_LEN) as u64;
+    let file = (first / per_file) as usize;
+    let Some(handle) = files.get(file) else {
+        return Ok(None);
+    };
+    let offset = HEADER_LEN + 32 * (first - file as u64 * per_file);
+    let map = handle.map_nodes(offset, SEGMENT_LEN).map_err(|e| {
+        StoreError::io(
+            "map",
+            dir.join(LOG_DIR).join(format::log_name(file as u64)),
+            e,
+        )
+    })?;
+    Ok(Some(Arc::new(Tiered(map))))
+}
+
+fn map_segment(
+    file: &dyn FsFile,
+    base: u64,
+    segment: usize,
+    dir: &Path,
+) -> Result<Arc<dyn NodeSource>> {
+    let offset = base + 32 * (segment * SEGMENT_LEN) as u64;
+    let map = file
+        .map_nodes(offset, SEGMENT_LEN)
+        .map_err(|e| StoreError::io("map", dir.join(LEVELS_DIR), e))?;
+    Ok(Arc::new(Tiered(map)))
+}
+
+/// Rebuilds the tree at the checkpoint from the log (level 0) and the
+/// level files, mapping cold levels, without hashing.
+fn load_levels(
+    fs: &dyn Fs,
+    dir: &Path,
+    meta: &StoreMeta,
+    config: &StoreConfig,
+    last: &CheckpointMeta,
+    log_files: &[Arc<dyn FsFile>],
+    checkpoints: &mut Checkpoints,
+) -> Result<LeanImt> {
+    let per_file = meta.log_file_leaves();
+    let checkpoint_path = dir.join(checkpoint::CHECKPOINT);
+    let mut levels = Vec::with_capacity(last.levels.len());
+    checkpoints.tiered = vec![0; last.levels.len()];
+    for (level, &(final_len, edge)) in last.levels.iter().enumerate() {
+        let tier = level < config.tier_below as usize;
+        let mut nodes = Level::default();
+        let final_len = final_len as usize;
+        // Where node `i` of this level lives: (file, offset).
+        // Where leaf `i` lives: (log file, its path, offset).
+        let file_for = |i: u64| -> Result<(Arc<dyn FsFile>, PathBuf, u64)> {
+            let number = i / per_file;
+            let path = dir.join(LOG_DIR).join(format::log_name(number));
+            let handle = log_files.get(number as usize).ok_or_else(|| {
+                StoreError::corrupt(
+                    &checkpoint_path,
+                    0,
+                    format!("the checkpoint covers leaf {i} but log file {number} is missing"),
+                )
+            })?;
+            Ok((
+                Arc::clone(handle),
+                path,
+                HEADER_LEN + 32 * (i - number * per_file),
+            ))
+        };
+        let level_file = if level > 0 && final_len > 0 {
+            let path = dir.join(LEVELS_DIR).join(format::level_name(level as u32));
+            let handle: Arc<dyn FsFile> = Arc::from(
+                fs.open(&path, OpenMode::Existing)
+                    .map_err(|e| StoreError::io("open", &path, e))?,
+            );
+            let mut header = vec![0u8; HEADER_LEN as usize];
+            handle
+                .read_exact_at(&mut header, 0)
+                .map_err(|e| StoreError::corrupt(&path, 0, format!("header: {e}")))?;
+            format::check_level_header(meta, level as u32, &header)
+                .map_err(|why| StoreError::corrupt(&path, 0, why))?;
+            let want = HEADER_LEN + 32 * final_len as u64;
+            let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+            if len < want {
+                return Err(StoreError::corrupt(
+                    &path,
+                    len,
+                    format!(
+                        "the file has {len} bytes, the checkpoint says it holds {final_len} nodes ({want} bytes)"
+                    ),
+                ));
+            }
+            if checkpoints.files.len() <= level {
+                checkpoints.files.resize(level + 1, None);
+            }
+            checkpoints.files[level] = Some(Arc::clone(&handle));
+            Some((handle, path))
+        } else if level == 0 {
+            // Every leaf the checkpoint covers must be in the log files.
+            let leaves = last.size;
+            if leaves > 0 {
+                let (handle, path, offset) = file_for(leaves - 1)?;
+                let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+                if len < offset + 32 {
+                    return Err(StoreError::corrupt(
+                        &path,
+                        len,
+                        format!(
+                            "the log file ends before leaf {} that the checkpoint covers",
+                            leaves - 1
+                        ),
+                    ));
+                }
+            }
+            None
+        } else {
+            None
+        };
+        let mut at = 0usize;
+        while at < final_len {
+            let whole = at.is_multiple_of(SEGMENT_LEN) && at + SEGMENT_LEN <= final_len;
+            if tier && whole {
+                let source = match &level_file {
+                    Some((handle, _)) => {
+                        Some(map_segment(&**handle, HEADER_LEN, at / SEGMENT_LEN, dir)?)
+                    }
+                    None => map_leaves(meta, log_files, at / SEGMENT_LEN, dir)?,
+                };
+                if let Some(source) = source {
+                    nodes
+                        .push_tiered(source)
+                        .expect("segments are pushed in order");
+                    checkpoints.tiered[level] += 1;
+                    at += SEGMENT_LEN;
+                    continue;
+                }
+            }
+            // Read into memory, at most to the end of this segment (and of
+            // the log file holding it).
+            let mut take = (SEGMENT_LEN - at % SEGMENT_LEN).min(final_len - at);
+            let (handle, path, offset) = match &level_file {
+                Some((handle, path)) => (
+                    Arc::clone(handle),
+                    path.clone(),
+                    HEADER_LEN + 32 * at as u64,
+                ),
+                None => {
+                    let (handle, path, offset) = file_for(at as u64)?;
+                    let left_in_file = per_file - (at as u64 % per_file);
+                    take = take.min(left_in_file as usize);
+                    (handle, path, offset)
+                }
+            };
+            let mut buffer = vec![[0u8; 32]; take];
+            handle
+                .read_exact_at(buffer.as_flattened_mut(), offset)
+                .map_err(|e| StoreError::corrupt(&path, offset, format!("reading nodes: {e}")))?;
+            nodes.extend_from_slice(&buffer);
+            at += take;
+        }
+        // The level's last node is in the checkpoint (for level 0 it is
+        // also in the log: they must agree).
+        if level == 0 {
+            let (handle, path, offset) = file_for(final_len as u64)?;
+            let mut leaf = [0u8; 32];
+            handle
+                .read_exact_at(&mut leaf, offset)
+                .map_err(|e| StoreError::corrupt(&path, offset, format!("reading a leaf: {e}")))?;
+            if leaf != edge {
+                return Err(StoreError::corrupt(
+                    &path,
+                    offset,
+                    format!("leaf {final_len} differs from the checkpoint's copy"),
+                ));
+            }
+        }
+        nodes.extend_from_slice(&[edge]);
+        levels.push(nodes);
+    }
+    let tree = LeanImt::from_levels(meta.tree, levels).map_err(|e| {
+        StoreError::corrupt(
+            &checkpoint_path,
+            0,
+            format!("levels do not form a tree: {e}"),
+        )
+    })?;
+    if tree.size() != last.size {
+        return Err(StoreError::corrupt(
+            &checkpoint_path,
+            0,
+            format!(
+                "level 0 holds {} leaves, the checkpoint says {}",
+                tree.size(),
+                last.size
+            ),
+        ));
+    }
+    Ok(tree)
+}
+
+/// Where node `index` of `level` is stored.
+fn node_location(dir: &Path, meta: &StoreMeta, level: u32, index: u64) -> (PathBuf, u64) {
+    if level == 0 {
+        let file = index / meta.log_file_leaves();
+        (
+            dir.join(LOG_DIR).join(format::log_name(file)),
+            HEADER_LEN + 32 * (index - file * meta.log_file_leaves()),
+        )
+    } else {
+        (
+            dir.join(LEVELS_DIR).join(format::level_name(level)),
+            HEADER_LEN + 32 * index,
+        )
+    }
+}
+
+fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
+    let path = dir.join(LOCK);
+    fs.lock(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            StoreError::Locked { path: path.clone() }
+        } else {
+            StoreError::io("lock", &path, e)
+        }
+    })
+}
+
+fn read_meta(fs: &dyn Fs, path: &Path) -> Result<StoreMeta> {
+    let file = fs
+        .open(path, OpenMode::ReadOnly)
+        .map_err(|e| StoreError::io("open", path, e))?;
+    let mut bytes = [0u8; StoreMeta::LEN];
+    file.read_exact_at(&mut bytes, 0)
+        .map_err(|e| StoreError::corrupt(path, 0, e))?;
+    StoreMeta::decode(&bytes).map_err(|why| StoreError::corrupt(path, 0, why))
+}
+
+fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()> {
+    let stored = meta.tree;
+    let given = config.tree;
+    if stored.arity != given.arity {
+        return Err(StoreError::ConfigMismatch {
+            field: "arity",
+            stored: stored.arity.get().to_string(),
+            given: given.arity.get().to_string(),
+        });
+    }
+    if stored.hash != given.hash {
+        return Err(StoreError::ConfigMismatch {
+            field: "hash",
+            stored: format!("{:?}", stored.hash),
+            given: format!("{:?}", given.hash),
+        });
+    }
+    if stored.max_depth != given.max_depth {
+        return Err(StoreError::ConfigMismatch {
+            field: "max depth",
+            stored: format!("{:?}", stored.max_depth),
+            given: format!("{:?}", given.max_depth),
+        });
+    }
+    if meta.log_shift != config.log_shift {
+        return Err(StoreError::ConfigMismatch {
+            field: "log2 leaves per log file",
+            stored: meta.log_shift.to_string(),
+            given: config.log_shift.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The stored configuration of the store in `dir` (to open it without
+/// knowing it).
+pub fn stored_config(fs: &dyn Fs, dir: &Path) -> Result<StoreMeta> {
+    let path = dir.join(META);
+    if !fs
+        .exists(&path)
+        .map_err(|e| StoreError::io("stat", &path, e))?
+    {
+        return Err(StoreError::NotAStore { path: dir.into() });
+    }
+    read_meta(fs, &path)
+}

@@ -1,0 +1,6 @@
+//! cairn-store's integration tests: one binary, one module per concern.
+
+mod basics;
+mod crash;
+mod faults;
+mod support;
