@@ -745,3 +745,81 @@ mod tests {
         }
     }
 }
+
+/// cairn's store: BLAKE3, a 10 ms background group commit (as rotortree's
+/// interval), leaves tiered out after checkpoints.
+#[derive(Debug)]
+pub struct CairnStore(cairn_store::Store);
+
+impl CairnStore {
+    fn config(
+        arity: usize,
+        checkpoint_every: Option<u64>,
+        verify: bool,
+    ) -> cairn_store::StoreConfig {
+        let mut config =
+            cairn_store::StoreConfig::new(crate::config(arity, cairn_core::HashKind::Blake3));
+        config.checkpoint = cairn_store::CheckpointPolicy {
+            every_appends: checkpoint_every,
+            ..Default::default()
+        };
+        config.verify_on_open = verify;
+        config
+    }
+}
+
+impl DurableStore for CairnStore {
+    const NAME: &'static str = "cairn";
+    type Token = cairn_store::Token;
+
+    fn open(dir: &Path, arity: usize, checkpoint_every: Option<u64>) -> Self {
+        let fs: Arc<dyn cairn_store::Fs> = Arc::new(cairn_store::StdFs);
+        CairnStore(
+            cairn_store::Store::create(fs, dir, Self::config(arity, checkpoint_every, false))
+                .expect("create a cairn store"),
+        )
+    }
+
+    fn reopen(dir: &Path, arity: usize, verify: bool) -> Self {
+        let fs: Arc<dyn cairn_store::Fs> = Arc::new(cairn_store::StdFs);
+        CairnStore(
+            cairn_store::Store::open(fs, dir, Self::config(arity, None, verify))
+                .expect("open a cairn store"),
+        )
+    }
+
+    fn append(&mut self, leaf: Hash) -> cairn_store::Token {
+        self.0.append(leaf).expect("cairn append").token
+    }
+
+    fn append_batch(&mut self, leaves: &[Hash]) -> cairn_store::Token {
+        self.0.append_batch(leaves).expect("cairn append").token
+    }
+
+    fn wait(&mut self, token: cairn_store::Token) {
+        token
+            .wait(Duration::from_secs(600))
+            .expect("cairn durability");
+    }
+
+    fn root(&mut self) -> Hash {
+        self.0.head().root.expect("non-empty tree")
+    }
+
+    fn checkpoint(&mut self) {
+        self.0.checkpoint().expect("cairn checkpoint");
+    }
+
+    fn prove_and_verify(&mut self, index: u64) {
+        let snapshot = self.0.snapshot();
+        let proof = snapshot.prove(index).expect("a leaf of the snapshot");
+        let config = snapshot.config();
+        proof
+            .verify(config.arity, config.hash, &snapshot.head())
+            .expect("a cairn proof verifies");
+    }
+
+    fn close(self) {
+        self.0.close().expect("cairn close");
+    }
+}

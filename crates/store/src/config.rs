@@ -30,6 +30,8 @@ pub struct StoreConfig {
 /// When the store checkpoints on its own (checked after each background flush).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CheckpointPolicy {
+    /// After this many append calls (single or batch) since the last checkpoint.
+    pub every_appends: Option<u64>,
     /// After this many leaves since the last checkpoint.
     pub every_leaves: Option<u64>,
     /// When the upper levels' final nodes not yet checkpointed exceed this many bytes.
@@ -45,6 +47,7 @@ impl StoreConfig {
             log_shift: DEFAULT_LOG_SHIFT,
             flush_interval: Some(Duration::from_millis(10)),
             checkpoint: CheckpointPolicy {
+                every_appends: None,
                 every_leaves: Some(1 << 22),
                 memory_bytes: None,
             },

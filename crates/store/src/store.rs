@@ -49,6 +49,9 @@ struct Inner {
     tree: Mutex<LeanImt>,
     /// The tree's size, readable without the lock.
     size: AtomicU64,
+    /// Append calls so far, and at the last checkpoint (for the policy).
+    appends: AtomicU64,
+    appends_at_checkpoint: AtomicU64,
     log: Mutex<LogWriter>,
     durable: Mutex<Durable>,
     durable_changed: Condvar,
@@ -337,6 +340,8 @@ impl Store {
             dir: dir.to_path_buf(),
             meta,
             size: AtomicU64::new(tree.size()),
+            appends: AtomicU64::new(0),
+            appends_at_checkpoint: AtomicU64::new(0),
             durable: Mutex::new(Durable {
                 end: log.end(),
                 flushing: false,
@@ -388,6 +393,7 @@ impl Store {
             }
             let first = tree.append_batch(leaves)?;
             inner.size.store(tree.size(), Ordering::Release);
+            inner.appends.fetch_add(1, Ordering::Relaxed);
             first
         };
         let count = leaves.len() as u64;
@@ -601,6 +607,7 @@ impl Inner {
         let mut checkpoints = self.checkpoints.lock();
         // Flush and snapshot at one size, under the flush lock only.
         let mut taken = None;
+        let appends = self.appends.load(Ordering::Relaxed);
         let result = self.flush_log(Some(&mut taken));
         {
             let mut durable = self.durable.lock();
@@ -627,6 +634,7 @@ impl Inner {
                 return Err(error);
             }
         };
+        self.appends_at_checkpoint.store(appends, Ordering::Relaxed);
         self.tier(&mut checkpoints)?;
         Ok(Some(written))
     }
@@ -700,7 +708,10 @@ impl Inner {
         let covered = self.checkpoints.lock().last.as_ref().map_or(0, |c| c.size);
         let fresh = size - covered;
         let n = self.meta.tree.arity.get() as u64;
-        policy.every_leaves.is_some_and(|every| fresh >= every)
+        let appends = self.appends.load(Ordering::Relaxed)
+            - self.appends_at_checkpoint.load(Ordering::Relaxed);
+        policy.every_appends.is_some_and(|every| appends >= every)
+            || policy.every_leaves.is_some_and(|every| fresh >= every)
             || policy
                 .memory_bytes
                 .is_some_and(|bytes| fresh.div_ceil(n - 1) * 32 >= bytes)

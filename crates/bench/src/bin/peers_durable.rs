@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cairn_bench::durable::{
-    DurableStore, RotorStore, Sample, Sizes, Workload, leaves_parallel, run_workload,
+    CairnStore, DurableStore, RotorStore, Sample, Sizes, Workload, leaves_parallel, run_workload,
 };
 use cairn_bench::median;
 use cairn_core::Hash;
@@ -137,10 +137,7 @@ fn or_dash(value: Option<f64>, decimals: usize) -> String {
 
 fn main() {
     // The stores compared, baseline (rotortree) first; one line per store.
-    let stores = [
-        store::<RotorStore>(),
-        // store::<CairnStore>(),
-    ];
+    let stores = [store::<RotorStore>(), store::<CairnStore>()];
 
     let options = options();
     let sizes = if options.quick {
