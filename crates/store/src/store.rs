@@ -775,7 +775,12 @@ fn load_levels(
     let mut levels = Vec::with_capacity(last.levels.len());
     checkpoints.tiered = vec![0; last.levels.len()];
     for (level, &(final_len, edge)) in last.levels.iter().enumerate() {
-        let tier = level < config.tier_below as usize;
+        // Open maps every complete segment of every level (pages come in
+        // on demand from the page cache, so open costs no reads); only the
+        // partial last segment of each level is read into memory.
+        // `tier_below` governs what later checkpoints move out of memory.
+        let _ = config;
+        let tier = true;
         let mut nodes = Level::default();
         let final_len = final_len as usize;
         // Where node `i` of this level lives: (file, offset).
