@@ -19,6 +19,6 @@ pub mod tree;
 pub use arity::{Arity, ArityError};
 pub use error::TreeError;
 pub use hash::{Hash, HashKind};
-pub use proof::{ConsistencyProof, DecodeError, MembershipProof, VerifyError};
 pub use level::{NodeSource, TierError};
+pub use proof::{ConsistencyProof, DecodeError, MembershipProof, VerifyError};
 pub use tree::{LeanImt, Snapshot, TreeConfig, TreeHead, View};
