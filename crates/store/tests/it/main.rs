@@ -3,4 +3,5 @@
 mod basics;
 mod crash;
 mod faults;
+mod power;
 mod support;
