@@ -5,14 +5,20 @@
 //! 32-byte big-endian encoding, the permutation, and its parameters. The
 //! parameters are not vendored tables: [`grain`] regenerates them from the
 //! Poseidon reference script's Grain LFSR and [`params`] caches them per width.
+//! The hash runs an equivalent form of the permutation whose partial rounds
+//! add one scalar and multiply by a sparse matrix; [`optimised`] derives its
+//! constants from the textbook ones, once per width.
 //!
 //! Semantics are exactly circomlib's `poseidon(inputs)` (poseidon-lite's
 //! `poseidonK`, light-poseidon's `Poseidon::<Fr>::new_circom(k)`): x^5 S-box,
 //! state `[0, inputs...]` (the capacity cell is zero: no domain tag), 4 full
 //! rounds, R_P partial rounds, 4 full rounds, each round being "add round
 //! constants, S-box, multiply by the MDS matrix"; the output is cell 0.
+//! The tests keep that textbook permutation as the reference for the
+//! optimised one.
 
 mod grain;
+mod optimised;
 mod params;
 #[cfg(test)]
 mod tests;
@@ -21,7 +27,8 @@ use ark_bn254::Fr;
 use ark_ff::{AdditiveGroup, BigInt, Field, PrimeField};
 
 use super::Hash;
-use params::{FULL_ROUNDS, Params};
+use optimised::Optimised;
+use params::FULL_ROUNDS;
 
 /// The BN254 scalar field modulus, big-endian.
 pub const BN254_MODULUS_BE: Hash = [
@@ -74,32 +81,58 @@ fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
     for (position, (cell, input)) in state[1..].iter_mut().zip(inputs).enumerate() {
         *cell = field_from_be(input).ok_or(position)?;
     }
-    permute(&mut state, params::get(T));
+    permute(&mut state, optimised::get(T));
     Ok(field_to_be(state[0]))
 }
 
-/// The Poseidon permutation of width `T` with circomlib's round structure.
-fn permute<const T: usize>(state: &mut [Fr; T], params: &Params) {
-    let (round_constants, _) = params.round_constants.as_chunks::<T>();
-    let (mds, _) = params.mds.as_chunks::<T>();
-    debug_assert_eq!(round_constants.len() * T, params.round_constants.len());
+/// The Poseidon permutation of width `T`, in the equivalent form of
+/// [`optimised`]: the first full rounds as in the textbook (the last of them
+/// with the matrix `P_0 * M`), then the partial rounds (S-box on cell 0, one
+/// scalar constant, a sparse matrix), then the last full rounds. Everything
+/// lives on the stack; the constants are only read.
+fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
+    let (first_constants, _) = opt.first_constants.as_chunks::<T>();
+    let (mds, _) = opt.mds.as_chunks::<T>();
+    let (entry_mds, _) = opt.entry_mds.as_chunks::<T>();
+    let (entry_constants, _) = opt.entry_constants.as_chunks::<T>();
+    let (sparse_rows, _) = opt.sparse_rows.as_chunks::<T>();
+    let (sparse_columns, _) = opt.sparse_columns.as_chunks::<T>();
+    let (last_constants, _) = opt.last_constants.as_chunks::<T>();
+    debug_assert_eq!(first_constants.len(), FULL_ROUNDS / 2);
+    debug_assert_eq!(last_constants.len(), FULL_ROUNDS / 2 - 1);
     debug_assert_eq!(mds.len(), T);
+    debug_assert_eq!(entry_mds.len(), T);
+    debug_assert_eq!(sparse_rows.len(), opt.partial_constants.len());
+    debug_assert_eq!(sparse_columns.len(), opt.partial_constants.len());
 
-    let partial_rounds = round_constants.len() - FULL_ROUNDS;
-    let (first_full, rest) = round_constants.split_at(FULL_ROUNDS / 2);
-    let (partial, last_full) = rest.split_at(partial_rounds);
-
-    for constants in first_full {
+    let Some((last_first, first_rounds)) = first_constants.split_last() else {
+        unreachable!("FULL_ROUNDS / 2 >= 1")
+    };
+    for constants in first_rounds {
         add_constants(state, constants);
         state.iter_mut().for_each(sbox);
         mix(state, mds);
     }
-    for constants in partial {
-        add_constants(state, constants);
+    add_constants(state, last_first);
+    state.iter_mut().for_each(sbox);
+    mix(state, entry_mds);
+    add_constants(state, &entry_constants[0]);
+
+    let partial = opt
+        .partial_constants
+        .iter()
+        .zip(sparse_rows)
+        .zip(sparse_columns);
+    for ((constant, row), column) in partial {
         sbox(&mut state[0]);
-        mix(state, mds);
+        state[0] += constant;
+        mix_sparse(state, row, column);
     }
-    for constants in last_full {
+
+    // The first full round of the second half has no constants left.
+    state.iter_mut().for_each(sbox);
+    mix(state, mds);
+    for constants in last_constants {
         add_constants(state, constants);
         state.iter_mut().for_each(sbox);
         mix(state, mds);
@@ -129,6 +162,19 @@ fn mix<const T: usize>(state: &mut [Fr; T], mds: &[[Fr; T]]) {
     for (cell, row) in state.iter_mut().zip(mds) {
         *cell = Fr::sum_of_products(row, &old);
     }
+}
+
+/// state <- S * state for the sparse matrix `S = [[row], [column, I]]`: cell
+/// 0 becomes `row . state`, cell i > 0 gains `column[i] * state[0]`
+/// (`column[0]` is unused). About 2t multiplications instead of t^2.
+#[inline(always)]
+fn mix_sparse<const T: usize>(state: &mut [Fr; T], row: &[Fr; T], column: &[Fr; T]) {
+    let first = state[0];
+    let new_first = Fr::sum_of_products(row, state);
+    for (cell, entry) in state.iter_mut().zip(column).skip(1) {
+        *cell += first * entry;
+    }
+    state[0] = new_first;
 }
 
 /// A canonical big-endian value as a field element, or `None` if it is

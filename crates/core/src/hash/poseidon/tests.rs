@@ -1,6 +1,7 @@
 //! Poseidon against circomlib: generated parameters against light-poseidon's
 //! tables, hashes against light-poseidon (1..=12 inputs) and known answers
-//! from circomlib / poseidon-lite (up to 16 inputs), plus the input rules.
+//! from circomlib / poseidon-lite (up to 16 inputs), the optimised
+//! permutation against the textbook one (every width), plus the input rules.
 
 use ark_bn254::Fr;
 use light_poseidon::parameters::bn254_x5::get_poseidon_parameters;
@@ -58,6 +59,74 @@ impl Inputs {
             }
         }
     }
+}
+
+/// The textbook permutation, the reference for the optimised [`permute`]:
+/// `R_F / 2` full rounds, `R_P` partial rounds, `R_F / 2` full rounds, each
+/// "add the round constants, S-box (every cell, or cell 0 in a partial
+/// round), multiply by the dense MDS matrix".
+fn textbook_permute<const T: usize>(state: &mut [Fr; T], params: &params::Params) {
+    let (round_constants, _) = params.round_constants.as_chunks::<T>();
+    let (mds, _) = params.mds.as_chunks::<T>();
+    assert_eq!(round_constants.len() * T, params.round_constants.len());
+    assert_eq!(mds.len(), T);
+
+    let partial_rounds = round_constants.len() - FULL_ROUNDS;
+    let (first_full, rest) = round_constants.split_at(FULL_ROUNDS / 2);
+    let (partial, last_full) = rest.split_at(partial_rounds);
+
+    for constants in first_full {
+        add_constants(state, constants);
+        state.iter_mut().for_each(sbox);
+        mix(state, mds);
+    }
+    for constants in partial {
+        add_constants(state, constants);
+        sbox(&mut state[0]);
+        mix(state, mds);
+    }
+    for constants in last_full {
+        add_constants(state, constants);
+        state.iter_mut().for_each(sbox);
+        mix(state, mds);
+    }
+}
+
+/// The optimised permutation of width `T` equals the textbook one on whole
+/// random states (cell 0 included, so every cell's path is exercised), and
+/// on the all-zero and all-(p - 1) states.
+fn check_optimised_width<const T: usize>(stream: &mut Inputs) {
+    let element = |bytes: &Hash| field_from_be(bytes).expect("canonical");
+    let mut states: Vec<[Fr; T]> = vec![[Fr::ZERO; T], [-Fr::ONE; T]];
+    states.extend((0..32).map(|_| std::array::from_fn(|_| element(&stream.next_element()))));
+    for start in states {
+        let mut ours = start;
+        permute(&mut ours, optimised::get(T));
+        let mut reference = start;
+        textbook_permute(&mut reference, params::get(T));
+        assert_eq!(ours, reference, "t = {T}, state {start:?}");
+    }
+}
+
+#[test]
+fn optimised_permutation_equals_textbook_for_every_width() {
+    let mut stream = Inputs(0x005b_a55e);
+    check_optimised_width::<2>(&mut stream);
+    check_optimised_width::<3>(&mut stream);
+    check_optimised_width::<4>(&mut stream);
+    check_optimised_width::<5>(&mut stream);
+    check_optimised_width::<6>(&mut stream);
+    check_optimised_width::<7>(&mut stream);
+    check_optimised_width::<8>(&mut stream);
+    check_optimised_width::<9>(&mut stream);
+    check_optimised_width::<10>(&mut stream);
+    check_optimised_width::<11>(&mut stream);
+    check_optimised_width::<12>(&mut stream);
+    check_optimised_width::<13>(&mut stream);
+    check_optimised_width::<14>(&mut stream);
+    check_optimised_width::<15>(&mut stream);
+    check_optimised_width::<16>(&mut stream);
+    check_optimised_width::<17>(&mut stream);
 }
 
 fn light_poseidon_hash(inputs: &[Hash]) -> Hash {
