@@ -8,10 +8,14 @@
 use super::{check_head, check_params, check_value};
 use crate::Arity;
 use crate::error::TreeError;
-use crate::hash::{Hash, HashKind, MAX_GROUP};
+use crate::hash::lanes::blake3::PathGroup;
+use crate::hash::{Hash, HashKind, MAX_GROUP, lanes};
 use crate::proof::error::VerifyError;
-use crate::shape::{self, Path, PathStep};
+use crate::shape::{Path, PathStep};
 use crate::tree::{TreeHead, View};
+
+/// The most hashing levels a path has: a u64 size at arity 2.
+const MAX_PATH: usize = 64;
 
 /// A proof that `leaf` is leaf `index` of the tree of `size` leaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,7 +166,18 @@ impl MembershipProof {
                 size: self.size,
             });
         }
-        let want = shape::membership_sibling_count(self.index, self.size, self.arity);
+        // The hashing levels' shapes, and so how many siblings they take.
+        let mut path = [PathGroup::default(); MAX_PATH];
+        let mut depth = 0;
+        let mut want = 0;
+        for step in Path::new(self.index, self.size, self.arity).filter(PathStep::hashes) {
+            path[depth] = PathGroup {
+                width: step.group_len as u8,
+                position: step.position as u8,
+            };
+            depth += 1;
+            want += step.sibling_count();
+        }
         if self.siblings.len() != want {
             return Err(VerifyError::HashCount {
                 got: self.siblings.len(),
@@ -177,6 +192,15 @@ impl MembershipProof {
                     value: *sibling,
                 });
             }
+        }
+        if self.hash == HashKind::Blake3 {
+            // The BLAKE3 path kernel hashes each group's siblings before the
+            // path node alongside the levels below it.
+            return Ok(lanes::blake3::hash_path(
+                &self.leaf,
+                &path[..depth],
+                &self.siblings,
+            ));
         }
         let mut node = self.leaf;
         let mut group = [[0u8; 32]; MAX_GROUP];

@@ -20,6 +20,10 @@
 //! of a kernel's lanes gets one more pass with the other lanes idle (that
 //! still beats the narrower kernels); a smaller tail falls through to the
 //! next narrower supported kernel, and finally to `portable`.
+//!
+//! `single.rs` hashes one group on its own, and a membership proof's whole
+//! path, where every hash waits for the one below and there are no lanes to
+//! fill ([`hash_one`], [`hash_path`]).
 
 /// The 7 rounds of the compression function for a SIMD kernel, on a state
 /// `$v: [V; 16]` and message `$m: [V; 16]` where each `V` holds one word of
@@ -93,8 +97,8 @@ fn prefetch(bytes: &[u8], from: usize, to: usize) {
     }
 }
 
-#[cfg(test)]
 mod portable;
+mod single;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -106,6 +110,10 @@ mod sse41;
 use std::sync::OnceLock;
 
 use crate::hash::MAX_GROUP;
+
+pub use single::{PathGroup, hash_one, hash_path, single_kernel_name};
+#[doc(hidden)]
+pub use single::{SingleKernel, hash_one_with, hash_path_with};
 
 /// BLAKE3's initial chaining value (the SHA-256 IV).
 const IV: [u32; 8] = [

@@ -1,6 +1,7 @@
 //! The scalar kernel: one group at a time, written as the specification
-//! reads. Also hashes the tail a SIMD kernel leaves when fewer groups remain
-//! than it has lanes.
+//! reads. The model the lane kernels' structure is checked against, and the
+//! `portable` single-group kernel of `single.rs` (which `hash_one` and
+//! `hash_path` never pick: `blake3::hash` is faster).
 
 use super::{IV, MSG_SCHEDULE, blocks};
 
@@ -73,6 +74,7 @@ pub(super) fn hash_group(children: &[[u8; 32]]) -> [u8; 32] {
 }
 
 /// `out[i]` = [`hash_group`] of the `i`-th `group` children.
+#[cfg(test)]
 pub(super) fn hash_all(children: &[[u8; 32]], group: usize, out: &mut [[u8; 32]]) {
     for (parent, members) in out.iter_mut().zip(children.chunks_exact(group)) {
         *parent = hash_group(members);
