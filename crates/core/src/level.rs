@@ -494,11 +494,6 @@ impl Level {
         )
     }
 
-    /// Number of segments.
-    pub fn segment_count(&self) -> usize {
-        self.segments.len()
-    }
-
     /// Serves whole segment `index` from `source` from now on, releasing
     /// this level's memory for it once no snapshot holds it. The segment must
     /// be full and frozen (all its nodes final); `source` must hold the same

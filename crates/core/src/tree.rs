@@ -361,7 +361,7 @@ impl LeanImt {
         None
     }
 
-    /// The levels (for the storage engine, which writes and tiers them).
+    /// The levels, read-only (the nodes above an uncommitted tail may be stale).
     pub fn levels(&self) -> &[Level] {
         &self.levels
     }

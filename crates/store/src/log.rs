@@ -219,7 +219,9 @@ pub(crate) fn recover(
             // The last file's header was never made durable: its creation
             // was interrupted, so it cannot hold an acknowledged frame
             // (frames are written only after the header's fsync).
-            Err(_) if expected + 1 == names.len() && !file_has_frames(&*handle, per_file)? => {
+            Err(_)
+                if expected + 1 == names.len() && !file_has_frames(&*handle, &path, per_file)? =>
+            {
                 stale_next = true;
             }
             Err(why) => return Err(StoreError::corrupt(&path, 0, why)),
@@ -289,9 +291,10 @@ pub(crate) fn recover(
             } else {
                 0
             };
-            if let Some(offset) = first_valid_frame(&**handle, per_file, first_slot)? {
+            let path = dir.join(format::log_name(number as u64));
+            if let Some(offset) = first_valid_frame(&**handle, &path, per_file, first_slot)? {
                 return Err(StoreError::corrupt(
-                    dir.join(format::log_name(number as u64)),
+                    path,
                     offset,
                     format!(
                         "a valid frame after the log's end at leaf {end} (frame {} in file {} is bad): acknowledged data is damaged",
@@ -317,18 +320,21 @@ pub(crate) fn recover(
 
 /// The offset of the first slot at or after `first_slot` holding a frame
 /// whose own CRC is valid, if any.
-fn first_valid_frame(file: &dyn FsFile, per_file: u64, first_slot: u64) -> Result<Option<u64>> {
+fn first_valid_frame(
+    file: &dyn FsFile,
+    path: &Path,
+    per_file: u64,
+    first_slot: u64,
+) -> Result<Option<u64>> {
     let region = HEADER_LEN + 32 * per_file;
-    let len = file
-        .len()
-        .map_err(|e| StoreError::io("stat", "log file", e))?;
+    let len = file.len().map_err(|e| StoreError::io("stat", path, e))?;
     let mut at = region + FRAME_LEN * first_slot;
     let mut buffer = vec![0u8; 64 * 1024];
     while at < len {
         let want = ((len - at) as usize).min(buffer.len());
         let read = file
             .read_at(&mut buffer[..want], at)
-            .map_err(|e| StoreError::io("read", "log file", e))?;
+            .map_err(|e| StoreError::io("read", path, e))?;
         if read == 0 {
             break;
         }
@@ -345,6 +351,6 @@ fn first_valid_frame(file: &dyn FsFile, per_file: u64, first_slot: u64) -> Resul
     Ok(None)
 }
 
-fn file_has_frames(file: &dyn FsFile, per_file: u64) -> Result<bool> {
-    Ok(first_valid_frame(file, per_file, 0)?.is_some())
+fn file_has_frames(file: &dyn FsFile, path: &Path, per_file: u64) -> Result<bool> {
+    Ok(first_valid_frame(file, path, per_file, 0)?.is_some())
 }

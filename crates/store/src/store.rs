@@ -272,7 +272,6 @@ impl Store {
                 &*fs,
                 dir,
                 &meta,
-                &config,
                 c,
                 recovered.writer.files(),
                 &mut checkpoints,
@@ -532,23 +531,20 @@ impl Inner {
                 let result = self.flush_log(None);
                 durable = self.durable.lock();
                 durable.flushing = false;
-                if let Err(error) = &result
-                    && !matches!(error, StoreError::Closed)
-                {
-                    // The first failure poisons the store; this caller
-                    // gets the failure itself, later ones `Poisoned`.
-                    let first = durable.failure.is_none();
-                    self.record_flush(&mut durable, result.clone());
-                    if first {
-                        return Err(error.clone());
+                match result {
+                    // The store was dropped: nothing was written, nothing failed.
+                    Err(StoreError::Closed) => {
+                        self.durable_changed.notify_all();
+                        return Err(StoreError::Closed);
                     }
-                    continue;
+                    // The first failure poisons the store; the caller who hit
+                    // it gets the failure itself, later ones `Poisoned`.
+                    Err(error) if durable.failure.is_none() => {
+                        self.record_flush(&mut durable, Err(error.clone()));
+                        return Err(error);
+                    }
+                    result => self.record_flush(&mut durable, result),
                 }
-                if let Err(error) = result {
-                    self.durable_changed.notify_all();
-                    return Err(error);
-                }
-                self.record_flush(&mut durable, result);
                 continue;
             }
             if self
@@ -646,6 +642,7 @@ impl Inner {
             return Ok(());
         };
         let cold = (self.config.tier_below as usize).min(last.levels.len());
+        let log_files = self.log.lock().files().to_vec();
         for level in 0..cold {
             if checkpoints.tiered.len() <= level {
                 checkpoints.tiered.resize(level + 1, 0);
@@ -654,14 +651,17 @@ impl Inner {
             while checkpoints.tiered[level] < complete {
                 let segment = checkpoints.tiered[level];
                 let source = if level == 0 {
-                    let files = self.log.lock().files().to_vec();
-                    match map_leaves(&self.meta, &files, segment, &self.dir)? {
+                    match map_leaves(&self.meta, &log_files, segment, &self.dir)? {
                         Some(source) => source,
                         None => break,
                     }
                 } else {
                     let file = checkpoints.level_file(&*self.fs, &self.dir, &self.meta, level)?;
-                    map_segment(&*file, HEADER_LEN, segment, &self.dir)?
+                    let path = self
+                        .dir
+                        .join(LEVELS_DIR)
+                        .join(format::level_name(level as u32));
+                    map_segment(&*file, segment, &path)?
                 };
                 self.tree
                     .lock()
@@ -746,16 +746,11 @@ fn map_leaves(
     Ok(Some(Arc::new(Tiered(map))))
 }
 
-fn map_segment(
-    file: &dyn FsFile,
-    base: u64,
-    segment: usize,
-    dir: &Path,
-) -> Result<Arc<dyn NodeSource>> {
-    let offset = base + 32 * (segment * SEGMENT_LEN) as u64;
+fn map_segment(file: &dyn FsFile, segment: usize, path: &Path) -> Result<Arc<dyn NodeSource>> {
+    let offset = HEADER_LEN + 32 * (segment * SEGMENT_LEN) as u64;
     let map = file
         .map_nodes(offset, SEGMENT_LEN)
-        .map_err(|e| StoreError::io("map", dir.join(LEVELS_DIR), e))?;
+        .map_err(|e| StoreError::io("map", path, e))?;
     Ok(Arc::new(Tiered(map)))
 }
 
@@ -765,7 +760,6 @@ fn load_levels(
     fs: &dyn Fs,
     dir: &Path,
     meta: &StoreMeta,
-    config: &StoreConfig,
     last: &CheckpointMeta,
     log_files: &[Arc<dyn FsFile>],
     checkpoints: &mut Checkpoints,
@@ -775,12 +769,6 @@ fn load_levels(
     let mut levels = Vec::with_capacity(last.levels.len());
     checkpoints.tiered = vec![0; last.levels.len()];
     for (level, &(final_len, edge)) in last.levels.iter().enumerate() {
-        // Open maps every complete segment of every level (pages come in
-        // on demand from the page cache, so open costs no reads); only the
-        // partial last segment of each level is read into memory.
-        // `tier_below` governs what later checkpoints move out of memory.
-        let _ = config;
-        let tier = true;
         let mut nodes = Level::default();
         let final_len = final_len as usize;
         // Where node `i` of this level lives: (file, offset).
@@ -852,12 +840,14 @@ fn load_levels(
         };
         let mut at = 0usize;
         while at < final_len {
+            // Open maps every complete segment of every level (pages come
+            // in on demand from the page cache, so open reads nothing for
+            // them); only the partial last segment of each level is read.
+            // `tier_below` governs what later checkpoints move out of memory.
             let whole = at.is_multiple_of(SEGMENT_LEN) && at + SEGMENT_LEN <= final_len;
-            if tier && whole {
+            if whole {
                 let source = match &level_file {
-                    Some((handle, _)) => {
-                        Some(map_segment(&**handle, HEADER_LEN, at / SEGMENT_LEN, dir)?)
-                    }
+                    Some((handle, path)) => Some(map_segment(&**handle, at / SEGMENT_LEN, path)?),
                     None => map_leaves(meta, log_files, at / SEGMENT_LEN, dir)?,
                 };
                 if let Some(source) = source {

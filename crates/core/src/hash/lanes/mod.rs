@@ -4,3 +4,6 @@
 pub mod blake3;
 pub mod keccak;
 pub mod sha256;
+
+#[cfg(test)]
+pub(crate) mod testing;

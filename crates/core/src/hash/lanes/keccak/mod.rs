@@ -192,50 +192,22 @@ fn single_stream(children: &[[u8; 32]], group: usize, out: &mut [[u8; 32]]) {
 mod tests {
     use super::*;
 
-    /// Deterministic pseudo-random children (xorshift).
-    fn random_children(n: usize, seed: u64) -> Vec<[u8; 32]> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                let mut child = [0u8; 32];
-                for chunk in child.chunks_exact_mut(8) {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    chunk.copy_from_slice(&x.to_le_bytes());
-                }
-                child
-            })
-            .collect()
+    use crate::hash::lanes::testing::random_children;
+
+    fn digest(bytes: &[u8]) -> [u8; 32] {
+        sha3::Keccak256::digest(bytes).into()
     }
 
     fn reference(children: &[[u8; 32]], group: usize) -> Vec<[u8; 32]> {
-        children
-            .chunks_exact(group)
-            .map(|kids| sha3::Keccak256::digest(kids.as_flattened()).into())
-            .collect()
+        crate::hash::lanes::testing::reference(children, group, digest)
     }
 
     fn check_kernel(kernel: Kernel) {
-        for group in 2..=16 {
-            for count in 0..=40 {
-                let n = count * group;
-                let inputs = [
-                    random_children(n, (group * 1000 + count) as u64),
-                    vec![[0u8; 32]; n],
-                    vec![[0xffu8; 32]; n],
-                ];
-                for children in &inputs {
-                    let mut out = vec![[0x5au8; 32]; count];
-                    hash_groups_with(kernel, children, group, &mut out);
-                    assert_eq!(
-                        out,
-                        reference(children, group),
-                        "{kernel:?}, group {group}, count {count}"
-                    );
-                }
-            }
-        }
+        crate::hash::lanes::testing::check_groups(
+            &format!("{kernel:?}"),
+            digest,
+            |children, group, out| hash_groups_with(kernel, children, group, out),
+        );
     }
 
     #[test]
