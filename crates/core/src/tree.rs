@@ -377,7 +377,8 @@ impl LeanImt {
         self.levels[level as usize].tier(segment, source)
     }
 
-    fn check_batch_size(&self, appending: u64) -> Result<(), TreeError> {
+    /// Whether `appending` more leaves fit under the configured max depth.
+    pub fn check_batch_size(&self, appending: u64) -> Result<(), TreeError> {
         let size = self.size();
         if let Some(max_depth) = self.config.max_depth {
             let capacity = shape::capacity(self.config.arity, max_depth);
@@ -449,7 +450,14 @@ impl Snapshot {
         if index >= self.size {
             return None;
         }
-        Some(self.view_full().node(0, index))
+        // Leaves are never rehashed: every one but the last is final.
+        match usize::try_from(index)
+            .ok()
+            .and_then(|i| self.levels[0].get(i))
+        {
+            Some(leaf) => Some(*leaf),
+            None => Some(self.edge[0].1),
+        }
     }
 
     /// A view at `size` (at most the snapshot's size), for proofs.

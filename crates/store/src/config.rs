@@ -25,6 +25,9 @@ pub struct StoreConfig {
     pub tier_below: u32,
     /// Recompute every level at open and compare (slow; default off).
     pub verify_on_open: bool,
+    /// Feature bits of the layer above (the database sets bit 0 when it
+    /// keeps a nullifier set): stored at creation, must match at open.
+    pub flags: u64,
 }
 
 /// When the store checkpoints on its own (checked after each background flush).
@@ -53,6 +56,7 @@ impl StoreConfig {
             },
             tier_below: 1,
             verify_on_open: false,
+            flags: 0,
         }
     }
 }

@@ -85,7 +85,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, e: std::io::Error) -> StoreError {
+    /// A failed file operation on `path`.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, e: std::io::Error) -> StoreError {
         StoreError::Io {
             op,
             path: path.into(),
@@ -94,11 +95,8 @@ impl StoreError {
         }
     }
 
-    pub(crate) fn corrupt(
-        path: impl Into<PathBuf>,
-        offset: u64,
-        detail: impl ToString,
-    ) -> StoreError {
+    /// `path` does not hold what it must at `offset`.
+    pub fn corrupt(path: impl Into<PathBuf>, offset: u64, detail: impl ToString) -> StoreError {
         StoreError::Corrupt {
             path: path.into(),
             offset,

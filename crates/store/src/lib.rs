@@ -30,4 +30,4 @@ pub use config::{CheckpointPolicy, StoreConfig};
 pub use error::StoreError;
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 pub use fs::{Fs, SimFs, StdFs};
-pub use store::{Appended, Store, StoreStats, Token, stored_config};
+pub use store::{Appended, CheckpointHook, Store, StoreStats, Token, stored_config};

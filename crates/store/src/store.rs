@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use cairn_core::level::{Level, NodeSource, SEGMENT_LEN};
-use cairn_core::{Hash, LeanImt, Snapshot, TreeHead};
+use cairn_core::{Hash, LeanImt, Snapshot, TreeError, TreeHead};
 use parking_lot::{Condvar, Mutex};
 
 use crate::checkpoint::{self, CHECKPOINT_TMP, Checkpoints, LEVELS_DIR};
@@ -63,7 +63,19 @@ struct Inner {
     shutdown_signal: Condvar,
     /// Set when the store is dropped: no more log writes.
     closed: AtomicBool,
+    hook: Mutex<Option<Hook>>,
 }
+
+struct Hook(CheckpointHook);
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckpointHook")
+    }
+}
+
+/// What [`Store::set_checkpoint_hook`] runs after each checkpoint.
+pub type CheckpointHook = Box<dyn Fn(&CheckpointMeta) -> Result<()> + Send + Sync>;
 
 #[derive(Debug)]
 struct Durable {
@@ -186,7 +198,7 @@ impl Store {
             tree: config.tree,
             log_shift: config.log_shift,
             store_id: rand::random::<u64>() | 1,
-            flags: 0,
+            flags: config.flags,
         };
         let tmp = dir.join(META_TMP);
         let file = fs
@@ -355,6 +367,7 @@ impl Store {
             shutdown: Mutex::new(false),
             shutdown_signal: Condvar::new(),
             closed: AtomicBool::new(false),
+            hook: Mutex::new(None),
             config,
         });
         let background = (inner.config.flush_interval.is_some()
@@ -406,6 +419,37 @@ impl Store {
         })
     }
 
+    /// Whether [`Store::append_batch`] would accept `leaves` now (not
+    /// empty, every leaf canonical for the hash, room in the tree, the
+    /// store not failed), without appending them.
+    pub fn check_batch(&self, leaves: &[Hash]) -> Result<()> {
+        let inner = &self.inner;
+        if inner.poisoned.load(Ordering::Acquire) {
+            return Err(poisoned(
+                inner.durable.lock().failure.as_ref().expect("poisoned"),
+            ));
+        }
+        if leaves.is_empty() {
+            return Err(TreeError::EmptyBatch.into());
+        }
+        let hash = inner.meta.tree.hash;
+        if let Some(position) = leaves.iter().position(|leaf| !hash.accepts(leaf)) {
+            return Err(TreeError::NonCanonicalLeaf {
+                position,
+                leaf: leaves[position],
+            }
+            .into());
+        }
+        inner.tree.lock().check_batch_size(leaves.len() as u64)?;
+        Ok(())
+    }
+
+    /// The random identifier written at creation (files of one store
+    /// carry it, so that files of another are refused).
+    pub fn store_id(&self) -> u64 {
+        self.inner.meta.store_id
+    }
+
     /// Makes everything appended so far durable; returns the durable size.
     pub fn flush(&self) -> Result<u64> {
         let end = self.size();
@@ -439,6 +483,27 @@ impl Store {
     /// otherwise hashes the new right edge under the tree lock.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.inner.snapshot()
+    }
+
+    /// The leaf at `index` if it is visible: from the published snapshot
+    /// when it holds it (lock-free), else under the tree lock for a moment.
+    pub fn leaf(&self, index: u64) -> Option<Hash> {
+        {
+            let published = self.inner.published.load();
+            if index < published.size() {
+                return published.leaf(index);
+            }
+        }
+        self.inner.tree.lock().leaf(index)
+    }
+
+    /// Runs `hook` after every checkpoint this store publishes (manual or
+    /// automatic), in the thread that wrote it, while no other checkpoint
+    /// can start: the layer above persists its own derived state there. An
+    /// error from the hook is returned by [`Store::checkpoint`] (the
+    /// checkpoint itself stays published).
+    pub fn set_checkpoint_hook(&self, hook: CheckpointHook) {
+        *self.inner.hook.lock() = Some(Hook(hook));
     }
 
     /// The current head (size and root).
@@ -632,6 +697,9 @@ impl Inner {
         };
         self.appends_at_checkpoint.store(appends, Ordering::Relaxed);
         self.tier(&mut checkpoints)?;
+        if let Some(Hook(hook)) = &*self.hook.lock() {
+            hook(&written)?;
+        }
         Ok(Some(written))
     }
 
@@ -981,6 +1049,13 @@ fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()> {
             field: "max depth",
             stored: format!("{:?}", stored.max_depth),
             given: format!("{:?}", given.max_depth),
+        });
+    }
+    if meta.flags != config.flags {
+        return Err(StoreError::ConfigMismatch {
+            field: "flags",
+            stored: format!("{:#x}", meta.flags),
+            given: format!("{:#x}", config.flags),
         });
     }
     if meta.log_shift != config.log_shift {

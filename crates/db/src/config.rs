@@ -1,0 +1,47 @@
+//! What a database is (stored at creation) and how it runs.
+
+use cairn_core::TreeConfig;
+use cairn_store::StoreConfig;
+
+/// The store's flag bit that says the database keeps a nullifier set.
+pub(crate) const FLAG_UNIQUE: u64 = 1;
+
+/// Everything a database needs to be created or opened.
+#[derive(Clone, Debug)]
+pub struct DbConfig {
+    /// The tree and the storage engine (tree, log file size: stored at
+    /// creation; flush, checkpoint and tiering policy: per open).
+    pub store: StoreConfig,
+    /// Keep the nullifier set: refuse values already present and answer
+    /// `index_of` (stored at creation).
+    pub unique: bool,
+    /// After an automatic checkpoint, rewrite the set's checkpoint once the
+    /// leaves it does not cover exceed this percentage of those it does
+    /// (and always on [`crate::Db::checkpoint`]). Rewriting is whole-file,
+    /// so this trades bytes written (about 100/p + 1 times the set's size
+    /// over a database's life) against leaves replayed at open (at most p%).
+    pub set_rewrite_percent: u32,
+}
+
+impl DbConfig {
+    /// Defaults: the store's defaults, with the nullifier set, the set's
+    /// checkpoint rewritten when it lags by 25%.
+    pub fn new(tree: TreeConfig) -> DbConfig {
+        DbConfig {
+            store: StoreConfig::new(tree),
+            unique: true,
+            set_rewrite_percent: 25,
+        }
+    }
+
+    /// The tree's configuration.
+    pub fn tree(&self) -> TreeConfig {
+        self.store.tree
+    }
+
+    pub(crate) fn store_config(&self) -> StoreConfig {
+        let mut store = self.store.clone();
+        store.flags = if self.unique { FLAG_UNIQUE } else { 0 };
+        store
+    }
+}

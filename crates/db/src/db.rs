@@ -1,0 +1,488 @@
+//! The database: a store and the nullifier set derived from its leaves.
+//!
+//! Appends are serialised by the writer lock. Under it a batch is checked
+//! (length, canonical leaves, capacity), its values go into the set with the
+//! indices they will get (refusing any already present), and only then into
+//! the tree. Readers filter the set's answers by the size of the tree they
+//! read: every leaf a reader can see is already in the set, and an entry of
+//! a leaf not yet visible is ignored. A refused or failed batch is taken
+//! back out of the set before the writer lock is released, so nothing of it
+//! is ever visible.
+
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::Arc;
+
+use cairn_core::{Hash, Snapshot, TreeHead};
+use cairn_store::fs::Fs;
+use cairn_store::{Appended, CheckpointMeta, StdFs, Store, StoreError, StoreStats, stored_config};
+use parking_lot::Mutex;
+
+use crate::config::{DbConfig, FLAG_UNIQUE};
+use crate::error::{DbError, Result};
+use crate::set::file::{self, SET_FILE};
+use crate::set::{Duplicate, DuplicateOf, Key, NullifierSet, SetStats};
+
+/// Values replayed into the set per batch at open.
+const REPLAY_CHUNK: u64 = 1 << 20;
+
+/// A durable n-ary LeanIMT with a strict nullifier set, in a directory.
+#[derive(Debug)]
+pub struct Db {
+    store: Store,
+    set: Option<Arc<NullifierSet>>,
+    persist: Option<Arc<Persist>>,
+    /// Serialises appends (the duplicate check and the append are one step).
+    writer: Mutex<()>,
+    config: DbConfig,
+}
+
+/// The result of [`Db::append_new`].
+#[derive(Debug, Clone)]
+pub struct AppendedNew {
+    /// Where the new values went (`None` if every value was a duplicate).
+    pub appended: Option<Appended>,
+    /// The values skipped, in batch order.
+    pub skipped: Vec<Duplicate>,
+}
+
+/// Figures about a database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DbStats {
+    /// The storage engine's figures.
+    pub store: StoreStats,
+    /// The set's figures (`None` without a set).
+    pub set: Option<SetStats>,
+    /// Leaves covered by the set's checkpoint file.
+    pub set_checkpoint_size: u64,
+}
+
+/// An immutable view of the database: the tree at one size, and lookups
+/// that answer for exactly the leaves it holds.
+#[derive(Debug, Clone)]
+pub struct DbSnapshot {
+    tree: Arc<Snapshot>,
+    set: Option<Arc<NullifierSet>>,
+}
+
+impl DbSnapshot {
+    /// The tree.
+    pub fn tree(&self) -> &Arc<Snapshot> {
+        &self.tree
+    }
+
+    /// The index of `value` in this snapshot's tree.
+    pub fn index_of(&self, value: &Hash) -> Result<Option<u64>> {
+        let set = self.set.as_ref().ok_or(DbError::NoSet)?;
+        Ok(set.find(value, |index| self.tree.leaf(index)))
+    }
+
+    /// Whether this snapshot's tree holds `value`.
+    pub fn contains(&self, value: &Hash) -> Result<bool> {
+        Ok(self.index_of(value)?.is_some())
+    }
+}
+
+impl Deref for DbSnapshot {
+    type Target = Snapshot;
+
+    fn deref(&self) -> &Snapshot {
+        &self.tree
+    }
+}
+
+/// Writes the set's checkpoint after the store's (in the store's hook, so
+/// under its checkpoint lock, or from [`Db::checkpoint`]).
+#[derive(Debug)]
+struct Persist {
+    fs: Arc<dyn Fs>,
+    dir: std::path::PathBuf,
+    store_id: u64,
+    set: Arc<NullifierSet>,
+    /// Leaves covered by the set's published checkpoint.
+    covered: Mutex<u64>,
+    percent: u32,
+}
+
+impl Persist {
+    /// Publishes a checkpoint of the set covering `size` durable leaves if
+    /// `force`, or if the published one lags by the configured percentage.
+    fn after_checkpoint(&self, size: u64, force: bool) -> std::result::Result<(), StoreError> {
+        let mut covered = self.covered.lock();
+        if size <= *covered {
+            return Ok(());
+        }
+        let lag = size - *covered;
+        if !force && lag.saturating_mul(100) < covered.saturating_mul(u64::from(self.percent)) {
+            return Ok(());
+        }
+        file::write(&*self.fs, &self.dir, &self.set, self.store_id, size)?;
+        *covered = size;
+        Ok(())
+    }
+}
+
+impl Db {
+    /// Creates a database in `dir` (created if missing; must be empty).
+    pub fn create(dir: impl AsRef<Path>, config: DbConfig) -> Result<Db> {
+        Db::create_in(Arc::new(StdFs), dir.as_ref(), config)
+    }
+
+    /// Opens the database in `dir` with the configuration it was created
+    /// with and default runtime settings.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Db> {
+        Db::open_in(Arc::new(StdFs), dir.as_ref(), None)
+    }
+
+    /// Opens the database in `dir` with `config`, which must agree with the
+    /// stored one (arity, hash, max depth, log file size, nullifier set).
+    pub fn open_with(dir: impl AsRef<Path>, config: DbConfig) -> Result<Db> {
+        Db::open_in(Arc::new(StdFs), dir.as_ref(), Some(config))
+    }
+
+    /// [`Db::create`] through a given file system.
+    pub fn create_in(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<Db> {
+        let store = Store::create(Arc::clone(&fs), dir, config.store_config())?;
+        let set = config
+            .unique
+            .then(|| Arc::new(NullifierSet::new(Key::random())));
+        Ok(Db::start(fs, store, set, 0, config))
+    }
+
+    /// [`Db::open`] (`config: None`) or [`Db::open_with`] through a given
+    /// file system.
+    pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
+        let meta = stored_config(&*fs, dir)?;
+        let stored_unique = meta.flags & FLAG_UNIQUE != 0;
+        let config = match config {
+            Some(config) => {
+                if config.unique != stored_unique {
+                    let word = |on: bool| if on { "on" } else { "off" }.to_string();
+                    return Err(DbError::ConfigMismatch {
+                        field: "nullifier set (unique)",
+                        stored: word(stored_unique),
+                        given: word(config.unique),
+                    });
+                }
+                config
+            }
+            None => {
+                let mut config = DbConfig::new(meta.tree);
+                config.store.log_shift = meta.log_shift;
+                config.unique = stored_unique;
+                config
+            }
+        };
+        let store = Store::open(Arc::clone(&fs), dir, config.store_config())?;
+        if !config.unique {
+            return Ok(Db::start(fs, store, None, 0, config));
+        }
+        let size = store.size();
+        let (set, covered) = match file::read(&*fs, dir, store.store_id(), size)? {
+            Some(loaded) => (loaded.set, loaded.covered),
+            None => (NullifierSet::new(Key::random()), 0),
+        };
+        replay(&set, &store, covered, &dir.join(SET_FILE))?;
+        Ok(Db::start(fs, store, Some(Arc::new(set)), covered, config))
+    }
+
+    fn start(
+        fs: Arc<dyn Fs>,
+        store: Store,
+        set: Option<Arc<NullifierSet>>,
+        covered: u64,
+        config: DbConfig,
+    ) -> Db {
+        let persist = set.as_ref().map(|set| {
+            Arc::new(Persist {
+                fs,
+                dir: store.dir().to_path_buf(),
+                store_id: store.store_id(),
+                set: Arc::clone(set),
+                covered: Mutex::new(covered),
+                percent: config.set_rewrite_percent,
+            })
+        });
+        if let Some(persist) = &persist {
+            let persist = Arc::clone(persist);
+            store.set_checkpoint_hook(Box::new(move |meta: &CheckpointMeta| {
+                persist.after_checkpoint(meta.size, false)
+            }));
+        }
+        Db {
+            store,
+            set,
+            persist,
+            writer: Mutex::new(()),
+            config,
+        }
+    }
+
+    /// Appends one value; refused with [`DbError::Duplicates`] if the
+    /// database holds it.
+    pub fn append(&self, value: Hash) -> Result<Appended> {
+        self.append_batch(std::slice::from_ref(&value))
+    }
+
+    /// Appends `values` in order, all or nothing: a batch with any value
+    /// already in the tree or repeated within it is refused with every
+    /// duplicate listed, and nothing is appended or written.
+    pub fn append_batch(&self, values: &[Hash]) -> Result<Appended> {
+        let _writer = self.writer.lock();
+        let Some(set) = &self.set else {
+            return Ok(self.store.append_batch(values)?);
+        };
+        self.store.check_batch(values)?;
+        let first = self.store.size();
+        let refused = self.insert(set, values, first)?;
+        if !refused.is_empty() {
+            set.remove_batch(values, first, &refused);
+            return Err(DbError::Duplicates {
+                batch: values.len(),
+                duplicates: refused,
+            });
+        }
+        self.append_to_store(set, values, first)
+    }
+
+    /// Appends the values of `values` the database does not hold yet, in
+    /// order, skipping (and reporting) the others; a value repeated within
+    /// the batch is appended once, at its first position.
+    pub fn append_new(&self, values: &[Hash]) -> Result<AppendedNew> {
+        let _writer = self.writer.lock();
+        let set = self.set.as_ref().ok_or(DbError::NoSet)?;
+        self.store.check_batch(values)?;
+        let first = self.store.size();
+        let skipped = self.insert(set, values, first)?;
+        if skipped.is_empty() {
+            let appended = self.append_to_store(set, values, first)?;
+            return Ok(AppendedNew {
+                appended: Some(appended),
+                skipped,
+            });
+        }
+        if skipped.len() == values.len() {
+            return Ok(AppendedNew {
+                appended: None,
+                skipped,
+            });
+        }
+        set.compact_batch(values, first, &skipped);
+        let mut refused = skipped.iter().map(|d| d.position).peekable();
+        let mut fresh = Vec::with_capacity(values.len() - skipped.len());
+        for (position, value) in values.iter().enumerate() {
+            if refused.peek() == Some(&position) {
+                refused.next();
+            } else {
+                fresh.push(*value);
+            }
+        }
+        let appended = self.append_to_store(set, &fresh, first)?;
+        Ok(AppendedNew {
+            appended: Some(appended),
+            skipped,
+        })
+    }
+
+    fn insert(&self, set: &NullifierSet, values: &[Hash], first: u64) -> Result<Vec<Duplicate>> {
+        // Under the writer lock the tree holds exactly `first` leaves.
+        let leaf = |index: u64| self.store.leaf(index);
+        set.insert_batch(values, first, &leaf)
+            .map_err(DbError::SetFull)
+    }
+
+    fn append_to_store(&self, set: &NullifierSet, values: &[Hash], first: u64) -> Result<Appended> {
+        match self.store.append_batch(values) {
+            Ok(appended) => {
+                assert_eq!(appended.first, first, "appends are serialised");
+                Ok(appended)
+            }
+            Err(error) => {
+                set.remove_batch(values, first, &[]);
+                Err(error.into())
+            }
+        }
+    }
+
+    /// The index of `value`, if the tree holds it (as a reader of the
+    /// current snapshot sees it: durable or not).
+    pub fn index_of(&self, value: &Hash) -> Result<Option<u64>> {
+        let set = self.set.as_ref().ok_or(DbError::NoSet)?;
+        let size = self.store.size();
+        Ok(set.find(value, |index| {
+            if index < size {
+                self.store.leaf(index)
+            } else {
+                None
+            }
+        }))
+    }
+
+    /// Whether the tree holds `value`.
+    pub fn contains(&self, value: &Hash) -> Result<bool> {
+        Ok(self.index_of(value)?.is_some())
+    }
+
+    /// The leaf at `index`, if the tree holds that many.
+    pub fn leaf(&self, index: u64) -> Option<Hash> {
+        self.store.leaf(index)
+    }
+
+    /// An immutable snapshot of everything appended so far.
+    pub fn snapshot(&self) -> DbSnapshot {
+        DbSnapshot {
+            tree: self.store.snapshot(),
+            set: self.set.clone(),
+        }
+    }
+
+    /// The current head (size and root).
+    pub fn head(&self) -> TreeHead {
+        self.store.head()
+    }
+
+    /// Leaves in the tree.
+    pub fn size(&self) -> u64 {
+        self.store.size()
+    }
+
+    /// Leaves durable on disk.
+    pub fn durable_size(&self) -> u64 {
+        self.store.durable_size()
+    }
+
+    /// Makes everything appended so far durable; returns the durable size.
+    pub fn flush(&self) -> Result<u64> {
+        Ok(self.store.flush()?)
+    }
+
+    /// Checkpoints the tree and the set (flushing first); returns the
+    /// store's checkpoint, `None` if the last one already covered
+    /// everything.
+    pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
+        let written = self.store.checkpoint()?;
+        if let Some(persist) = &self.persist {
+            persist.after_checkpoint(self.store.stats().checkpoint_size, true)?;
+        }
+        Ok(written)
+    }
+
+    /// Figures about the database.
+    pub fn stats(&self) -> DbStats {
+        DbStats {
+            store: self.store.stats(),
+            set: self.set.as_ref().map(|s| s.stats()),
+            set_checkpoint_size: self.persist.as_ref().map_or(0, |p| *p.covered.lock()),
+        }
+    }
+
+    /// The longest probe sequence in the set (a figure for adversarial
+    /// tests and benchmarks; scans every shard).
+    pub fn set_max_probe(&self) -> Result<usize> {
+        Ok(self.set.as_ref().ok_or(DbError::NoSet)?.max_probe())
+    }
+
+    /// Checks the set against the tree: every leaf is found at its index
+    /// and the set holds nothing else. Reports the first leaf that is not.
+    pub fn check_set(&self) -> Result<()> {
+        let set = self.set.as_ref().ok_or(DbError::NoSet)?;
+        let _writer = self.writer.lock();
+        let snapshot = self.store.snapshot();
+        let size = snapshot.size();
+        let path = self.store.dir().join(SET_FILE);
+        use rayon::prelude::*;
+        let missing = (0..size.div_ceil(REPLAY_CHUNK))
+            .into_par_iter()
+            .find_map_first(|chunk| {
+                (chunk * REPLAY_CHUNK..((chunk + 1) * REPLAY_CHUNK).min(size)).find_map(|i| {
+                    let leaf = snapshot.leaf(i).expect("below size");
+                    let found = set.find(&leaf, |j| snapshot.leaf(j));
+                    (found != Some(i)).then_some((i, found))
+                })
+            });
+        if let Some((index, found)) = missing {
+            let leaf = snapshot.leaf(index).expect("below size");
+            return Err(StoreError::corrupt(
+                path,
+                0,
+                format!(
+                    "leaf {index} ({}) is {} in the nullifier set",
+                    cairn_core::hex::to_hex(&leaf),
+                    match found {
+                        None => "missing".to_string(),
+                        Some(other) => format!("at index {other}"),
+                    }
+                ),
+            )
+            .into());
+        }
+        if set.len() != size {
+            return Err(StoreError::corrupt(
+                path,
+                0,
+                format!(
+                    "the nullifier set holds {} values, the tree {size} leaves",
+                    set.len()
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &DbConfig {
+        &self.config
+    }
+
+    /// Whether the database keeps a nullifier set.
+    pub fn is_unique(&self) -> bool {
+        self.set.is_some()
+    }
+
+    /// The database's directory.
+    pub fn dir(&self) -> &Path {
+        self.store.dir()
+    }
+
+    /// Flushes and releases the directory.
+    pub fn close(self) -> Result<()> {
+        Ok(self.store.close()?)
+    }
+}
+
+/// Inserts leaves `from..` of `store` into `set` (those the set's
+/// checkpoint does not cover), in large parallel batches. A repeated leaf
+/// means the log holds what a unique database never appends: corruption.
+fn replay(set: &NullifierSet, store: &Store, from: u64, path: &Path) -> Result<()> {
+    let snapshot = store.snapshot();
+    let size = snapshot.size();
+    let mut start = from;
+    let mut chunk = Vec::new();
+    while start < size {
+        let end = (start + REPLAY_CHUNK).min(size);
+        chunk.clear();
+        chunk.extend((start..end).map(|i| snapshot.leaf(i).expect("below size")));
+        let leaf = |index: u64| snapshot.leaf(index);
+        let refused = set
+            .insert_batch(&chunk, start, &leaf)
+            .map_err(DbError::SetFull)?;
+        if let Some(first) = refused.first() {
+            return Err(StoreError::corrupt(
+                path,
+                0,
+                format!(
+                    "leaf {} repeats leaf {}: a database with a nullifier set never appends a value twice",
+                    start + first.position as u64,
+                    match first.of {
+                        DuplicateOf::Leaf(index) => index,
+                        DuplicateOf::Batch(position) => start + position as u64,
+                    }
+                ),
+            )
+            .into());
+        }
+        start = end;
+    }
+    Ok(())
+}

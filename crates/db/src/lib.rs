@@ -1,0 +1,31 @@
+//! cairn's database: a [`Db`] owns an n-ary LeanIMT, its storage engine
+//! and a strict nullifier set, under one sequence number (the leaf index).
+//!
+//! - **Strict uniqueness**: a value already in the tree, or repeated within
+//!   a batch, is refused; a batch is all or nothing
+//!   ([`Db::append_batch`]) unless duplicates are explicitly skipped
+//!   ([`Db::append_new`]). A refused append writes nothing.
+//! - **Lookups** ([`Db::index_of`], [`Db::contains`], and on a
+//!   [`DbSnapshot`]) come from an in-memory table of 8-byte entries (a
+//!   24-bit keyed fingerprint and a 40-bit leaf index), confirmed against
+//!   the leaf itself: never a scan, never a false answer.
+//! - **Crash consistency by construction**: the set is derived from the
+//!   leaves. Its checkpoint file says which leaves it covers; open loads it
+//!   and inserts the leaves after them, so after any crash the set holds
+//!   exactly the recovered leaves.
+//!
+//! The design and its figures: `ARCHITECTURE.md` and `docs/performance.md`;
+//! the set's file: `docs/file-format.md`.
+#![warn(missing_docs)]
+
+mod config;
+mod db;
+mod error;
+mod set;
+
+pub use cairn_store::{Appended, CheckpointMeta, StoreConfig, StoreStats, Token};
+pub use config::DbConfig;
+pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
+pub use error::{DbError, Result};
+pub use set::table::MAX_INDEX;
+pub use set::{Duplicate, DuplicateOf, SetStats};

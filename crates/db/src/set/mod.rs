@@ -1,0 +1,463 @@
+//! The nullifier set: every value in the tree, mapped to its leaf index.
+//!
+//! 2^16 shards, each an open-addressing [`table::Table`] behind its own
+//! lock. A value's keyed hash (SipHash-1-3 under a random 128-bit key kept
+//! with the set) picks the shard (top 16 bits) and the 24-bit tag. Entries
+//! hold only the tag and the leaf index; a tag match is confirmed by
+//! comparing the leaf itself, so the set never answers wrongly, and a
+//! false match costs one leaf read.
+//!
+//! The key is what keeps adversarial values from clustering: values are
+//! chosen by users (a commitment's preimage can be ground for any prefix),
+//! but without the key nobody can aim at a shard or a tag, so probe
+//! lengths follow the random-hash bound (at 80% load, about 3 slots for a
+//! hit and 13 for a miss on average, 8 slots per cache line).
+
+pub(crate) mod file;
+pub(crate) mod table;
+
+use std::hash::Hasher as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cairn_core::Hash;
+use parking_lot::RwLock;
+use rayon::prelude::*;
+use siphasher::sip::SipHasher13;
+
+use table::{MAX_INDEX, TAG_BITS, Table};
+
+/// Bits of the keyed hash that pick a shard.
+pub(crate) const SHARD_BITS: u32 = 16;
+const SHARDS: usize = 1 << SHARD_BITS;
+/// Below this many values a batch is inserted by the calling thread alone.
+const PARALLEL_FROM: usize = 4096;
+
+/// Where a refused value already is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DuplicateOf {
+    /// The leaf at this index of the tree.
+    Leaf(u64),
+    /// An earlier value of the same batch (its position in the batch).
+    Batch(usize),
+}
+
+/// A value of a batch that the set already holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Duplicate {
+    /// Its position in the batch.
+    pub position: usize,
+    /// The value.
+    pub value: Hash,
+    /// Where it already is.
+    pub of: DuplicateOf,
+}
+
+/// Figures about the set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetStats {
+    /// Values held (including any of an append in progress).
+    pub values: u64,
+    /// Slots allocated over all shards.
+    pub slots: u64,
+    /// Resident bytes: slots plus the per-shard overhead.
+    pub memory_bytes: u64,
+}
+
+/// The set's hash key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Key(pub u64, pub u64);
+
+impl Key {
+    pub fn random() -> Key {
+        Key(rand::random(), rand::random())
+    }
+}
+
+/// The in-memory set.
+#[derive(Debug)]
+pub(crate) struct NullifierSet {
+    key: Key,
+    shards: Box<[RwLock<Table>]>,
+    values: AtomicU64,
+}
+
+/// A value's shard and tag.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    shard: usize,
+    tag: u32,
+}
+
+impl NullifierSet {
+    pub fn new(key: Key) -> NullifierSet {
+        NullifierSet::from_tables(key, (0..SHARDS).map(|_| Table::default()).collect())
+    }
+
+    pub fn from_tables(key: Key, tables: Vec<Table>) -> NullifierSet {
+        assert_eq!(tables.len(), SHARDS);
+        let values = tables.iter().map(|t| t.len() as u64).sum();
+        NullifierSet {
+            key,
+            shards: tables.into_iter().map(RwLock::new).collect(),
+            values: AtomicU64::new(values),
+        }
+    }
+
+    pub fn key(&self) -> Key {
+        self.key
+    }
+
+    pub fn len(&self) -> u64 {
+        self.values.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    fn slot(&self, value: &Hash) -> Slot {
+        let mut hasher = SipHasher13::new_with_keys(self.key.0, self.key.1);
+        hasher.write(value);
+        let hash = hasher.finish();
+        Slot {
+            shard: (hash >> (64 - SHARD_BITS)) as usize,
+            tag: ((hash >> (64 - SHARD_BITS - TAG_BITS)) & ((1 << TAG_BITS) - 1)) as u32,
+        }
+    }
+
+    /// The index of `value`, among entries for which `leaf(index)` returns
+    /// the leaf (`None` for an index the caller cannot see yet).
+    #[inline]
+    pub fn find(&self, value: &Hash, leaf: impl Fn(u64) -> Option<Hash>) -> Option<u64> {
+        let slot = self.slot(value);
+        self.shards[slot.shard]
+            .read()
+            .find(slot.tag, |index| leaf(index).as_ref() == Some(value))
+    }
+
+    /// Inserts `values` as leaves `first..`, refusing each that is already
+    /// present (a leaf below `first`, for which `leaf` gives the value) or
+    /// repeats an earlier value of the batch; returns the refused ones,
+    /// in batch order. Every other value is inserted.
+    ///
+    /// Errors if an index would not fit a slot or a shard is full.
+    pub fn insert_batch(
+        &self,
+        values: &[Hash],
+        first: u64,
+        leaf: &(dyn Fn(u64) -> Option<Hash> + Sync),
+    ) -> Result<Vec<Duplicate>, String> {
+        if values.is_empty() {
+            return Ok(Vec::new());
+        }
+        let last = first + values.len() as u64 - 1;
+        if last > MAX_INDEX {
+            return Err(format!(
+                "leaf index {last} exceeds the set's limit {MAX_INDEX}"
+            ));
+        }
+        let is_at = |value: &Hash, index: u64| -> Option<DuplicateOf> {
+            if index >= first {
+                let position = (index - first) as usize;
+                (values[position] == *value).then_some(DuplicateOf::Batch(position))
+            } else {
+                (leaf(index).as_ref() == Some(value)).then_some(DuplicateOf::Leaf(index))
+            }
+        };
+        let insert_one =
+            |table: &mut Table, slot: Slot, position: usize| -> Result<Option<Duplicate>, String> {
+                let value = &values[position];
+                let mut of = None;
+                table.find(slot.tag, |index| {
+                    of = is_at(value, index);
+                    of.is_some()
+                });
+                if let Some(of) = of {
+                    return Ok(Some(Duplicate {
+                        position,
+                        value: *value,
+                        of,
+                    }));
+                }
+                if !table.reserve(1) {
+                    return Err(format!("shard {} of the set is full", slot.shard));
+                }
+                table.insert(slot.tag, first + position as u64);
+                Ok(None)
+            };
+        let mut duplicates = Vec::new();
+        if values.len() < PARALLEL_FROM {
+            for (position, value) in values.iter().enumerate() {
+                let slot = self.slot(value);
+                let mut table = self.shards[slot.shard].write();
+                duplicates.extend(insert_one(&mut table, slot, position)?);
+            }
+        } else {
+            let slots: Vec<Slot> = values.par_iter().map(|v| self.slot(v)).collect();
+            let (starts, order) = by_shard(&slots);
+            // Shards are independent: hand out runs of them to the pool;
+            // within a shard the values keep their batch order, so the
+            // first of two equal values is the one inserted.
+            const RUN: usize = 256;
+            let found: Vec<Result<Vec<Duplicate>, String>> = (0..SHARDS / RUN)
+                .into_par_iter()
+                .map(|run| {
+                    let mut found = Vec::new();
+                    for shard in run * RUN..(run + 1) * RUN {
+                        let members = &order[starts[shard]..starts[shard + 1]];
+                        if members.is_empty() {
+                            continue;
+                        }
+                        let mut table = self.shards[shard].write();
+                        if !table.reserve(members.len()) {
+                            return Err(format!("shard {shard} of the set is full"));
+                        }
+                        for &position in members {
+                            found.extend(insert_one(
+                                &mut table,
+                                slots[position as usize],
+                                position as usize,
+                            )?);
+                        }
+                    }
+                    Ok(found)
+                })
+                .collect();
+            for part in found {
+                duplicates.extend(part?);
+            }
+            duplicates.sort_unstable_by_key(|d| d.position);
+        }
+        let inserted = values.len() - duplicates.len();
+        self.values.fetch_add(inserted as u64, Ordering::AcqRel);
+        Ok(duplicates)
+    }
+
+    /// Takes out what [`NullifierSet::insert_batch`] inserted for `values`
+    /// at `first..`, except the positions in `refused` (sorted).
+    pub fn remove_batch(&self, values: &[Hash], first: u64, refused: &[Duplicate]) {
+        let mut refused = refused.iter().map(|d| d.position).peekable();
+        let mut removed = 0;
+        for (position, value) in values.iter().enumerate() {
+            if refused.peek() == Some(&position) {
+                refused.next();
+                continue;
+            }
+            let slot = self.slot(value);
+            let gone = self.shards[slot.shard]
+                .write()
+                .remove(slot.tag, first + position as u64);
+            assert!(gone, "removing an entry that was inserted");
+            removed += 1;
+        }
+        self.values.fetch_sub(removed, Ordering::AcqRel);
+    }
+
+    /// Renumbers the entries of a batch inserted at `first..` with some
+    /// values refused, so that the accepted ones are contiguous from `first`
+    /// (what the tree gets when duplicates are skipped).
+    pub fn compact_batch(&self, values: &[Hash], first: u64, refused: &[Duplicate]) {
+        let mut refused = refused.iter().map(|d| d.position).peekable();
+        let mut next = first;
+        for (position, value) in values.iter().enumerate() {
+            if refused.peek() == Some(&position) {
+                refused.next();
+                continue;
+            }
+            let from = first + position as u64;
+            if from != next {
+                let slot = self.slot(value);
+                let moved = self.shards[slot.shard]
+                    .write()
+                    .renumber(slot.tag, from, next);
+                assert!(moved, "renumbering an entry that was inserted");
+            }
+            next += 1;
+        }
+    }
+
+    /// Shard `shard`'s entries below `end`, for a checkpoint.
+    pub fn shard_below(&self, shard: usize, end: u64) -> Table {
+        self.shards[shard].read().below(end)
+    }
+
+    pub fn shard_count(&self) -> usize {
+        SHARDS
+    }
+
+    pub fn stats(&self) -> SetStats {
+        let mut slots = 0u64;
+        for shard in self.shards.iter() {
+            slots += shard.read().capacity() as u64;
+        }
+        SetStats {
+            values: self.len(),
+            slots,
+            memory_bytes: slots * 8 + (SHARDS * std::mem::size_of::<RwLock<Table>>()) as u64,
+        }
+    }
+
+    /// The longest probe sequence of any entry, over all shards.
+    pub fn max_probe(&self) -> usize {
+        self.shards
+            .par_iter()
+            .map(|s| s.read().max_probe())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// A counting sort of positions by shard: `order[starts[s]..starts[s+1]]`
+/// are the positions in shard `s`, in batch order.
+fn by_shard(slots: &[Slot]) -> (Vec<usize>, Vec<u32>) {
+    assert!(
+        slots.len() <= u32::MAX as usize,
+        "batch positions fit in u32"
+    );
+    let mut starts = vec![0usize; SHARDS + 1];
+    for slot in slots {
+        starts[slot.shard + 1] += 1;
+    }
+    for s in 0..SHARDS {
+        starts[s + 1] += starts[s];
+    }
+    let mut next = starts.clone();
+    let mut order = vec![0u32; slots.len()];
+    for (position, slot) in slots.iter().enumerate() {
+        order[next[slot.shard]] = position as u32;
+        next[slot.shard] += 1;
+    }
+    (starts, order)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn value(i: u64) -> Hash {
+        *blake3_like(i)
+    }
+
+    /// Distinct, deterministic 32-byte values.
+    fn blake3_like(i: u64) -> Box<Hash> {
+        let mut out = [0u8; 32];
+        let mut state = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xdead_beef;
+        for chunk in out.chunks_mut(8) {
+            state ^= state >> 31;
+            state = state.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            state ^= state >> 29;
+            chunk.copy_from_slice(&state.to_le_bytes());
+        }
+        Box::new(out)
+    }
+
+    fn lookup(set: &NullifierSet, leaves: &[Hash], v: &Hash) -> Option<u64> {
+        set.find(v, |i| leaves.get(i as usize).copied())
+    }
+
+    #[test]
+    fn serial_and_parallel_batches_agree_and_report_duplicates_in_order() {
+        for batch in [10usize, 10_000] {
+            let set = NullifierSet::new(Key(1, 2));
+            let mut leaves: Vec<Hash> = (0..batch as u64).map(value).collect();
+            let leaf = |i: u64| leaves.get(i as usize).copied();
+            assert!(
+                set.insert_batch(&leaves.clone(), 0, &leaf)
+                    .unwrap()
+                    .is_empty()
+            );
+            // A second batch: new values, repeats of history, and repeats
+            // within the batch.
+            let mut next: Vec<Hash> = (batch as u64..2 * batch as u64).map(value).collect();
+            next[3] = leaves[7];
+            next[5] = next[4];
+            next[batch - 1] = next[0];
+            let snapshot = leaves.clone();
+            let leaf = |i: u64| snapshot.get(i as usize).copied();
+            let duplicates = set.insert_batch(&next, batch as u64, &leaf).unwrap();
+            assert_eq!(
+                duplicates,
+                vec![
+                    Duplicate {
+                        position: 3,
+                        value: leaves[7],
+                        of: DuplicateOf::Leaf(7)
+                    },
+                    Duplicate {
+                        position: 5,
+                        value: next[4],
+                        of: DuplicateOf::Batch(4)
+                    },
+                    Duplicate {
+                        position: batch - 1,
+                        value: next[0],
+                        of: DuplicateOf::Batch(0)
+                    },
+                ]
+            );
+            assert_eq!(set.len(), 2 * batch as u64 - 3);
+            // Roll the batch back: the set is as before.
+            set.remove_batch(&next, batch as u64, &duplicates);
+            assert_eq!(set.len(), batch as u64);
+            leaves.extend_from_slice(&next);
+            for (i, v) in leaves.iter().enumerate().take(batch) {
+                assert_eq!(lookup(&set, &leaves, v), Some(i as u64));
+            }
+            assert_eq!(lookup(&set, &leaves, &next[0]), None);
+        }
+    }
+
+    #[test]
+    fn compacting_a_batch_renumbers_what_follows_a_refused_value() {
+        let set = NullifierSet::new(Key(3, 4));
+        let mut batch: Vec<Hash> = (0..6).map(value).collect();
+        batch[2] = batch[1];
+        let none = |_: u64| None;
+        let refused = set.insert_batch(&batch, 100, &none).unwrap();
+        assert_eq!(refused.len(), 1);
+        set.compact_batch(&batch, 100, &refused);
+        let kept: Vec<Hash> = batch
+            .iter()
+            .enumerate()
+            .filter(|(p, _)| *p != 2)
+            .map(|(_, v)| *v)
+            .collect();
+        let leaf = |i: u64| {
+            i.checked_sub(100)
+                .and_then(|i| kept.get(i as usize).copied())
+        };
+        for (i, v) in kept.iter().enumerate() {
+            assert_eq!(set.find(v, leaf), Some(100 + i as u64));
+        }
+    }
+
+    #[test]
+    fn a_million_values_against_a_map() {
+        let set = NullifierSet::new(Key::random());
+        let mut model = HashMap::new();
+        let mut leaves = Vec::new();
+        for chunk in 0..10u64 {
+            let batch: Vec<Hash> = (chunk * 100_000..(chunk + 1) * 100_000)
+                .map(value)
+                .collect();
+            let snapshot = leaves.clone();
+            let leaf = move |i: u64| snapshot.get(i as usize).copied();
+            let first = leaves.len() as u64;
+            assert!(set.insert_batch(&batch, first, &leaf).unwrap().is_empty());
+            for (i, v) in batch.iter().enumerate() {
+                model.insert(*v, first + i as u64);
+            }
+            leaves.extend_from_slice(&batch);
+        }
+        assert_eq!(set.len(), 1_000_000);
+        for (v, &i) in model.iter().step_by(97) {
+            assert_eq!(lookup(&set, &leaves, v), Some(i));
+        }
+        for i in 2_000_000..2_001_000 {
+            assert_eq!(lookup(&set, &leaves, &value(i)), None);
+        }
+        let stats = set.stats();
+        let per_value = stats.memory_bytes as f64 / stats.values as f64;
+        assert!(per_value <= 16.0, "{per_value} bytes per value");
+        assert!(set.max_probe() < 200, "max probe {}", set.max_probe());
+    }
+}
