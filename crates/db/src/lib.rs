@@ -7,7 +7,7 @@
 //!   ([`Db::append_new`]). A refused append writes nothing.
 //! - **Lookups** ([`Db::index_of`], [`Db::contains`], and on a
 //!   [`DbSnapshot`]) come from an in-memory table of 8-byte entries (a
-//!   24-bit keyed fingerprint and a 40-bit leaf index), confirmed against
+//!   28-bit keyed fingerprint and a 36-bit leaf index), confirmed against
 //!   the leaf itself: never a scan, never a false answer.
 //! - **Crash consistency by construction**: the set is derived from the
 //!   leaves. Its checkpoint file says which leaves it covers; open loads it

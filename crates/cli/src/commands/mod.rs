@@ -4,9 +4,11 @@
 //! positional (`root`) or `--leaves`. The database commands to come (`cairn
 //! init DIR`, `cairn root DIR`, ...) fit beside them: `root`'s positional is
 //! a source, and a directory there will name a database whose stored arity
-//! and hash make `--arity`/`--hash` unnecessary.
+//! and hash make `--arity`/`--hash` unnecessary. `plan` reads nothing: its
+//! `--leaves` is a count, and its model is public for reuse.
 
 mod consistency;
+pub mod plan;
 mod prove;
 mod root;
 mod verify;
@@ -15,6 +17,7 @@ mod verify_consistency;
 use crate::failure::Failure;
 
 pub use consistency::ConsistencyCmd;
+pub use plan::PlanCmd;
 pub use prove::ProveCmd;
 pub use root::RootCmd;
 pub use verify::VerifyCmd;
@@ -38,6 +41,9 @@ pub enum Command {
     /// Check a consistency proof against two trusted heads.
     #[command(long_about = verify_consistency::LONG_ABOUT)]
     VerifyConsistency(VerifyConsistencyCmd),
+    /// Model a tree of L leaves at each arity (proofs, memory, disk, circuits) and recommend one.
+    #[command(long_about = plan::LONG_ABOUT)]
+    Plan(PlanCmd),
 }
 
 impl Command {
@@ -49,6 +55,7 @@ impl Command {
             Command::Verify(cmd) => cmd.run(),
             Command::Consistency(cmd) => cmd.run(),
             Command::VerifyConsistency(cmd) => cmd.run(),
+            Command::Plan(cmd) => cmd.run(),
         }
     }
 }

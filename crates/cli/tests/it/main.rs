@@ -4,6 +4,7 @@
 mod bad_input;
 mod consistency;
 mod leaves;
+mod plan;
 mod proofs;
 mod root;
 mod support;

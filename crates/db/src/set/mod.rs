@@ -1,8 +1,8 @@
 //! The nullifier set: every value in the tree, mapped to its leaf index.
 //!
-//! 2^16 shards, each an open-addressing [`table::Table`] behind its own
+//! 4096 shards, each an open-addressing [`table::Table`] behind its own
 //! lock. A value's keyed hash (SipHash-1-3 under a random 128-bit key kept
-//! with the set) picks the shard (top 16 bits) and the 24-bit tag. Entries
+//! with the set) picks the shard (top 12 bits) and the 28-bit tag. Entries
 //! hold only the tag and the leaf index; a tag match is confirmed by
 //! comparing the leaf itself, so the set never answers wrongly, and a
 //! false match costs one leaf read.
@@ -27,7 +27,7 @@ use siphasher::sip::SipHasher13;
 use table::{MAX_INDEX, TAG_BITS, Table};
 
 /// Bits of the keyed hash that pick a shard.
-pub(crate) const SHARD_BITS: u32 = 16;
+pub(crate) const SHARD_BITS: u32 = 12;
 const SHARDS: usize = 1 << SHARD_BITS;
 /// Below this many values a batch is inserted by the calling thread alone.
 const PARALLEL_FROM: usize = 4096;
@@ -161,60 +161,68 @@ impl NullifierSet {
                 (leaf(index).as_ref() == Some(value)).then_some(DuplicateOf::Leaf(index))
             }
         };
-        let insert_one =
-            |table: &mut Table, slot: Slot, position: usize| -> Result<Option<Duplicate>, String> {
-                let value = &values[position];
-                let mut of = None;
-                table.find(slot.tag, |index| {
-                    of = is_at(value, index);
-                    of.is_some()
+        let insert_one = |table: &mut Table, tag: u32, position: usize| -> Option<Duplicate> {
+            let value = &values[position];
+            let mut of = None;
+            table.find(tag, |index| {
+                of = is_at(value, index);
+                of.is_some()
+            });
+            if let Some(of) = of {
+                return Some(Duplicate {
+                    position,
+                    value: *value,
+                    of,
                 });
-                if let Some(of) = of {
-                    return Ok(Some(Duplicate {
-                        position,
-                        value: *value,
-                        of,
-                    }));
-                }
-                if !table.reserve(1) {
-                    return Err(format!("shard {} of the set is full", slot.shard));
-                }
-                table.insert(slot.tag, first + position as u64);
-                Ok(None)
-            };
+            }
+            table.insert(tag, first + position as u64);
+            None
+        };
         let mut duplicates = Vec::new();
         if values.len() < PARALLEL_FROM {
             for (position, value) in values.iter().enumerate() {
                 let slot = self.slot(value);
                 let mut table = self.shards[slot.shard].write();
-                duplicates.extend(insert_one(&mut table, slot, position)?);
+                if !table.reserve(1) {
+                    return Err(format!("shard {} of the set is full", slot.shard));
+                }
+                duplicates.extend(insert_one(&mut table, slot.tag, position));
             }
         } else {
+            // Group the batch by shard and sort each group by tag: a tag's
+            // home is monotone in the tag, so each shard is then filled in
+            // one forward sweep instead of at random.
             let slots: Vec<Slot> = values.par_iter().map(|v| self.slot(v)).collect();
-            let (starts, order) = by_shard(&slots);
-            // Shards are independent: hand out runs of them to the pool;
-            // within a shard the values keep their batch order, so the
-            // first of two equal values is the one inserted.
-            const RUN: usize = 256;
-            let found: Vec<Result<Vec<Duplicate>, String>> = (0..SHARDS / RUN)
-                .into_par_iter()
-                .map(|run| {
+            let (starts, mut order) = by_shard(&slots);
+            drop(slots);
+            let mut runs: Vec<&mut [u64]> = Vec::with_capacity(SHARDS);
+            let mut rest = order.as_mut_slice();
+            for shard in 0..SHARDS {
+                let (run, tail) = rest.split_at_mut(starts[shard + 1] - starts[shard]);
+                runs.push(run);
+                rest = tail;
+            }
+            const RUN: usize = 64;
+            let found: Vec<Result<Vec<Duplicate>, String>> = runs
+                .par_chunks_mut(RUN)
+                .enumerate()
+                .map(|(chunk, runs)| {
                     let mut found = Vec::new();
-                    for shard in run * RUN..(run + 1) * RUN {
-                        let members = &order[starts[shard]..starts[shard + 1]];
-                        if members.is_empty() {
+                    for (k, run) in runs.iter_mut().enumerate() {
+                        if run.is_empty() {
                             continue;
                         }
+                        let shard = chunk * RUN + k;
+                        // (tag, position): equal tags keep batch order, so
+                        // the first of two equal values is the one inserted.
+                        run.sort_unstable();
                         let mut table = self.shards[shard].write();
-                        if !table.reserve(members.len()) {
+                        if !table.reserve(run.len()) {
                             return Err(format!("shard {shard} of the set is full"));
                         }
-                        for &position in members {
-                            found.extend(insert_one(
-                                &mut table,
-                                slots[position as usize],
-                                position as usize,
-                            )?);
+                        for &record in run.iter() {
+                            let tag = (record >> 32) as u32;
+                            found.extend(insert_one(&mut table, tag, record as u32 as usize));
                         }
                     }
                     Ok(found)
@@ -304,9 +312,9 @@ impl NullifierSet {
     }
 }
 
-/// A counting sort of positions by shard: `order[starts[s]..starts[s+1]]`
-/// are the positions in shard `s`, in batch order.
-fn by_shard(slots: &[Slot]) -> (Vec<usize>, Vec<u32>) {
+/// A counting sort of the batch by shard: `order[starts[s]..starts[s+1]]`
+/// holds `tag << 32 | position` of the values in shard `s`.
+fn by_shard(slots: &[Slot]) -> (Vec<usize>, Vec<u64>) {
     assert!(
         slots.len() <= u32::MAX as usize,
         "batch positions fit in u32"
@@ -319,9 +327,9 @@ fn by_shard(slots: &[Slot]) -> (Vec<usize>, Vec<u32>) {
         starts[s + 1] += starts[s];
     }
     let mut next = starts.clone();
-    let mut order = vec![0u32; slots.len()];
+    let mut order = vec![0u64; slots.len()];
     for (position, slot) in slots.iter().enumerate() {
-        order[next[slot.shard]] = position as u32;
+        order[next[slot.shard]] = (u64::from(slot.tag) << 32) | position as u64;
         next[slot.shard] += 1;
     }
     (starts, order)

@@ -1,9 +1,9 @@
 //! One shard of the nullifier set: an open-addressing table of 8-byte slots
 //! with linear probing.
 //!
-//! A slot packs a 24-bit tag (bits of the value's keyed hash) above the
-//! leaf index plus one (40 bits); 0 is an empty slot. The tag is both the
-//! fingerprint and the position: a tag's home slot is `tag * capacity >> 24`,
+//! A slot packs a 28-bit tag (bits of the value's keyed hash) above the
+//! leaf index plus one (36 bits); 0 is an empty slot. The tag is both the
+//! fingerprint and the position: a tag's home slot is `tag * capacity >> 28`,
 //! which is monotone in the tag and computable for any capacity, so the
 //! table grows by 1.25x (not 2x) and rehomes every entry from its slot
 //! alone, without reading the leaves back. Growing at 80% load by 1.25x
@@ -15,9 +15,9 @@
 //! as its slots.
 
 /// Bits of the tag (the fingerprint kept per entry).
-pub(crate) const TAG_BITS: u32 = 24;
-/// Bits of the leaf index (plus one) kept per entry.
-const INDEX_BITS: u32 = 40;
+pub(crate) const TAG_BITS: u32 = 28;
+/// Bits of the leaf index (plus one) kept per entry: 6.9e10 leaves.
+const INDEX_BITS: u32 = 36;
 const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 /// The largest leaf index a slot can hold.
 pub const MAX_INDEX: u64 = INDEX_MASK - 1;
@@ -101,15 +101,19 @@ impl Table {
     }
 
     /// Makes room for `extra` more entries; `false` if the shard would need
-    /// more slots than there are tags (about 13 million entries in one
-    /// shard, 8.8e11 values in the set).
+    /// more slots than there are tags (about 215 million entries in one
+    /// shard, far beyond the index limit over 4096 shards).
     pub fn reserve(&mut self, extra: usize) -> bool {
         let want = self.len + extra;
         if want * 5 <= self.slots.len() * 4 {
             return true;
         }
+        // Growing moves every entry: when a batch forces it, leave room for
+        // another batch like it (at most a quarter more, so the load stays
+        // at or above 64%).
+        let headroom = extra.min(self.len / 4);
         let grown = (self.slots.len() * 5).div_ceil(4);
-        let capacity = capacity_for(want).max(grown);
+        let capacity = capacity_for(want + headroom).max(grown);
         if capacity > MAX_CAPACITY {
             if capacity_for(want) > MAX_CAPACITY {
                 return false;
@@ -324,7 +328,7 @@ mod tests {
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1);
-            add(&mut table, (state >> 40) as u32, index);
+            add(&mut table, (state >> 36) as u32, index);
             let load = table.len() as f64 / table.capacity() as f64;
             assert!(load <= 0.8, "load {load} at {index}");
             if table.len() > 1000 {
@@ -376,7 +380,7 @@ mod tests {
             for (op, tag, index) in ops {
                 // Spread the small tags over the whole tag space, keeping
                 // collisions: tag t lands in the top bits.
-                let tag = (tag << 18) | (tag & 3);
+                let tag = (tag << 22) | (tag & 3);
                 match op {
                     0 | 1 => {
                         if let std::collections::hash_map::Entry::Vacant(e) = model.entry(index) {

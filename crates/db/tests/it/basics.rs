@@ -40,7 +40,11 @@ fn a_duplicate_batch_is_refused_whole_with_every_duplicate_listed() {
     batch[7] = batch[1];
     let before = db.head();
     let error = db.append_batch(&batch).unwrap_err();
-    let DbError::Duplicates { batch: len, duplicates } = &error else {
+    let DbError::Duplicates {
+        batch: len,
+        duplicates,
+    } = &error
+    else {
         panic!("{error}");
     };
     assert_eq!(*len, 10);
@@ -60,7 +64,10 @@ fn a_duplicate_batch_is_refused_whole_with_every_duplicate_listed() {
         ]
     );
     let message = error.to_string();
-    assert!(message.contains("2 duplicate values in a batch of 10"), "{message}");
+    assert!(
+        message.contains("2 duplicate values in a batch of 10"),
+        "{message}"
+    );
     assert!(message.contains("already leaf 42"), "{message}");
     // Nothing changed, nothing of the batch is visible.
     assert_eq!(db.head(), before);
@@ -87,7 +94,11 @@ fn skipping_duplicates_appends_the_new_values_contiguously() {
     let appended = outcome.appended.unwrap();
     assert_eq!((appended.first, appended.count), (10, 8));
     assert_eq!(
-        outcome.skipped.iter().map(|d| d.position).collect::<Vec<_>>(),
+        outcome
+            .skipped
+            .iter()
+            .map(|d| d.position)
+            .collect::<Vec<_>>(),
         vec![0, 5]
     );
     let mut expected = values(0..10);

@@ -1,0 +1,304 @@
+//! The nullifier set's figures (issue 5's targets), measured on `Db`:
+//!
+//! - `ingest`: durable bulk ingest of `--leaves` values in `--batch`
+//!   batches, waiting for each, with the set on and off, interleaved over
+//!   `--rounds`; the ratio is the speed with the set over the speed without.
+//! - `lookup`: `index_of` of present values and `contains` of absent ones
+//!   on the database of `--leaves` values, everything in memory; each call
+//!   timed alone (the figures include about 20 ns of `Instant` overhead).
+//! - `scale`: with `--scale-leaves M`, ingest M values in 4M batches,
+//!   checkpoint, report the set's bytes per value and the process RSS;
+//!   close, reopen and time the open (warm page cache).
+//!
+//! Run: `cargo run --release -p cairn-bench --bin db_set -- [--quick]
+//! [--leaves N] [--batch B] [--rounds R] [--scale-leaves M] [--dir DIR]
+//! [--workload ingest,lookup,scale]`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use cairn_bench::median;
+use cairn_core::{Arity, Hash, HashKind, TreeConfig};
+use cairn_db::{Db, DbConfig};
+
+struct Options {
+    leaves: u64,
+    batch: u64,
+    rounds: usize,
+    scale_leaves: Option<u64>,
+    dir: PathBuf,
+    workloads: Vec<String>,
+}
+
+const USAGE: &str = "usage: db_set [--quick] [--leaves N] [--batch B] [--rounds R] \
+                     [--scale-leaves M] [--dir DIR] [--workload ingest,lookup,scale]";
+
+fn options() -> Options {
+    let mut options = Options {
+        leaves: 10_000_000,
+        batch: 1_000_000,
+        rounds: 3,
+        scale_leaves: None,
+        dir: std::env::temp_dir(),
+        workloads: vec!["ingest".into(), "lookup".into()],
+    };
+    let mut args = std::env::args().skip(1);
+    let number = |value: Option<String>| -> u64 {
+        value
+            .and_then(|v| v.replace('_', "").parse().ok())
+            .unwrap_or_else(|| {
+                eprintln!("{USAGE}");
+                std::process::exit(2)
+            })
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => {
+                options.leaves = 1_000_000;
+                options.batch = 100_000;
+            }
+            "--leaves" => options.leaves = number(args.next()),
+            "--batch" => options.batch = number(args.next()),
+            "--rounds" => options.rounds = number(args.next()) as usize,
+            "--scale-leaves" => {
+                options.scale_leaves = Some(number(args.next()));
+                if !options.workloads.iter().any(|w| w == "scale") {
+                    options.workloads.push("scale".into());
+                }
+            }
+            "--dir" => options.dir = args.next().map(PathBuf::from).expect(USAGE),
+            "--workload" => {
+                options.workloads = args
+                    .next()
+                    .expect(USAGE)
+                    .split(',')
+                    .map(str::to_owned)
+                    .collect()
+            }
+            _ => {
+                eprintln!("{USAGE}");
+                std::process::exit(2)
+            }
+        }
+    }
+    options
+}
+
+/// Value `i` of the data set: 32 pseudo-random bytes (the values are
+/// hashes in practice), cheap enough to make 100M of them.
+fn value(i: u64) -> Hash {
+    let mut out = [0u8; 32];
+    let mut state = i.wrapping_add(0x243f_6a88_85a3_08d3);
+    for chunk in out.chunks_mut(8) {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out
+}
+
+fn values(range: std::ops::Range<u64>) -> Vec<Hash> {
+    use rayon::prelude::*;
+    range.into_par_iter().map(value).collect()
+}
+
+fn config(unique: bool) -> DbConfig {
+    let mut config = DbConfig::new(TreeConfig::new(Arity::new(4).unwrap(), HashKind::Blake3));
+    config.unique = unique;
+    // Everything in memory, no automatic checkpoints during a timed run.
+    config.store.tier_below = 0;
+    config.store.checkpoint = Default::default();
+    config
+}
+
+/// Ingests `count` values in `batch` batches, waiting for each; returns
+/// the time and the database.
+fn ingest(dir: &Path, unique: bool, count: u64, batch: u64) -> (Duration, Db) {
+    let db = Db::create(dir, config(unique)).expect("create");
+    let mut elapsed = Duration::ZERO;
+    let mut start = 0;
+    while start < count {
+        let end = (start + batch).min(count);
+        let chunk = values(start..end);
+        let began = Instant::now();
+        let appended = db.append_batch(&chunk).expect("append");
+        appended
+            .token
+            .wait(Duration::from_secs(600))
+            .expect("durable");
+        elapsed += began.elapsed();
+        start = end;
+    }
+    (elapsed, db)
+}
+
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let options = options();
+    let root = tempfile::Builder::new()
+        .prefix("cairn-db-set-")
+        .tempdir_in(&options.dir)
+        .expect("temporary directory");
+    println!(
+        "db_set: {} values, batches of {}, N=4 BLAKE3, {} rounds, in {}",
+        options.leaves,
+        options.batch,
+        options.rounds,
+        root.path().display()
+    );
+    let wants = |name: &str| options.workloads.iter().any(|w| w == name);
+
+    // One side alone, for profiling.
+    for (name, unique) in [("ingest-on", true), ("ingest-off", false)] {
+        if wants(name) {
+            let dir = root.path().join(name);
+            let (elapsed, db) = ingest(&dir, unique, options.leaves, options.batch);
+            println!("{name} {:.1} ms", elapsed.as_secs_f64() * 1e3);
+            db.close().expect("close");
+        }
+    }
+
+    if wants("ingest") {
+        let mut on = Vec::new();
+        let mut off = Vec::new();
+        for round in 0..options.rounds {
+            // Alternate which goes first.
+            for unique in [round % 2 == 0, round % 2 != 0] {
+                let dir = root.path().join(format!("ingest-{round}-{unique}"));
+                let (elapsed, db) = ingest(&dir, unique, options.leaves, options.batch);
+                db.close().expect("close");
+                std::fs::remove_dir_all(&dir).expect("clean up");
+                if unique {
+                    on.push(elapsed);
+                } else {
+                    off.push(elapsed);
+                }
+            }
+        }
+        let (on, off) = (median(&mut on), median(&mut off));
+        println!(
+            "ingest   set on {:>9.1} ms ({:.2} M/s)   set off {:>9.1} ms ({:.2} M/s)   speed ratio on/off {:.2}",
+            on.as_secs_f64() * 1e3,
+            options.leaves as f64 / on.as_secs_f64() / 1e6,
+            off.as_secs_f64() * 1e3,
+            options.leaves as f64 / off.as_secs_f64() / 1e6,
+            off.as_secs_f64() / on.as_secs_f64()
+        );
+    }
+
+    if wants("lookup") {
+        let dir = root.path().join("lookup");
+        let (_, db) = ingest(&dir, true, options.leaves, options.batch);
+        let stats = db.stats();
+        let set = stats.set.expect("set on");
+        println!(
+            "memory   {} values: {:.2} bytes/value ({} slots, load {:.2})",
+            set.values,
+            set.memory_bytes as f64 / set.values as f64,
+            set.slots,
+            set.values as f64 / set.slots as f64
+        );
+        let probes = 1_000_000u64;
+        let mut state = 0x1234_5678u64;
+        let mut present = Vec::with_capacity(probes as usize);
+        let mut absent = Vec::with_capacity(probes as usize);
+        let _ = db.snapshot(); // publish the snapshot lookups read leaves from
+        for _ in 0..probes {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let index = (state >> 20) % options.leaves;
+            let v = value(index);
+            let began = Instant::now();
+            let found = db.index_of(&v).expect("lookup");
+            present.push(began.elapsed());
+            assert_eq!(found, Some(index));
+            let missing = value(options.leaves + (state >> 20) % (1 << 40));
+            let began = Instant::now();
+            let found = db.contains(&missing).expect("lookup");
+            absent.push(began.elapsed());
+            assert!(!found);
+        }
+        for (name, mut samples) in [("index_of", present), ("contains", absent)] {
+            samples.sort_unstable();
+            println!(
+                "{name:<8} {} random lookups: median {} ns, p99 {} ns, p99.9 {} ns{}",
+                probes,
+                percentile(&samples, 0.5).as_nanos(),
+                percentile(&samples, 0.99).as_nanos(),
+                percentile(&samples, 0.999).as_nanos(),
+                if name == "index_of" {
+                    " (present)"
+                } else {
+                    " (absent)"
+                }
+            );
+        }
+        db.close().expect("close");
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    if wants("scale") {
+        let count = options.scale_leaves.unwrap_or(options.leaves);
+        let dir = root.path().join("scale");
+        let rss_before = rss_bytes();
+        let began = Instant::now();
+        let mut config = config(true);
+        config.store.tier_below = 1;
+        let db = Db::create(&dir, config).expect("create");
+        let batch = 4u64 << 20;
+        let mut start = 0;
+        while start < count {
+            let end = (start + batch).min(count);
+            let chunk = values(start..end);
+            db.append_batch(&chunk)
+                .expect("append")
+                .token
+                .wait(Duration::from_secs(600))
+                .expect("durable");
+            start = end;
+        }
+        let ingest = began.elapsed();
+        let began = Instant::now();
+        db.checkpoint().expect("checkpoint");
+        let checkpoint = began.elapsed();
+        let set = db.stats().set.expect("set on");
+        let rss = rss_bytes().saturating_sub(rss_before);
+        println!(
+            "scale    {count} values: ingest {:.1} s, checkpoint {:.2} s, set {:.2} bytes/value, RSS {:.2} GiB ({:.1} bytes/value)",
+            ingest.as_secs_f64(),
+            checkpoint.as_secs_f64(),
+            set.memory_bytes as f64 / set.values as f64,
+            rss as f64 / (1u64 << 30) as f64,
+            rss as f64 / count as f64
+        );
+        db.close().expect("close");
+        let set_file = std::fs::metadata(dir.join("nullifiers.set")).map_or(0, |m| m.len());
+        let began = Instant::now();
+        let db = Db::open(&dir).expect("open");
+        let open = began.elapsed();
+        assert_eq!(db.size(), count);
+        assert_eq!(db.index_of(&value(count / 2)).expect("lookup"), Some(count / 2));
+        println!(
+            "open     {count} values with a checkpoint: {:.3} s (set file {:.2} GiB, warm page cache)",
+            open.as_secs_f64(),
+            set_file as f64 / (1u64 << 30) as f64
+        );
+        drop(db);
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+}

@@ -1,0 +1,1174 @@
+//! `cairn plan`: the model calculator. For a number of leaves and each
+//! arity, the figures that decide a tree's shape: depth, proof sizes, memory
+//! and disk for the tree and the nullifier set, hashing work, and the circuit
+//! cost models that rotortree fitted; then a recommendation with its reason.
+//!
+//! Everything is integer arithmetic on the shape (`cairn_core::shape`), the
+//! binary proof layout (docs/spec.md 7.1) and the storage format
+//! (docs/file-format.md). Nothing here builds a tree; the unit tests check
+//! the model against trees the core builds, so it cannot drift from the
+//! encoders.
+
+use std::fmt::Write as _;
+
+use cairn_core::level::SEGMENT_LEN;
+use cairn_core::{Arity, HashKind, shape};
+
+use crate::args::{parse_arity, parse_hash_kind};
+use crate::failure::Failure;
+use crate::output;
+
+/// The long help of the command.
+pub(crate) const LONG_ABOUT: &str = "\
+Print the model of a tree holding L leaves at each arity (2, 4, 8 and 16, or the one given with \
+--arity), each at the smallest maximum depth that holds L, then a recommended arity with its \
+reason. Nothing is built or measured: every figure is computed from the tree's shape, the proof \
+encoding (docs/spec.md) and the storage format (docs/file-format.md).
+
+--leaves takes a count (not a file): 278827, 278_827, 278,827, 1e6, 2.5e6, 1M (K, M, G, T are \
+powers of 1000; Ki, Mi, Gi, Ti powers of 1024) or 2^30; at least 1 and at most 2^56.
+
+Figures, per arity N:
+  depth: ceil(log_N L), 0 for one leaf; the maximum depth D is the smallest that holds L, so D = \
+depth, and capacity = N^D leaves.
+  proof bytes: the binary encodings (docs/spec.md 7.1). Membership: the largest over every leaf \
+(leaf 0, whose group is full at every level, reaches it). Consistency to size L: the largest over \
+every old size from 1 to L (old size 1 reaches it; it has the same size as the largest membership \
+proof: the same header, one leaf and the same siblings).
+  tree memory: 32 bytes per node, every level in memory. Resident with level 0 tiered: the same \
+minus level 0's complete final segments (of 65,536 leaves, 2 MiB), which a checkpoint serves from \
+mappings of the log (the store's default).
+  tree on disk: the bytes a store holding L leaves wrote after one bulk load and a checkpoint: \
+the 40-byte meta; per log file of 2^21 leaves (the default) a 4096-byte header and one 32-byte \
+frame (every further group commit adds a frame); 32 bytes per leaf; per level above 0 with final \
+nodes a 4096-byte header and 32 bytes per final node (all but the level's last); the checkpoint, \
+68 + 40 x (depth + 1) bytes. Before file-system block rounding.
+  hash work: the hash's block operations (BLAKE3 and SHA-256 compressions of 64-byte blocks, \
+Keccak-f permutations of 136-byte blocks, Poseidon permutations of width group + 1, which cost \
+more the wider they are) to verify the largest membership proof, and to build the whole tree \
+(shown per leaf in the table).
+  circuit models: Jolt execution cycles and Noir (UltraHonk via bb) expression width and circuit \
+size, as fitted by rotortree 0.20 (its README) for N = 2, 4, 8 and 16 only; they are rotortree's \
+fitted models, not measured by cairn, and shown as n/a for other arities rather than extrapolated:
+    Jolt cycles ~ 2948.4 + 1832.9 N D + (899.5 + 2993.8 N - 103.4 N^2) d
+    Noir expression width = 68 + (217 N - 100) d
+    Noir circuit size = 2962 + 30 N + (551 N^2 + 2629 N - 2448) d
+  with D the maximum depth and d the depth (equal here). Jolt cycles are rounded to the nearest \
+whole cycle.
+  nullifier set (the same at every arity): 10 to 12.5 bytes per value in memory and again in its \
+disk checkpoint (8-byte slots in an open-addressing table kept between 64% and 80% full).
+
+Recommendation rule, among the arities shown: under poseidon, the fewest Noir/UltraHonk gates \
+(the fitted circuit size), because a Poseidon tree is there to be proven in circuits; under \
+blake3, sha256 and keccak256, the fewest hash block operations to verify the largest membership \
+proof, because every client pays that for every proof, in a chain that cannot run in parallel \
+(the build work is shown but not weighed: the server pays it once per leaf). Ties go to the \
+smaller membership proof, then to the smaller arity. With --arity the one arity given is the \
+recommendation, and the reason gives its figures.
+
+--json prints one line:
+  {\"leaves\":L,\"hash\":\"blake3\",\"log_file_leaves\":2097152,\"segment_leaves\":65536,
+   \"hash_work_unit\":\"blake3 compressions\",\"arities\":[{..},..],
+   \"set\":{\"memory_bytes_min\":..,\"memory_bytes_max\":..,\"disk_bytes_min\":..,\"disk_bytes_max\":..},
+   \"recommendation\":{\"arity\":N,\"reason\":\"..\"},\"rule\":\"..\",\"circuit_models\":\"..\"}
+with one object per arity, its fields in this order:
+  arity, depth, max_depth, capacity, nodes,
+  membership_proof_bytes_max, consistency_proof_bytes_max,
+  tree_memory_bytes, tree_resident_bytes_level0_tiered, tree_disk_bytes,
+  verify_hash_blocks_max, build_hash_blocks,
+  jolt_cycles, noir_expression_width, noir_circuit_size (null where rotortree fitted no model).
+Every count is a whole number of bytes, nodes, leaves, blocks, cycles or gates.";
+
+/// Model a tree of L leaves at each arity and recommend one.
+#[derive(clap::Args, Debug)]
+pub struct PlanCmd {
+    /// How many leaves the tree must hold (a count, not a file): 278827, 1e6, 2.5M, 16Mi, 2^30.
+    #[arg(long, value_name = "L", value_parser = parse_leaves)]
+    leaves: u64,
+    /// Model only this arity (2 to 16) instead of 2, 4, 8 and 16.
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity)]
+    arity: Option<Arity>,
+    /// Node hash: blake3, sha256, keccak256 or poseidon; decides what the recommendation weighs.
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, default_value = "blake3")]
+    hash: HashKind,
+    /// Print the figures as one line of JSON (its fields are listed in --help).
+    #[arg(long)]
+    json: bool,
+}
+
+impl PlanCmd {
+    pub(crate) fn run(self) -> Result<(), Failure> {
+        let plan = Plan::new(self.leaves, self.arity, self.hash);
+        if self.json {
+            output::line(&plan.json())
+        } else {
+            output::line(plan.table().trim_end())
+        }
+    }
+}
+
+/// The largest count a plan models: every byte figure then fits in a u64.
+pub const MAX_LEAVES: u64 = 1 << 56;
+
+/// The arities modelled when none is given.
+pub const DEFAULT_ARITIES: [u64; 4] = [2, 4, 8, 16];
+
+/// Storage constants, from docs/file-format.md (`crates/store/src/format.rs`
+/// and `config.rs`; the CLI does not depend on the store crate).
+pub mod store_format {
+    /// Leaves per log file: 2^21, the default (`DEFAULT_LOG_SHIFT`).
+    pub const LOG_FILE_LEAVES: u64 = 1 << 21;
+    /// The header of a log file and of a level file: one 4 KiB page.
+    pub const FILE_HEADER_BYTES: u64 = 4096;
+    /// One frame per group commit per log file.
+    pub const FRAME_BYTES: u64 = 32;
+    /// `cairn.meta`.
+    pub const META_BYTES: u64 = 40;
+    /// The checkpoint's fixed part: a 64-byte header and a 4-byte CRC.
+    pub const CHECKPOINT_FIXED_BYTES: u64 = 68;
+    /// The checkpoint's bytes per level: `final_len` and the last node.
+    pub const CHECKPOINT_LEVEL_BYTES: u64 = 40;
+}
+
+/// The nullifier set's cost per value, from its design (the database
+/// crate, `crates/db/src/set/table.rs`): an open-addressing table of 8-byte
+/// slots (a 28-bit keyed fingerprint and a 36-bit leaf index), grown by
+/// 1.25x when 80% full,
+/// so between 64% and 80% full: 8 / 0.8 = 10 to 8 / 0.64 = 12.5 bytes per
+/// value in memory, and the same again in its disk checkpoint.
+pub mod set_model {
+    /// Bytes per slot.
+    pub const SLOT_BYTES: u64 = 8;
+    /// The load at which the table grows (percent): the fullest it gets.
+    pub const MAX_LOAD_PERCENT: u64 = 80;
+    /// The load right after growing by 1.25x (percent): the emptiest it gets.
+    pub const MIN_LOAD_PERCENT: u64 = 64;
+    /// The 36-bit leaf index in a slot (plus one; 0 marks an empty slot):
+    /// the most values the set can hold.
+    pub const MAX_VALUES: u64 = (1 << 36) - 1;
+
+    /// Bytes for `values` at the fullest load (10 per value).
+    pub fn bytes_min(values: u64) -> u64 {
+        bytes_at(values, MAX_LOAD_PERCENT)
+    }
+
+    /// Bytes for `values` at the emptiest load (12.5 per value).
+    pub fn bytes_max(values: u64) -> u64 {
+        bytes_at(values, MIN_LOAD_PERCENT)
+    }
+
+    /// Slot bytes for `values` at `load_percent`, rounded up (in u128: at
+    /// 2^56 values the product exceeds u64; the result does not).
+    fn bytes_at(values: u64, load_percent: u64) -> u64 {
+        let bytes =
+            (u128::from(values) * u128::from(SLOT_BYTES) * 100).div_ceil(u128::from(load_percent));
+        u64::try_from(bytes).expect("at most 12.5 x 2^56 bytes")
+    }
+}
+
+/// Where the circuit models come from; printed with them.
+pub const CIRCUIT_MODELS_SOURCE: &str = "Jolt cycles and Noir (UltraHonk via bb) expression width \
+and circuit size are fitted by rotortree 0.20 (its README) for N = 2, 4, 8, 16, not measured by \
+cairn; D = d here";
+
+/// The recommendation rule; printed with the recommendation.
+pub const RULE: &str = "poseidon: fewest Noir/UltraHonk gates (fitted circuit size); blake3, \
+sha256, keccak256: fewest hash block operations to verify the largest membership proof; ties: \
+smaller proof, then smaller arity";
+
+/// The arities rotortree fitted its circuit models for.
+const FITTED_ARITIES: [u64; 4] = [2, 4, 8, 16];
+
+/// Bytes of the binary proof header (docs/spec.md 7.1): version, kind,
+/// arity, hash id, two u64s. Then 32 bytes per value.
+const PROOF_HEADER_BYTES: u64 = 20;
+
+/// The binary membership proof of leaf `index` in a tree of `size` leaves:
+/// the header, the leaf and its siblings.
+pub fn membership_proof_bytes(index: u64, size: u64, arity: Arity) -> u64 {
+    let siblings = shape::membership_sibling_count(index, size, arity) as u64;
+    PROOF_HEADER_BYTES + 32 * (1 + siblings)
+}
+
+/// The binary consistency proof from `old_size` to `new_size`: the header,
+/// the edge leaf when `old_size > 0`, and the hashes.
+pub fn consistency_proof_bytes(old_size: u64, new_size: u64, arity: Arity) -> u64 {
+    let hashes = shape::consistency_hash_count(old_size, new_size, arity) as u64;
+    PROOF_HEADER_BYTES + 32 * (u64::from(old_size > 0) + hashes)
+}
+
+/// The block operations one hash of `children` 32-byte children costs.
+pub fn hash_blocks(hash: HashKind, children: u64) -> u64 {
+    let bytes = 32 * children;
+    match hash {
+        // One chunk (at most 16 x 32 = 512 of its 1024 bytes): one
+        // compression per 64-byte block, the last one full, no padding block.
+        HashKind::Blake3 => bytes.div_ceil(64),
+        // 64-byte blocks after appending 0x80 and the 8-byte bit length.
+        HashKind::Sha256 => (bytes + 9).div_ceil(64),
+        // Keccak-f[1600] per 136-byte block; the padding takes at least a byte.
+        HashKind::Keccak256 => bytes / 136 + 1,
+        // One permutation of width children + 1.
+        HashKind::Poseidon => 1,
+    }
+}
+
+/// What the table and JSON call a block operation of `hash`.
+pub fn hash_work_unit(hash: HashKind) -> &'static str {
+    match hash {
+        HashKind::Blake3 => "blake3 compressions",
+        HashKind::Sha256 => "sha256 compressions",
+        HashKind::Keccak256 => "keccak256 permutations",
+        HashKind::Poseidon => "poseidon permutations",
+    }
+}
+
+/// rotortree's fitted Jolt execution cycles, rounded to the nearest cycle,
+/// for `n` in 2, 4, 8, 16 (max depth `max_depth`, depth `depth`).
+pub fn jolt_cycles(n: u64, max_depth: u64, depth: u64) -> Option<u64> {
+    FITTED_ARITIES.contains(&n).then(|| {
+        // In tenths, to stay in integers: 2948.4 + 1832.9 N D + (899.5 +
+        // 2993.8 N - 103.4 N^2) d. The per-level term is positive for every
+        // fitted N (223,299 tenths at N = 16).
+        let tenths = 29_484 + 18_329 * n * max_depth + (8_995 + 29_938 * n - 1_034 * n * n) * depth;
+        (tenths + 5) / 10
+    })
+}
+
+/// rotortree's fitted Noir (UltraHonk via bb) expression width.
+pub fn noir_expression_width(n: u64, depth: u64) -> Option<u64> {
+    FITTED_ARITIES
+        .contains(&n)
+        .then(|| 68 + (217 * n - 100) * depth)
+}
+
+/// rotortree's fitted Noir (UltraHonk via bb) circuit size, in gates.
+pub fn noir_circuit_size(n: u64, depth: u64) -> Option<u64> {
+    FITTED_ARITIES
+        .contains(&n)
+        .then(|| 2962 + 30 * n + (551 * n * n + 2629 * n - 2448) * depth)
+}
+
+/// The model of one arity. The fields are the JSON keys, in the JSON's
+/// order (see [`LONG_ABOUT`]); `None` is `null` (no fitted model).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArityPlan {
+    pub arity: u64,
+    pub depth: u64,
+    pub max_depth: u64,
+    pub capacity: u64,
+    pub nodes: u64,
+    pub membership_proof_bytes_max: u64,
+    pub consistency_proof_bytes_max: u64,
+    pub tree_memory_bytes: u64,
+    pub tree_resident_bytes_level0_tiered: u64,
+    pub tree_disk_bytes: u64,
+    pub verify_hash_blocks_max: u64,
+    pub build_hash_blocks: u64,
+    pub jolt_cycles: Option<u64>,
+    pub noir_expression_width: Option<u64>,
+    pub noir_circuit_size: Option<u64>,
+}
+
+impl ArityPlan {
+    /// The model of a tree of `leaves` (1..=`MAX_LEAVES`) leaves at `arity`
+    /// under `hash`.
+    pub fn new(leaves: u64, arity: Arity, hash: HashKind) -> ArityPlan {
+        assert!((1..=MAX_LEAVES).contains(&leaves), "leaves {leaves}");
+        let n = arity.as_u64();
+        let depth = shape::depth(leaves, arity);
+        let lens: Vec<u64> = (0..=depth)
+            .map(|level| shape::level_len(leaves, arity, level))
+            .collect();
+        let nodes: u64 = lens.iter().sum();
+        let depth = u64::from(depth);
+        // The smallest maximum depth that holds `leaves` is the depth itself.
+        let max_depth = depth;
+        let capacity = n.pow(max_depth as u32);
+
+        // Level 0's complete final segments: final leaves are all but the
+        // last (the checkpoint's `final_len` of level 0 is size - 1).
+        let tiered = (leaves - 1) / SEGMENT_LEN as u64 * SEGMENT_LEN as u64;
+
+        let log_files = leaves.div_ceil(store_format::LOG_FILE_LEAVES);
+        let log_bytes =
+            log_files * (store_format::FILE_HEADER_BYTES + store_format::FRAME_BYTES) + 32 * leaves;
+        // Levels 1..depth have final nodes; the root level (one node) has
+        // none and gets no file.
+        let level_file_bytes: u64 = lens
+            .iter()
+            .skip(1)
+            .filter(|&&len| len > 1)
+            .map(|&len| store_format::FILE_HEADER_BYTES + 32 * (len - 1))
+            .sum();
+        let checkpoint_bytes = store_format::CHECKPOINT_FIXED_BYTES
+            + store_format::CHECKPOINT_LEVEL_BYTES * (depth + 1);
+        let disk = store_format::META_BYTES + log_bytes + level_file_bytes + checkpoint_bytes;
+
+        // Leaf 0's group at every level is as full as a group there can be.
+        let verify_blocks = shape::Path::new(0, leaves, arity)
+            .filter(|step| step.hashes())
+            .map(|step| hash_blocks(hash, step.group_len as u64))
+            .sum();
+        let build_blocks = lens
+            .iter()
+            .take(depth as usize)
+            .map(|&len| {
+                let partial = len % n;
+                (len / n) * hash_blocks(hash, n)
+                    + if partial > 1 {
+                        hash_blocks(hash, partial)
+                    } else {
+                        0
+                    }
+            })
+            .sum();
+
+        ArityPlan {
+            arity: n,
+            depth,
+            max_depth,
+            capacity,
+            nodes,
+            membership_proof_bytes_max: membership_proof_bytes(0, leaves, arity),
+            consistency_proof_bytes_max: consistency_proof_bytes(1, leaves, arity),
+            tree_memory_bytes: 32 * nodes,
+            tree_resident_bytes_level0_tiered: 32 * (nodes - tiered),
+            tree_disk_bytes: disk,
+            verify_hash_blocks_max: verify_blocks,
+            build_hash_blocks: build_blocks,
+            jolt_cycles: jolt_cycles(n, max_depth, depth),
+            noir_expression_width: noir_expression_width(n, depth),
+            noir_circuit_size: noir_circuit_size(n, depth),
+        }
+    }
+}
+
+/// The recommended arity and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recommendation {
+    pub arity: u64,
+    pub reason: String,
+}
+
+/// The whole model.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub leaves: u64,
+    pub hash: HashKind,
+    pub arities: Vec<ArityPlan>,
+    pub recommendation: Recommendation,
+}
+
+impl Plan {
+    /// The model of `leaves` leaves at `arity`, or at 2, 4, 8 and 16.
+    pub fn new(leaves: u64, arity: Option<Arity>, hash: HashKind) -> Plan {
+        let arities: Vec<ArityPlan> = match arity {
+            Some(arity) => vec![ArityPlan::new(leaves, arity, hash)],
+            None => DEFAULT_ARITIES
+                .iter()
+                .map(|&n| ArityPlan::new(leaves, Arity::new(n).expect("a valid arity"), hash))
+                .collect(),
+        };
+        let recommendation = recommend(&arities, hash);
+        Plan {
+            leaves,
+            hash,
+            arities,
+            recommendation,
+        }
+    }
+
+    /// The one-line JSON documented in the long help.
+    pub fn json(&self) -> String {
+        let opt = |value: Option<u64>| value.map_or_else(|| "null".to_owned(), |v| v.to_string());
+        let arities: Vec<String> = self
+            .arities
+            .iter()
+            .map(|a| {
+                format!(
+                    concat!(
+                        r#"{{"arity":{},"depth":{},"max_depth":{},"capacity":{},"nodes":{},"#,
+                        r#""membership_proof_bytes_max":{},"consistency_proof_bytes_max":{},"#,
+                        r#""tree_memory_bytes":{},"tree_resident_bytes_level0_tiered":{},"#,
+                        r#""tree_disk_bytes":{},"verify_hash_blocks_max":{},"build_hash_blocks":{},"#,
+                        r#""jolt_cycles":{},"noir_expression_width":{},"noir_circuit_size":{}}}"#
+                    ),
+                    a.arity,
+                    a.depth,
+                    a.max_depth,
+                    a.capacity,
+                    a.nodes,
+                    a.membership_proof_bytes_max,
+                    a.consistency_proof_bytes_max,
+                    a.tree_memory_bytes,
+                    a.tree_resident_bytes_level0_tiered,
+                    a.tree_disk_bytes,
+                    a.verify_hash_blocks_max,
+                    a.build_hash_blocks,
+                    opt(a.jolt_cycles),
+                    opt(a.noir_expression_width),
+                    opt(a.noir_circuit_size),
+                )
+            })
+            .collect();
+        format!(
+            concat!(
+                r#"{{"leaves":{},"hash":{},"log_file_leaves":{},"segment_leaves":{},"#,
+                r#""hash_work_unit":{},"arities":[{}],"#,
+                r#""set":{{"memory_bytes_min":{},"memory_bytes_max":{},"disk_bytes_min":{},"disk_bytes_max":{}}},"#,
+                r#""recommendation":{{"arity":{},"reason":{}}},"rule":{},"circuit_models":{}}}"#
+            ),
+            self.leaves,
+            json_string(self.hash.name()),
+            store_format::LOG_FILE_LEAVES,
+            SEGMENT_LEN,
+            json_string(hash_work_unit(self.hash)),
+            arities.join(","),
+            set_model::bytes_min(self.leaves),
+            set_model::bytes_max(self.leaves),
+            set_model::bytes_min(self.leaves),
+            set_model::bytes_max(self.leaves),
+            self.recommendation.arity,
+            json_string(&self.recommendation.reason),
+            json_string(RULE),
+            json_string(CIRCUIT_MODELS_SOURCE),
+        )
+    }
+
+    /// The table printed by default.
+    pub fn table(&self) -> String {
+        let unit = hash_work_unit(self.hash);
+        let fitted = |value: Option<u64>| value.map_or_else(|| "n/a".to_owned(), group);
+        let mut cells: Vec<(String, Vec<String>)> = Vec::new();
+        let mut row = |label: &str, cell: &dyn Fn(&ArityPlan) -> String| {
+            cells.push((label.to_owned(), self.arities.iter().map(cell).collect()));
+        };
+        row("arity N", &|a| a.arity.to_string());
+        row("depth (= max depth D)", &|a| a.depth.to_string());
+        row("capacity at D (leaves)", &|a| group(a.capacity));
+        row("membership proof, max (bytes)", &|a| {
+            group(a.membership_proof_bytes_max)
+        });
+        row("consistency proof, max (bytes)", &|a| {
+            group(a.consistency_proof_bytes_max)
+        });
+        row("tree nodes", &|a| group(a.nodes));
+        row("tree memory, all levels", &|a| {
+            human_bytes(a.tree_memory_bytes)
+        });
+        row("tree resident, level 0 tiered", &|a| {
+            human_bytes(a.tree_resident_bytes_level0_tiered)
+        });
+        row("tree on disk", &|a| human_bytes(a.tree_disk_bytes));
+        row(&format!("{unit}: verify, max"), &|a| {
+            group(a.verify_hash_blocks_max)
+        });
+        row(&format!("{unit}: build, per leaf"), &|a| {
+            per_leaf(a.build_hash_blocks, self.leaves)
+        });
+        row("Jolt cycles (fitted*)", &|a| fitted(a.jolt_cycles));
+        row("Noir expression width (fitted*)", &|a| {
+            fitted(a.noir_expression_width)
+        });
+        row("Noir circuit size, gates (fitted*)", &|a| {
+            fitted(a.noir_circuit_size)
+        });
+        let label_width = cells.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 2;
+        let cell_width = cells
+            .iter()
+            .flat_map(|(_, c)| c.iter().map(String::len))
+            .max()
+            .unwrap_or(0)
+            .max(10)
+            + 2;
+
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "cairn plan: {} leaves, hash {}, each arity at the smallest max depth that holds them",
+            group(self.leaves),
+            self.hash
+        );
+        out.push('\n');
+        for (label, row) in &cells {
+            let _ = write!(out, "{label:<label_width$}");
+            for cell in row {
+                let _ = write!(out, "{cell:>cell_width$}");
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "nullifier set (any arity): memory {} to {}, disk checkpoint the same (10 to 12.5 bytes a value)",
+            human_bytes(set_model::bytes_min(self.leaves)),
+            human_bytes(set_model::bytes_max(self.leaves)),
+        );
+        if self.leaves > set_model::MAX_VALUES {
+            let _ = writeln!(
+                out,
+                "note: the nullifier set's 36-bit leaf index holds at most 2^36 - 1 values, fewer than {}",
+                group(self.leaves)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "proofs: the largest binary proofs (membership of leaf 0, consistency from size 1)"
+        );
+        let _ = writeln!(
+            out,
+            "disk: after one bulk load and a checkpoint, 2^21-leaf log files with one frame each"
+        );
+        let _ = writeln!(
+            out,
+            "hash work: {unit}, counted from the hash's block size, not timed"
+        );
+        let _ = writeln!(
+            out,
+            "* {CIRCUIT_MODELS_SOURCE}; n/a: no fitted model for that arity"
+        );
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "recommendation: N = {}. {}",
+            self.recommendation.arity, self.recommendation.reason
+        );
+        let _ = writeln!(out, "rule: {RULE}");
+        out
+    }
+}
+
+/// The recommendation among `arities` under `hash` (the rule in [`RULE`]).
+pub fn recommend(arities: &[ArityPlan], hash: HashKind) -> Recommendation {
+    let unit = hash_work_unit(hash);
+    if let [only] = arities {
+        let reason = match (hash, only.noir_circuit_size) {
+            (HashKind::Poseidon, Some(gates)) => format!(
+                "It is the only arity asked for: a Poseidon membership circuit of about {} Noir/UltraHonk gates \
+                 (rotortree's fitted model, not measured by cairn) and proofs of at most {} bytes.",
+                group(gates),
+                group(only.membership_proof_bytes_max)
+            ),
+            (HashKind::Poseidon, None) => format!(
+                "It is the only arity asked for; rotortree fitted no circuit model for N = {}, and its proofs take at most {} bytes.",
+                only.arity,
+                group(only.membership_proof_bytes_max)
+            ),
+            _ => format!(
+                "It is the only arity asked for: {} {unit} to verify the largest membership proof, of {} bytes.",
+                group(only.verify_hash_blocks_max),
+                group(only.membership_proof_bytes_max)
+            ),
+        };
+        return Recommendation {
+            arity: only.arity,
+            reason,
+        };
+    }
+    let (key, what): (fn(&ArityPlan) -> Option<u64>, String) = match hash {
+        HashKind::Poseidon => (
+            |a| a.noir_circuit_size,
+            "Noir/UltraHonk gates for a Poseidon membership circuit (rotortree's fitted model, not measured by cairn)".to_owned(),
+        ),
+        _ => (
+            |a| Some(a.verify_hash_blocks_max),
+            format!("{unit} to verify the largest membership proof"),
+        ),
+    };
+    let mut ranked: Vec<(&ArityPlan, u64)> = arities
+        .iter()
+        .filter_map(|a| key(a).map(|k| (a, k)))
+        .collect();
+    ranked.sort_by_key(|&(a, k)| (k, a.membership_proof_bytes_max, a.arity));
+    let Some(&(best, best_key)) = ranked.first() else {
+        // Unreachable with the default arities (all fitted); kept total.
+        let smallest = arities
+            .iter()
+            .min_by_key(|a| (a.membership_proof_bytes_max, a.arity))
+            .expect("at least one arity");
+        return Recommendation {
+            arity: smallest.arity,
+            reason: format!(
+                "No arity shown has a fitted circuit model, so the smallest proof ({} bytes) decides.",
+                group(smallest.membership_proof_bytes_max)
+            ),
+        };
+    };
+    let tied: Vec<&ArityPlan> = ranked
+        .iter()
+        .skip(1)
+        .filter(|&&(_, k)| k == best_key)
+        .map(|&(a, _)| a)
+        .collect();
+    let mut reason = if tied.is_empty() {
+        match ranked.get(1) {
+            Some(&(next, next_key)) => format!(
+                "Fewest {what}: {} against {} at N = {}; its proofs take at most {} bytes",
+                group(best_key),
+                group(next_key),
+                next.arity,
+                group(best.membership_proof_bytes_max)
+            ),
+            None => format!(
+                "Fewest {what}: {}; its proofs take at most {} bytes",
+                group(best_key),
+                group(best.membership_proof_bytes_max)
+            ),
+        }
+    } else {
+        let others: Vec<String> = tied.iter().map(|a| format!("N = {}", a.arity)).collect();
+        let proofs = if tied
+            .iter()
+            .all(|a| a.membership_proof_bytes_max > best.membership_proof_bytes_max)
+        {
+            format!(
+                "the smaller proof decides: {} bytes against {} at N = {}",
+                group(best.membership_proof_bytes_max),
+                group(tied[0].membership_proof_bytes_max),
+                tied[0].arity
+            )
+        } else {
+            "the proofs are the same size, so the smaller arity decides".to_owned()
+        };
+        format!(
+            "Fewest {what}: {}, tied with {}; {proofs}",
+            group(best_key),
+            others.join(" and ")
+        )
+    };
+    if hash == HashKind::Poseidon {
+        let jolt_best = arities
+            .iter()
+            .filter_map(|a| a.jolt_cycles.map(|c| (c, a.arity)))
+            .min();
+        if let Some((cycles, n)) = jolt_best
+            && n != best.arity
+        {
+            let _ = write!(
+                reason,
+                "; in Jolt, the fitted cycles are lowest at N = {n} ({})",
+                group(cycles)
+            );
+        }
+    }
+    reason.push('.');
+    Recommendation {
+        arity: best.arity,
+        reason,
+    }
+}
+
+/// Parses a leaf count: digits (with `_` or `,` between them), an optional
+/// fraction and exponent (`2.5e6`), a suffix K, M, G, T (powers of 1000) or
+/// Ki, Mi, Gi, Ti (powers of 1024), or `B^E`. The result must be a whole
+/// number from 1 to [`MAX_LEAVES`].
+pub fn parse_leaves(text: &str) -> Result<u64, String> {
+    let value = parse_count(text.trim()).ok_or_else(|| {
+        format!(
+            "{text:?} is not a leaf count: want a whole number such as 278827, 1e6, 2.5M, 16Mi or 2^30"
+        )
+    })?;
+    match value {
+        Count::Whole(0) => Err("a plan needs at least 1 leaf".to_owned()),
+        Count::Whole(n) if n <= u128::from(MAX_LEAVES) => Ok(n as u64),
+        Count::Whole(_) | Count::TooLarge => {
+            Err(format!("{text} leaves is more than the 2^56 a plan models"))
+        }
+        Count::Fraction => Err(format!("{text} is not a whole number of leaves")),
+    }
+}
+
+/// A parsed count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Count {
+    Whole(u128),
+    TooLarge,
+    Fraction,
+}
+
+/// `None` when `text` is not a count at all.
+fn parse_count(text: &str) -> Option<Count> {
+    let all_digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if let Some((base, exponent)) = text.split_once('^') {
+        let base = parse_digits(base.trim())?;
+        let exponent = exponent.trim();
+        if !all_digits(exponent) {
+            return None;
+        }
+        let value = base
+            .parse::<u128>()
+            .ok()
+            .zip(exponent.parse::<u32>().ok())
+            .and_then(|(b, e)| b.checked_pow(e));
+        return Some(value.map_or(Count::TooLarge, Count::Whole));
+    }
+    const SUFFIXES: [(&str, u128); 8] = [
+        ("ki", 1 << 10),
+        ("mi", 1 << 20),
+        ("gi", 1 << 30),
+        ("ti", 1 << 40),
+        ("k", 1_000),
+        ("m", 1_000_000),
+        ("g", 1_000_000_000),
+        ("t", 1_000_000_000_000),
+    ];
+    let lower = text.to_ascii_lowercase();
+    let (number, multiplier) = SUFFIXES
+        .iter()
+        .find_map(|&(suffix, m)| lower.strip_suffix(suffix).map(|rest| (rest, m)))
+        .unwrap_or((lower.as_str(), 1));
+    let (mantissa, exponent) = match number.split_once('e') {
+        Some((mantissa, exponent)) => {
+            let exponent = exponent.strip_prefix('+').unwrap_or(exponent);
+            if !all_digits(exponent) {
+                return None;
+            }
+            (mantissa, exponent.parse::<i64>().unwrap_or(i64::MAX / 2))
+        }
+        None => (number, 0),
+    };
+    let (whole, fraction) = match mantissa.split_once('.') {
+        Some((whole, fraction)) if all_digits(fraction) => (whole, fraction),
+        Some(_) => return None,
+        None => (mantissa, ""),
+    };
+    let whole = parse_digits(whole)?;
+    // The value is (whole ‖ fraction) x 10^(exponent - len(fraction)) x multiplier.
+    let digits = format!("{whole}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    if digits.is_empty() {
+        return Some(Count::Whole(0));
+    }
+    let Ok(value) = digits.parse::<u128>() else {
+        return Some(Count::TooLarge);
+    };
+    let Some(value) = value.checked_mul(multiplier) else {
+        return Some(Count::TooLarge);
+    };
+    let shift = exponent - fraction.len() as i64;
+    if shift >= 0 {
+        let power = u32::try_from(shift)
+            .ok()
+            .and_then(|s| 10u128.checked_pow(s));
+        Some(
+            power
+                .and_then(|p| value.checked_mul(p))
+                .map_or(Count::TooLarge, Count::Whole),
+        )
+    } else {
+        match u32::try_from(-shift)
+            .ok()
+            .and_then(|s| 10u128.checked_pow(s))
+        {
+            Some(p) if value.is_multiple_of(p) => Some(Count::Whole(value / p)),
+            // Non-zero digits below 10^-38 of a leaf: a fraction.
+            _ => Some(Count::Fraction),
+        }
+    }
+}
+
+/// The digits of `text`, which is digits with single `_` or `,`
+/// separators between them.
+fn parse_digits(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let (first, last) = (bytes.first()?, bytes.last()?);
+    if !first.is_ascii_digit() || !last.is_ascii_digit() {
+        return None;
+    }
+    let mut previous_separator = false;
+    for &b in bytes {
+        let separator = b == b'_' || b == b',';
+        if !(b.is_ascii_digit() || separator) || (separator && previous_separator) {
+            return None;
+        }
+        previous_separator = separator;
+    }
+    Some(text.chars().filter(char::is_ascii_digit).collect())
+}
+
+/// `text` as a JSON string.
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serialises")
+}
+
+/// `n` with thousands separators: 278,827.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `bytes` in binary units with one decimal: 8.5 MiB (bytes below 1 KiB as is).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let bytes = u128::from(bytes);
+    let mut unit = 0;
+    let mut scale: u128 = 1024;
+    loop {
+        let tenths = (bytes * 10 + scale / 2) / scale;
+        // 1023.95 KiB and up reads 1.0 MiB, not 1024.0 KiB.
+        if tenths < 10240 || unit + 1 == UNITS.len() {
+            return format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit]);
+        }
+        unit += 1;
+        scale *= 1024;
+    }
+}
+
+/// `total / leaves` with two decimals, rounded to nearest.
+fn per_leaf(total: u64, leaves: u64) -> String {
+    let hundredths = (u128::from(total) * 100 + u128::from(leaves) / 2) / u128::from(leaves);
+    format!("{}.{:02}", hundredths / 100, hundredths % 100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use cairn_core::{LeanImt, TreeConfig};
+
+    fn arity(n: u64) -> Arity {
+        Arity::new(n).unwrap()
+    }
+
+    #[test]
+    fn leaf_counts_parse_in_every_documented_form() {
+        let cases = [
+            ("278827", 278_827),
+            ("278_827", 278_827),
+            ("278,827", 278_827),
+            (" 42 ", 42),
+            ("1e6", 1_000_000),
+            ("1E6", 1_000_000),
+            ("1e+6", 1_000_000),
+            ("2.5e6", 2_500_000),
+            ("1M", 1_000_000),
+            ("1m", 1_000_000),
+            ("2.5M", 2_500_000),
+            ("3k", 3_000),
+            ("1G", 1_000_000_000),
+            ("2T", 2_000_000_000_000),
+            ("16Mi", 16 << 20),
+            ("1Ki", 1024),
+            ("1Gi", 1 << 30),
+            ("1Ti", 1 << 40),
+            ("2^30", 1 << 30),
+            ("10^6", 1_000_000),
+            ("2^56", 1 << 56),
+            ("1.5Ki", 1536),
+            ("0.5e1", 5),
+            ("1e0", 1),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_leaves(text), Ok(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_leaf_counts_are_refused_with_a_reason() {
+        for text in ["0", "0e5", "0^3", "000", "0.0"] {
+            let error = parse_leaves(text).unwrap_err();
+            assert!(error.contains("at least 1"), "{text}: {error}");
+        }
+        for text in ["1.5", "1e-3", "2.5e0", "1.0001K"] {
+            let error = parse_leaves(text).unwrap_err();
+            assert!(
+                error.contains("whole number") || error.contains("not a leaf count"),
+                "{text}: {error}"
+            );
+        }
+        for text in [
+            "2^57",
+            "1e18",
+            "1e999",
+            "99999999999999999999999999999999999999999",
+        ] {
+            let error = parse_leaves(text).unwrap_err();
+            assert!(error.contains("more than the 2^56"), "{text}: {error}");
+        }
+        for text in [
+            "", "abc", "-5", "+5", "1x", "1MM", "1e", "e6", "2^", "^3", "2^-1", "1__0", "_1", "1_",
+            "1.", ".5", "1.2.3", "0x10", "1 000", "1e6e2",
+        ] {
+            let error = parse_leaves(text).unwrap_err();
+            assert!(error.contains("not a leaf count"), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_shape_matches_trees_the_core_builds() {
+        for n in [2, 3, 4, 5, 8, 16] {
+            for size in [1, 2, 3, 15, 16, 17, 1000] {
+                let leaves = cairn_testkit::leaves(3, size);
+                let tree =
+                    LeanImt::from_leaves(TreeConfig::new(arity(n), HashKind::Blake3), &leaves)
+                        .unwrap();
+                let plan = ArityPlan::new(size as u64, arity(n), HashKind::Blake3);
+                assert_eq!(plan.depth, u64::from(tree.depth()), "N {n} size {size}");
+                let nodes: usize = tree.levels().iter().map(|level| level.len()).sum();
+                assert_eq!(plan.nodes, nodes as u64, "N {n} size {size}");
+                assert_eq!(plan.tree_memory_bytes, 32 * nodes as u64);
+                assert!(plan.capacity >= size as u64);
+                assert!(plan.depth == 0 || plan.capacity / n < size as u64);
+            }
+        }
+    }
+
+    /// The proof sizes of the model against every proof the core encodes
+    /// for a 1000-leaf tree: the maximum over every leaf and every old size.
+    #[test]
+    fn proof_sizes_match_the_encoder_for_every_position() {
+        let size = 1000u64;
+        let leaves = cairn_testkit::leaves(5, size as usize);
+        for n in [2, 3, 4, 7, 8, 16] {
+            let mut tree =
+                LeanImt::from_leaves(TreeConfig::new(arity(n), HashKind::Sha256), &leaves).unwrap();
+            let mut membership_max = 0;
+            for index in 0..size {
+                let bytes = tree.prove(index).unwrap().to_bytes().len() as u64;
+                assert_eq!(bytes, membership_proof_bytes(index, size, arity(n)));
+                membership_max = membership_max.max(bytes);
+            }
+            let mut consistency_max = 0;
+            for old in 0..=size {
+                let bytes = tree.prove_consistency(old, size).unwrap().to_bytes().len() as u64;
+                assert_eq!(bytes, consistency_proof_bytes(old, size, arity(n)));
+                if old > 0 {
+                    consistency_max = consistency_max.max(bytes);
+                }
+            }
+            let plan = ArityPlan::new(size, arity(n), HashKind::Sha256);
+            assert_eq!(plan.membership_proof_bytes_max, membership_max, "N {n}");
+            assert_eq!(plan.consistency_proof_bytes_max, consistency_max, "N {n}");
+        }
+    }
+
+    /// Leaf 0 and old size 1 reach the largest proofs at every size, and the
+    /// verification work is the largest there too.
+    #[test]
+    fn leaf_0_and_old_size_1_are_the_worst_cases() {
+        for n in 2..=16 {
+            for size in 1..=300u64 {
+                let a = arity(n);
+                let plan = ArityPlan::new(size, a, HashKind::Keccak256);
+                let membership = (0..size)
+                    .map(|i| membership_proof_bytes(i, size, a))
+                    .max()
+                    .unwrap();
+                let consistency = (1..=size)
+                    .map(|m| consistency_proof_bytes(m, size, a))
+                    .max()
+                    .unwrap();
+                assert_eq!(plan.membership_proof_bytes_max, membership);
+                assert_eq!(plan.consistency_proof_bytes_max, consistency);
+                for hash in HashKind::ALL {
+                    let verify = (0..size)
+                        .map(|i| {
+                            shape::Path::new(i, size, a)
+                                .filter(|s| s.hashes())
+                                .map(|s| hash_blocks(hash, s.group_len as u64))
+                                .sum::<u64>()
+                        })
+                        .max()
+                        .unwrap();
+                    assert_eq!(ArityPlan::new(size, a, hash).verify_hash_blocks_max, verify);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hash_blocks_follow_each_hash_s_block_size() {
+        // BLAKE3: 64-byte blocks, no padding block.
+        assert_eq!(hash_blocks(HashKind::Blake3, 2), 1);
+        assert_eq!(hash_blocks(HashKind::Blake3, 3), 2);
+        assert_eq!(hash_blocks(HashKind::Blake3, 16), 8);
+        // SHA-256: 64 bytes + 9 of padding need a second block.
+        assert_eq!(hash_blocks(HashKind::Sha256, 1), 1);
+        assert_eq!(hash_blocks(HashKind::Sha256, 2), 2);
+        assert_eq!(hash_blocks(HashKind::Sha256, 4), 3);
+        assert_eq!(hash_blocks(HashKind::Sha256, 16), 9);
+        // Keccak-256: rate 136; 128 bytes fit one block, 136 do not.
+        assert_eq!(hash_blocks(HashKind::Keccak256, 4), 1);
+        assert_eq!(hash_blocks(HashKind::Keccak256, 5), 2);
+        assert_eq!(hash_blocks(HashKind::Keccak256, 8), 2);
+        assert_eq!(hash_blocks(HashKind::Keccak256, 16), 4);
+        assert_eq!(hash_blocks(HashKind::Poseidon, 16), 1);
+    }
+
+    #[test]
+    fn build_work_counts_every_hashed_group_once() {
+        // 10 leaves at N = 4: level 0 has groups of 4, 4, 2; level 1 one
+        // group of 3. BLAKE3: 2 + 2 + 1 + 2 = 7 compressions.
+        let plan = ArityPlan::new(10, arity(4), HashKind::Blake3);
+        assert_eq!(plan.build_hash_blocks, 7);
+        // 9 leaves at N = 4: the last leaf is lifted (no hash).
+        let plan = ArityPlan::new(9, arity(4), HashKind::Poseidon);
+        assert_eq!(plan.build_hash_blocks, 2 + 1);
+        assert_eq!(
+            ArityPlan::new(1, arity(2), HashKind::Blake3).build_hash_blocks,
+            0
+        );
+    }
+
+    #[test]
+    fn the_circuit_models_are_rotortree_s_formulas() {
+        // Exact values, by hand from the README's coefficients.
+        // Jolt N = 4, D = d = 10: 2948.4 + 1832.9 x 40 + (899.5 + 11975.2 -
+        // 1654.4) x 10 = 2948.4 + 73316 + 112203 = 188467.4.
+        assert_eq!(jolt_cycles(4, 10, 10), Some(188_467));
+        assert_eq!(jolt_cycles(2, 0, 0), Some(2948));
+        assert_eq!(noir_expression_width(2, 19), Some(68 + 334 * 19));
+        assert_eq!(
+            noir_circuit_size(16, 5),
+            Some(2962 + 480 + (141_056 + 42_064 - 2448) * 5)
+        );
+        for n in [3, 5, 7, 9, 15] {
+            assert_eq!(jolt_cycles(n, 3, 3), None);
+            assert_eq!(noir_expression_width(n, 3), None);
+            assert_eq!(noir_circuit_size(n, 3), None);
+        }
+    }
+
+    #[test]
+    fn memory_and_disk_follow_the_file_format() {
+        // 278,827 leaves at N = 4: levels 278827, 69707, 17427, 4357, 1090,
+        // 273, 69, 18, 5, 2, 1.
+        let lens = [
+            278_827u64, 69_707, 17_427, 4_357, 1_090, 273, 69, 18, 5, 2, 1,
+        ];
+        let plan = ArityPlan::new(278_827, arity(4), HashKind::Blake3);
+        let nodes: u64 = lens.iter().sum();
+        assert_eq!(plan.nodes, nodes);
+        // Level 0's final leaves 0..278826 hold 4 complete segments of 65,536.
+        assert_eq!(
+            plan.tree_resident_bytes_level0_tiered,
+            32 * (nodes - 4 * 65_536)
+        );
+        let levels: u64 = lens[1..10].iter().map(|len| 4096 + 32 * (len - 1)).sum();
+        let disk = 40 + (4096 + 32 + 32 * 278_827) + levels + (68 + 40 * 11);
+        assert_eq!(plan.tree_disk_bytes, disk);
+        // Exactly one segment: its last leaf is not final, so nothing tiers.
+        let plan = ArityPlan::new(65_536, arity(2), HashKind::Blake3);
+        assert_eq!(
+            plan.tree_resident_bytes_level0_tiered,
+            plan.tree_memory_bytes
+        );
+        let plan = ArityPlan::new(65_537, arity(2), HashKind::Blake3);
+        assert_eq!(
+            plan.tree_memory_bytes - plan.tree_resident_bytes_level0_tiered,
+            32 * 65_536
+        );
+        // Two log files past 2^21 leaves; one leaf: no level files.
+        let one = ArityPlan::new(1, arity(2), HashKind::Blake3);
+        assert_eq!(one.tree_disk_bytes, 40 + 4096 + 32 + 32 + 68 + 40);
+        let two_files = ArityPlan::new((1 << 21) + 1, arity(16), HashKind::Blake3);
+        let one_file = ArityPlan::new(1 << 21, arity(16), HashKind::Blake3);
+        assert_eq!((one_file.depth, two_files.depth), (6, 6));
+        // A second log file (header, frame, one leaf) and one more final
+        // node at each of levels 1 to 5 (lengths 2^17 + 1, .., 33, 3).
+        assert_eq!(
+            two_files.tree_disk_bytes - one_file.tree_disk_bytes,
+            4096 + 32 + 32 + 5 * 32
+        );
+    }
+
+    #[test]
+    fn the_set_is_10_to_12_5_bytes_a_value() {
+        assert_eq!(set_model::bytes_min(1000), 10_000);
+        assert_eq!(set_model::bytes_max(1000), 12_500);
+        assert_eq!(set_model::bytes_max(1), 13);
+    }
+
+    #[test]
+    fn the_recommendation_follows_the_rule() {
+        let poseidon = Plan::new(278_827, None, HashKind::Poseidon);
+        assert_eq!(poseidon.recommendation.arity, 2);
+        assert!(
+            poseidon
+                .recommendation
+                .reason
+                .contains("Noir/UltraHonk gates")
+        );
+        assert!(
+            poseidon
+                .recommendation
+                .reason
+                .contains("not measured by cairn")
+        );
+        assert!(
+            poseidon.recommendation.reason.contains("Jolt"),
+            "{}",
+            poseidon.recommendation.reason
+        );
+        // SHA-256 and Keccak: N = 4 verifies with the fewest blocks.
+        for hash in [HashKind::Sha256, HashKind::Keccak256] {
+            let plan = Plan::new(278_827, None, hash);
+            let best = plan
+                .arities
+                .iter()
+                .map(|a| a.verify_hash_blocks_max)
+                .min()
+                .unwrap();
+            let chosen = plan
+                .arities
+                .iter()
+                .find(|a| a.arity == plan.recommendation.arity)
+                .unwrap();
+            assert_eq!(chosen.verify_hash_blocks_max, best);
+            assert_eq!(plan.recommendation.arity, 4, "{hash}");
+        }
+        // BLAKE3: N = 2 and N = 4 tie on compressions; the smaller proof wins.
+        let blake3 = Plan::new(278_827, None, HashKind::Blake3);
+        assert_eq!(blake3.recommendation.arity, 2);
+        assert!(blake3.recommendation.reason.contains("tied with N = 4"));
+        // One arity: it is the recommendation, fitted or not.
+        let five = Plan::new(1000, Some(arity(5)), HashKind::Poseidon);
+        assert_eq!(five.recommendation.arity, 5);
+        assert!(five.recommendation.reason.contains("no circuit model"));
+        for plan in [poseidon, blake3, five] {
+            let reason = &plan.recommendation.reason;
+            assert!(reason.ends_with('.') && !reason.contains('\n'), "{reason}");
+        }
+    }
+
+    #[test]
+    fn numbers_are_formatted_for_people() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(278_827), "278,827");
+        assert_eq!(group(1_048_576), "1,048,576");
+        assert_eq!(human_bytes(660), "660 B");
+        assert_eq!(human_bytes(1024), "1.0 KiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(32 << 20), "32.0 MiB");
+        assert_eq!(human_bytes((1 << 20) - 1), "1.0 MiB");
+        assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
+        assert_eq!(per_leaf(2, 3), "0.67");
+        assert_eq!(per_leaf(1, 1), "1.00");
+    }
+
+    #[test]
+    fn the_largest_count_does_not_overflow() {
+        for n in [2, 3, 16] {
+            for hash in HashKind::ALL {
+                let plan = ArityPlan::new(MAX_LEAVES, arity(n), hash);
+                assert!(plan.tree_memory_bytes > 32 * MAX_LEAVES);
+            }
+        }
+        let plan = Plan::new(MAX_LEAVES, None, HashKind::Sha256);
+        assert!(plan.table().contains("at most 2^36 - 1"));
+        serde_json::from_str::<serde_json::Value>(&plan.json()).unwrap();
+    }
+}
