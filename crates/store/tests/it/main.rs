@@ -3,5 +3,6 @@
 mod basics;
 mod crash;
 mod faults;
+mod model;
 mod power;
 mod support;
