@@ -366,6 +366,35 @@ impl Level {
         }
     }
 
+    /// Appends `count` nodes written in place by `fill`, called with the
+    /// index of each run's first node and the run (one run per segment), so
+    /// a reader can fill the level straight from a file with no copy.
+    /// If `fill` fails the level keeps the new nodes with unspecified
+    /// values: callers drop it.
+    pub fn extend_with<E>(
+        &mut self,
+        count: usize,
+        mut fill: impl FnMut(usize, &mut [Hash]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let start = self.len;
+        self.resize(start + count);
+        let mut at = start;
+        while at < self.len {
+            let segment = at >> SEGMENT_SHIFT;
+            let offset = at & SEGMENT_MASK;
+            let end = ((segment + 1) << SEGMENT_SHIFT).min(self.len);
+            // SAFETY: `&mut self` makes us the only writer; `at >= start >=
+            // frozen` (`resize` asserts the watermark is at most the old
+            // length), so no snapshot reads these nodes; the run lies in one
+            // segment, whose memory holds at least `end` nodes after `resize`.
+            #[allow(unsafe_code)]
+            let run = unsafe { self.segments[segment].slice_mut(offset, offset + (end - at)) };
+            fill(at, run)?;
+            at = end;
+        }
+        Ok(())
+    }
+
     /// Nodes `[first, len)` as mutable pieces, each tagged with the index
     /// of its first node: the first piece ends at the next chunk boundary,
     /// then one piece per chunk. For writers that fill chunks in parallel.
@@ -580,6 +609,46 @@ mod tests {
         let mut v = [0u8; 32];
         v[..8].copy_from_slice(&(i as u64).to_le_bytes());
         v
+    }
+
+    /// `extend_with` (unsafe writes in place) against `extend_from_slice`
+    /// (the safe reference), across a small first segment, segment
+    /// boundaries and a shared prefix.
+    #[test]
+    fn extend_with_fills_in_place_like_extend_from_slice() {
+        let values: Vec<Hash> = (0..SEGMENT_LEN * 2 + 300).map(value).collect();
+        for cuts in [[3, 70_000, 0], [SEGMENT_LEN, SEGMENT_LEN + 1, 5], [0, 1, 2]] {
+            let mut filled = Level::default();
+            let mut reference = Level::default();
+            let mut at = 0;
+            for (k, &cut) in cuts.iter().enumerate() {
+                let end = if k == cuts.len() - 1 {
+                    values.len()
+                } else {
+                    (at + cut).min(values.len())
+                };
+                let mut runs = Vec::new();
+                filled
+                    .extend_with(end - at, |first, run: &mut [Hash]| {
+                        runs.push((first, run.len()));
+                        run.copy_from_slice(&values[first..first + run.len()]);
+                        Ok::<(), ()>(())
+                    })
+                    .unwrap();
+                assert_eq!(runs.iter().map(|r| r.1).sum::<usize>(), end - at);
+                assert!(runs.iter().all(|&(first, len)| {
+                    first / SEGMENT_LEN == (first + len - 1) / SEGMENT_LEN
+                }));
+                reference.extend_from_slice(&values[at..end]);
+                // A snapshot of what is there so far must not see later fills.
+                let shared = filled.share(filled.len());
+                assert!(shared.iter().eq(reference.iter()));
+                at = end;
+            }
+            assert!(filled.iter().eq(values.iter()));
+            let failed = filled.extend_with(10, |_, _| Err("boom"));
+            assert_eq!(failed, Err("boom"));
+        }
     }
 
     #[test]

@@ -772,9 +772,11 @@ impl Inner {
 
     fn checkpoint_due(&self) -> bool {
         let policy = self.config.checkpoint;
-        let size = self.size.load(Ordering::Acquire);
+        // `covered` first: a checkpoint taken by another thread between the
+        // two reads can only make `size` larger, never `covered` > `size`.
         let covered = self.checkpoints.lock().last.as_ref().map_or(0, |c| c.size);
-        let fresh = size - covered;
+        let size = self.size.load(Ordering::Acquire);
+        let fresh = size.saturating_sub(covered);
         let n = self.meta.tree.arity.get() as u64;
         let appends = self.appends.load(Ordering::Relaxed)
             - self.appends_at_checkpoint.load(Ordering::Relaxed);
@@ -943,11 +945,14 @@ fn load_levels(
                     (handle, path, offset)
                 }
             };
-            let mut buffer = vec![[0u8; 32]; take];
-            handle
-                .read_exact_at(buffer.as_flattened_mut(), offset)
-                .map_err(|e| StoreError::corrupt(&path, offset, format!("reading nodes: {e}")))?;
-            nodes.extend_from_slice(&buffer);
+            // Straight into the level's memory: no buffer, no zeroing.
+            let first = at;
+            nodes.extend_with(take, |index, run: &mut [Hash]| {
+                let at = offset + 32 * (index - first) as u64;
+                handle
+                    .read_exact_at(run.as_flattened_mut(), at)
+                    .map_err(|e| StoreError::corrupt(&path, at, format!("reading nodes: {e}")))
+            })?;
             at += take;
         }
         // The level's last node is in the checkpoint (for level 0 it is
