@@ -1,1 +1,8 @@
+//! cairn-db's integration tests: one binary, one module per concern.
+
+mod adversarial;
 mod basics;
+mod crash;
+mod model;
+mod setfile;
+mod support;

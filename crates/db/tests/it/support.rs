@@ -1,0 +1,88 @@
+//! Helpers shared by the model, crash, adversarial and set-file tests.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use cairn_core::{Arity, Hash, HashKind, TreeConfig};
+use cairn_db::{DbConfig, Duplicate, DuplicateOf};
+use cairn_testkit::reference;
+
+/// The tree of arity `n` under `hash`.
+pub fn tree(n: u64, hash: HashKind) -> TreeConfig {
+    TreeConfig::new(Arity::new(n).unwrap(), hash)
+}
+
+/// A database config with small log files (1,024 leaves) and no
+/// background thread: tests that want one set it.
+pub fn config(n: u64, hash: HashKind) -> DbConfig {
+    let mut config = DbConfig::new(tree(n, hash));
+    config.store.log_shift = 10;
+    config.store.flush_interval = None;
+    config.store.checkpoint = Default::default();
+    config
+}
+
+/// Value `i` of the stream `seed`: pseudo-random, canonical for BN254 (so
+/// valid under Poseidon too), distinct for distinct `(seed, i)`.
+pub fn value(seed: u64, i: u64) -> Hash {
+    cairn_testkit::leaf(seed, i)
+}
+
+/// The naive reference root of `leaves` (the spec transcribed, in
+/// `cairn-testkit`).
+pub fn reference_root(n: u64, hash: HashKind, leaves: &[Hash]) -> Option<Hash> {
+    reference::root(Arity::new(n).unwrap(), hash, leaves)
+}
+
+/// What a strict database must refuse in `batch` given the values it holds
+/// (`present`: value -> leaf index): each value already held (`Leaf`), and
+/// each repeat of an earlier value of the batch (`Batch`, the position of
+/// its first occurrence), in batch order.
+pub fn expected_duplicates(present: &HashMap<Hash, u64>, batch: &[Hash]) -> Vec<Duplicate> {
+    let mut first: HashMap<Hash, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for (position, value) in batch.iter().enumerate() {
+        let of = if let Some(&index) = present.get(value) {
+            Some(DuplicateOf::Leaf(index))
+        } else if let Some(&earlier) = first.get(value) {
+            Some(DuplicateOf::Batch(earlier))
+        } else {
+            first.insert(*value, position);
+            None
+        };
+        if let Some(of) = of {
+            out.push(Duplicate {
+                position,
+                value: *value,
+                of,
+            });
+        }
+    }
+    out
+}
+
+/// An unsigned integer from the environment, `default` if unset.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(value) => value
+            .trim()
+            .replace('_', "")
+            .parse()
+            .unwrap_or_else(|e| panic!("{name}={value}: {e}")),
+        Err(_) => default,
+    }
+}
+
+/// Copies a directory tree (files and subdirectories).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
