@@ -282,14 +282,84 @@ impl Table {
             .map(|&s| (tag_of(s), index_of(s)))
     }
 
+    /// Grows to `capacity` slots in place: no second table, no fresh
+    /// zeroed pages beyond the new tail.
+    ///
+    /// Homes only move right when the capacity grows (`tag * C >> 28` is
+    /// monotone in C). With every cluster sorted by tag, each entry's new
+    /// position `max(new home, previous new position + 1)`, in slot order,
+    /// is at or after its old one, and every slot between its new home and
+    /// it is full; moving entries from the last to the first never
+    /// overwrites one not yet moved. Entries of the cluster at slot 0 (which may have
+    /// wrapped around from the end) and any that would run past the new end
+    /// are taken out first and put back by ordinary insertion.
     fn rebuild(&mut self, capacity: usize) {
+        assert!(capacity >= self.slots.len());
+        let old = self.slots.len();
+        let mut aside = Vec::new();
+        let mut at = 0;
+        while at < old && self.slots[at] != 0 {
+            aside.push(self.slots[at]);
+            self.slots[at] = 0;
+            at += 1;
+        }
+        // Sort each remaining cluster by tag: it stays valid (the k-th
+        // smallest home of a cluster starting at s is at most s + k), and
+        // then slot order is tag order, the order the new layout needs.
+        let mut from = at;
+        while from < old {
+            if self.slots[from] == 0 {
+                from += 1;
+                continue;
+            }
+            let start = from;
+            while from < old && self.slots[from] != 0 {
+                from += 1;
+            }
+            self.slots[start..from].sort_unstable();
+        }
+        self.slots.resize(capacity, 0);
+        // Forward pass: new positions of the entries left, in slot order.
+        let mut moves: Vec<(u32, u32)> = Vec::with_capacity(self.len - aside.len());
+        let mut next = 0usize;
+        for from in at..old {
+            let slot = self.slots[from];
+            if slot == 0 {
+                continue;
+            }
+            let to = home(tag_of(slot), capacity).max(next);
+            if to >= capacity {
+                aside.push(slot);
+                self.slots[from] = 0;
+                continue;
+            }
+            debug_assert!(to >= from, "entries only move right");
+            moves.push((from as u32, to as u32));
+            next = to + 1;
+        }
+        // Backward pass: move, last first.
+        for &(from, to) in moves.iter().rev() {
+            let (from, to) = (from as usize, to as usize);
+            if from != to {
+                self.slots[to] = self.slots[from];
+                self.slots[from] = 0;
+            }
+        }
+        for slot in aside {
+            place(&mut self.slots, slot);
+        }
+    }
+
+    /// The reference growth: a fresh table filled by ordinary insertion.
+    #[cfg(test)]
+    fn rebuilt_by_insertion(&self, capacity: usize) -> Vec<u64> {
         let mut slots = vec![0; capacity];
         for &slot in &self.slots {
             if slot != 0 {
                 place(&mut slots, slot);
             }
         }
-        self.slots = slots;
+        slots
     }
 }
 
@@ -369,7 +439,52 @@ mod tests {
         );
     }
 
+    /// Valid: every entry reachable from its home; and holds exactly `want`.
+    fn assert_valid(slots: &[u64], want: &[u64]) {
+        let mut held: Vec<u64> = slots.iter().copied().filter(|&s| s != 0).collect();
+        held.sort_unstable();
+        let mut want = want.to_vec();
+        want.sort_unstable();
+        assert_eq!(held, want);
+        Table::from_slots(slots.to_vec(), want.len(), u64::MAX >> 30).unwrap();
+    }
+
     proptest! {
+        /// Growing in place holds the same entries as the reference growth,
+        /// every one reachable, with wrap-around clusters and crowded tags.
+        #[test]
+        fn growing_in_place_matches_growing_by_insertion(
+            tags in prop::collection::vec(0u32..40, 1..300),
+            spread in 0u32..4,
+            steps in 1usize..6,
+        ) {
+            let mut table = Table::default();
+            let mut want = Vec::new();
+            for (index, tag) in tags.iter().enumerate() {
+                // Crowd the tags near the top so clusters wrap around, or
+                // (spread 3) spread 40 values over the whole tag space.
+                let tag = if spread == 3 {
+                    tag * ((1 << TAG_BITS) / 40)
+                } else {
+                    ((1u32 << TAG_BITS) - 1) - (tag << (spread * 9))
+                };
+                prop_assume!(tag < 1 << TAG_BITS);
+                add(&mut table, tag, index as u64);
+                want.push(pack(tag, index as u64));
+            }
+            assert_valid(table.slots(), &want);
+            for _ in 0..steps {
+                let capacity = (table.capacity() * 5).div_ceil(4) + 1;
+                let reference = table.rebuilt_by_insertion(capacity);
+                table.rebuild(capacity);
+                assert_valid(table.slots(), &want);
+                assert_valid(&reference, &want);
+                for &slot in &want {
+                    prop_assert!(table.find(tag_of(slot), |i| i == index_of(slot)).is_some());
+                }
+            }
+        }
+
         /// The table against a map, through inserts, removals, renumbering
         /// and copies below a size; tags drawn from a small range so that
         /// clusters, wrap-around and equal tags are common.
