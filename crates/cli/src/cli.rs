@@ -7,33 +7,57 @@ use clap::error::ErrorKind;
 
 use crate::commands::Command;
 
-const ABOUT: &str = "Build n-ary Lean Incremental Merkle Trees (LeanIMT) and prove and verify membership and consistency";
+const ABOUT: &str = "Build n-ary Lean Incremental Merkle Trees (LeanIMT), keep them in durable databases, and prove and verify membership and consistency";
 
 const LONG_ABOUT: &str = "\
-Build n-ary Lean Incremental Merkle Trees (LeanIMT) and prove and verify membership and consistency.
+Build n-ary Lean Incremental Merkle Trees (LeanIMT), keep them in durable append-only databases, \
+and prove and verify membership and consistency.
 
 A tree has an arity N (2 to 16 children per node) and a node hash (blake3, sha256, keccak256 or
-poseidon); both must be given to every command. Leaves are 32-byte values. A leaf file is raw
-32-byte leaves back to back (--format bin, the default) or one 0x-prefixed 64-digit hex leaf per
-line (--format hex; blank lines and surrounding whitespace are allowed). A file argument of - or
-an omitted one means stdin. Poseidon leaves must be canonical BN254 field elements.
+poseidon). Leaves are 32-byte values. A leaf file is raw 32-byte leaves back to back (--format
+bin, the default) or one 0x-prefixed 64-digit hex leaf per line (--format hex; blank lines and
+surrounding whitespace are allowed). A file argument of - or an omitted one means stdin. Poseidon
+leaves must be canonical BN254 field elements.
+
+Two ways to work:
+  leaf files: root, prove, consistency take --arity and --hash and build the tree in memory;
+  databases:  `cairn init DIR --arity N --hash H` creates one (it stores its arity and hash),
+              `cairn ingest DIR FILE` appends durably (refusing duplicates, exit 3), and root,
+              stats, prove, consistency, contains, checkpoint, check and export read it;
+              verify and verify-consistency take --db DIR for the trusted head.
+A database is locked while a command has it open: a second process gets a \"locked\" error.
+`cairn demo` runs the whole job on a temporary database and prints each step's figures.
 
 The empty tree (0 leaves) has no root: `cairn root` of it prints nothing on stdout, says
 \"empty tree: no root\" on stderr and exits 1; with --json it prints \"root\":null and exits 0.
 
 Proofs are printed as JSON, or with --binary in the compact binary encoding (never to a
 terminal). verify and verify-consistency read either; a proof whose first non-blank byte is '{'
-is JSON.
+is JSON. Every command that reports something takes --json: one line of JSON with the fields its
+--help lists (and the README's \"CLI JSON fields\").
 
 Errors are one line on stderr starting with 'error: '; a proof that does not verify is one line
-starting with 'invalid: '.
+starting with 'invalid: ', a value that is not there one starting with 'absent: '.
 
 Exit status:
-  0  success; for verify and verify-consistency, the proof is valid
-  1  the proof is invalid or malformed, or a check failed (the root of an empty tree)
-  2  usage: bad or missing arguments, or an --index/--size/--from/--to the leaves do not reach
-  3  reserved for duplicate leaves
-  4  an input file is missing, unreadable or corrupt (including a leaf the hash refuses)";
+  0  success; for verify and verify-consistency, the proof is valid; for contains, present
+  1  the proof is invalid or malformed, or a check failed: the root of an empty tree, a value
+     absent (contains, prove --leaf), or `cairn check` finding a wrong node or set entry
+  2  usage: bad or missing arguments, an --index/--size/--from/--to the tree does not reach,
+     init on a non-empty directory, a lookup by value in a database without a nullifier set
+  3  duplicate leaves: ingest refused a block holding values the database already has (or
+     repeating within the block); earlier blocks stay appended, the error says how many
+  4  I/O or corruption: an input file or database is missing, unreadable, locked by another
+     process or corrupt, a write or sync failed, or the input holds what the tree refuses (a
+     leaf the hash refuses, more leaves than --max-depth allows)
+
+Examples:
+  cairn init db --arity 4 --hash blake3
+  cairn ingest db leaves.bin
+  cairn root db
+  cairn prove db --index 4 > proof.json
+  cairn verify --db db proof.json
+  cairn demo";
 
 /// The `cairn` command line.
 #[derive(clap::Parser, Debug)]

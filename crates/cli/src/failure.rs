@@ -7,13 +7,19 @@ use std::process::ExitCode;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Code {
     /// 1: the proof is invalid or malformed, or a check failed (such as asking
-    /// for the root of the empty tree, which has none).
+    /// for the root of the empty tree, which has none, a value that is absent,
+    /// or `cairn check` finding a node or set entry that is wrong).
     Invalid = 1,
-    /// 2: bad or missing arguments (clap's own errors use 2 too).
+    /// 2: bad or missing arguments (clap's own errors use 2 too), including
+    /// an index or size the tree does not reach and a database that cannot
+    /// do what was asked (`init` on a non-empty directory, a lookup by value
+    /// without a nullifier set).
     Usage = 2,
-    /// 3: reserved for duplicate leaves.
+    /// 3: duplicate leaves refused by a database's nullifier set.
     Duplicate = 3,
-    /// 4: an input file could not be read or is corrupt, or stdout failed.
+    /// 4: an input file or database could not be read, is locked by another
+    /// process or is corrupt, a write or sync failed, the input holds what
+    /// the tree refuses, or stdout failed.
     Input = 4,
 }
 
@@ -27,8 +33,10 @@ impl From<Code> for ExitCode {
 #[derive(Debug)]
 pub struct Failure {
     code: Code,
-    /// A verifier's verdict ("invalid: ...") rather than an error ("error: ...").
-    verdict: bool,
+    /// What the line starts with: `error`, or a verdict (`invalid`,
+    /// `absent`); `None` when the command already reported on stdout (a
+    /// `--json` verdict) and stderr stays empty.
+    prefix: Option<&'static str>,
     error: anyhow::Error,
 }
 
@@ -37,17 +45,32 @@ impl Failure {
     pub fn new(code: Code, error: impl Into<anyhow::Error>) -> Failure {
         Failure {
             code,
-            verdict: false,
+            prefix: Some("error"),
             error: error.into(),
         }
     }
 
     /// A well-formed proof that does not verify: exit 1, reported as `invalid: ...`.
     pub fn rejected(reason: impl Into<anyhow::Error>) -> Failure {
+        Failure::verdict("invalid", reason)
+    }
+
+    /// A negative answer (exit 1) reported as `{prefix}: ...`.
+    pub fn verdict(prefix: &'static str, reason: impl Into<anyhow::Error>) -> Failure {
         Failure {
             code: Code::Invalid,
-            verdict: true,
+            prefix: Some(prefix),
             error: reason.into(),
+        }
+    }
+
+    /// Exit `code` with nothing on stderr: the command already said why on
+    /// stdout (as JSON).
+    pub fn quiet(code: Code, error: impl Into<anyhow::Error>) -> Failure {
+        Failure {
+            code,
+            prefix: None,
+            error: error.into(),
         }
     }
 
@@ -56,12 +79,17 @@ impl Failure {
         self.code
     }
 
-    /// The report for stderr: one line, `error: ` or `invalid: ` then the
-    /// error and its context, outermost first.
+    /// The report: one line, `error: ` (or a verdict such as `invalid: `)
+    /// then the error and its context, outermost first.
     pub fn line(&self) -> String {
-        let prefix = if self.verdict { "invalid" } else { "error" };
+        let prefix = self.prefix.unwrap_or("error");
         let message = format!("{:#}", self.error);
         format!("{prefix}: {}", one_line(&message))
+    }
+
+    /// The line for stderr, `None` if stdout already carries the report.
+    pub fn report(&self) -> Option<String> {
+        self.prefix.map(|_| self.line())
     }
 }
 

@@ -1,9 +1,10 @@
 //! Leaf input: raw 32-byte records or one 0x-hex leaf per line.
 //!
-//! Parsing works on bytes already in memory and never panics: any byte
-//! string either parses or gives a [`LeafError`] saying where and why.
-//! Binary input is borrowed, not copied: the leaves are the input's bytes
-//! viewed as 32-byte chunks.
+//! Parsing never panics: any byte string either parses or gives a
+//! [`LeafError`] saying where and why. [`parse`] works on bytes already in
+//! memory (binary input is borrowed, not copied: the leaves are the input's
+//! bytes viewed as 32-byte chunks); [`BlockReader`] streams the same
+//! formats in blocks, with the same errors, for inputs too large to hold.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -152,5 +153,154 @@ pub fn encode(leaves: &[Hash], format: Format) -> Vec<u8> {
             }
             out.into_bytes()
         }
+    }
+}
+
+/// Why a block of streamed leaves could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The source failed.
+    Io(std::io::Error),
+    /// The bytes are not leaves.
+    Leaf(LeafError),
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Io(error) => write!(f, "cannot read: {error}"),
+            ReadError::Leaf(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// The bytes kept from the start of binary input, to tell whether it looks
+/// like hex text when its length is wrong.
+const HEAD_BYTES: usize = 4096;
+
+/// Reads leaves in blocks from a stream, holding one block in memory at a
+/// time. The errors are those of [`parse`] on the whole input: a binary
+/// input's length is checked when its end is reached, a hex line's number
+/// counts every line before it.
+#[derive(Debug)]
+pub struct BlockReader<R> {
+    input: R,
+    format: Format,
+    /// Bytes consumed so far.
+    bytes: u64,
+    /// Hex: lines consumed so far.
+    line: usize,
+    /// Binary: the first bytes of the input.
+    head: Vec<u8>,
+    /// Hex: the line being read.
+    buffer: Vec<u8>,
+    done: bool,
+}
+
+impl<R: std::io::BufRead> BlockReader<R> {
+    /// A reader of `format` leaves from `input`.
+    pub fn new(input: R, format: Format) -> BlockReader<R> {
+        BlockReader {
+            input,
+            format,
+            bytes: 0,
+            line: 0,
+            head: Vec::new(),
+            buffer: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Bytes consumed so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Replaces `leaves` with the next up to `max` leaves (none at the end)
+    /// and, for hex, `lines` with the 1-based line number of each.
+    pub fn next_block(
+        &mut self,
+        max: usize,
+        leaves: &mut Vec<Hash>,
+        lines: &mut Vec<usize>,
+    ) -> Result<(), ReadError> {
+        leaves.clear();
+        lines.clear();
+        if self.done {
+            return Ok(());
+        }
+        match self.format {
+            Format::Bin => self.next_bin(max, leaves),
+            Format::Hex => self.next_hex(max, leaves, lines),
+        }
+    }
+
+    fn next_bin(&mut self, max: usize, leaves: &mut Vec<Hash>) -> Result<(), ReadError> {
+        leaves.resize(max, [0; 32]);
+        let bytes = leaves.as_flattened_mut();
+        let mut filled = 0;
+        while filled < bytes.len() {
+            match self.input.read(&mut bytes[filled..]) {
+                Ok(0) => {
+                    self.done = true;
+                    break;
+                }
+                Ok(read) => {
+                    if self.head.len() < HEAD_BYTES {
+                        let take = read.min(HEAD_BYTES - self.head.len());
+                        self.head.extend_from_slice(&bytes[filled..filled + take]);
+                    }
+                    filled += read;
+                    self.bytes += read as u64;
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(ReadError::Io(error)),
+            }
+        }
+        if !filled.is_multiple_of(32) {
+            return Err(ReadError::Leaf(LeafError::Length {
+                len: usize::try_from(self.bytes).unwrap_or(usize::MAX),
+                looks_like_hex: self.head.trim_ascii_start().starts_with(b"0x"),
+            }));
+        }
+        leaves.truncate(filled / 32);
+        Ok(())
+    }
+
+    fn next_hex(
+        &mut self,
+        max: usize,
+        leaves: &mut Vec<Hash>,
+        lines: &mut Vec<usize>,
+    ) -> Result<(), ReadError> {
+        while leaves.len() < max {
+            self.buffer.clear();
+            let read = self
+                .input
+                .read_until(b'\n', &mut self.buffer)
+                .map_err(ReadError::Io)?;
+            if read == 0 {
+                self.done = true;
+                break;
+            }
+            self.bytes += read as u64;
+            self.line += 1;
+            let line = self.line;
+            let text = self
+                .buffer
+                .strip_suffix(b"\n")
+                .unwrap_or(&self.buffer)
+                .trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            let error = |reason| ReadError::Leaf(LeafError::Line { line, reason });
+            let text = std::str::from_utf8(text).map_err(|_| error(LineError::NotUtf8))?;
+            leaves.push(parse_hash(text).map_err(|e| error(LineError::Hex(e)))?);
+            lines.push(line);
+        }
+        Ok(())
     }
 }

@@ -3,16 +3,22 @@
 //! exit codes.
 //!
 //! Layout: [`cli`] is the top-level parser and its help text, [`args`] the
-//! options several commands share, [`leaves`] reading leaf files, [`proof_file`]
-//! reading proof files, [`output`] writing to stdout, [`failure`] exit codes
-//! and the one-line error report, and [`commands`] one file per subcommand.
+//! options several commands share, [`leaves`] reading leaf files (whole or
+//! streamed in blocks), [`proof_file`] reading proof files, [`database`]
+//! opening database directories and mapping their errors to exit codes,
+//! [`output`] writing to stdout, [`json`] the one-line JSON reports,
+//! [`progress`] the ingest progress bar, [`failure`] exit codes and the
+//! one-line error report, and [`commands`] one file per subcommand.
 
 pub mod args;
 pub mod cli;
 pub mod commands;
+pub mod database;
 pub mod failure;
+pub mod json;
 pub mod leaves;
 pub mod output;
+pub mod progress;
 pub mod proof_file;
 
 pub use cli::Cli;

@@ -21,7 +21,9 @@ fn main() -> ExitCode {
     match cli.command.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("{}", failure.line());
+            if let Some(line) = failure.report() {
+                eprintln!("{line}");
+            }
             failure.code().into()
         }
     }

@@ -1,28 +1,46 @@
-//! `cairn consistency`: the proof that an older tree is a prefix of a newer one.
+//! `cairn consistency`: the proof that an older tree is a prefix of a newer
+//! one, from a leaf file or a database.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use cairn_core::{Arity, HashKind};
 
-use crate::args::{FormatArgs, Source, TreeArgs, build_tree};
+use crate::args::{Source, build_tree, file_tree, parse_arity, parse_hash_kind};
+use crate::database;
 use crate::failure::{Code, Failure, OrExit as _};
+use crate::leaves::Format;
 use crate::output;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
 Print the consistency proof between the tree of the first --from leaves and the tree of the \
-first --to leaves (default: all of them), as JSON (or binary with --binary).
+first --to leaves (default: all of them), as JSON (or binary with --binary): of the leaves of \
+--leaves FILE (with --arity and --hash), or of the cairn database DIR.
 
 From size 0 the proof is empty: the empty tree is a prefix of every tree. For equal sizes it \
-proves that two roots are the same root.";
+proves that two roots are the same root.
+
+Examples:
+  cairn consistency --arity 3 --hash sha256 --format hex --leaves leaves.hex --from 4 --to 7
+  cairn consistency db --from 278827 > c.json
+  cairn consistency db --from 4 --to 7 --binary > c.bin";
 
 /// Print the proof that the tree at one size is a prefix of the tree at a larger one.
 #[derive(clap::Args, Debug)]
 pub struct ConsistencyCmd {
-    #[command(flatten)]
-    tree: TreeArgs,
-    #[command(flatten)]
-    format: FormatArgs,
+    /// A cairn database directory (instead of --leaves, --arity and --hash).
+    #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "format"])]
+    dir: Option<PathBuf>,
+    /// Children per internal node, 2 to 16 (for a leaf file).
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "dir")]
+    arity: Option<Arity>,
+    /// Node hash: blake3, sha256, keccak256 or poseidon (for a leaf file).
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "dir")]
+    hash: Option<HashKind>,
+    /// How the leaf file is written [default: bin].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<Format>,
     /// The leaf file; - or nothing reads stdin.
     #[arg(long, value_name = "FILE")]
     leaves: Option<PathBuf>,
@@ -42,16 +60,31 @@ impl ConsistencyCmd {
         if self.binary {
             output::check_binary_allowed()?;
         }
-        let source = Source::from_arg(self.leaves.as_deref());
-        let mut tree = build_tree(self.tree, &source, self.format.format)?;
-        let to = self.to.unwrap_or(tree.size());
-        let proof = tree
-            .prove_consistency(self.from, to)
+        let (proof, to, name) = match &self.dir {
+            Some(dir) => {
+                let store = database::open_tree(dir)?;
+                let snapshot = store.snapshot();
+                store.close().map_err(database::store_failure)?;
+                let to = self.to.unwrap_or(snapshot.size());
+                (
+                    snapshot.prove_consistency(self.from, to),
+                    to,
+                    dir.display().to_string(),
+                )
+            }
+            None => {
+                let config = file_tree(self.arity, self.hash, "consistency")?;
+                let source = Source::from_arg(self.leaves.as_deref());
+                let mut tree = build_tree(config, &source, self.format.unwrap_or_default())?;
+                let to = self.to.unwrap_or(tree.size());
+                (tree.prove_consistency(self.from, to), to, source.name())
+            }
+        };
+        let proof = proof
             .with_context(|| {
                 format!(
-                    "cannot prove consistency from size {} to {to} from {}",
-                    self.from,
-                    source.name()
+                    "cannot prove consistency from size {} to {to} from {name}",
+                    self.from
                 )
             })
             .or_exit(Code::Usage)?;

@@ -1,34 +1,62 @@
 //! The subcommands, one file each.
 //!
-//! Commands that read leaves take the file as an argument that is either a
-//! positional (`root`) or `--leaves`. The database commands to come (`cairn
-//! init DIR`, `cairn root DIR`, ...) fit beside them: `root`'s positional is
-//! a source, and a directory there will name a database whose stored arity
-//! and hash make `--arity`/`--hash` unnecessary. `plan` reads nothing: its
+//! Two kinds of source: a leaf file (`root FILE`, `--leaves FILE`, with
+//! `--arity` and `--hash`) or a database directory, which stores its arity
+//! and hash. `root`'s positional is either, told apart by whether it is a
+//! directory holding `cairn.meta`; `prove` and `consistency` take a
+//! database as an optional positional beside `--leaves`; `verify` and
+//! `verify-consistency` take `--db DIR` for the trusted head. The database
+//! commands (`init`, `ingest`, `stats`, `contains`, `checkpoint`, `check`,
+//! `export`, `demo`) take the directory first. `plan` reads nothing: its
 //! `--leaves` is a count, and its model is public for reuse.
 
+mod check;
+mod checkpoint;
 mod consistency;
+mod contains;
+pub mod demo;
+mod export;
+mod ingest;
+mod init;
 pub mod plan;
 mod prove;
 mod root;
+mod stats;
 mod verify;
 mod verify_consistency;
 
 use crate::failure::Failure;
 
+pub use check::CheckCmd;
+pub use checkpoint::CheckpointCmd;
 pub use consistency::ConsistencyCmd;
+pub use contains::ContainsCmd;
+pub use demo::DemoCmd;
+pub use export::ExportCmd;
+pub use ingest::IngestCmd;
+pub use init::InitCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
 pub use root::RootCmd;
+pub use stats::StatsCmd;
 pub use verify::VerifyCmd;
 pub use verify_consistency::VerifyConsistencyCmd;
 
 /// A `cairn` subcommand.
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// Print the root of the tree holding the given leaves.
+    /// Create an empty database in a directory.
+    #[command(long_about = init::LONG_ABOUT)]
+    Init(InitCmd),
+    /// Append leaves to a database durably, block by block.
+    #[command(long_about = ingest::LONG_ABOUT)]
+    Ingest(IngestCmd),
+    /// Print the root of the tree holding the given leaves, or of a database.
     #[command(long_about = root::LONG_ABOUT)]
     Root(RootCmd),
+    /// Print a database's size, shape, checkpoint, set and bytes on disk.
+    #[command(long_about = stats::LONG_ABOUT)]
+    Stats(StatsCmd),
     /// Print the membership proof of one leaf.
     #[command(long_about = prove::LONG_ABOUT)]
     Prove(ProveCmd),
@@ -41,21 +69,44 @@ pub enum Command {
     /// Check a consistency proof against two trusted heads.
     #[command(long_about = verify_consistency::LONG_ABOUT)]
     VerifyConsistency(VerifyConsistencyCmd),
+    /// Tell whether a database holds a value, and its index.
+    #[command(long_about = contains::LONG_ABOUT)]
+    Contains(ContainsCmd),
+    /// Write a database checkpoint now.
+    #[command(long_about = checkpoint::LONG_ABOUT)]
+    Checkpoint(CheckpointCmd),
+    /// Verify every level of a database and its nullifier set.
+    #[command(long_about = check::LONG_ABOUT)]
+    Check(CheckCmd),
+    /// Write a database's leaves to stdout, raw or hex.
+    #[command(long_about = export::LONG_ABOUT)]
+    Export(ExportCmd),
     /// Model a tree of L leaves at each arity (proofs, memory, disk, circuits) and recommend one.
     #[command(long_about = plan::LONG_ABOUT)]
     Plan(PlanCmd),
+    /// Run the main job end to end on a real database and print each step's figures.
+    #[command(long_about = demo::LONG_ABOUT)]
+    Demo(DemoCmd),
 }
 
 impl Command {
     /// Runs the command, printing its result on stdout.
     pub fn run(self) -> Result<(), Failure> {
         match self {
+            Command::Init(cmd) => cmd.run(),
+            Command::Ingest(cmd) => cmd.run(),
             Command::Root(cmd) => cmd.run(),
+            Command::Stats(cmd) => cmd.run(),
             Command::Prove(cmd) => cmd.run(),
             Command::Verify(cmd) => cmd.run(),
             Command::Consistency(cmd) => cmd.run(),
             Command::VerifyConsistency(cmd) => cmd.run(),
+            Command::Contains(cmd) => cmd.run(),
+            Command::Checkpoint(cmd) => cmd.run(),
+            Command::Check(cmd) => cmd.run(),
+            Command::Export(cmd) => cmd.run(),
             Command::Plan(cmd) => cmd.run(),
+            Command::Demo(cmd) => cmd.run(),
         }
     }
 }

@@ -1,34 +1,66 @@
-//! `cairn prove`: the membership proof of one leaf.
+//! `cairn prove`: the membership proof of one leaf, from a leaf file or a
+//! database.
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, anyhow};
+use cairn_core::hex::Hex;
+use cairn_core::{Arity, Hash, HashKind, MembershipProof, TreeError};
 
-use crate::args::{FormatArgs, Source, TreeArgs, build_tree};
+use crate::args::{Source, build_tree, file_tree, parse_arity, parse_hash_kind, parse_root};
+use crate::database;
 use crate::failure::{Code, Failure, OrExit as _};
+use crate::leaves::Format;
 use crate::output;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
-Print the membership proof of leaf --index of the tree holding the given leaves, as JSON (or \
-binary with --binary).
+Print the membership proof of one leaf, as JSON (or binary with --binary): of the tree holding \
+the leaves of --leaves FILE (with --arity and --hash), or of the cairn database DIR (which \
+stores its arity and hash).
+
+The leaf is chosen by --index I (counting from 0) or by value with --leaf 0x.. (its first \
+occurrence in a leaf file; in a database, found through the nullifier set, so the database must \
+keep one). A value that is not there exits 1; an index the tree does not reach exits 2.
 
 With --size S the proof is against the tree as it was with its first S leaves (a historical \
-proof, for a verifier that trusts that older root).";
+proof, for a verifier that trusts that older root).
+
+Examples:
+  cairn prove --arity 3 --hash sha256 --format hex --leaves leaves.hex --index 4 > proof.json
+  cairn prove db --index 4
+  cairn prove db --leaf 0x0000000000000000000000000000000000000000000000000000000000000005
+  cairn prove db --index 4 --size 7 --binary > proof.bin";
 
 /// Print the membership proof of one leaf.
 #[derive(clap::Args, Debug)]
 pub struct ProveCmd {
-    #[command(flatten)]
-    tree: TreeArgs,
-    #[command(flatten)]
-    format: FormatArgs,
+    /// A cairn database directory (instead of --leaves, --arity and --hash).
+    #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "format"])]
+    dir: Option<PathBuf>,
+    /// Children per internal node, 2 to 16 (for a leaf file).
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "dir")]
+    arity: Option<Arity>,
+    /// Node hash: blake3, sha256, keccak256 or poseidon (for a leaf file).
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "dir")]
+    hash: Option<HashKind>,
+    /// How the leaf file is written [default: bin].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<Format>,
     /// The leaf file; - or nothing reads stdin.
     #[arg(long, value_name = "FILE")]
     leaves: Option<PathBuf>,
     /// The leaf to prove, counting from 0.
-    #[arg(long, value_name = "I")]
-    index: u64,
+    #[arg(
+        long,
+        value_name = "I",
+        required_unless_present = "leaf",
+        conflicts_with = "leaf"
+    )]
+    index: Option<u64>,
+    /// The leaf to prove, by value (0x and 64 hex digits).
+    #[arg(long, value_name = "0x..", value_parser = parse_root)]
+    leaf: Option<Hash>,
     /// Prove against the tree of the first S leaves (default: all of them).
     #[arg(long, value_name = "S")]
     size: Option<u64>,
@@ -37,28 +69,94 @@ pub struct ProveCmd {
     binary: bool,
 }
 
+/// Where a leaf looked up by value is.
+fn found(leaf: &Hash, index: Option<u64>, size: Option<u64>, name: &str) -> Result<u64, Failure> {
+    let Some(index) = index else {
+        return Err(Failure::verdict(
+            "absent",
+            anyhow!("leaf {} is not in {name}", Hex(leaf)),
+        ));
+    };
+    if let Some(size) = size
+        && index >= size
+    {
+        return Err(Failure::new(
+            Code::Usage,
+            anyhow!(
+                "leaf {} is leaf {index} of {name}, not in the tree of its first {size} leaves",
+                Hex(leaf)
+            ),
+        ));
+    }
+    Ok(index)
+}
+
 impl ProveCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         if self.binary {
             output::check_binary_allowed()?;
         }
-        let source = Source::from_arg(self.leaves.as_deref());
-        let mut tree = build_tree(self.tree, &source, self.format.format)?;
-        let size = self.size.unwrap_or(tree.size());
-        let proof = tree
-            .prove_at(self.index, size)
-            .with_context(|| {
-                format!(
-                    "cannot prove leaf {} at size {size} from {}",
-                    self.index,
-                    source.name()
-                )
-            })
-            .or_exit(Code::Usage)?;
+        let proof = match &self.dir {
+            Some(dir) => self.prove_db(dir)?,
+            None => self.prove_file()?,
+        };
         if self.binary {
             output::binary(&proof.to_bytes())
         } else {
             output::line(&proof.to_json())
         }
+    }
+
+    fn prove_file(&self) -> Result<MembershipProof, Failure> {
+        let config = file_tree(self.arity, self.hash, "prove")?;
+        let source = Source::from_arg(self.leaves.as_deref());
+        let mut tree = build_tree(config, &source, self.format.unwrap_or_default())?;
+        let size = self.size.unwrap_or(tree.size());
+        let index = match (self.index, &self.leaf) {
+            (Some(index), _) => index,
+            (None, Some(leaf)) => {
+                let at = tree.leaves().position(|l| l == leaf).map(|i| i as u64);
+                found(leaf, at, self.size, &source.name())?
+            }
+            (None, None) => unreachable!("clap requires --index or --leaf"),
+        };
+        tree.prove_at(index, size)
+            .with_context(|| {
+                format!(
+                    "cannot prove leaf {index} at size {size} from {}",
+                    source.name()
+                )
+            })
+            .or_exit(Code::Usage)
+    }
+
+    fn prove_db(&self, dir: &std::path::Path) -> Result<MembershipProof, Failure> {
+        let name = dir.display().to_string();
+        let (snapshot, index) = match (self.index, &self.leaf) {
+            (Some(index), _) => {
+                let store = database::open_tree(dir)?;
+                let snapshot = store.snapshot();
+                store.close().map_err(database::store_failure)?;
+                (snapshot, index)
+            }
+            (None, Some(leaf)) => {
+                let db = database::open(dir, database::Options::default())?;
+                let snapshot = db.snapshot();
+                let at = snapshot.index_of(leaf).map_err(database::db_failure)?;
+                db.close().map_err(database::db_failure)?;
+                let index = found(leaf, at, self.size, &name)?;
+                (snapshot.tree().clone(), index)
+            }
+            (None, None) => unreachable!("clap requires --index or --leaf"),
+        };
+        let size = self.size.unwrap_or(snapshot.size());
+        snapshot.prove_at(index, size).map_err(|error: TreeError| {
+            Failure::new(
+                Code::Usage,
+                anyhow::Error::new(error).context(format!(
+                    "cannot prove leaf {index} at size {size} from {name}"
+                )),
+            )
+        })
     }
 }

@@ -1,62 +1,113 @@
-//! `cairn root`: the root of the tree holding the given leaves.
+//! `cairn root`: the root of the tree holding the given leaves, or of a
+//! database.
 
 use std::path::PathBuf;
 
+use anyhow::anyhow;
 use cairn_core::hex::to_hex;
+use cairn_core::{Arity, HashKind, TreeHead};
 
-use crate::args::{FormatArgs, Source, TreeArgs, build_tree};
+use crate::args::{
+    Source, build_tree, file_tree, parse_arity, parse_hash_kind, refuse_tree_options,
+};
+use crate::database;
 use crate::failure::{Code, Failure};
+use crate::leaves::Format;
 use crate::output;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
-Print the root of the tree holding the given leaves, as 0x-hex.
+Print the root of a tree, as 0x-hex: of the leaves in FILE (with --arity and --hash), or of the \
+cairn database in DIR (a directory holding cairn.meta; its arity and hash are stored, so \
+--arity, --hash and --format are refused).
 
 The empty tree has no root: with no leaves, nothing is printed on stdout, \"empty tree: no root\" \
 goes to stderr and the exit code is 1. With --json the empty tree is not an error: the root is \
-null and the exit code is 0.";
+null and the exit code is 0.
 
-/// Print the root of the tree holding the given leaves.
+Examples:
+  cairn root --arity 4 --hash blake3 leaves.bin
+  cairn root --arity 2 --hash poseidon --format hex - < leaves.hex
+  cairn root db
+  cairn root --json db";
+
+/// Print the root of the tree holding the given leaves, or of a database.
 #[derive(clap::Args, Debug)]
 pub struct RootCmd {
-    #[command(flatten)]
-    tree: TreeArgs,
-    #[command(flatten)]
-    format: FormatArgs,
+    /// Children per internal node, 2 to 16 (for a leaf file).
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity)]
+    arity: Option<Arity>,
+    /// Node hash: blake3, sha256, keccak256 or poseidon (for a leaf file).
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind)]
+    hash: Option<HashKind>,
+    /// How the leaf file is written [default: bin].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<Format>,
     /// Print {"size":..,"depth":..,"root":"0x.."|null,"arity":..,"hash":".."} on one line.
     #[arg(long)]
     json: bool,
-    /// The leaf file; - or nothing reads stdin.
-    #[arg(value_name = "FILE")]
+    /// A leaf file (- or nothing reads stdin), or a database directory.
+    #[arg(value_name = "FILE|DIR")]
     source: Option<PathBuf>,
 }
 
 impl RootCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let source = Source::from_arg(self.source.as_deref());
-        let mut tree = build_tree(self.tree, &source, self.format.format)?;
-        let root = tree.root();
+        let (head, depth, arity, hash, name) = match &self.source {
+            Some(dir) if database::is_database(dir) => {
+                refuse_tree_options(dir, self.arity, self.hash, self.format)?;
+                let store = database::open_tree(dir)?;
+                let snapshot = store.snapshot();
+                store.close().map_err(database::store_failure)?;
+                let config = snapshot.config();
+                (
+                    snapshot.head(),
+                    snapshot.depth(),
+                    config.arity,
+                    config.hash,
+                    format!("the database {} has no leaves", dir.display()),
+                )
+            }
+            source => {
+                let source = Source::from_arg(source.as_deref());
+                if let Source::File(path) = &source
+                    && path.is_dir()
+                {
+                    return Err(Failure::new(
+                        Code::Input,
+                        anyhow!(
+                            "{}: cannot read: a directory, and not a cairn database (it has no {})",
+                            path.display(),
+                            database::META_FILE
+                        ),
+                    ));
+                }
+                let config = file_tree(self.arity, self.hash, "root")?;
+                let mut tree = build_tree(config, &source, self.format.unwrap_or_default())?;
+                (
+                    tree.head(),
+                    tree.depth(),
+                    config.arity,
+                    config.hash,
+                    format!("{} has no leaves", source.name()),
+                )
+            }
+        };
+        let TreeHead { size, root } = head;
         if self.json {
             let root = root.map_or_else(
                 || "null".to_owned(),
                 |root| format!("\"{}\"", to_hex(&root)),
             );
             return output::line(&format!(
-                r#"{{"size":{},"depth":{},"root":{root},"arity":{},"hash":"{}"}}"#,
-                tree.size(),
-                tree.depth(),
-                self.tree.arity,
-                self.tree.hash,
+                r#"{{"size":{size},"depth":{depth},"root":{root},"arity":{arity},"hash":"{hash}"}}"#,
             ));
         }
         match root {
             Some(root) => output::line(&to_hex(&root)),
             None => Err(Failure::new(
                 Code::Invalid,
-                anyhow::anyhow!(
-                    "empty tree: no root ({} has no leaves; --json prints \"root\":null)",
-                    source.name()
-                ),
+                anyhow!("empty tree: no root ({name}; --json prints \"root\":null)"),
             )),
         }
     }

@@ -1,57 +1,178 @@
-//! `cairn verify`: check a membership proof against a trusted head.
+//! `cairn verify`: check a membership proof against a trusted head, given
+//! on the command line or taken from a database.
 
 use std::path::PathBuf;
 
+use anyhow::anyhow;
 use cairn_core::hex::Hex;
-use cairn_core::{Hash, TreeHead};
+use cairn_core::{Arity, Hash, HashKind, TreeHead};
 
-use crate::args::{Source, TreeArgs, parse_root};
+use crate::args::{Source, file_tree, parse_arity, parse_hash_kind, parse_root};
 use crate::failure::{Code, Failure};
-use crate::{output, proof_file};
+use crate::json::Object;
+use crate::{database, output, proof_file};
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
 Check a membership proof (JSON or binary) against the root and size you trust. Prints \
 \"valid: ...\" and exits 0, or prints \"invalid: <reason>\" on stderr and exits 1. A proof file \
-that is not a well-formed proof also exits 1.";
+that is not a well-formed proof also exits 1.
+
+With --db DIR the arity, the hash and the trusted head come from the cairn database in DIR: the \
+head at --size S if given, else at the proof's own size (the database computes the root of any \
+size it has reached; a size beyond it is invalid). --arity, --hash and --root are then refused.
+
+--json prints {\"valid\":true,\"leaf\":\"0x..\",\"index\":I,\"size\":S,\"root\":\"0x..\"} or, for a \
+proof that does not verify or is malformed, {\"valid\":false,\"reason\":\"..\"} (exit 1, nothing on \
+stderr).
+
+Examples:
+  cairn verify --arity 3 --hash sha256 --root 0x3e39..c920 --size 7 proof.json
+  cairn verify --db db proof.json
+  cairn prove db --index 4 | cairn verify --db db --json";
 
 /// Check a membership proof against a trusted root and size.
 #[derive(clap::Args, Debug)]
 pub struct VerifyCmd {
-    #[command(flatten)]
-    tree: TreeArgs,
+    /// Take the arity, the hash and the trusted head from this cairn database.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["arity", "hash", "root"])]
+    db: Option<PathBuf>,
+    /// Children per internal node, 2 to 16.
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "db")]
+    arity: Option<Arity>,
+    /// Node hash: blake3, sha256, keccak256 or poseidon.
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "db")]
+    hash: Option<HashKind>,
     /// The trusted root, 0x and 64 hex digits.
-    #[arg(long, value_name = "R", value_parser = parse_root)]
-    root: Hash,
-    /// The trusted size (number of leaves), at least 1.
-    #[arg(long, value_name = "S")]
-    size: u64,
+    #[arg(long, value_name = "R", value_parser = parse_root, required_unless_present = "db")]
+    root: Option<Hash>,
+    /// The trusted size (number of leaves), at least 1 (with --db: default the proof's size).
+    #[arg(long, value_name = "S", required_unless_present = "db")]
+    size: Option<u64>,
+    /// Print the verdict as one line of JSON.
+    #[arg(long)]
+    json: bool,
     /// The proof file; - or nothing reads stdin.
     #[arg(value_name = "PROOF_FILE")]
     proof: Option<PathBuf>,
 }
 
+/// A negative verdict: `invalid: ...` on stderr, or the JSON verdict on stdout.
+pub(crate) fn reject(json: bool, failure: Failure) -> Failure {
+    if !json || failure.code() != Code::Invalid {
+        return failure;
+    }
+    let reason = failure.line();
+    let reason = reason
+        .strip_prefix("invalid: ")
+        .or_else(|| reason.strip_prefix("error: "))
+        .unwrap_or(&reason)
+        .to_owned();
+    match output::line(
+        &Object::new()
+            .field("valid", false)
+            .field("reason", reason.as_str())
+            .finish(),
+    ) {
+        Ok(()) => Failure::quiet(Code::Invalid, anyhow!(reason)),
+        Err(failure) => failure,
+    }
+}
+
+/// A size to take a trusted head at: the size, whether the user gave it
+/// (else it is the proof's), and the option that gives it.
+pub(crate) type Wanted<'a> = (u64, bool, &'a str);
+
+/// The arity, hash and trusted heads of the database in `dir` at each of
+/// `sizes`.
+pub(crate) fn db_heads(
+    dir: &std::path::Path,
+    sizes: &[Wanted<'_>],
+) -> Result<(Arity, HashKind, Vec<TreeHead>), Failure> {
+    let store = database::open_tree(dir)?;
+    let snapshot = store.snapshot();
+    store.close().map_err(database::store_failure)?;
+    let config = snapshot.config();
+    let mut heads = Vec::with_capacity(sizes.len());
+    for &(size, given, option) in sizes {
+        if size > snapshot.size() {
+            let message = anyhow!(
+                "{} {size} is beyond the database {}, which holds {} leaves",
+                if given {
+                    format!("--{option}")
+                } else {
+                    "the proof's size".to_owned()
+                },
+                dir.display(),
+                snapshot.size()
+            );
+            return Err(if given {
+                Failure::new(Code::Usage, message)
+            } else {
+                Failure::rejected(message)
+            });
+        }
+        let view = snapshot
+            .view(size)
+            .map_err(|e| Failure::new(Code::Usage, e))?;
+        heads.push(view.head());
+    }
+    Ok((config.arity, config.hash, heads))
+}
+
 impl VerifyCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        if self.size == 0 {
+        let json = self.json;
+        self.verify().map_err(|failure| reject(json, failure))
+    }
+
+    fn verify(self) -> Result<(), Failure> {
+        if self.size == Some(0) {
             return Err(Failure::new(
                 Code::Usage,
-                anyhow::anyhow!(
-                    "--size 0 is the empty tree, which has no root and no leaves to prove"
-                ),
+                anyhow!("--size 0 is the empty tree, which has no root and no leaves to prove"),
             ));
         }
         let proof = proof_file::membership(&Source::from_arg(self.proof.as_deref()))?;
-        let head = TreeHead::new(self.size, self.root);
+        let (arity, hash, head) = match &self.db {
+            Some(dir) => {
+                let size = self.size.unwrap_or(proof.size());
+                let (arity, hash, heads) = db_heads(dir, &[(size, self.size.is_some(), "size")])?;
+                (arity, hash, heads[0])
+            }
+            None => {
+                let config = file_tree(self.arity, self.hash, "verify")?;
+                let (Some(root), Some(size)) = (self.root, self.size) else {
+                    unreachable!("clap requires --root and --size without --db")
+                };
+                (config.arity, config.hash, TreeHead::new(size, root))
+            }
+        };
+        let Some(root) = head.root else {
+            return Err(Failure::rejected(anyhow!(
+                "the trusted tree is empty: it has no leaves to prove"
+            )));
+        };
         proof
-            .verify(self.tree.arity, self.tree.hash, &head)
+            .verify(arity, hash, &head)
             .map_err(Failure::rejected)?;
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("valid", true)
+                    .hash("leaf", Some(&proof.leaf()))
+                    .field("index", proof.index())
+                    .field("size", head.size)
+                    .hash("root", Some(&root))
+                    .finish(),
+            );
+        }
         output::line(&format!(
             "valid: leaf {} is leaf {} of the tree of size {} with root {}",
             Hex(&proof.leaf()),
             proof.index(),
-            self.size,
-            Hex(&self.root),
+            head.size,
+            Hex(&root),
         ))
     }
 }

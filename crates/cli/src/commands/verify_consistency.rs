@@ -3,10 +3,12 @@
 use std::path::PathBuf;
 
 use cairn_core::hex::Hex;
-use cairn_core::{Hash, TreeHead};
+use cairn_core::{Arity, Hash, HashKind, TreeHead};
 
-use crate::args::{Source, TreeArgs, parse_root};
+use super::verify::{db_heads, reject};
+use crate::args::{Source, file_tree, parse_arity, parse_hash_kind, parse_root};
 use crate::failure::{Code, Failure};
+use crate::json::Object;
 use crate::{output, proof_file};
 
 /// The long help of the command.
@@ -18,25 +20,44 @@ also exits 1.
 
 The empty tree has no root: omit --old-root exactly when --old-size is 0 (and --new-root \
 exactly when --new-size is 0). A proof from size 0 is empty and checks no root: the empty tree \
-is a prefix of every tree.";
+is a prefix of every tree.
+
+With --db DIR the arity, the hash and both trusted heads come from the cairn database in DIR: the heads at --old-size and --new-size if given, else at the proof's own sizes (the database computes the root of any size it has reached; a size beyond it is invalid). --arity, --hash, --old-root and --new-root are then refused.
+
+--json prints {\"valid\":true,\"old_size\":S1,\"old_root\":\"0x..\"|null,\"new_size\":S2,\"new_root\":\"0x..\"|null} or, for a proof that does not verify or is malformed, {\"valid\":false,\"reason\":\"..\"} (exit 1, nothing on stderr).
+
+Examples:
+  cairn verify-consistency --arity 3 --hash sha256 --old-size 4 --old-root 0x2add..07dd \
+      --new-size 7 --new-root 0x3e39..c920 c.bin
+  cairn consistency db --from 278827 | cairn verify-consistency --db db";
 
 /// Check a consistency proof against two trusted heads.
 #[derive(clap::Args, Debug)]
 pub struct VerifyConsistencyCmd {
-    #[command(flatten)]
-    tree: TreeArgs,
+    /// Take the arity, the hash and both trusted heads from this cairn database.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["arity", "hash", "old_root", "new_root"])]
+    db: Option<PathBuf>,
+    /// Children per internal node, 2 to 16.
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "db")]
+    arity: Option<Arity>,
+    /// Node hash: blake3, sha256, keccak256 or poseidon.
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "db")]
+    hash: Option<HashKind>,
     /// The trusted older root; omitted when --old-size is 0.
     #[arg(long, value_name = "R1", value_parser = parse_root)]
     old_root: Option<Hash>,
-    /// The trusted older size.
-    #[arg(long, value_name = "S1")]
-    old_size: u64,
+    /// The trusted older size (with --db: default the proof's).
+    #[arg(long, value_name = "S1", required_unless_present = "db")]
+    old_size: Option<u64>,
     /// The trusted newer root; omitted when --new-size is 0.
     #[arg(long, value_name = "R2", value_parser = parse_root)]
     new_root: Option<Hash>,
-    /// The trusted newer size.
-    #[arg(long, value_name = "S2")]
-    new_size: u64,
+    /// The trusted newer size (with --db: default the proof's).
+    #[arg(long, value_name = "S2", required_unless_present = "db")]
+    new_size: Option<u64>,
+    /// Print the verdict as one line of JSON.
+    #[arg(long)]
+    json: bool,
     /// The proof file; - or nothing reads stdin.
     #[arg(value_name = "PROOF_FILE")]
     proof: Option<PathBuf>,
@@ -70,12 +91,50 @@ fn describe(head: &TreeHead) -> String {
 
 impl VerifyConsistencyCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let old = head("old", self.old_size, self.old_root)?;
-        let new = head("new", self.new_size, self.new_root)?;
-        let proof = proof_file::consistency(&Source::from_arg(self.proof.as_deref()))?;
+        let json = self.json;
+        self.verify().map_err(|failure| reject(json, failure))
+    }
+
+    fn verify(self) -> Result<(), Failure> {
+        let (arity, hash, old, new, proof) = match &self.db {
+            Some(dir) => {
+                let proof = proof_file::consistency(&Source::from_arg(self.proof.as_deref()))?;
+                let old_size = self.old_size.unwrap_or(proof.old_size());
+                let new_size = self.new_size.unwrap_or(proof.new_size());
+                let (arity, hash, heads) = db_heads(
+                    dir,
+                    &[
+                        (old_size, self.old_size.is_some(), "old-size"),
+                        (new_size, self.new_size.is_some(), "new-size"),
+                    ],
+                )?;
+                (arity, hash, heads[0], heads[1], proof)
+            }
+            None => {
+                let config = file_tree(self.arity, self.hash, "verify-consistency")?;
+                let (Some(old_size), Some(new_size)) = (self.old_size, self.new_size) else {
+                    unreachable!("clap requires --old-size and --new-size without --db")
+                };
+                let old = head("old", old_size, self.old_root)?;
+                let new = head("new", new_size, self.new_root)?;
+                let proof = proof_file::consistency(&Source::from_arg(self.proof.as_deref()))?;
+                (config.arity, config.hash, old, new, proof)
+            }
+        };
         proof
-            .verify(self.tree.arity, self.tree.hash, &old, &new)
+            .verify(arity, hash, &old, &new)
             .map_err(Failure::rejected)?;
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("valid", true)
+                    .field("old_size", old.size)
+                    .hash("old_root", old.root.as_ref())
+                    .field("new_size", new.size)
+                    .hash("new_root", new.root.as_ref())
+                    .finish(),
+            );
+        }
         let mut message = format!(
             "valid: {} is a prefix of {}",
             describe(&old),

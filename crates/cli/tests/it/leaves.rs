@@ -2,7 +2,8 @@
 //! arbitrary input (never a panic; parse or error).
 
 use cairn_cli::leaves::{
-    Format, LeafError, LineError, encode, locate, parse, parse_bin, parse_hex,
+    BlockReader, Format, LeafError, LineError, ReadError, encode, locate, parse, parse_bin,
+    parse_hex,
 };
 use cairn_core::Hash;
 use cairn_core::hex::HexError;
@@ -127,6 +128,56 @@ proptest! {
             let encoded = encode(&leaves, format);
             let parsed = parse(&encoded, format);
             prop_assert_eq!(parsed.as_deref(), Ok(&leaves[..]));
+        }
+    }
+
+    #[test]
+    fn streamed_blocks_agree_with_parsing_the_whole_input(
+        bytes in prop::collection::vec(any::<u8>(), 0..400),
+        text in hexish_text(),
+        block in 1usize..6,
+        buffer in 1usize..70,
+    ) {
+        for (input, format) in [(&bytes[..], Format::Bin), (text.as_bytes(), Format::Hex)] {
+            // A small buffer splits lines and leaves across reads.
+            let stream = std::io::BufReader::with_capacity(buffer, input);
+            let mut reader = BlockReader::new(stream, format);
+            let (mut leaves, mut lines) = (Vec::new(), Vec::new());
+            let mut streamed = Vec::new();
+            let mut streamed_lines = Vec::new();
+            let outcome = loop {
+                match reader.next_block(block, &mut leaves, &mut lines) {
+                    Ok(()) if leaves.is_empty() => break Ok(()),
+                    Ok(()) => {
+                        prop_assert!(leaves.len() <= block);
+                        streamed.extend_from_slice(&leaves);
+                        streamed_lines.extend_from_slice(&lines);
+                    }
+                    Err(ReadError::Leaf(error)) => break Err(error),
+                    Err(ReadError::Io(error)) => prop_assert!(false, "I/O error from memory: {error}"),
+                }
+            };
+            match (parse(input, format), outcome) {
+                (Ok(whole), Ok(())) => {
+                    prop_assert_eq!(&streamed[..], &whole[..]);
+                    prop_assert_eq!(reader.bytes(), input.len() as u64);
+                    if format == Format::Hex {
+                        for (position, line) in streamed_lines.iter().enumerate() {
+                            prop_assert_eq!(locate(input, format, position), format!("line {line}"));
+                        }
+                    }
+                }
+                (Err(whole), Err(streaming)) => {
+                    prop_assert_eq!(whole, streaming);
+                    // What came before the error is a prefix of the input's leaves.
+                    let prefix = match format {
+                        Format::Bin => parse_bin(&input[..streamed.len() * 32]).map(<[Hash]>::to_vec),
+                        Format::Hex => Ok(streamed.clone()),
+                    };
+                    prop_assert_eq!(prefix, Ok(streamed.clone()));
+                }
+                (whole, streaming) => prop_assert!(false, "whole {whole:?}, streamed {streaming:?}"),
+            }
         }
     }
 }

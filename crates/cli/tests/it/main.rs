@@ -3,6 +3,9 @@
 
 mod bad_input;
 mod consistency;
+mod db;
+mod demo;
+mod ingest;
 mod leaves;
 mod plan;
 mod proofs;

@@ -188,3 +188,35 @@ pub fn tree(n: u64, hash: HashKind, leaves: &[Hash]) -> LeanImt {
 pub fn root_hex(n: u64, hash: HashKind, leaves: &[Hash]) -> String {
     to_hex(&tree(n, hash, leaves).root().expect("non-empty tree"))
 }
+
+impl Run {
+    /// Asserts success with nothing on stderr; returns stdout parsed as one
+    /// line of JSON.
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        let out = self.success();
+        assert!(
+            out.ends_with('\n') && out.matches('\n').count() == 1,
+            "cairn {:?}: JSON is not one line: {out:?}",
+            self.args
+        );
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("cairn {:?}: stdout is not JSON ({e}): {out:?}", self.args))
+    }
+}
+
+/// `cairn init DIR --arity n --hash h` and any `extra` options, asserted to succeed.
+pub fn init(dir: &str, n: u64, hash: HashKind, extra: &[&str]) {
+    let n = n.to_string();
+    let mut args = vec!["init", dir, "--arity", &n, "--hash", hash.name()];
+    args.extend(extra);
+    cairn(&args).success();
+}
+
+/// `cairn ingest DIR -` of `leaves` as binary on stdin, with `extra` options.
+pub fn ingest(dir: &str, leaves: &[Hash], extra: &[&str]) -> Run {
+    let mut args = vec!["ingest", dir];
+    args.extend(extra);
+    args.push("-");
+    cairn_stdin(&args, &bin(leaves))
+}

@@ -1,0 +1,81 @@
+//! `cairn contains`: whether a database holds a value, and where.
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use cairn_core::Hash;
+use cairn_core::hex::Hex;
+
+use crate::args::parse_root;
+use crate::commands::plan::group;
+use crate::database::{self, Options};
+use crate::failure::{Code, Failure};
+use crate::json::Object;
+use crate::output;
+
+/// The long help of the command.
+pub(crate) const LONG_ABOUT: &str = "\
+Look a value up in the cairn database DIR through its nullifier set (one table probe, confirmed \
+against the leaf: never a scan, never a false answer). Present: prints its leaf index (from 0) \
+and exits 0. Absent: prints \"absent: ...\" on stderr and exits 1. A database \
+created with --no-unique keeps no set and cannot answer (exit 2).
+
+--json prints {\"leaf\":\"0x..\",\"present\":true|false,\"index\":I|null,\"size\":S} on stdout in \
+both cases (exit 0 present, 1 absent, nothing on stderr).
+
+Examples:
+  cairn contains db 0x0000000000000000000000000000000000000000000000000000000000000005
+  cairn contains db \"$NULLIFIER\" 2>/dev/null && echo spent
+  index=$(cairn contains db \"$COMMITMENT\")";
+
+/// Whether a database holds a value.
+#[derive(clap::Args, Debug)]
+pub struct ContainsCmd {
+    /// The database directory.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// The value, 0x and 64 hex digits.
+    #[arg(value_name = "0x..", value_parser = parse_root)]
+    leaf: Hash,
+    /// Print the answer as one line of JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ContainsCmd {
+    pub(crate) fn run(self) -> Result<(), Failure> {
+        let db = database::open(&self.dir, Options::default())?;
+        let snapshot = db.snapshot();
+        let index = snapshot
+            .index_of(&self.leaf)
+            .map_err(database::db_failure)?;
+        db.close().map_err(database::db_failure)?;
+        let size = snapshot.size();
+        if self.json {
+            output::line(
+                &Object::new()
+                    .hash("leaf", Some(&self.leaf))
+                    .field("present", index.is_some())
+                    .field("index", index)
+                    .field("size", size)
+                    .finish(),
+            )?;
+            return match index {
+                Some(_) => Ok(()),
+                None => Err(Failure::quiet(Code::Invalid, anyhow!("absent"))),
+            };
+        }
+        match index {
+            Some(index) => output::line(&index.to_string()),
+            None => Err(Failure::verdict(
+                "absent",
+                anyhow!(
+                    "{} is not among the {} leaves of {}",
+                    Hex(&self.leaf),
+                    group(size),
+                    self.dir.display()
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! `cairn ingest`: append leaves to a database durably, block by block.
+//!
+//! The input is streamed: one block of leaves is in memory at a time, and
+//! each block is one all-or-nothing append followed by a durability wait,
+//! so when the command reports a block it is on disk. A block that is
+//! refused (duplicates, a bad line, a leaf the hash refuses) appends
+//! nothing, but the blocks before it stay appended: every error says how
+//! many leaves that was.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use cairn_core::hex::{Hex, to_hex};
+use cairn_core::{Hash, TreeError, TreeHead};
+use cairn_db::{Db, DbError, Duplicate, DuplicateOf};
+
+use crate::args::{Source, parse_block_size};
+use crate::commands::plan::group;
+use crate::database::{self, Options};
+use crate::failure::{Code, Failure};
+use crate::json::{Object, array};
+use crate::leaves::{self, BlockReader, Format, LeafError, ReadError};
+use crate::output;
+use crate::progress::Progress;
+
+/// The long help of the command.
+pub(crate) const LONG_ABOUT: &str = "\
+Append the leaves of FILE (- or nothing reads stdin) to the cairn database DIR, durably: the \
+input is read in blocks of --block-size leaves (default 1M), and each block is one \
+all-or-nothing append followed by one durable commit (write and fdatasync) before the next \
+block is read. Only one block is held in memory, so inputs of any size stream through.
+
+Prints the index of the first appended leaf, the count, and the database's new size and root. \
+When at least 65,536 leaves are not covered by the last checkpoint, ingest ends with a \
+checkpoint, so that the next open does not rehash them.
+
+Duplicates: a database with a nullifier set (the default of `cairn init`) refuses a value it \
+already holds or that repeats within a block. The block is refused whole and the command exits 3 \
+listing each duplicate (its value, its position in the input counting leaves from 0, its line \
+for hex input, and where the value already is: a leaf index of the database or an earlier input \
+position). Blocks before it are already appended and durable: the error says how many leaves \
+that was. With --skip-duplicates duplicates are skipped (a value repeated within the input is \
+appended once, at its first position) and reported instead. Re-running an interrupted ingest \
+with --skip-duplicates completes it.
+
+A progress bar with rate and ETA is drawn on stderr when stderr is a terminal and the input is \
+large (32 MiB or more); never when stderr is piped.
+
+--json prints {\"first_index\":I|null,\"count\":C,\"size\":S,\"root\":\"0x..\"|null,\"blocks\":B,\
+\"skipped_count\":K,\"skipped\":[..],\"checkpointed\":true|false}; with --skip-duplicates \
+\"skipped\" lists the first 1,000 skipped values. On exit 3 it prints {\"error\":\"duplicates\",\
+\"message\":\"..\",\"appended_before\":A,\"first_index\":I|null,\"size\":S,\"root\":..,\"block\":B,\
+\"duplicate_count\":K,\"duplicates\":[..]} listing every duplicate of the refused block. Each \
+listed value is {\"value\":\"0x..\",\"position\":P,\"line\":L|null,\"existing_index\":I|null,\
+\"earlier_position\":Q|null}.
+
+Examples:
+  cairn ingest db leaves.bin
+  cairn ingest db --format hex leaves.hex
+  generate-leaves | cairn ingest db --block-size 100000 -
+  cairn ingest db --skip-duplicates --json leaves.bin";
+
+/// Leaves not covered by the last checkpoint that make ingest end with one.
+pub const CHECKPOINT_AFTER: u64 = 1 << 16;
+
+/// Skipped values listed by `--json` (all are counted).
+pub const SKIPPED_LISTED: usize = 1000;
+
+/// Values listed on the one stderr or stdout line (all are in `--json`).
+const SHOWN: usize = 8;
+
+/// How long one block may take to become durable before the command gives up.
+const DURABLE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Append leaves to a database, durably, block by block.
+#[derive(clap::Args, Debug)]
+pub struct IngestCmd {
+    /// The database directory.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// The leaf file; - or nothing reads stdin.
+    #[arg(value_name = "FILE")]
+    source: Option<PathBuf>,
+    /// How the leaf file is written.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Format::Bin)]
+    format: Format,
+    /// Leaves per durable commit (1 to 2^26; 1M, 64Ki and 2^16 are accepted spellings).
+    #[arg(long, value_name = "B", value_parser = parse_block_size, default_value = "1Mi")]
+    block_size: u64,
+    /// Skip values the database already holds instead of refusing their block.
+    #[arg(long)]
+    skip_duplicates: bool,
+    /// Print the report as one line of JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A duplicate, located in the input.
+#[derive(Clone, Copy, Debug)]
+struct Located {
+    value: Hash,
+    position: u64,
+    line: Option<usize>,
+    existing_index: Option<u64>,
+    earlier_position: Option<u64>,
+    earlier_line: Option<usize>,
+}
+
+impl Located {
+    fn json(&self) -> String {
+        Object::new()
+            .hash("value", Some(&self.value))
+            .field("position", self.position)
+            .field("line", self.line.map(|l| l as u64))
+            .field("existing_index", self.existing_index)
+            .field("earlier_position", self.earlier_position)
+            .finish()
+    }
+
+    fn text(&self) -> String {
+        let at = |position: u64, line: Option<usize>| match line {
+            Some(line) => format!("input leaf {position}, line {line}"),
+            None => format!("input leaf {position}"),
+        };
+        let of = match (self.existing_index, self.earlier_position) {
+            (Some(index), _) => format!("is already leaf {index}"),
+            (None, Some(position)) => format!("repeats {}", at(position, self.earlier_line)),
+            (None, None) => "is a duplicate".to_owned(),
+        };
+        format!(
+            "{} ({}) {of}",
+            Hex(&self.value),
+            at(self.position, self.line)
+        )
+    }
+}
+
+/// `items` rendered by `text`, at most [`SHOWN`], with how many more there are.
+fn listing(items: &[Located], total: usize, more: &str) -> String {
+    let mut out: Vec<String> = items.iter().take(SHOWN).map(Located::text).collect();
+    if total > out.len() {
+        out.push(format!(
+            "and {} more{more}",
+            group((total - out.len()) as u64)
+        ));
+    }
+    out.join("; ")
+}
+
+/// What the ingest has done so far.
+#[derive(Debug, Default)]
+struct Progressed {
+    first_index: Option<u64>,
+    count: u64,
+    blocks: u64,
+    /// Leaves of the input consumed (appended or skipped).
+    position: u64,
+    skipped_count: u64,
+    skipped: Vec<Located>,
+}
+
+impl IngestCmd {
+    pub(crate) fn run(self) -> Result<(), Failure> {
+        let source = Source::from_arg(self.source.as_deref());
+        if self.format == Format::Bin
+            && let Some(len) = source.file_len()
+            && !len.is_multiple_of(32)
+        {
+            // Refused before anything is appended (stdin is checked at its end).
+            let error = LeafError::Length {
+                len: usize::try_from(len).unwrap_or(usize::MAX),
+                looks_like_hex: looks_like_hex(&source),
+            };
+            return Err(Failure::new(
+                Code::Input,
+                anyhow!("{}: {error}", source.name()),
+            ));
+        }
+        let input = source.open()?;
+        let db = database::open(
+            &self.dir,
+            Options {
+                background: true,
+                verify: false,
+            },
+        )?;
+        if self.skip_duplicates && !db.is_unique() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{} keeps no nullifier set (it was created with --no-unique), so it has no duplicates to skip: drop --skip-duplicates",
+                    self.dir.display()
+                ),
+            ));
+        }
+        let mut done = Progressed::default();
+        let result = self.ingest(&db, &source, input, &mut done);
+        match result {
+            Ok(checkpointed) => {
+                let head = db.head();
+                db.close().map_err(database::db_failure)?;
+                self.report(&done, head, checkpointed)
+            }
+            Err(failure) => {
+                let failure = self.explain(&db, &done, failure);
+                drop(db);
+                Err(failure)
+            }
+        }
+    }
+
+    /// Reads and appends every block; returns whether it checkpointed.
+    fn ingest(
+        &self,
+        db: &Db,
+        source: &Source,
+        input: Box<dyn std::io::BufRead>,
+        done: &mut Progressed,
+    ) -> Result<bool, Stop> {
+        let hash = db.config().tree().hash;
+        let mut reader = BlockReader::new(input, self.format);
+        let mut progress = Progress::new(source.file_len());
+        let block_size = usize::try_from(self.block_size).unwrap_or(usize::MAX);
+        let mut block = Vec::new();
+        let mut lines = Vec::new();
+        loop {
+            reader
+                .next_block(block_size, &mut block, &mut lines)
+                .map_err(|error| Stop::read(source, error))?;
+            if block.is_empty() {
+                break;
+            }
+            let line_of = |position: usize| lines.get(position).copied();
+            if let Some(position) = block.iter().position(|leaf| !hash.accepts(leaf)) {
+                let input_position = done.position + position as u64;
+                let error = TreeError::NonCanonicalLeaf {
+                    position: usize::try_from(input_position).unwrap_or(usize::MAX),
+                    leaf: block[position],
+                };
+                let at = match line_of(position) {
+                    Some(line) => format!("line {line}"),
+                    None => leaves::locate(
+                        &[],
+                        Format::Bin,
+                        usize::try_from(input_position).unwrap_or(usize::MAX),
+                    ),
+                };
+                return Err(Stop::Failed(Failure::new(
+                    Code::Input,
+                    anyhow!("{}: {at}: {error}", source.name()),
+                )));
+            }
+            let locate = |d: &Duplicate| {
+                let (existing_index, earlier) = match d.of {
+                    DuplicateOf::Leaf(index) => (Some(index), None),
+                    DuplicateOf::Batch(position) => (None, Some(position)),
+                };
+                Located {
+                    value: d.value,
+                    position: done.position + d.position as u64,
+                    line: line_of(d.position),
+                    existing_index,
+                    earlier_position: earlier.map(|p| done.position + p as u64),
+                    earlier_line: earlier.and_then(line_of),
+                }
+            };
+            let appended = if self.skip_duplicates {
+                let new = db.append_new(&block).map_err(Stop::Db)?;
+                done.skipped_count += new.skipped.len() as u64;
+                let room = SKIPPED_LISTED.saturating_sub(done.skipped.len());
+                done.skipped
+                    .extend(new.skipped.iter().take(room).map(locate));
+                new.appended
+            } else {
+                match db.append_batch(&block) {
+                    Ok(appended) => Some(appended),
+                    Err(DbError::Duplicates { duplicates, .. }) => {
+                        let located: Vec<Located> = duplicates.iter().map(locate).collect();
+                        return Err(Stop::Duplicates {
+                            block: done.blocks,
+                            first: done.position,
+                            len: block.len() as u64,
+                            located,
+                        });
+                    }
+                    Err(error) => return Err(Stop::Db(error)),
+                }
+            };
+            if let Some(appended) = appended {
+                appended
+                    .token
+                    .wait(DURABLE_TIMEOUT)
+                    .map_err(|e| Stop::Db(e.into()))?;
+                done.first_index.get_or_insert(appended.first);
+                done.count += appended.count;
+            }
+            done.position += block.len() as u64;
+            done.blocks += 1;
+            progress.update(reader.bytes(), done.count);
+        }
+        progress.finish();
+        let stats = db.stats();
+        let uncovered = stats.store.size - stats.store.checkpoint_size;
+        if done.count > 0 && uncovered >= CHECKPOINT_AFTER {
+            db.checkpoint().map_err(Stop::Db)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The failure to report for `stop`, saying what was appended before it.
+    fn explain(&self, db: &Db, done: &Progressed, stop: Stop) -> Failure {
+        let size = db.size();
+        let before = if done.count == 0 {
+            format!(
+                "nothing was appended (the database holds {} leaves)",
+                group(size)
+            )
+        } else {
+            format!(
+                "{} leaves of earlier blocks were appended and are durable (indices {}..{}; the database holds {})",
+                group(done.count),
+                done.first_index.unwrap_or(0),
+                done.first_index.unwrap_or(0) + done.count,
+                group(size)
+            )
+        };
+        match stop {
+            Stop::Failed(failure) => {
+                let code = failure.code();
+                let line = failure.line();
+                let message = line.strip_prefix("error: ").unwrap_or(&line);
+                Failure::new(code, anyhow!("{message}; {before}"))
+            }
+            Stop::Db(error) => {
+                let code = database::db_code(&error);
+                Failure::new(code, anyhow!("{}: {error}; {before}", self.dir.display()))
+            }
+            Stop::Duplicates {
+                block,
+                first,
+                len,
+                located,
+            } => {
+                let message = format!(
+                    "{}: {} duplicate value{} in block {block} of {} (input leaves {first}..{}), so none of its leaves was appended: {}; {before}",
+                    self.dir.display(),
+                    group(located.len() as u64),
+                    if located.len() == 1 { "" } else { "s" },
+                    self.source_name(),
+                    first + len,
+                    listing(&located, located.len(), " (--json lists all)"),
+                );
+                if self.json {
+                    let head = db.head();
+                    let json = Object::new()
+                        .field("error", "duplicates")
+                        .field("message", message.as_str())
+                        .field("appended_before", done.count)
+                        .field("first_index", done.first_index)
+                        .field("size", head.size)
+                        .hash("root", head.root.as_ref())
+                        .field("block", block)
+                        .field("duplicate_count", located.len() as u64)
+                        .raw("duplicates", &array(located.iter().map(Located::json)))
+                        .finish();
+                    if let Err(failure) = output::line(&json) {
+                        return failure;
+                    }
+                }
+                Failure::new(Code::Duplicate, anyhow!("{message}"))
+            }
+        }
+    }
+
+    fn source_name(&self) -> String {
+        Source::from_arg(self.source.as_deref()).name()
+    }
+
+    fn report(&self, done: &Progressed, head: TreeHead, checkpointed: bool) -> Result<(), Failure> {
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("first_index", done.first_index)
+                    .field("count", done.count)
+                    .field("size", head.size)
+                    .hash("root", head.root.as_ref())
+                    .field("blocks", done.blocks)
+                    .field("skipped_count", done.skipped_count)
+                    .raw("skipped", &array(done.skipped.iter().map(Located::json)))
+                    .field("checkpointed", checkpointed)
+                    .finish(),
+            );
+        }
+        let root = head
+            .root
+            .map_or_else(|| "none (the tree is empty)".to_owned(), |r| to_hex(&r));
+        let mut text = match done.first_index {
+            Some(first) => format!(
+                "appended {} lea{} at indices {first}..{} in {} block{}: size {}, root {root}",
+                group(done.count),
+                if done.count == 1 { "f" } else { "ves" },
+                first + done.count,
+                done.blocks,
+                if done.blocks == 1 { "" } else { "s" },
+                head.size,
+            ),
+            None => format!("appended nothing: size {}, root {root}", head.size),
+        };
+        if done.skipped_count > 0 {
+            text.push_str(&format!(
+                "\nskipped {} duplicate{}: {}",
+                group(done.skipped_count),
+                if done.skipped_count == 1 { "" } else { "s" },
+                listing(
+                    &done.skipped,
+                    usize::try_from(done.skipped_count).unwrap_or(usize::MAX),
+                    ""
+                ),
+            ));
+        }
+        output::line(&text)
+    }
+}
+
+/// Why an ingest stopped.
+#[derive(Debug)]
+enum Stop {
+    /// A failure already worded (bad input).
+    Failed(Failure),
+    /// The database refused or failed.
+    Db(DbError),
+    /// A block held duplicates.
+    Duplicates {
+        /// Its number, from 0.
+        block: u64,
+        /// Its first input position.
+        first: u64,
+        /// Its length.
+        len: u64,
+        located: Vec<Located>,
+    },
+}
+
+impl Stop {
+    fn read(source: &Source, error: ReadError) -> Stop {
+        Stop::Failed(Failure::new(
+            Code::Input,
+            anyhow!("{}: {error}", source.name()),
+        ))
+    }
+}
+
+/// Whether a file's first bytes look like hex text (for the length error's hint).
+fn looks_like_hex(source: &Source) -> bool {
+    let Source::File(path) = source else {
+        return false;
+    };
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read(&mut file, &mut head))
+        .unwrap_or(0);
+    head[..read].trim_ascii_start().starts_with(b"0x")
+}
