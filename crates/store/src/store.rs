@@ -173,6 +173,14 @@ impl Store {
                 config.log_shift
             )));
         }
+        if let Some(depth) = config.tree.max_depth
+            && !(1..=u32::from(u8::MAX)).contains(&depth)
+        {
+            // Stored in one byte, 0 meaning "no limit".
+            return Err(StoreError::Config(format!(
+                "max depth {depth} outside 1..=255"
+            )));
+        }
         if fs.exists(dir).map_err(|e| StoreError::io("stat", dir, e))? {
             let entries = fs
                 .list_dir(dir)

@@ -216,3 +216,19 @@ fn concurrent_writers_share_group_commits() {
         assert_eq!(snapshot.leaf(index), Some(value));
     }
 }
+
+#[test]
+fn a_max_depth_the_meta_cannot_hold_is_refused_at_creation() {
+    for depth in [0, 256] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(2, 10);
+        config.tree = config.tree.with_max_depth(depth);
+        let error = Store::create(Arc::new(cairn_store::StdFs), &dir.path().join("s"), config)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(&format!("max depth {depth} outside 1..=255")),
+            "{error}"
+        );
+    }
+}
