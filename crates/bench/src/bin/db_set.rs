@@ -292,7 +292,10 @@ fn main() {
         let db = Db::open(&dir).expect("open");
         let open = began.elapsed();
         assert_eq!(db.size(), count);
-        assert_eq!(db.index_of(&value(count / 2)).expect("lookup"), Some(count / 2));
+        assert_eq!(
+            db.index_of(&value(count / 2)).expect("lookup"),
+            Some(count / 2)
+        );
         println!(
             "open     {count} values with a checkpoint: {:.3} s (set file {:.2} GiB, warm page cache)",
             open.as_secs_f64(),
