@@ -1,0 +1,207 @@
+//! Decoding an append's body: `{"leaves": ["0x..", ...]}` (JSON) or raw
+//! 32-byte records (`application/octet-stream`). The body is untrusted
+//! network input: every refusal is a 4xx with the reason and the value,
+//! never a panic, and counts are checked before anything is allocated per
+//! leaf.
+#![deny(clippy::indexing_slicing, clippy::unwrap_used)]
+
+use std::borrow::Cow;
+
+use axum::http::{HeaderMap, StatusCode, header};
+use cairn_core::Hash;
+use cairn_core::hex::parse_hash;
+use serde::Deserialize;
+
+use crate::error::ApiError;
+
+/// How a body encodes its leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    Json,
+    Binary,
+}
+
+/// The encoding named by the `Content-Type` header (415 for any other).
+pub(crate) fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Err(unsupported("no Content-Type"));
+    };
+    let text = value.to_str().unwrap_or("(not text)");
+    let essence = text.split(';').next().unwrap_or_default().trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(Encoding::Json)
+    } else if essence.eq_ignore_ascii_case("application/octet-stream") {
+        Ok(Encoding::Binary)
+    } else {
+        Err(unsupported(&format!("Content-Type {text:?}")))
+    }
+}
+
+fn unsupported(what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!(
+            "{what}: send application/json ({{\"leaves\": [\"0x..\"]}}) or application/octet-stream (raw 32-byte leaves)"
+        ),
+    )
+}
+
+/// The leaves of a body.
+pub(crate) fn leaves(
+    encoding: Encoding,
+    body: &[u8],
+    max_leaves: usize,
+) -> Result<Vec<Hash>, ApiError> {
+    match encoding {
+        Encoding::Json => json(body, max_leaves),
+        Encoding::Binary => binary(body, max_leaves),
+    }
+}
+
+fn empty() -> ApiError {
+    ApiError::bad_request("empty batch: append at least one leaf")
+}
+
+fn too_many(count: usize, max_leaves: usize) -> ApiError {
+    ApiError::too_large(format!(
+        "a batch of {count} leaves exceeds this server's limit of {max_leaves} leaves per request"
+    ))
+}
+
+fn binary(body: &[u8], max_leaves: usize) -> Result<Vec<Hash>, ApiError> {
+    let (records, rest) = body.as_chunks::<32>();
+    if !rest.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "a binary body of {} bytes is not a whole number of 32-byte leaves ({} leaves and {} bytes left over)",
+            body.len(),
+            records.len(),
+            rest.len()
+        )));
+    }
+    if records.is_empty() {
+        return Err(empty());
+    }
+    if records.len() > max_leaves {
+        return Err(too_many(records.len(), max_leaves));
+    }
+    Ok(records.to_vec())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeavesJson<'a> {
+    #[serde(borrow)]
+    leaves: Vec<Cow<'a, str>>,
+}
+
+fn json(body: &[u8], max_leaves: usize) -> Result<Vec<Hash>, ApiError> {
+    let doc: LeavesJson<'_> = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the body is not {{\"leaves\": [\"0x..\", ...]}}: {e}"
+        ))
+    })?;
+    if doc.leaves.is_empty() {
+        return Err(empty());
+    }
+    if doc.leaves.len() > max_leaves {
+        return Err(too_many(doc.leaves.len(), max_leaves));
+    }
+    doc.leaves
+        .iter()
+        .enumerate()
+        .map(|(position, text)| {
+            parse_hash(text)
+                .map_err(|e| ApiError::bad_request(format!("leaf at position {position}: {e}")))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+
+    fn check_refused(result: Result<Vec<Hash>, ApiError>, status: StatusCode, needle: &str) {
+        let error = result.unwrap_err();
+        assert_eq!(error.status, status, "{}", error.message);
+        assert!(
+            error.message.contains(needle),
+            "{:?} lacks {needle:?}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn binary_bodies_are_whole_records_within_the_limit() {
+        let mut body = vec![7u8; 64];
+        assert_eq!(binary(&body, 2).unwrap(), vec![[7u8; 32]; 2]);
+        check_refused(
+            binary(&body, 1),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "limit of 1",
+        );
+        body.push(0);
+        check_refused(binary(&body, 9), StatusCode::BAD_REQUEST, "65 bytes");
+        check_refused(binary(&[], 9), StatusCode::BAD_REQUEST, "empty batch");
+    }
+
+    #[test]
+    fn json_bodies_name_the_bad_leaf() {
+        let good = format!("0x{}", "ab".repeat(32));
+        let body = format!(
+            r#"{{"leaves": ["{good}", "{}"]}}"#,
+            good.to_uppercase().replace("0X", "0x")
+        );
+        assert_eq!(json(body.as_bytes(), 2).unwrap(), vec![[0xab; 32]; 2]);
+        check_refused(
+            json(body.as_bytes(), 1),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "2 leaves",
+        );
+        let body = format!(r#"{{"leaves": ["{good}", "0x12"]}}"#);
+        check_refused(
+            json(body.as_bytes(), 9),
+            StatusCode::BAD_REQUEST,
+            "position 1",
+        );
+        check_refused(
+            json(body.as_bytes(), 9),
+            StatusCode::BAD_REQUEST,
+            "\"0x12\"",
+        );
+        check_refused(
+            json(br#"{"leaves": []}"#, 9),
+            StatusCode::BAD_REQUEST,
+            "empty batch",
+        );
+        check_refused(
+            json(br#"{"leaf": []}"#, 9),
+            StatusCode::BAD_REQUEST,
+            "unknown field",
+        );
+        check_refused(json(b"[1,2", 9), StatusCode::BAD_REQUEST, "not {\"leaves\"");
+    }
+
+    #[test]
+    fn content_types_pick_the_encoding() {
+        let mut headers = HeaderMap::new();
+        let status = encoding(&headers).unwrap_err().status;
+        assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        for (value, want) in [
+            ("application/json", Encoding::Json),
+            ("Application/JSON; charset=utf-8", Encoding::Json),
+            ("application/octet-stream", Encoding::Binary),
+        ] {
+            headers.insert(header::CONTENT_TYPE, value.parse().unwrap());
+            assert_eq!(encoding(&headers).unwrap(), want, "{value}");
+        }
+        headers.insert(header::CONTENT_TYPE, "text/plain".parse().unwrap());
+        assert!(
+            encoding(&headers)
+                .unwrap_err()
+                .message
+                .contains("text/plain")
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! How the server runs: where it listens, the write token and the limits.
+//! The token is a secret: it never appears in `Debug` output or logs.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::ServerError;
+
+/// Everything the server needs besides the database.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// The address to listen on (port 0 picks a free port; see
+    /// [`crate::Server::local_addr`]).
+    pub listen: SocketAddr,
+    /// If set, `POST` requests need `Authorization: Bearer <token>`; reads
+    /// never do. Read it with [`read_token_file`].
+    pub token: Option<String>,
+    /// Request bodies above this many bytes are refused with 413 (before
+    /// they are read when `Content-Length` says so).
+    pub max_body_bytes: usize,
+    /// Batches above this many leaves are refused with 413.
+    pub max_batch_leaves: usize,
+    /// How long an append waits for its leaves to become durable before
+    /// answering 503 (the leaves stay appended and may still become durable).
+    pub durability_timeout: Duration,
+    /// After the shutdown signal, how long in-flight requests may run
+    /// before their connections are closed.
+    pub shutdown_grace: Duration,
+    /// Checkpoint the database on graceful shutdown (a faster next open).
+    pub checkpoint_on_shutdown: bool,
+}
+
+impl ServerConfig {
+    /// Defaults for `listen`: no token, 64 MiB bodies, batches of up to
+    /// 2^20 leaves, a 30 s durability wait, a 30 s shutdown grace, a
+    /// checkpoint on shutdown.
+    pub fn new(listen: SocketAddr) -> ServerConfig {
+        ServerConfig {
+            listen,
+            token: None,
+            max_body_bytes: 64 << 20,
+            max_batch_leaves: 1 << 20,
+            durability_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(30),
+            checkpoint_on_shutdown: true,
+        }
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("listen", &self.listen)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_batch_leaves", &self.max_batch_leaves)
+            .field("durability_timeout", &self.durability_timeout)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("checkpoint_on_shutdown", &self.checkpoint_on_shutdown)
+            .finish()
+    }
+}
+
+/// The longest token accepted (a header value a client can send).
+const TOKEN_MAX_BYTES: usize = 4096;
+
+/// Reads a write token from `path`: the file's content without surrounding
+/// whitespace, which must be 1..=4096 visible ASCII characters (what an
+/// HTTP header can carry). The token itself never appears in an error.
+pub fn read_token_file(path: &Path) -> Result<String, ServerError> {
+    let refuse = |reason: String| ServerError::TokenFile {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| refuse(e.to_string()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(refuse(
+            "the file holds no token (empty or only whitespace)".into(),
+        ));
+    }
+    if token.len() > TOKEN_MAX_BYTES {
+        return Err(refuse(format!(
+            "the token has {} bytes, at most {TOKEN_MAX_BYTES} are allowed",
+            token.len()
+        )));
+    }
+    if let Some(position) = token.bytes().position(|b| !b.is_ascii_graphic()) {
+        return Err(refuse(format!(
+            "the token has a character at byte {position} that is not visible ASCII (a header cannot carry it)"
+        )));
+    }
+    warn_if_readable_by_others(path);
+    Ok(token.to_owned())
+}
+
+#[cfg(unix)]
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            path = %path.display(),
+            mode = format_args!("{:o}", meta.permissions().mode() & 0o777),
+            "the token file is readable by other users; chmod 600 it"
+        );
+    }
+}
+
+#[cfg(not(unix))]
+fn warn_if_readable_by_others(_path: &Path) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_the_token() {
+        let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        config.token = Some("hunter2-secret".into());
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn token_file_is_trimmed_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "  abc-123\n").unwrap();
+        assert_eq!(read_token_file(&path).unwrap(), "abc-123");
+        std::fs::write(&path, "\n \n").unwrap();
+        let error = read_token_file(&path).unwrap_err().to_string();
+        assert!(error.contains("holds no token"), "{error}");
+        std::fs::write(&path, "two words").unwrap();
+        let error = read_token_file(&path).unwrap_err().to_string();
+        assert!(error.contains("byte 3"), "{error}");
+        assert!(!error.contains("words"), "{error}");
+        let missing = dir.path().join("missing");
+        assert!(read_token_file(&missing).is_err());
+    }
+}

@@ -1,0 +1,194 @@
+//! The server's errors: [`ServerError`] for starting and stopping, and
+//! [`ApiError`], what a request gets back: a status and a JSON body
+//! `{"error": "..."}` whose message names the refused value.
+
+use std::io;
+use std::path::PathBuf;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use cairn_core::TreeError;
+use cairn_db::{DbError, Duplicate, DuplicateOf};
+use cairn_store::StoreError;
+use serde::Serialize;
+
+/// Why the server could not start, or did not stop cleanly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// Opening, flushing, checkpointing or closing the database failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// The listening socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The token file is missing or unusable.
+    #[error("token file {path}: {reason}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it (never the token itself).
+        reason: String,
+    },
+    /// Another operating-system failure (the runtime, signal handlers,
+    /// the accept loop).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// A background task still held the database after the runtime stopped.
+    #[error("the database is still in use after shutdown: it was not closed")]
+    StillInUse,
+}
+
+/// The message of a 5xx answer, for the log.
+#[derive(Clone, Debug)]
+pub(crate) struct ServerFailure(pub String);
+
+/// A refused or failed request.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub duplicates: Option<Vec<DuplicateJson>>,
+}
+
+/// One refused value of a 409 answer.
+#[derive(Debug, Serialize)]
+pub(crate) struct DuplicateJson {
+    /// Its position in the request's batch.
+    position: usize,
+    /// The value.
+    value: String,
+    /// The leaf index where the tree already holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u64>,
+    /// The earlier position of the same batch that holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch_position: Option<usize>,
+}
+
+impl From<&Duplicate> for DuplicateJson {
+    fn from(d: &Duplicate) -> DuplicateJson {
+        let (index, batch_position) = match d.of {
+            DuplicateOf::Leaf(index) => (Some(index), None),
+            DuplicateOf::Batch(position) => (None, Some(position)),
+        };
+        DuplicateJson {
+            position: d.position,
+            value: crate::json::hex(&d.value),
+            index,
+            batch_position,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorJson<'a> {
+    error: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duplicates: Option<&'a [DuplicateJson]>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+            duplicates: None,
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn too_large(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    /// The answer to a database error of an append.
+    pub fn from_append(error: DbError) -> ApiError {
+        match error {
+            DbError::Duplicates { ref duplicates, .. } => ApiError {
+                status: StatusCode::CONFLICT,
+                message: error.to_string(),
+                duplicates: Some(duplicates.iter().map(DuplicateJson::from).collect()),
+            },
+            DbError::Store(StoreError::Tree(
+                TreeError::EmptyBatch | TreeError::NonCanonicalLeaf { .. },
+            )) => ApiError::bad_request(error.to_string()),
+            DbError::Store(StoreError::Tree(TreeError::CapacityExceeded { .. }))
+            | DbError::SetFull(_) => {
+                ApiError::new(StatusCode::INSUFFICIENT_STORAGE, error.to_string())
+            }
+            DbError::Store(
+                StoreError::Poisoned { .. }
+                | StoreError::Io { .. }
+                | StoreError::Corrupt { .. }
+                | StoreError::Timeout { .. }
+                | StoreError::Closed,
+            ) => ApiError::unavailable(error.to_string()),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+
+    /// The answer to a refused proof request (index or size out of range).
+    pub fn from_proof(error: TreeError) -> ApiError {
+        match error {
+            TreeError::IndexOutOfRange { .. } | TreeError::SizeBeyondTree { .. } => {
+                ApiError::not_found(error.to_string())
+            }
+            TreeError::OldSizeAboveNew { .. } => ApiError::bad_request(error.to_string()),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_string(&ErrorJson {
+            error: &self.message,
+            duplicates: self.duplicates.as_deref(),
+        })
+        .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"));
+        let mut response = (self.status, body).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if self.status.is_server_error() {
+            // The middleware logs it with the request's id.
+            response
+                .extensions_mut()
+                .insert(ServerFailure(self.message.clone()));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"cairn\""),
+            );
+        }
+        response
+    }
+}

@@ -1,0 +1,37 @@
+//! cairn's HTTP server: durable appends, membership and consistency proofs
+//! and nullifier lookups over one [`cairn_db::Db`], on tokio and axum.
+//!
+//! - **Writes are durable when acknowledged**: `POST /v1/leaves` appends a
+//!   batch (all or nothing, duplicates refused) and answers only after its
+//!   durability token is released. The append runs on tokio's blocking
+//!   pool; one committer thread waits on the newest token (one group
+//!   commit for everything appended meanwhile) and wakes the waiting
+//!   requests, so the async workers never wait on a lock or an fsync.
+//! - **Reads only show durable state**: roots, proofs and lookups are
+//!   answered at the durable size, never past it, so nothing the server
+//!   ever handed out can be lost or forked by a crash (a root served once
+//!   is a prefix of every later root, across restarts).
+//! - **Routes are one table** ([`ROUTES`]): the router is built from it and
+//!   a test checks it against the committed OpenAPI document
+//!   (`openapi.json`, served at `/openapi.json`).
+//!
+//! Embedding: [`Server::bind`] then [`Server::run`] with a shutdown future
+//! (or [`serve`]); the blocking [`run`] opens a directory, handles SIGTERM
+//! and SIGINT, and closes the database on the way out.
+#![warn(missing_docs)]
+
+mod api;
+mod auth;
+mod body;
+mod commit;
+mod config;
+mod error;
+mod json;
+mod metrics;
+mod routes;
+mod server;
+
+pub use config::{ServerConfig, read_token_file};
+pub use error::ServerError;
+pub use routes::{OPENAPI_JSON, ROUTES, Route};
+pub use server::{Server, init_logging, run, run_db, serve};

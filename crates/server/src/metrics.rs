@@ -1,0 +1,239 @@
+//! Counters and latency histograms, rendered in the Prometheus text format
+//! (version 0.0.4) by hand: lock-free atomics on the request path, one
+//! read-mostly map for the per-route request histograms.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use cairn_db::Db;
+use parking_lot::RwLock;
+
+/// Upper bounds of the histogram buckets, in seconds (the last bucket,
+/// `+Inf`, is implied).
+const BOUNDS_SECONDS: [f64; 17] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0,
+];
+
+/// A latency histogram. Buckets are stored per bucket (not cumulative) so
+/// that one observation is one increment; rendering accumulates them.
+#[derive(Debug, Default)]
+pub(crate) struct Histogram {
+    buckets: [AtomicU64; BOUNDS_SECONDS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let bucket = BOUNDS_SECONDS
+            .iter()
+            .position(|&bound| seconds <= bound)
+            .unwrap_or(BOUNDS_SECONDS.len());
+        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Appends the `_bucket`, `_sum` and `_count` lines; `labels` is empty
+    /// or `key="value",...` without braces.
+    fn render(&self, name: &str, labels: &str, out: &mut String) {
+        let separator = if labels.is_empty() { "" } else { "," };
+        let mut cumulative = 0;
+        for (bucket, count) in self.buckets.iter().enumerate() {
+            cumulative += count.load(Ordering::Relaxed);
+            let bound = BOUNDS_SECONDS
+                .get(bucket)
+                .map_or_else(|| "+Inf".to_owned(), |b| b.to_string());
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{separator}le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let braces = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
+        };
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum{braces} {sum}");
+        // The count is the +Inf bucket, so the two always agree in one scrape.
+        let _ = writeln!(out, "{name}_count{braces} {cumulative}");
+    }
+}
+
+/// A request's labels: method, route template (or "unmatched"), status.
+type RequestKey = (&'static str, &'static str, u16);
+
+/// Everything the server counts.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    /// Append requests acknowledged (durable).
+    pub appends: AtomicU64,
+    /// Leaves acknowledged.
+    pub leaves: AtomicU64,
+    /// Bytes of append request bodies read (accepted or not).
+    pub body_bytes: AtomicU64,
+    /// Append requests refused for duplicates, and the values they held.
+    pub duplicate_batches: AtomicU64,
+    pub duplicate_values: AtomicU64,
+    /// Appends that failed in the database (storage faults, timeouts).
+    pub append_failures: AtomicU64,
+    /// The append call: duplicate check, set insert, memory copy.
+    pub append_seconds: Histogram,
+    /// From the append to the release of its durability token: the group
+    /// commit (write and fdatasync) as a request sees it.
+    pub durable_wait_seconds: Histogram,
+    /// Checkpoints the server ran (on shutdown).
+    pub checkpoint_seconds: Histogram,
+    requests: RwLock<BTreeMap<RequestKey, Arc<Histogram>>>,
+}
+
+impl Metrics {
+    pub fn observe_request(&self, key: RequestKey, elapsed: Duration) {
+        if let Some(histogram) = self.requests.read().get(&key) {
+            histogram.observe(elapsed);
+            return;
+        }
+        let histogram = Arc::clone(self.requests.write().entry(key).or_default());
+        histogram.observe(elapsed);
+    }
+
+    /// The text exposition, with the database's gauges read now.
+    pub fn render(&self, db: &Db) -> String {
+        let mut out = String::with_capacity(16 << 10);
+        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        };
+        let gauge = |out: &mut String, name: &str, help: &str, value: u64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        };
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        counter(
+            &mut out,
+            "cairn_appends_total",
+            "Append requests acknowledged as durable.",
+            load(&self.appends),
+        );
+        counter(
+            &mut out,
+            "cairn_leaves_appended_total",
+            "Leaves acknowledged as durable.",
+            load(&self.leaves),
+        );
+        counter(
+            &mut out,
+            "cairn_append_body_bytes_total",
+            "Bytes of append request bodies read.",
+            load(&self.body_bytes),
+        );
+        counter(
+            &mut out,
+            "cairn_duplicate_batches_total",
+            "Append requests refused because they held duplicates (409).",
+            load(&self.duplicate_batches),
+        );
+        counter(
+            &mut out,
+            "cairn_duplicates_rejected_total",
+            "Duplicate values in refused append requests.",
+            load(&self.duplicate_values),
+        );
+        counter(
+            &mut out,
+            "cairn_append_failures_total",
+            "Appends that failed in the database (storage fault, timeout, full).",
+            load(&self.append_failures),
+        );
+        let stats = db.stats();
+        gauge(
+            &mut out,
+            "cairn_tree_size",
+            "Leaves in the tree (visible, durable or not).",
+            stats.store.size,
+        );
+        gauge(
+            &mut out,
+            "cairn_durable_size",
+            "Leaves durable on disk (what reads answer for).",
+            stats.store.durable,
+        );
+        gauge(
+            &mut out,
+            "cairn_checkpoint_size",
+            "Leaves covered by the last checkpoint.",
+            stats.store.checkpoint_size,
+        );
+        gauge(
+            &mut out,
+            "cairn_checkpoint_number",
+            "Checkpoints written so far (automatic and on shutdown).",
+            stats.store.checkpoint_number,
+        );
+        let histograms = [
+            (
+                "cairn_append_seconds",
+                "The append call: duplicate check, set insert and memory copy.",
+                &self.append_seconds,
+            ),
+            (
+                "cairn_durable_wait_seconds",
+                "From an append to its leaves being durable (group commit: write and fdatasync).",
+                &self.durable_wait_seconds,
+            ),
+            (
+                "cairn_checkpoint_seconds",
+                "Checkpoints run by the server (on shutdown).",
+                &self.checkpoint_seconds,
+            ),
+        ];
+        for (name, help, histogram) in histograms {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+            histogram.render(name, "", &mut out);
+        }
+        let name = "cairn_http_request_duration_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Request latency by method, route and status.\n# TYPE {name} histogram"
+        );
+        for ((method, route, status), histogram) in self.requests.read().iter() {
+            let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
+            histogram.render(name, &labels, &mut out);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_agree_with_the_count() {
+        let histogram = Histogram::default();
+        for micros in [10, 80, 80, 3_000, 20_000_000] {
+            histogram.observe(Duration::from_micros(micros));
+        }
+        let mut out = String::new();
+        histogram.render("x", "a=\"b\"", &mut out);
+        assert!(
+            out.contains("x_bucket{a=\"b\",le=\"0.00005\"} 1\n"),
+            "{out}"
+        );
+        assert!(out.contains("x_bucket{a=\"b\",le=\"0.0001\"} 3\n"), "{out}");
+        assert!(out.contains("x_bucket{a=\"b\",le=\"0.005\"} 4\n"), "{out}");
+        assert!(out.contains("x_bucket{a=\"b\",le=\"10\"} 4\n"), "{out}");
+        assert!(out.contains("x_bucket{a=\"b\",le=\"+Inf\"} 5\n"), "{out}");
+        assert!(out.contains("x_count{a=\"b\"} 5\n"), "{out}");
+        assert!(out.contains("x_sum{a=\"b\"} 20.00317\n"), "{out}");
+    }
+}

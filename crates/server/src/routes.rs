@@ -1,0 +1,196 @@
+//! The routes as one table, the router built from it, and the middleware
+//! every request goes through (request id, tracing span, latency metric).
+//!
+//! Invariant: the router serves exactly [`ROUTES`] (it is built from the
+//! table and nothing else), and a test checks the table, with each route's
+//! statuses, against the committed `openapi.json`.
+
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, Method};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{MethodRouter, get, post};
+use tracing::Instrument as _;
+
+use crate::api::{self, AppState};
+use crate::error::ServerFailure;
+
+/// One route: what the router serves and the OpenAPI document describes.
+#[derive(Clone, Copy, Debug)]
+pub struct Route {
+    /// The HTTP method.
+    pub method: &'static str,
+    /// The path template, `{name}` for a path parameter (OpenAPI's form).
+    pub path: &'static str,
+    /// Every status the route can answer with.
+    pub statuses: &'static [u16],
+    /// Whether the route needs the write token when one is configured.
+    pub needs_token: bool,
+}
+
+/// Every route the server serves.
+pub const ROUTES: &[Route] = &[
+    Route {
+        method: "POST",
+        path: "/v1/leaves",
+        statuses: &[200, 400, 401, 409, 413, 415, 500, 503, 507],
+        needs_token: true,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/root",
+        statuses: &[200],
+        needs_token: false,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/leaves/{value}",
+        statuses: &[200, 400, 404, 501],
+        needs_token: false,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/proofs/{index}",
+        statuses: &[200, 400, 404],
+        needs_token: false,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/consistency",
+        statuses: &[200, 400, 404],
+        needs_token: false,
+    },
+    Route {
+        method: "GET",
+        path: "/healthz",
+        statuses: &[200, 503],
+        needs_token: false,
+    },
+    Route {
+        method: "GET",
+        path: "/metrics",
+        statuses: &[200],
+        needs_token: false,
+    },
+    Route {
+        method: "GET",
+        path: "/openapi.json",
+        statuses: &[200],
+        needs_token: false,
+    },
+];
+
+/// The OpenAPI 3 document of [`ROUTES`], as committed and served.
+pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
+
+/// The handler of a table entry. A table entry without a handler is a
+/// programmer error, caught by every test that builds a router.
+fn handler(route: &Route) -> MethodRouter<AppState> {
+    match (route.method, route.path) {
+        ("POST", "/v1/leaves") => post(api::append),
+        ("GET", "/v1/root") => get(api::root),
+        ("GET", "/v1/leaves/{value}") => get(api::leaf_index),
+        ("GET", "/v1/proofs/{index}") => get(api::proof),
+        ("GET", "/v1/consistency") => get(api::consistency),
+        ("GET", "/healthz") => get(api::health),
+        ("GET", "/metrics") => get(api::metrics),
+        ("GET", "/openapi.json") => get(api::openapi),
+        (method, path) => panic!("route {method} {path} is in ROUTES but has no handler"),
+    }
+}
+
+/// The router of [`ROUTES`], with JSON answers for unknown routes and
+/// methods, and the observing middleware around everything.
+pub(crate) fn router(state: AppState) -> Router {
+    let mut router = Router::new();
+    for route in ROUTES {
+        router = router.route(route.path, handler(route));
+    }
+    router
+        .fallback(api::no_route)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+/// The `x-request-id` header: taken from the request when it is a short
+/// token, else made up; returned on the response and put on the span.
+const REQUEST_ID: &str = "x-request-id";
+
+fn incoming_request_id(request: &Request) -> Option<String> {
+    let value = request.headers().get(REQUEST_ID)?.to_str().ok()?;
+    let valid = (1..=64).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+    valid.then(|| value.to_owned())
+}
+
+fn static_method(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::PATCH => "PATCH",
+        _ => "OTHER",
+    }
+}
+
+/// Gives the request an id and a span, and records its latency by method,
+/// route template and status. Logs every request at debug, and server
+/// errors at error with their message. Headers are never logged: the
+/// token travels in one.
+async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = static_method(request.method());
+    // axum answers HEAD with the GET handler.
+    let routed_as = if method == "HEAD" { "GET" } else { method };
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|matched| {
+            ROUTES
+                .iter()
+                .find(|r| r.path == matched.as_str() && r.method == routed_as)
+        })
+        .map_or("unmatched", |r| r.path);
+    let id = incoming_request_id(&request).unwrap_or_else(|| state.next_request_id());
+    // A debug span: at the default level it costs nothing per request.
+    let span = tracing::debug_span!(
+        "request",
+        id = %id,
+        method,
+        route,
+        path = %request.uri().path(),
+    );
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let elapsed = start.elapsed();
+    let status = response.status();
+    state
+        .shared()
+        .metrics
+        .observe_request((method, route, status.as_u16()), elapsed);
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    let micros = elapsed.as_micros() as u64;
+    match response.extensions().get::<ServerFailure>() {
+        Some(ServerFailure(error)) => tracing::error!(
+            id = %id,
+            method,
+            route,
+            status = status.as_u16(),
+            micros,
+            error = %error,
+            "request failed"
+        ),
+        None => span.in_scope(|| tracing::debug!(status = status.as_u16(), micros, "request")),
+    }
+    response
+}

@@ -1,0 +1,241 @@
+//! Starting, serving and stopping. Shutdown order: stop accepting, let
+//! in-flight requests finish (for at most the grace period), flush,
+//! checkpoint if configured, then (in [`run_db`]) wait for blocking tasks
+//! and close the database, which releases the directory lock.
+
+use std::future::{Future, IntoFuture as _};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::serve::ListenerExt as _;
+use cairn_db::Db;
+use tokio::net::TcpListener;
+
+use crate::api::{self, AppState};
+use crate::config::ServerConfig;
+use crate::error::ServerError;
+use crate::routes;
+
+/// A bound server, not yet serving: [`Server::local_addr`] tells which
+/// port a `:0` listen address got.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    state: AppState,
+}
+
+impl Server {
+    /// Binds `config.listen` for `db`.
+    pub async fn bind(db: Arc<Db>, config: ServerConfig) -> Result<Server, ServerError> {
+        let addr = config.listen;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        Ok(Server {
+            listener,
+            local_addr,
+            state: AppState::new(db, config),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting, lets
+    /// in-flight requests finish (closing connections still busy after
+    /// `shutdown_grace`), flushes, and checkpoints if configured. The
+    /// database stays open: its owner closes it.
+    pub async fn run<F>(self, shutdown: F) -> Result<(), ServerError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let Server {
+            listener,
+            local_addr,
+            state,
+        } = self;
+        let shared = state.shared();
+        let config = &shared.config;
+        let tree = shared.db.config().tree();
+        tracing::info!(
+            addr = %local_addr,
+            dir = %shared.db.dir().display(),
+            arity = tree.arity.as_u64(),
+            hash = tree.hash.name(),
+            size = shared.db.size(),
+            write_token = config.token.is_some(),
+            "listening"
+        );
+        let grace = config.shutdown_grace;
+        let (signalled, on_signal) = tokio::sync::oneshot::channel::<()>();
+        let signal = async move {
+            shutdown.await;
+            tracing::info!("shutting down: no new connections, finishing in-flight requests");
+            let _ = signalled.send(());
+        };
+        let listener = listener.tap_io(|tcp| {
+            // Answers are small and written at once: do not let Nagle
+            // hold them back waiting for the client's ACK.
+            let _ = tcp.set_nodelay(true);
+        });
+        let serving = axum::serve(listener, routes::router(state.clone()))
+            .with_graceful_shutdown(signal)
+            .into_future();
+        let deadline = async move {
+            match on_signal.await {
+                Ok(()) => tokio::time::sleep(grace).await,
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            served = serving => served.map_err(|source| ServerError::Io { what: "serving", source })?,
+            () = deadline => tracing::warn!(
+                grace_seconds = grace.as_secs_f64(),
+                "requests still in flight after the grace period: closing their connections"
+            ),
+        }
+        finish(state).await
+    }
+}
+
+/// Flushes, and checkpoints if configured (on the blocking pool).
+async fn finish(state: AppState) -> Result<(), ServerError> {
+    let task = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let shared = task.shared();
+        let durable = shared.db.flush()?;
+        tracing::info!(durable, "flushed");
+        if shared.config.checkpoint_on_shutdown {
+            let start = Instant::now();
+            let written = shared.db.checkpoint()?;
+            let elapsed = start.elapsed();
+            api::observe_checkpoint(shared, elapsed);
+            tracing::info!(
+                size = written.map(|c| c.size),
+                millis = elapsed.as_millis() as u64,
+                "checkpoint written"
+            );
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| ServerError::Io {
+        what: "the shutdown task",
+        source: std::io::Error::other(e.to_string()),
+    })?
+}
+
+/// Binds and serves `db` until `shutdown` completes (see [`Server::run`]).
+pub async fn serve<F>(db: Arc<Db>, config: ServerConfig, shutdown: F) -> Result<(), ServerError>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    Server::bind(db, config).await?.run(shutdown).await
+}
+
+/// Opens the database in `dir` and serves it until SIGTERM or SIGINT (a
+/// second signal exits at once: acknowledged appends are durable anyway),
+/// then shuts down gracefully and closes the database. Installs the
+/// default log subscriber ([`init_logging`]) unless one is set.
+pub fn run(dir: &Path, config: ServerConfig) -> Result<(), ServerError> {
+    init_logging();
+    let db = Db::open(dir)?;
+    run_db(db, config, |_| {})
+}
+
+/// [`run`] for an opened database; `ready` is called with the bound
+/// address before the first request is accepted.
+pub fn run_db(
+    db: Db,
+    config: ServerConfig,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServerError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("cairn-server")
+        .build()
+        .map_err(|source| ServerError::Io {
+            what: "starting the runtime",
+            source,
+        })?;
+    let db = Arc::new(db);
+    let served = runtime.block_on(async {
+        let signal = shutdown_signal()?;
+        let server = Server::bind(Arc::clone(&db), config).await?;
+        ready(server.local_addr());
+        server.run(signal).await
+    });
+    // Dropping the runtime waits for blocking tasks still running (an
+    // append whose client went away): after it nothing else holds `db`.
+    drop(runtime);
+    let closed = match Arc::try_unwrap(db) {
+        Ok(db) => db.close().map_err(ServerError::from),
+        Err(_) => Err(ServerError::StillInUse),
+    };
+    served?;
+    closed?;
+    tracing::info!("closed: the directory is released");
+    Ok(())
+}
+
+/// Completes at the first SIGTERM or SIGINT; a second one exits the
+/// process at once.
+#[cfg(unix)]
+fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, ServerError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let install = |kind: SignalKind| {
+        signal(kind).map_err(|source| ServerError::Io {
+            what: "installing a signal handler",
+            source,
+        })
+    };
+    let mut terminate = install(SignalKind::terminate())?;
+    let mut interrupt = install(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => tracing::info!("SIGTERM"),
+            _ = interrupt.recv() => tracing::info!("SIGINT"),
+        }
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            tracing::warn!("second signal: exiting without waiting for the graceful shutdown");
+            std::process::exit(1);
+        });
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, ServerError> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("interrupted");
+    })
+}
+
+/// Installs a `tracing` subscriber writing to stderr, unless one is set:
+/// the filter comes from `CAIRN_LOG` (default `info`; `debug` logs every
+/// request), JSON lines when `CAIRN_LOG_FORMAT=json`.
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("CAIRN_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    let _ = if std::env::var("CAIRN_LOG_FORMAT").is_ok_and(|v| v == "json") {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}

@@ -1,0 +1,12 @@
+//! The server's integration tests: one binary, modules by subject. Every
+//! test talks to a real server on 127.0.0.1 (in process, or the
+//! `cairn-server` binary as a child) through a real HTTP client.
+
+mod api;
+mod auth;
+mod concurrency;
+mod crash;
+mod limits;
+mod openapi;
+mod shutdown;
+mod support;
