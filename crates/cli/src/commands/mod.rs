@@ -7,7 +7,7 @@
 //! database as an optional positional beside `--leaves`; `verify` and
 //! `verify-consistency` take `--db DIR` for the trusted head. The database
 //! commands (`init`, `ingest`, `stats`, `contains`, `checkpoint`, `check`,
-//! `export`, `demo`) take the directory first. `plan` reads nothing: its
+//! `export`, `demo`, `serve`) take the directory first. `plan` reads nothing: its
 //! `--leaves` is a count, and its model is public for reuse.
 
 mod check;
@@ -21,6 +21,7 @@ mod init;
 pub mod plan;
 mod prove;
 mod root;
+mod serve;
 mod stats;
 mod verify;
 mod verify_consistency;
@@ -38,6 +39,7 @@ pub use init::InitCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
 pub use root::RootCmd;
+pub use serve::ServeCmd;
 pub use stats::StatsCmd;
 pub use verify::VerifyCmd;
 pub use verify_consistency::VerifyConsistencyCmd;
@@ -87,6 +89,9 @@ pub enum Command {
     /// Run the main job end to end on a real database and print each step's figures.
     #[command(long_about = demo::LONG_ABOUT)]
     Demo(DemoCmd),
+    /// Serve a database over HTTP (appends, proofs, lookups, metrics).
+    #[command(long_about = serve::LONG_ABOUT)]
+    Serve(ServeCmd),
 }
 
 impl Command {
@@ -107,6 +112,7 @@ impl Command {
             Command::Export(cmd) => cmd.run(),
             Command::Plan(cmd) => cmd.run(),
             Command::Demo(cmd) => cmd.run(),
+            Command::Serve(cmd) => cmd.run(),
         }
     }
 }

@@ -10,5 +10,6 @@ mod leaves;
 mod plan;
 mod proofs;
 mod root;
+mod serve;
 mod support;
 mod usage;

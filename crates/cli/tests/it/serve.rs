@@ -1,0 +1,128 @@
+//! `cairn serve`: the real binary serving a real database over HTTP, driven
+//! with plain HTTP/1.1 over a TCP socket; SIGTERM ends it cleanly.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+use crate::support::cairn;
+
+/// One HTTP/1.1 request on a fresh connection: (status, body).
+fn request(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for header in headers {
+        head.push_str(header);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn serve_answers_appends_proofs_and_lookups_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    cairn(&["init", db, "--arity", "4", "--hash", "blake3"]).success();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args([
+            "serve",
+            db,
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            token.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+
+    let leaves = r#"{"leaves":["0x0000000000000000000000000000000000000000000000000000000000000001","0x0000000000000000000000000000000000000000000000000000000000000002"]}"#;
+    let json = "Content-Type: application/json";
+    // Writes need the token; reads do not.
+    assert_eq!(request(&addr, "POST", "/v1/leaves", &[json], leaves).0, 401);
+    let (status, body) = request(
+        &addr,
+        "POST",
+        "/v1/leaves",
+        &[json, "Authorization: Bearer s3cret"],
+        leaves,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""first_index":0"#), "{body}");
+    assert!(body.contains(r#""size":2"#), "{body}");
+    // The same values again: 409, nothing appended.
+    let (status, body) = request(
+        &addr,
+        "POST",
+        "/v1/leaves",
+        &[json, "Authorization: Bearer s3cret"],
+        leaves,
+    );
+    assert_eq!(status, 409, "{body}");
+    let (status, body) = request(
+        &addr,
+        "GET",
+        "/v1/leaves/0x0000000000000000000000000000000000000000000000000000000000000002",
+        &[],
+        "",
+    );
+    assert_eq!((status, body.as_str()), (200, r#"{"index":1}"#));
+    let (status, body) = request(&addr, "GET", "/v1/proofs/1", &[], "");
+    assert_eq!(status, 200, "{body}");
+    let (status, root) = request(&addr, "GET", "/v1/root", &[], "");
+    assert_eq!(status, 200);
+    assert!(root.contains(r#""size":2"#), "{root}");
+
+    // SIGTERM: a clean shutdown that releases the directory.
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(child.wait().unwrap().success());
+    let stats = cairn(&["stats", db, "--json"]);
+    stats.success();
+    assert!(stats.out().contains(r#""size":2"#), "{}", stats.out());
+}
+
+#[test]
+fn serve_on_a_missing_database_is_one_line_and_exit_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing");
+    cairn(&[
+        "serve",
+        missing.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .error(4, &["not a cairn"]);
+}
