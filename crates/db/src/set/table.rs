@@ -316,7 +316,7 @@ impl Table {
             while from < old && self.slots[from] != 0 {
                 from += 1;
             }
-            self.slots[start..from].sort_unstable();
+            sort_short(&mut self.slots[start..from]);
         }
         self.slots.resize(capacity, 0);
         // Forward pass: new positions of the entries left, in slot order.
@@ -360,6 +360,25 @@ impl Table {
             }
         }
         slots
+    }
+}
+
+/// Sorts a cluster: most are a few slots and already in order, so an
+/// insertion sort (no call into the general sort) does them.
+#[inline]
+fn sort_short(run: &mut [u64]) {
+    if run.len() > 32 {
+        run.sort_unstable();
+        return;
+    }
+    for i in 1..run.len() {
+        let value = run[i];
+        let mut j = i;
+        while j > 0 && run[j - 1] > value {
+            run[j] = run[j - 1];
+            j -= 1;
+        }
+        run[j] = value;
     }
 }
 
