@@ -719,6 +719,7 @@ impl Inner {
         };
         let cold = (self.config.tier_below as usize).min(last.levels.len());
         let log_files = self.log.lock().files().to_vec();
+        let mut tiered_any = false;
         for level in 0..cold {
             if checkpoints.tiered.len() <= level {
                 checkpoints.tiered.resize(level + 1, 0);
@@ -744,7 +745,14 @@ impl Inner {
                     .tier(level as u32, segment, source)
                     .expect("a published segment is frozen");
                 checkpoints.tiered[level] += 1;
+                tiered_any = true;
             }
+        }
+        if tiered_any {
+            // The published snapshot still shares the memory the tiered
+            // segments replaced: publish a fresh one so that memory goes.
+            let mut tree = self.tree.lock();
+            self.published.store(Arc::new(tree.snapshot()));
         }
         Ok(())
     }

@@ -8,7 +8,9 @@
 //!   timed alone (the figures include about 20 ns of `Instant` overhead).
 //! - `scale`: with `--scale-leaves M`, ingest M values in 4M batches,
 //!   checkpoint, report the set's bytes per value and the process RSS;
-//!   close, reopen and time the open (warm page cache).
+//!   close, reopen and time the open (warm page cache). With
+//!   `--scale-no-set` the same without the set: the storage engine's RSS
+//!   with level 0 tiered, against the tree's total bytes.
 //!
 //! Run: `cargo run --release -p cairn-bench --bin db_set -- [--quick]
 //! [--leaves N] [--batch B] [--rounds R] [--scale-leaves M] [--dir DIR]
@@ -26,12 +28,13 @@ struct Options {
     batch: u64,
     rounds: usize,
     scale_leaves: Option<u64>,
+    scale_unique: bool,
     dir: PathBuf,
     workloads: Vec<String>,
 }
 
 const USAGE: &str = "usage: db_set [--quick] [--leaves N] [--batch B] [--rounds R] \
-                     [--scale-leaves M] [--dir DIR] [--workload ingest,lookup,scale]";
+                     [--scale-leaves M] [--scale-no-set] [--dir DIR] [--workload ingest,lookup,scale]";
 
 fn options() -> Options {
     let mut options = Options {
@@ -39,6 +42,7 @@ fn options() -> Options {
         batch: 1_000_000,
         rounds: 3,
         scale_leaves: None,
+        scale_unique: true,
         dir: std::env::temp_dir(),
         workloads: vec!["ingest".into(), "lookup".into()],
     };
@@ -66,6 +70,7 @@ fn options() -> Options {
                     options.workloads.push("scale".into());
                 }
             }
+            "--scale-no-set" => options.scale_unique = false,
             "--dir" => options.dir = args.next().map(PathBuf::from).expect(USAGE),
             "--workload" => {
                 options.workloads = args
@@ -257,7 +262,7 @@ fn main() {
         let dir = root.path().join("scale");
         let rss_before = rss_bytes();
         let began = Instant::now();
-        let mut config = config(true);
+        let mut config = config(options.scale_unique);
         config.store.tier_below = 1;
         let db = Db::create(&dir, config).expect("create");
         let batch = 4u64 << 20;
@@ -276,15 +281,34 @@ fn main() {
         let began = Instant::now();
         db.checkpoint().expect("checkpoint");
         let checkpoint = began.elapsed();
-        let set = db.stats().set.expect("set on");
         let rss = rss_bytes().saturating_sub(rss_before);
+        let tree_bytes = {
+            let snapshot = db.snapshot();
+            let mut nodes = 0u64;
+            let mut len = snapshot.size();
+            while len > 1 {
+                nodes += len;
+                len = len.div_ceil(4);
+            }
+            (nodes + 1) * 32
+        };
+        let set = db.stats().set;
         println!(
-            "scale    {count} values: ingest {:.1} s, checkpoint {:.2} s, set {:.2} bytes/value, RSS {:.2} GiB ({:.1} bytes/value)",
+            "scale    {count} values: ingest {:.1} s, checkpoint {:.2} s, RSS {:.2} GiB = {:.1}% of the tree's {:.2} GiB{}",
             ingest.as_secs_f64(),
             checkpoint.as_secs_f64(),
-            set.memory_bytes as f64 / set.values as f64,
             rss as f64 / (1u64 << 30) as f64,
-            rss as f64 / count as f64
+            100.0 * rss as f64 / tree_bytes as f64,
+            tree_bytes as f64 / (1u64 << 30) as f64,
+            match set {
+                Some(set) => format!(
+                    "; set {:.2} bytes/value ({:.2} GiB, load {:.2})",
+                    set.memory_bytes as f64 / set.values as f64,
+                    set.memory_bytes as f64 / (1u64 << 30) as f64,
+                    set.values as f64 / set.slots as f64
+                ),
+                None => " (no set)".to_string(),
+            }
         );
         db.close().expect("close");
         let set_file = std::fs::metadata(dir.join("nullifiers.set")).map_or(0, |m| m.len());
@@ -292,10 +316,12 @@ fn main() {
         let db = Db::open(&dir).expect("open");
         let open = began.elapsed();
         assert_eq!(db.size(), count);
-        assert_eq!(
-            db.index_of(&value(count / 2)).expect("lookup"),
-            Some(count / 2)
-        );
+        if options.scale_unique {
+            assert_eq!(
+                db.index_of(&value(count / 2)).expect("lookup"),
+                Some(count / 2)
+            );
+        }
         println!(
             "open     {count} values with a checkpoint: {:.3} s (set file {:.2} GiB, warm page cache)",
             open.as_secs_f64(),

@@ -234,8 +234,16 @@ impl Table {
         }
         let mut count = 0;
         let capacity = slots.len();
-        for (at, &slot) in slots.iter().enumerate() {
+        // One pass from just after an empty slot (the load limit leaves
+        // one): an entry is reachable iff its home lies cyclically between
+        // the start of its cluster and its slot.
+        let empty = slots.iter().position(|&s| s == 0).unwrap_or(0);
+        let mut cluster = (empty + 1) % capacity.max(1);
+        for step in 1..=capacity {
+            let at = (empty + step) % capacity;
+            let slot = slots[at];
             if slot == 0 {
+                cluster = (at + 1) % capacity;
                 continue;
             }
             count += 1;
@@ -245,13 +253,10 @@ impl Table {
                     (slot & INDEX_MASK).wrapping_sub(1)
                 ));
             }
-            // Every slot between the entry's home and its position is full.
-            let mut probe = home(tag_of(slot), capacity);
-            while probe != at {
-                if slots[probe] == 0 {
-                    return Err(format!("slot {at} is unreachable from its home {probe}"));
-                }
-                probe = (probe + 1) % capacity;
+            let from = home(tag_of(slot), capacity);
+            let distance = |a: usize, b: usize| (b + capacity - a) % capacity;
+            if distance(from, at) > distance(cluster, at) {
+                return Err(format!("slot {at} is unreachable from its home {from}"));
             }
         }
         if count != len {
