@@ -143,3 +143,48 @@ mod tests {
         assert!(read_token_file(&missing).is_err());
     }
 }
+
+/// The command-line options of a server (`cairn serve` and the
+/// `cairn-server` binary share them).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeOptions {
+    /// The address to listen on (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    pub listen: SocketAddr,
+    /// A file holding the write token: POST requests then need `Authorization: Bearer <token>`.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Refuse request bodies above this many bytes (413).
+    #[arg(long, value_name = "BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Refuse batches above this many leaves (413).
+    #[arg(long, value_name = "LEAVES")]
+    pub max_batch_leaves: Option<usize>,
+    /// Seconds an append waits to become durable before answering 503.
+    #[arg(long, value_name = "SECONDS")]
+    pub durability_timeout: Option<u64>,
+    /// Do not checkpoint on graceful shutdown.
+    #[arg(long)]
+    pub no_checkpoint_on_shutdown: bool,
+}
+
+impl ServeOptions {
+    /// The server configuration these options describe (reads the token file).
+    pub fn config(&self) -> Result<ServerConfig, ServerError> {
+        let mut config = ServerConfig::new(self.listen);
+        if let Some(path) = &self.token_file {
+            config.token = Some(read_token_file(path)?);
+        }
+        if let Some(bytes) = self.max_body_bytes {
+            config.max_body_bytes = bytes;
+        }
+        if let Some(leaves) = self.max_batch_leaves {
+            config.max_batch_leaves = leaves;
+        }
+        if let Some(seconds) = self.durability_timeout {
+            config.durability_timeout = Duration::from_secs(seconds);
+        }
+        config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
+        Ok(config)
+    }
+}

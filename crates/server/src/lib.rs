@@ -31,7 +31,7 @@ mod metrics;
 mod routes;
 mod server;
 
-pub use config::{ServerConfig, read_token_file};
+pub use config::{ServeOptions, ServerConfig, read_token_file};
 pub use error::ServerError;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};

@@ -135,31 +135,12 @@ pub(crate) fn write(
     Ok(checkpoint)
 }
 
-/// Atomically replaces `checkpoint`: write the temporary, fsync it, rename,
-/// fsync the directory.
+/// Atomically replaces `checkpoint` (see [`crate::replace::replace_file`]).
 fn publish(fs: &dyn Fs, dir: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = dir.join(CHECKPOINT_TMP);
-    let target = dir.join(CHECKPOINT);
-    if fs
-        .exists(&tmp)
-        .map_err(|e| StoreError::io("stat", &tmp, e))?
-    {
-        fs.remove_file(&tmp)
-            .map_err(|e| StoreError::io("remove", &tmp, e))?;
-    }
-    let file = fs
-        .open(&tmp, OpenMode::CreateNew)
-        .map_err(|e| StoreError::io("create", &tmp, e))?;
-    file.write_at(bytes, 0)
-        .map_err(|e| StoreError::io("write", &tmp, e))?;
-    file.sync_data()
-        .map_err(|e| StoreError::io("fdatasync", &tmp, e))?;
-    drop(file);
-    fs.rename(&tmp, &target)
-        .map_err(|e| StoreError::io("rename", &tmp, e))?;
-    fs.sync_dir(dir)
-        .map_err(|e| StoreError::io("fsync", dir, e))?;
-    Ok(())
+    crate::replace::replace_file(fs, dir, CHECKPOINT_TMP, CHECKPOINT, |file, path| {
+        file.write_at(bytes, 0)
+            .map_err(|e| StoreError::io("write", path, e))
+    })
 }
 
 /// Reads the published checkpoint, if any.

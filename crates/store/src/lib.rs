@@ -24,6 +24,7 @@ pub mod error;
 pub mod format;
 pub mod fs;
 mod log;
+pub mod replace;
 mod store;
 
 pub use config::{CheckpointPolicy, StoreConfig};

@@ -247,15 +247,8 @@ impl Store {
         let lock = take_lock(&*fs, dir)?;
         let meta = read_meta(&*fs, &meta_path)?;
         check_config(&meta, &config)?;
-        let tmp = dir.join(CHECKPOINT_TMP);
-        if fs
-            .exists(&tmp)
-            .map_err(|e| StoreError::io("stat", &tmp, e))?
-        {
-            // Never published, so never valid: a checkpoint that crashed.
-            fs.remove_file(&tmp)
-                .map_err(|e| StoreError::io("remove", &tmp, e))?;
-        }
+        // Never published, so never valid: a checkpoint that crashed.
+        crate::replace::remove_stale(&*fs, &dir.join(CHECKPOINT_TMP))?;
         let levels_dir = dir.join(LEVELS_DIR);
         for name in fs
             .list_dir(&levels_dir)

@@ -250,7 +250,7 @@ pub fn noir_circuit_size(n: u64, depth: u64) -> Option<u64> {
 }
 
 /// The model of one arity. The fields are the JSON keys, in the JSON's
-/// order (see [`LONG_ABOUT`]); `None` is `null` (no fitted model).
+/// order (see `LONG_ABOUT`); `None` is `null` (no fitted model).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArityPlan {
     pub arity: u64,

@@ -1,12 +1,10 @@
 //! `cairn serve`: the HTTP server over a database (`crates/server`).
 
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::anyhow;
-use cairn_server::{ServerConfig, ServerError, init_logging, read_token_file, run_db};
+use cairn_server::{ServeOptions, ServerError, init_logging, run_db};
 
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
@@ -38,42 +36,14 @@ pub struct ServeCmd {
     /// The database directory.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
-    /// The address to listen on (port 0 picks a free one).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
-    listen: SocketAddr,
-    /// A file holding the write token.
-    #[arg(long, value_name = "FILE")]
-    token_file: Option<PathBuf>,
-    /// Refuse request bodies above this many bytes (413).
-    #[arg(long, value_name = "BYTES")]
-    max_body_bytes: Option<usize>,
-    /// Refuse batches above this many leaves (413).
-    #[arg(long, value_name = "LEAVES")]
-    max_batch_leaves: Option<usize>,
-    /// Seconds an append waits to become durable before answering 503.
-    #[arg(long, value_name = "SECONDS")]
-    durability_timeout: Option<u64>,
-    /// Do not checkpoint on graceful shutdown.
-    #[arg(long)]
-    no_checkpoint_on_shutdown: bool,
+    /// Listening, token and limits.
+    #[command(flatten)]
+    options: ServeOptions,
 }
 
 impl ServeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let mut config = ServerConfig::new(self.listen);
-        if let Some(path) = &self.token_file {
-            config.token = Some(read_token_file(path).map_err(server_failure)?);
-        }
-        if let Some(bytes) = self.max_body_bytes {
-            config.max_body_bytes = bytes;
-        }
-        if let Some(leaves) = self.max_batch_leaves {
-            config.max_batch_leaves = leaves;
-        }
-        if let Some(seconds) = self.durability_timeout {
-            config.durability_timeout = Duration::from_secs(seconds);
-        }
-        config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
+        let config = self.options.config().map_err(server_failure)?;
         // The store's background flush and automatic checkpoints run while
         // serving.
         let db = database::open(

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use cairn_store::StoreError;
 use cairn_store::fs::{Fs, FsFile, OpenMode};
+use cairn_store::replace::{remove_stale, replace_file};
 
 use super::table::Table;
 use super::{Key, NullifierSet, SHARD_BITS};
@@ -86,55 +87,38 @@ pub(crate) fn write(
     store_id: u64,
     covered: u64,
 ) -> Result<(), StoreError> {
-    let tmp = dir.join(SET_TMP);
-    if fs
-        .exists(&tmp)
-        .map_err(|e| StoreError::io("stat", &tmp, e))?
-    {
-        fs.remove_file(&tmp)
-            .map_err(|e| StoreError::io("remove", &tmp, e))?;
-    }
-    let file = fs
-        .open(&tmp, OpenMode::CreateNew)
-        .map_err(|e| StoreError::io("create", &tmp, e))?;
-    let mut out = Writer {
-        file: &*file,
-        path: &tmp,
-        buffer: Vec::with_capacity(BUFFER + (1 << 16)),
-        offset: HEADER_LEN as u64,
-    };
-    let mut held = 0u64;
-    let mut bytes = Vec::new();
-    for shard in 0..set.shard_count() {
-        // One shard at a time under its read lock, so appends go on.
-        let table = set.shard_below(shard, covered);
-        held += table.len() as u64;
-        bytes.clear();
-        bytes.extend_from_slice(&(table.capacity() as u32).to_le_bytes());
-        bytes.extend_from_slice(&(table.len() as u32).to_le_bytes());
-        for slot in table.slots() {
-            bytes.extend_from_slice(&slot.to_le_bytes());
+    replace_file(fs, dir, SET_TMP, SET_FILE, |file, tmp| {
+        let mut out = Writer {
+            file,
+            path: tmp,
+            buffer: Vec::with_capacity(BUFFER + (1 << 16)),
+            offset: HEADER_LEN as u64,
+        };
+        let mut held = 0u64;
+        let mut bytes = Vec::new();
+        for shard in 0..set.shard_count() {
+            // One shard at a time under its read lock, so appends go on.
+            let table = set.shard_below(shard, covered);
+            held += table.len() as u64;
+            bytes.clear();
+            bytes.extend_from_slice(&(table.capacity() as u32).to_le_bytes());
+            bytes.extend_from_slice(&(table.len() as u32).to_le_bytes());
+            for slot in table.slots() {
+                bytes.extend_from_slice(&slot.to_le_bytes());
+            }
+            let crc = crc32c::crc32c(&bytes);
+            bytes.extend_from_slice(&crc.to_le_bytes());
+            out.put(&bytes)?;
         }
-        let crc = crc32c::crc32c(&bytes);
-        bytes.extend_from_slice(&crc.to_le_bytes());
-        out.put(&bytes)?;
-    }
-    out.drain()?;
-    // Every leaf below `covered` is in the set before it is in the tree,
-    // and nothing is ever removed: the copy holds exactly `covered` values.
-    assert_eq!(held, covered, "the set holds every covered leaf once");
-    let body_len = out.offset - HEADER_LEN as u64;
-    file.write_at(&header(store_id, covered, set.key(), body_len), 0)
-        .map_err(|e| StoreError::io("write", &tmp, e))?;
-    file.sync_data()
-        .map_err(|e| StoreError::io("fdatasync", &tmp, e))?;
-    drop(file);
-    let path = dir.join(SET_FILE);
-    fs.rename(&tmp, &path)
-        .map_err(|e| StoreError::io("rename", &tmp, e))?;
-    fs.sync_dir(dir)
-        .map_err(|e| StoreError::io("fsync", dir, e))?;
-    Ok(())
+        out.drain()?;
+        // Every leaf below `covered` is in the set before it is in the
+        // tree, and nothing is ever removed: the copy holds exactly
+        // `covered` values.
+        assert_eq!(held, covered, "the set holds every covered leaf once");
+        let body_len = out.offset - HEADER_LEN as u64;
+        file.write_at(&header(store_id, covered, set.key(), body_len), 0)
+            .map_err(|e| StoreError::io("write", tmp, e))
+    })
 }
 
 /// Reads a file through a buffer.
@@ -197,15 +181,8 @@ pub(crate) fn read(
     store_id: u64,
     size: u64,
 ) -> Result<Option<Loaded>, StoreError> {
-    let tmp = dir.join(SET_TMP);
-    if fs
-        .exists(&tmp)
-        .map_err(|e| StoreError::io("stat", &tmp, e))?
-    {
-        // Never published: a checkpoint that crashed.
-        fs.remove_file(&tmp)
-            .map_err(|e| StoreError::io("remove", &tmp, e))?;
-    }
+    // Never published: a checkpoint that crashed.
+    remove_stale(fs, &dir.join(SET_TMP))?;
     let path: PathBuf = dir.join(SET_FILE);
     if !fs
         .exists(&path)
