@@ -5,17 +5,39 @@ use std::fmt;
 
 use crate::hash::Hash;
 
+/// Each byte's two lowercase hex digits.
+const PAIRS: [[u8; 2]; 256] = {
+    let digits = b"0123456789abcdef";
+    let mut pairs = [[0u8; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        pairs[byte] = [digits[byte >> 4], digits[byte & 0x0f]];
+        byte += 1;
+    }
+    pairs
+};
+
+/// `value` as the 66 ASCII bytes `0x` and 64 lowercase hex digits, without
+/// allocating (servers write many of these per response: formatting a byte
+/// at a time through `core::fmt` cost more than the proof itself).
+pub fn hex_bytes(value: &Hash) -> [u8; 66] {
+    let mut out = [0u8; 66];
+    out[0] = b'0';
+    out[1] = b'x';
+    for (pair, &byte) in out[2..].chunks_exact_mut(2).zip(value) {
+        pair.copy_from_slice(&PAIRS[usize::from(byte)]);
+    }
+    out
+}
+
 /// Displays a 32-byte value as `0x` followed by 64 lowercase hex digits.
 #[derive(Clone, Copy)]
 pub struct Hex<'a>(pub &'a Hash);
 
 impl fmt::Display for Hex<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("0x")?;
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        let bytes = hex_bytes(self.0);
+        f.write_str(std::str::from_utf8(&bytes).expect("hex digits are ASCII"))
     }
 }
 
@@ -27,7 +49,7 @@ impl fmt::Debug for Hex<'_> {
 
 /// `value` as `0x`-prefixed lowercase hex.
 pub fn to_hex(value: &Hash) -> String {
-    Hex(value).to_string()
+    String::from_utf8(hex_bytes(value).to_vec()).expect("hex digits are ASCII")
 }
 
 /// Why a string is not a 32-byte hex value.
@@ -99,6 +121,22 @@ pub fn parse_hash(text: &str) -> Result<Hash, HexError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_bytes_is_the_naive_formatting() {
+        let mut value = [0u8; 32];
+        for seed in 0..=255u8 {
+            for (i, byte) in value.iter_mut().enumerate() {
+                *byte = seed.wrapping_mul(31).wrapping_add(i as u8 * 7);
+            }
+            let naive: String = std::iter::once("0x".to_string())
+                .chain(value.iter().map(|b| format!("{b:02x}")))
+                .collect();
+            assert_eq!(to_hex(&value), naive);
+            assert_eq!(Hex(&value).to_string(), naive);
+            assert_eq!(&hex_bytes(&value)[..], naive.as_bytes());
+        }
+    }
 
     #[test]
     fn hex_round_trips_and_rejects_malformed_text() {

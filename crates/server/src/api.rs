@@ -21,10 +21,10 @@ use serde::Serialize;
 use crate::commit::Committer;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
-use crate::json::hex;
 use crate::metrics::Metrics;
 use crate::routes::OPENAPI_JSON;
 use crate::{auth, body, json as proof_text};
+use cairn_core::hex::to_hex as hex;
 
 /// What every handler shares.
 #[derive(Debug)]

@@ -84,7 +84,7 @@ impl From<&Duplicate> for DuplicateJson {
         };
         DuplicateJson {
             position: d.position,
-            value: crate::json::hex(&d.value),
+            value: cairn_core::hex::to_hex(&d.value),
             index,
             batch_position,
         }
