@@ -146,15 +146,9 @@ fn publish(fs: &dyn Fs, dir: &Path, bytes: &[u8]) -> Result<()> {
 /// Reads the published checkpoint, if any.
 pub(crate) fn read(fs: &dyn Fs, dir: &Path, meta: &StoreMeta) -> Result<Option<CheckpointMeta>> {
     let path = dir.join(CHECKPOINT);
-    if !fs
-        .exists(&path)
-        .map_err(|e| StoreError::io("stat", &path, e))?
-    {
+    let Some(file) = crate::replace::open_published(fs, &path)? else {
         return Ok(None);
-    }
-    let file = fs
-        .open(&path, OpenMode::ReadOnly)
-        .map_err(|e| StoreError::io("open", &path, e))?;
+    };
     let len = file.len().map_err(|e| StoreError::io("stat", &path, e))?;
     if len > 68 + 40 * 65 {
         return Err(StoreError::corrupt(

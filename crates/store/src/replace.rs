@@ -1,5 +1,6 @@
-//! Atomic replacement of a small file: the one publication step every
-//! checkpoint-like file uses (the store's `checkpoint`, the database's set).
+//! Atomic replacement of a file, and opening what was published: the steps
+//! every checkpoint-like file uses (the store's `checkpoint`, the
+//! database's set).
 
 use std::path::Path;
 
@@ -16,6 +17,19 @@ pub fn remove_stale(fs: &dyn Fs, path: &Path) -> Result<()> {
             .map_err(|e| StoreError::io("remove", path, e))?;
     }
     Ok(())
+}
+
+/// Opens the published file `path` read-only, or `None` if there is none.
+pub fn open_published(fs: &dyn Fs, path: &Path) -> Result<Option<Box<dyn FsFile>>> {
+    if !fs
+        .exists(path)
+        .map_err(|e| StoreError::io("stat", path, e))?
+    {
+        return Ok(None);
+    }
+    fs.open(path, OpenMode::ReadOnly)
+        .map(Some)
+        .map_err(|e| StoreError::io("open", path, e))
 }
 
 /// Atomically replaces `dir/name` with what `write` puts into a fresh

@@ -25,3 +25,19 @@ pub fn leaf(seed: u64, index: u64) -> Hash {
     out[0] &= 0x1f;
     out
 }
+
+/// An unsigned integer from the environment (`_` separators allowed),
+/// `default` if unset: how slow variants of tests are asked for.
+///
+/// # Panics
+/// If the variable is set to something else.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(value) => value
+            .trim()
+            .replace('_', "")
+            .parse()
+            .unwrap_or_else(|e| panic!("{name}={value}: {e}")),
+        Err(_) => default,
+    }
+}

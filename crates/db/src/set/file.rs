@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use cairn_store::StoreError;
-use cairn_store::fs::{Fs, FsFile, OpenMode};
-use cairn_store::replace::{remove_stale, replace_file};
+use cairn_store::fs::{Fs, FsFile};
+use cairn_store::replace::{open_published, remove_stale, replace_file};
 
 use super::table::Table;
 use super::{Key, NullifierSet, SHARD_BITS};
@@ -184,15 +184,9 @@ pub(crate) fn read(
     // Never published: a checkpoint that crashed.
     remove_stale(fs, &dir.join(SET_TMP))?;
     let path: PathBuf = dir.join(SET_FILE);
-    if !fs
-        .exists(&path)
-        .map_err(|e| StoreError::io("stat", &path, e))?
-    {
+    let Some(file) = open_published(fs, &path)? else {
         return Ok(None);
-    }
-    let file = fs
-        .open(&path, OpenMode::ReadOnly)
-        .map_err(|e| StoreError::io("open", &path, e))?;
+    };
     let len = file.len().map_err(|e| StoreError::io("stat", &path, e))?;
     let mut reader = Reader {
         file: &*file,

@@ -39,6 +39,8 @@ use cairn_db::{Db, DbConfig, DbError, Duplicate, DuplicateOf};
 use cairn_store::CheckpointPolicy;
 use rand::{Rng, SeedableRng};
 
+use cairn_testkit::env_u64;
+
 use crate::support::*;
 
 const CHILD_ENV: &str = "CAIRN_DB_CRASH_CHILD_DIR";

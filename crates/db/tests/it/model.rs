@@ -52,6 +52,8 @@ use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rand::SeedableRng;
 
+use cairn_testkit::env_u64;
+
 use crate::support::*;
 
 const DIR: &str = "/db";

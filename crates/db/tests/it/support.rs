@@ -61,18 +61,6 @@ pub fn expected_duplicates(present: &HashMap<Hash, u64>, batch: &[Hash]) -> Vec<
     out
 }
 
-/// An unsigned integer from the environment, `default` if unset.
-pub fn env_u64(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(value) => value
-            .trim()
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|e| panic!("{name}={value}: {e}")),
-        Err(_) => default,
-    }
-}
-
 /// Copies a directory tree (files and subdirectories).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

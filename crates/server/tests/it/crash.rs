@@ -27,6 +27,8 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 
+use cairn_testkit::env_u64;
+
 use crate::support::*;
 
 const N: u64 = 3;

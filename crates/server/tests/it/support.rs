@@ -226,18 +226,24 @@ impl Client {
         token: Option<&str>,
     ) -> Result<Reply, String> {
         let body = serde_json::json!({ "leaves": leaves.iter().map(to_hex).collect::<Vec<_>>() });
+        self.try_post("application/json", body.to_string().into_bytes(), token)
+            .await
+    }
+
+    /// `POST /v1/leaves` with `body` of `content_type`, and the token if any.
+    async fn try_post(
+        &self,
+        content_type: &str,
+        body: Vec<u8>,
+        token: Option<&str>,
+    ) -> Result<Reply, String> {
         let authorization = token.map(|t| format!("Bearer {t}"));
-        let mut headers = vec![("content-type", "application/json")];
+        let mut headers = vec![("content-type", content_type)];
         if let Some(authorization) = &authorization {
             headers.push(("authorization", authorization));
         }
-        self.try_request(
-            Method::POST,
-            "/v1/leaves",
-            &headers,
-            body.to_string().into_bytes(),
-        )
-        .await
+        self.try_request(Method::POST, "/v1/leaves", &headers, body)
+            .await
     }
 
     pub async fn post_json(&self, leaves: &[Hash], token: Option<&str>) -> Reply {
@@ -251,16 +257,10 @@ impl Client {
         leaves: &[Hash],
         token: Option<&str>,
     ) -> Result<Reply, String> {
-        let authorization = token.map(|t| format!("Bearer {t}"));
-        let mut headers = vec![("content-type", "application/octet-stream")];
-        if let Some(authorization) = &authorization {
-            headers.push(("authorization", authorization));
-        }
-        self.try_request(
-            Method::POST,
-            "/v1/leaves",
-            &headers,
+        self.try_post(
+            "application/octet-stream",
             leaves.as_flattened().to_vec(),
+            token,
         )
         .await
     }
@@ -414,17 +414,5 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-/// An unsigned integer from the environment, `default` if unset.
-pub fn env_u64(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(value) => value
-            .trim()
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|e| panic!("{name}={value}: {e}")),
-        Err(_) => default,
     }
 }

@@ -58,6 +58,7 @@ use std::time::Instant;
 use cairn_core::{HashKind, LeanImt, TreeHead};
 use cairn_store::fs::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
 use cairn_store::{Fs, Store, StoreError, Token};
+use cairn_testkit::env_u64;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -93,25 +94,14 @@ struct Params {
     stop_at_first_loss: bool,
 }
 
-fn env_usize(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(value) => value
-            .trim()
-            .replace('_', "")
-            .parse()
-            .unwrap_or_else(|e| panic!("{name}={value}: {e}")),
-        Err(_) => default,
-    }
-}
-
 impl Params {
     fn from_env() -> Params {
         Params {
-            target_ops: env_usize("CAIRN_POWER_OPS", 600),
-            random_draws: env_usize("CAIRN_POWER_RANDOM", 8),
-            min_states: env_usize("CAIRN_POWER_MIN_STATES", 10_000),
-            undo_draws: env_usize("CAIRN_POWER_UNDO", 2),
-            prove_every: env_usize("CAIRN_POWER_PROVE_EVERY", 16).max(1),
+            target_ops: env_u64("CAIRN_POWER_OPS", 600) as usize,
+            random_draws: env_u64("CAIRN_POWER_RANDOM", 8) as usize,
+            min_states: env_u64("CAIRN_POWER_MIN_STATES", 10_000) as usize,
+            undo_draws: env_u64("CAIRN_POWER_UNDO", 2) as usize,
+            prove_every: (env_u64("CAIRN_POWER_PROVE_EVERY", 16) as usize).max(1),
             lying_sync: false,
             stop_at_first_loss: false,
         }
@@ -760,11 +750,11 @@ fn check_workload(w: &Workload, params: &Params) -> Outcome {
 /// Runs and checks the workloads of `seeds` on worker threads: life 1, or
 /// with `second_life`, life 2 (after an unchecked life 1).
 fn run_seeds(seeds: &[u64], params: &Params, second_life: bool) -> Vec<(Workload, Outcome)> {
-    let threads = env_usize(
+    let threads = (env_u64(
         "CAIRN_POWER_THREADS",
-        std::thread::available_parallelism().map_or(2, |n| n.get()),
-    )
-    .clamp(1, seeds.len().max(1));
+        std::thread::available_parallelism().map_or(2, |n| n.get() as u64),
+    ) as usize)
+        .clamp(1, seeds.len().max(1));
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let results = Mutex::new(Vec::with_capacity(seeds.len()));
