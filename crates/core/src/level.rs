@@ -444,35 +444,30 @@ impl Level {
         }
     }
 
-    /// Hints the CPU to start loading node `index` (a proof gathers one
-    /// group per level: issuing every level's load first lets the misses
-    /// overlap instead of queueing).
-    #[inline]
+    /// Hints the CPU to start loading the cache lines of `nodes`' first and
+    /// last node (a group of up to 16 spans at most 9 lines; its first and
+    /// last are where the two ends of a copy start).
+    #[inline(always)]
     #[allow(unsafe_code)]
-    pub fn prefetch(&self, index: usize) {
+    pub fn prefetch_nodes(nodes: &[Hash]) {
         #[cfg(target_arch = "x86_64")]
-        if index < self.len {
-            let segment = index >> SEGMENT_SHIFT;
-            if let Memory::Owned { ptr, .. } = &self.segments[segment].memory {
-                use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-                // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU
-                // has (it is in the target's baseline features). A prefetch is
-                // only a hint: it never faults and reads nothing into the
-                // program; the address is inside this segment's allocation
-                // (`index & SEGMENT_MASK` < used <= capacity), and no
-                // reference is formed, so it races with nothing.
-                unsafe {
-                    _mm_prefetch::<_MM_HINT_T0>(ptr.as_ptr().add(index & SEGMENT_MASK).cast());
-                }
+        if let (Some(first), Some(last)) = (nodes.first(), nodes.last()) {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            // SAFETY: `_mm_prefetch` needs SSE, in the x86_64 baseline. The
+            // addresses come from live references, and a prefetch reads
+            // nothing into the program and never faults.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(first).cast());
+                _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(last).cast());
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = index;
+        let _ = nodes;
     }
 
     /// The nodes from `index` to the end of its segment: the longest
     /// contiguous run starting there (empty at or past the end).
-    #[inline]
+    #[inline(always)]
     pub fn run_from(&self, index: usize) -> &[Hash] {
         if index >= self.len {
             return &[];
@@ -664,8 +659,9 @@ mod tests {
         }
         assert_eq!(level.get(1000), None);
         // Prefetching is only a hint: any index, present or not, changes nothing.
-        for i in [0, 1, 127, 128, 999, 1000, usize::MAX] {
-            level.prefetch(i);
+        for i in [0, 1, 127, 128, 999, 1000] {
+            Level::prefetch_nodes(level.run_from(i));
+            Level::prefetch_nodes(level.run_from(i).get(..1).unwrap_or_default());
         }
         assert_eq!(level.iter().copied().collect::<Vec<_>>(), values);
         let mut out = vec![[0u8; 32]; 300];

@@ -36,7 +36,7 @@ pub fn capacity(arity: Arity, max_depth: u32) -> Option<u64> {
 }
 
 /// One level of a leaf's path to the root.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PathStep {
     /// The level of the group (0 = leaves).
     pub level: u32,

@@ -618,25 +618,21 @@ impl<'a> View<'a> {
         self.levels[level as usize].at(index as usize)
     }
 
-    /// The nodes `[start, start + len)` of `level` as one stored slice, when
-    /// none of them is an edge node and they are contiguous.
+    /// Whether every node at this size is read from the stored levels (no
+    /// recomputed right edge): a view of the stored size.
     #[inline]
-    pub(crate) fn group(&self, level: u32, start: u64, len: usize) -> Option<&'a [Hash]> {
-        if let Some(&(edge_index, _)) = self.edge.get(level as usize)
-            && start + len as u64 > edge_index
-        {
-            return None;
-        }
-        let levels: &'a [Level] = self.levels;
-        levels[level as usize].run_from(start as usize).get(..len)
+    pub(crate) fn reads_stored(&self) -> bool {
+        self.edge.is_empty()
     }
 
-    /// Hints the CPU to load the nodes `[start, start + len)` of `level`.
-    #[inline]
-    pub(crate) fn prefetch(&self, level: u32, start: u64, len: usize) {
-        let level = &self.levels[level as usize];
-        level.prefetch(start as usize);
-        level.prefetch(start as usize + len - 1);
+    /// The stored nodes `[start, start + len)` of `level` as one slice, for
+    /// a view that [`reads_stored`](Self::reads_stored); `None` if they cross
+    /// a segment boundary (never, for an aligned group of up to 16 nodes).
+    #[inline(always)]
+    pub(crate) fn stored_group(&self, level: u32, start: u64, len: usize) -> Option<&'a [Hash]> {
+        debug_assert!(self.reads_stored());
+        let levels: &'a [Level] = self.levels;
+        levels[level as usize].run_from(start as usize).get(..len)
     }
 
     /// Copies the nodes `[start, start + out.len())` of `level` into `out`.

@@ -4,7 +4,9 @@
 //! hashing limit) and, when node is installed, zk-kit's TypeScript LeanIMT
 //! with poseidon-lite on the same Poseidon workload.
 //!
-//! Run: `cargo run --release -p cairn-bench --bin peers -- [--quick] [--csv FILE]`.
+//! Run: `cargo run --release -p cairn-bench --bin peers -- [--quick] [--csv FILE]
+//! [--only build,hashes,follow,proofs,poseidon]` (a CSV of some sections holds
+//! only their rows).
 
 use std::fmt::Write as _;
 use std::process::Command;
@@ -13,12 +15,14 @@ use std::time::{Duration, Instant};
 use cairn_bench::{
     cairn_build, cairn_follow, config, kernel_only, leaves, median, rotor, with_rotor_arity,
 };
-use cairn_core::{HashKind, LeanImt, MembershipProof};
+use cairn_core::{Hash, HashKind, LeanImt, MembershipProof};
 use rotortree::Blake3Hasher;
 
 struct Options {
     rounds: usize,
     csv: Option<String>,
+    /// Sections to run (all when `None`).
+    only: Option<Vec<String>>,
 }
 
 fn options() -> Options {
@@ -26,12 +30,20 @@ fn options() -> Options {
     let mut options = Options {
         rounds: 7,
         csv: None,
+        only: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => options.rounds = 3,
             "--csv" => options.csv = args.next(),
-            other => panic!("unknown argument {other:?}; use --quick and --csv FILE"),
+            "--only" => {
+                options.only = args
+                    .next()
+                    .map(|list| list.split(',').map(str::to_owned).collect());
+            }
+            other => panic!(
+                "unknown argument {other:?}; use --quick, --csv FILE and --only build,hashes,follow,proofs,poseidon"
+            ),
         }
     }
     options
@@ -71,8 +83,34 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         rayon::current_num_threads()
     );
-
     let all = leaves(1 << 20);
+    let sections: [(&str, Section); 5] = [
+        ("build", build),
+        ("hashes", other_hashes),
+        ("follow", follow),
+        ("proofs", proofs),
+        ("poseidon", poseidon),
+    ];
+    for (name, section) in sections {
+        if options
+            .only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|o| o == name))
+        {
+            section(rounds, &all, &mut csv);
+        }
+    }
+    if let Some(path) = options.csv {
+        std::fs::write(&path, csv).expect("writing the CSV");
+        println!("\nwrote {path}");
+    }
+}
+
+/// One part of the comparison: rounds, the 2^20 leaves, the CSV to extend.
+type Section = fn(usize, &[Hash], &mut String);
+
+/// Batch builds, BLAKE3, every arity and size, with the kernel alone.
+fn build(rounds: usize, all: &[Hash], csv: &mut String) {
     println!("\n## batch build, BLAKE3 (ratio = cairn / rotortree; < 1 means cairn is faster)");
     println!(
         "{:>6} {:>9} {:>11} {:>13} {:>7} {:>11} {:>13}",
@@ -125,7 +163,10 @@ fn main() {
             );
         }
     }
+}
 
+/// SHA-256 and Keccak-256 builds at N = 4 against their kernels alone.
+fn other_hashes(rounds: usize, all: &[Hash], csv: &mut String) {
     println!(
         "\n## other hashes, batch build of 2^20 leaves at N = 4 (no peer: rotortree ships BLAKE3 only)"
     );
@@ -157,7 +198,10 @@ fn main() {
             ms(kernel)
         );
     }
+}
 
+/// The chain follower: single appends, a root every 100.
+fn follow(rounds: usize, all: &[Hash], csv: &mut String) {
     println!("\n## chain follower: 2^20 single appends, root every 100, N = 4");
     let (cairn, rotor) = interleave(
         rounds.min(5),
@@ -182,7 +226,10 @@ fn main() {
         ms(cairn),
         ms(rotor)
     );
+}
 
+/// Membership proof generation, verification and size, N = 4.
+fn proofs(rounds: usize, all: &[Hash], csv: &mut String) {
     println!("\n## membership proofs, N = 4, 2^20 leaves");
     let mut tree = LeanImt::from_leaves(config(4, HashKind::Blake3), &all).expect("valid");
     let head = tree.head();
@@ -274,7 +321,10 @@ fn main() {
         per(cairn_verify) / 1e6,
         per(rotor_verify) / 1e6
     );
+}
 
+/// Poseidon N = 2 against zk-kit TypeScript under node.
+fn poseidon(_rounds: usize, all: &[Hash], csv: &mut String) {
     println!(
         "\n## Poseidon batch build, 2^16 leaves, N = 2 (peer: zk-kit TypeScript LeanIMT + poseidon-lite under node)"
     );
@@ -326,10 +376,5 @@ fn main() {
         _ => println!(
             " (node or test-vectors/ts/node_modules missing: run `cd test-vectors/ts && npm ci`)"
         ),
-    }
-
-    if let Some(path) = options.csv {
-        std::fs::write(&path, csv).expect("writing the CSV");
-        println!("\nwrote {path}");
     }
 }
