@@ -174,13 +174,13 @@ fn other_hashes(rounds: usize, all: &[Hash], csv: &mut String) {
         let mut times: Vec<Duration> = (0..rounds)
             .map(|_| {
                 let started = Instant::now();
-                std::hint::black_box(cairn_build(4, hash, &all));
+                std::hint::black_box(cairn_build(4, hash, all));
                 started.elapsed()
             })
             .collect();
         let kernel = median(
             &mut (0..rounds)
-                .map(|_| kernel_only(4, hash, &all))
+                .map(|_| kernel_only(4, hash, all))
                 .collect::<Vec<_>>(),
         );
         let build = median(&mut times);
@@ -206,13 +206,13 @@ fn follow(rounds: usize, all: &[Hash], csv: &mut String) {
     let (cairn, rotor) = interleave(
         rounds.min(5),
         || {
-            std::hint::black_box(cairn_follow(4, &all, 100));
+            std::hint::black_box(cairn_follow(4, all, 100));
         },
         || {
-            std::hint::black_box(rotor::follow::<4>(&all, 100));
+            std::hint::black_box(rotor::follow::<4>(all, 100));
         },
     );
-    assert_eq!(cairn_follow(4, &all, 100), rotor::follow::<4>(&all, 100));
+    assert_eq!(cairn_follow(4, all, 100), rotor::follow::<4>(all, 100));
     println!(
         "cairn {:.1} ms, rotortree {:.1} ms, speed-up {:.1}x",
         ms(cairn),
@@ -231,9 +231,9 @@ fn follow(rounds: usize, all: &[Hash], csv: &mut String) {
 /// Membership proof generation, verification and size, N = 4.
 fn proofs(rounds: usize, all: &[Hash], csv: &mut String) {
     println!("\n## membership proofs, N = 4, 2^20 leaves");
-    let mut tree = LeanImt::from_leaves(config(4, HashKind::Blake3), &all).expect("valid");
+    let mut tree = LeanImt::from_leaves(config(4, HashKind::Blake3), all).expect("valid");
     let head = tree.head();
-    let rotor_tree = rotor::tree::<4>(&all);
+    let rotor_tree = rotor::tree::<4>(all);
     let snapshot = rotor_tree.snapshot();
     let indices: Vec<u64> = (0..100_000u64)
         .map(|i| (i * 2_654_435_761) % all.len() as u64)
