@@ -110,10 +110,28 @@ impl LeanImt {
     /// empty tree).
     pub fn from_leaves(config: TreeConfig, leaves: &[Hash]) -> Result<LeanImt, TreeError> {
         let mut tree = LeanImt::new(config);
-        if !leaves.is_empty() {
-            tree.append_batch(leaves)?;
+        if leaves.len() < 2 {
+            if !leaves.is_empty() {
+                tree.append_batch(leaves)?;
+            }
+            tree.commit();
+            return Ok(tree);
         }
-        tree.commit();
+        tree.check_batch(leaves)?;
+        // The leaves and their parents in one pass (see
+        // `build::fill_leaves_and_parents`), then the levels above.
+        let (lower, upper) = tree.levels.split_at_mut(1);
+        let mut parents = Level::default();
+        crate::build::fill_leaves_and_parents(
+            config.hash,
+            config.arity.get(),
+            leaves,
+            &mut lower[0],
+            &mut parents,
+        );
+        debug_assert!(upper.is_empty());
+        tree.levels.push(parents);
+        tree.rehash_from(1, 0);
         Ok(tree)
     }
 
@@ -147,9 +165,13 @@ impl LeanImt {
         if self.is_committed() {
             return;
         }
+        self.rehash_from(0, self.hashed as usize);
+    }
+
+    /// Recomputes every level above `level` whose nodes cover leaves from
+    /// node `dirty` of `level` on, and marks the tree committed.
+    fn rehash_from(&mut self, mut level: usize, mut dirty: usize) {
         let arity = self.config.arity.get();
-        let mut dirty = self.hashed as usize;
-        let mut level = 0;
         while self.levels[level].len() > 1 {
             if self.levels.len() == level + 1 {
                 self.levels.push(Level::default());
@@ -675,6 +697,28 @@ mod tests {
 
     fn config(n: u64) -> TreeConfig {
         TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3)
+    }
+
+    /// `from_leaves` (leaves and parents filled in one pass per chunk) against
+    /// appends and a commit (copy, then hash from the stored leaves), level
+    /// by level, at sizes around chunk, parent-chunk and segment boundaries
+    /// and above the parallel threshold, for every arity.
+    #[test]
+    fn from_leaves_equals_append_and_commit_at_every_level() {
+        let all = leaves(4096 * 16 + 300);
+        for n in 2..=16u64 {
+            let n_usize = n as usize;
+            let mut sizes = vec![2, 3, n_usize - 1, n_usize, n_usize + 1, 128, 129];
+            sizes.extend([128 * n_usize - 1, 128 * n_usize, 128 * n_usize + 1, 1000]);
+            sizes.extend([4096 * n_usize + 7, crate::level::SEGMENT_LEN + 5]);
+            for size in sizes.into_iter().filter(|&s| s >= 1) {
+                let mut built = LeanImt::from_leaves(config(n), &all[..size]).unwrap();
+                assert!(built.is_committed());
+                let mut appended = LeanImt::new(config(n));
+                appended.append_batch(&all[..size]).unwrap();
+                assert_eq!(built.dump(), appended.dump(), "N = {n}, {size} leaves");
+            }
+        }
     }
 
     #[test]
