@@ -34,10 +34,27 @@ pub(crate) fn rehash_level(
         return;
     }
     let mut pieces = parents.pieces_mut(first);
-    let fill = |(start, piece): &mut (usize, &mut [Hash])| {
+    let fill = |(start, piece): &mut Piece<'_>| {
         fill_parents(hash, n, children, *start, piece);
     };
-    if len - first >= PARALLEL_MIN_PARENTS && rayon::current_num_threads() > 1 {
+    let threads = rayon::current_num_threads();
+    if hash == HashKind::Poseidon && len - first >= 2 && threads > 1 {
+        // One Poseidon hash costs 20 to 250 us, more than splitting work
+        // across threads, so every level of two or more parents is shared,
+        // one parent per piece (a 128-parent chunk would leave the top
+        // levels of a tree on one core: a third of a 2^12-leaf N = 16 build).
+        let mut singles: Vec<Piece<'_>> = pieces
+            .iter_mut()
+            .flat_map(|(start, piece)| {
+                let start = *start;
+                piece
+                    .chunks_mut(1)
+                    .enumerate()
+                    .map(move |(offset, one)| (start + offset, one))
+            })
+            .collect();
+        singles.par_iter_mut().for_each(fill);
+    } else if len - first >= PARALLEL_MIN_PARENTS && threads > 1 {
         pieces.par_iter_mut().for_each(fill);
     } else {
         pieces.iter_mut().for_each(fill);
