@@ -1020,15 +1020,35 @@ fn node_location(dir: &Path, meta: &StoreMeta, level: u32, index: u64) -> (PathB
     }
 }
 
+/// How long `take_lock` retries a held lock before reporting it.
+const LOCK_WAIT: Duration = Duration::from_millis(500);
+
+/// Takes the directory lock, retrying for [`LOCK_WAIT`] while it is held.
+///
+/// Why retry: the lock is an `flock` on an open file, and a child forked
+/// by any thread of this process holds a copy of every open file until it
+/// calls exec. A store closed while another thread spawns a process can
+/// therefore stay locked for a moment after `close` returned (seen in the
+/// test suite: a close-then-open racing the kill -9 test's spawns). A
+/// second process that really holds the directory is still reported, after
+/// the wait.
 fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
     let path = dir.join(LOCK);
-    fs.lock(&path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            StoreError::Locked { path: path.clone() }
-        } else {
-            StoreError::io("lock", &path, e)
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match fs.lock(&path) {
+            Ok(lock) => return Ok(lock),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if started.elapsed() >= LOCK_WAIT {
+                    return Err(StoreError::Locked { path });
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(e) => return Err(StoreError::io("lock", &path, e)),
         }
-    })
+    }
 }
 
 fn read_meta(fs: &dyn Fs, path: &Path) -> Result<StoreMeta> {

@@ -48,6 +48,15 @@ fn appends_are_durable_across_reopen_with_and_without_checkpoints() {
         Err(StoreError::Locked { .. }) => {}
         other => panic!("want Locked, got {other:?}"),
     }
+    // A lock released while `open` waits (as when a child forked elsewhere
+    // in the process still held the file for a moment) is taken.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(store);
+    });
+    let store = Store::open(fs.clone(), &path, config(4, 10)).unwrap();
+    release.join().unwrap();
+    assert_eq!(check_prefix(&store, 4), next);
     drop(store);
     // A contradicting config names both values.
     let err = Store::open(fs.clone(), &path, config(8, 10)).unwrap_err();
