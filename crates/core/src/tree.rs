@@ -643,19 +643,16 @@ impl<'a> View<'a> {
         self.levels[level as usize].at(index as usize)
     }
 
-    /// Whether every node at this size is read from the stored levels (no
-    /// recomputed right edge): a view of the stored size.
-    #[inline]
-    pub(crate) fn reads_stored(&self) -> bool {
-        self.edge.is_empty()
-    }
-
-    /// The stored nodes `[start, start + len)` of `level` as one slice, for
-    /// a view that [`reads_stored`](Self::reads_stored); `None` if they cross
-    /// a segment boundary (never, for an aligned group of up to 16 nodes).
+    /// The nodes `[start, start + len)` of `level` as one stored slice, when
+    /// none of them is a right-edge node held apart (snapshots, older
+    /// views) and they do not cross a segment boundary.
     #[inline(always)]
-    pub(crate) fn stored_group(&self, level: u32, start: u64, len: usize) -> Option<&'a [Hash]> {
-        debug_assert!(self.reads_stored());
+    pub(crate) fn group(&self, level: u32, start: u64, len: usize) -> Option<&'a [Hash]> {
+        if let Some(&(edge_index, _)) = self.edge.get(level as usize)
+            && start + len as u64 > edge_index
+        {
+            return None;
+        }
         let levels: &'a [Level] = self.levels;
         levels[level as usize].run_from(start as usize).get(..len)
     }

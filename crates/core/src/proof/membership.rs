@@ -97,61 +97,74 @@ impl MembershipProof {
         proof.hash = config.hash;
         proof.index = index;
         proof.size = size;
-        if view.reads_stored() {
-            Self::gather_stored(view, index, proof);
-        } else {
-            Self::gather_with_edge(view, index, proof);
-        }
+        Self::gather(view, index, proof);
         Ok(())
     }
 
-    /// Gathers the siblings from a view of the stored size, where every
-    /// group is one stored slice. The hot path of proof serving.
+    /// Gathers the leaf and its siblings: the hot path of proof serving.
     ///
     /// Pass 1 resolves every level's group (its address follows from
-    /// (index, size) alone) and asks the CPU to load it, so the cache misses
-    /// of the big lower levels all start before any is waited for; it is
-    /// kept short so that the out-of-order window still holds it when the
-    /// first miss stalls. Pass 2 copies each group minus the path node:
-    /// member m goes to slot m - (m > position). The path node lands where
-    /// its right neighbour then overwrites it (or in one slot of slack past
-    /// the end), so the copy has no data-dependent branch (the position is
-    /// random per level and would mispredict about once a level) and every
-    /// move is a fixed 32 bytes.
-    fn gather_stored(view: &View<'_>, index: u64, proof: &mut MembershipProof) {
-        // No initialisation of the 64 slots: that alone cost more than the
-        // gathering at a 10-level path.
-        let mut groups: ArrayVec<(&[Hash], u8), MAX_PATH> = ArrayVec::new();
+    /// (index, size) alone) to a stored slice and asks the CPU to load it,
+    /// so the cache misses of the big lower levels all start before any is
+    /// waited for; it is kept short so that the out-of-order window still
+    /// holds it when the first miss stalls, and the leaf is read only after
+    /// it. Pass 2 copies each group minus the path node: member m goes to
+    /// slot m - (m > position). The path node lands where its right
+    /// neighbour then overwrites it (or in one slot of slack past the end),
+    /// so the copy has no data-dependent branch (the position is random per
+    /// level and would mispredict about once a level) and every move is a
+    /// fixed 32 bytes.
+    ///
+    /// A group that is not one stored slice is read node by node: the last
+    /// group of a level in a snapshot or an older view (its last node is the
+    /// recomputed or copied right edge), or a group that crosses a segment
+    /// boundary (arities that do not divide the segment length: about one
+    /// group in 20,000 at N = 3).
+    fn gather(view: &View<'_>, index: u64, proof: &mut MembershipProof) {
+        // An `ArrayVec` leaves its unused slots uninitialised: initialising
+        // a 64-slot array cost more than the gathering of a 10-level path.
+        let mut groups: ArrayVec<(Option<&[Hash]>, PathStep), MAX_PATH> = ArrayVec::new();
         let mut total = 0;
         for step in Path::new(index, proof.size, proof.arity).filter(PathStep::hashes) {
-            let Some(nodes) = view.stored_group(step.level, step.group_start, step.group_len)
-            else {
-                // The group crosses a segment boundary (an arity that does
-                // not divide the segment length: about one group in 20,000
-                // at N = 3): read it node by node.
-                return Self::gather_with_edge(view, index, proof);
-            };
-            Level::prefetch_nodes(nodes);
-            groups.push((nodes, step.position as u8));
+            let nodes = view.group(step.level, step.group_start, step.group_len);
+            if let Some(nodes) = nodes {
+                Level::prefetch_nodes(nodes);
+            }
+            groups.push((nodes, step));
             total += step.sibling_count();
         }
         proof.leaf = view.node(0, index);
         proof.siblings.resize(total + 1, [0; 32]);
         let out = proof.siblings.as_mut_slice();
         let mut at = 0;
-        for &(nodes, position) in &groups {
-            let slots = &mut out[at..at + nodes.len()];
-            for (member, node) in nodes.iter().enumerate() {
-                slots[member - usize::from(member > usize::from(position))] = *node;
+        for &(nodes, step) in &groups {
+            match nodes {
+                Some(nodes) => {
+                    let slots = &mut out[at..at + nodes.len()];
+                    for (member, node) in nodes.iter().enumerate() {
+                        slots[member - usize::from(member > step.position)] = *node;
+                    }
+                }
+                None => {
+                    let slots = &mut out[at..at + step.sibling_count()];
+                    let (left, right) = slots.split_at_mut(step.position);
+                    view.nodes_into(step.level, step.group_start, left);
+                    view.nodes_into(
+                        step.level,
+                        step.group_start + step.position as u64 + 1,
+                        right,
+                    );
+                }
             }
-            at += nodes.len() - 1;
+            at += step.sibling_count();
         }
         proof.siblings.truncate(total);
     }
 
-    /// Gathers the siblings node by node: from a view below the stored
-    /// size, whose right edge is recomputed, or across segment boundaries.
-    fn gather_with_edge(view: &View<'_>, index: u64, proof: &mut MembershipProof) {
+    /// The node-by-node gatherer, for tests: the reference `gather` is
+    /// checked against.
+    #[cfg(test)]
+    fn gather_node_by_node(view: &View<'_>, index: u64, proof: &mut MembershipProof) {
         proof.leaf = view.node(0, index);
         proof.siblings.clear();
         for step in Path::new(index, proof.size, proof.arity).filter(PathStep::hashes) {
@@ -265,12 +278,15 @@ mod tests {
         *blake3::hash(&i.to_le_bytes()).as_bytes()
     }
 
-    /// The stored-view gatherer (slices, prefetch, branchless scatter)
-    /// against the node-by-node one, for every leaf whose group at some
-    /// level sits at a segment boundary (arities that do not divide the
-    /// segment length have groups that cross it), and at the ends.
+    /// The gatherer (slices, prefetch, branchless scatter, node-by-node
+    /// fallback) against the node-by-node reference, for every leaf whose
+    /// group at some level sits at a segment boundary (arities that do not
+    /// divide the segment length have groups that cross it) and at both
+    /// ends, from three kinds of view: the tree at its size (every group
+    /// stored), a snapshot (each level's last node held apart), and an older
+    /// size (the right edge recomputed).
     #[test]
-    fn stored_gather_equals_node_by_node_across_segment_boundaries() {
+    fn gather_equals_node_by_node_in_every_kind_of_view() {
         for (arity, count) in [
             (2u64, 140_000u64),
             (3, 200_000),
@@ -281,10 +297,12 @@ mod tests {
             let config = TreeConfig::new(Arity::new(arity).unwrap(), HashKind::Blake3);
             let leaves: Vec<Hash> = (0..count).map(leaf).collect();
             let mut tree = LeanImt::from_leaves(config, &leaves).unwrap();
-            let head = tree.head();
-            let view = tree.view(count).unwrap();
-            assert!(view.reads_stored());
-            let mut indices: Vec<u64> = (0..64).chain(count - 64..count).collect();
+            let snapshot = tree.snapshot();
+            let older = count - 777;
+            let older_head = LeanImt::from_leaves(config, &leaves[..older as usize])
+                .unwrap()
+                .head();
+            let mut indices: Vec<u64> = (0..64).chain(count - 900..count).collect();
             // Leaves under the boundary at levels 0 and 1.
             let mut span = 1;
             for _ in 0..2 {
@@ -295,17 +313,27 @@ mod tests {
                 }
                 span *= arity;
             }
+            let head = tree.head();
+            let views = [
+                ("tree", tree.view(count).unwrap(), head),
+                ("snapshot", snapshot.view(count).unwrap(), head),
+                ("older", tree.view(older).unwrap(), older_head),
+            ];
             let mut fast = MembershipProof::empty(config);
             let mut slow = MembershipProof::empty(config);
-            for index in indices {
-                view.prove_into(index, &mut fast).unwrap();
-                slow.index = index;
-                slow.size = count;
-                MembershipProof::gather_with_edge(&view, index, &mut slow);
-                assert_eq!(fast.leaf, slow.leaf, "N = {arity}, leaf {index}");
-                assert_eq!(fast.siblings, slow.siblings, "N = {arity}, leaf {index}");
-                assert_eq!(fast.leaf, leaves[index as usize]);
-                fast.verify(config.arity, config.hash, &head).unwrap();
+            for (kind, view, head) in &views {
+                for &index in indices.iter().filter(|&&i| i < view.size()) {
+                    view.prove_into(index, &mut fast).unwrap();
+                    slow.index = index;
+                    slow.size = view.size();
+                    MembershipProof::gather_node_by_node(view, index, &mut slow);
+                    let context = format!("N = {arity}, {kind} view, leaf {index}");
+                    assert_eq!(fast.leaf, slow.leaf, "{context}");
+                    assert_eq!(fast.siblings, slow.siblings, "{context}");
+                    assert_eq!(fast.leaf, leaves[index as usize], "{context}");
+                    fast.verify(config.arity, config.hash, head)
+                        .unwrap_or_else(|e| panic!("{context}: {e}"));
+                }
             }
         }
     }
