@@ -657,6 +657,27 @@ impl<'a> View<'a> {
         levels[level as usize].run_from(start as usize).get(..len)
     }
 
+    /// For a group whose last member is the right-edge node held apart: its
+    /// stored members before that node, and the node. `None` for any other
+    /// group or a prefix that crosses a segment boundary.
+    #[inline]
+    pub(crate) fn group_ending_at_edge(
+        &self,
+        level: u32,
+        start: u64,
+        len: usize,
+    ) -> Option<(&'a [Hash], Hash)> {
+        let &(edge_index, value) = self.edge.get(level as usize)?;
+        if len == 0 || start + len as u64 - 1 != edge_index {
+            return None;
+        }
+        let levels: &'a [Level] = self.levels;
+        let prefix = levels[level as usize]
+            .run_from(start as usize)
+            .get(..len - 1)?;
+        Some((prefix, value))
+    }
+
     /// Copies the nodes `[start, start + out.len())` of `level` into `out`.
     #[inline]
     pub(crate) fn nodes_into(&self, level: u32, start: u64, out: &mut [Hash]) {

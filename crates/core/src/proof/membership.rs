@@ -146,14 +146,25 @@ impl MembershipProof {
                     }
                 }
                 None => {
-                    let slots = &mut out[at..at + step.sibling_count()];
-                    let (left, right) = slots.split_at_mut(step.position);
-                    view.nodes_into(step.level, step.group_start, left);
-                    view.nodes_into(
-                        step.level,
-                        step.group_start + step.position as u64 + 1,
-                        right,
-                    );
+                    let slots = &mut out[at..at + step.group_len];
+                    if let Some((prefix, last)) =
+                        view.group_ending_at_edge(step.level, step.group_start, step.group_len)
+                    {
+                        // The last group of its level in a snapshot or an
+                        // older view: the same scatter, the edge node last.
+                        for (member, node) in prefix.iter().chain([&last]).enumerate() {
+                            slots[member - usize::from(member > step.position)] = *node;
+                        }
+                    } else {
+                        let (left, right) =
+                            slots[..step.sibling_count()].split_at_mut(step.position);
+                        view.nodes_into(step.level, step.group_start, left);
+                        view.nodes_into(
+                            step.level,
+                            step.group_start + step.position as u64 + 1,
+                            right,
+                        );
+                    }
                 }
             }
             at += step.sibling_count();
