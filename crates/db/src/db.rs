@@ -285,8 +285,23 @@ impl Db {
     }
 
     fn insert(&self, set: &NullifierSet, values: &[Hash], first: u64) -> Result<Vec<Duplicate>> {
-        // Under the writer lock the tree holds exactly `first` leaves.
-        let leaf = |index: u64| self.store.leaf(index);
+        // Under the writer lock the tree holds exactly `first` leaves. The
+        // set confirms tag matches by reading leaves. A batch big enough to
+        // go to rayon threads reads them from a lock-free share of the
+        // leaves, never through `Store::leaf`, which may take the tree lock:
+        // the flush thread and snapshots hold that lock while they hash on
+        // the same rayon threads, so a rayon task waiting for it deadlocks
+        // the two (found when `cairn ingest` appended a block while the
+        // previous one's checkpoint ran). A small batch runs on this thread,
+        // where waiting for the lock is safe, and skips the share.
+        let shared = (values.len() >= crate::set::PARALLEL_FROM).then(|| self.store.leaves());
+        let leaf = |index: u64| match &shared {
+            Some(leaves) => usize::try_from(index)
+                .ok()
+                .and_then(|i| leaves.get(i))
+                .copied(),
+            None => self.store.leaf(index),
+        };
         set.insert_batch(values, first, &leaf)
             .map_err(DbError::SetFull)
     }

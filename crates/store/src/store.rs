@@ -486,6 +486,15 @@ impl Store {
         self.inner.snapshot()
     }
 
+    /// Every leaf appended so far, sharing the tree's memory (no copy; leaves
+    /// never change), readable without any lock: for readers of many leaves
+    /// on worker threads, which must not wait for the tree lock (the flush
+    /// thread holds it while it hashes on those same threads). Costs one
+    /// reference count per 2 MiB of leaves and a moment under the lock.
+    pub fn leaves(&self) -> Level {
+        self.inner.tree.lock().share_leaves()
+    }
+
     /// The leaf at `index` if it is visible: from the published snapshot
     /// when it holds it (lock-free), else under the tree lock for a moment.
     pub fn leaf(&self, index: u64) -> Option<Hash> {

@@ -30,7 +30,7 @@ use table::{MAX_INDEX, TAG_BITS, Table};
 pub(crate) const SHARD_BITS: u32 = 12;
 const SHARDS: usize = 1 << SHARD_BITS;
 /// Below this many values a batch is inserted by the calling thread alone.
-const PARALLEL_FROM: usize = 4096;
+pub(crate) const PARALLEL_FROM: usize = 4096;
 
 /// Where a refused value already is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 
 mod adversarial;
 mod basics;
+mod concurrency;
 mod crash;
 mod model;
 mod setfile;
