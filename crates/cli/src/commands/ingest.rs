@@ -1,8 +1,9 @@
 //! `cairn ingest`: append leaves to a database durably, block by block.
 //!
-//! The input is streamed: one block of leaves is in memory at a time, and
-//! each block is one all-or-nothing append followed by a durability wait,
-//! so when the command reports a block it is on disk. A block that is
+//! The input is streamed: two blocks of leaves are in memory at a time (the
+//! one being appended and the one whose write is in flight), and each block
+//! is one all-or-nothing append whose durability is waited for before the
+//! command counts it, so when the command reports a block it is on disk. A block that is
 //! refused (duplicates, a bad line, a leaf the hash refuses) appends
 //! nothing, but the blocks before it stay appended: every error says how
 //! many leaves that was.
@@ -28,8 +29,9 @@ use crate::progress::Progress;
 pub(crate) const LONG_ABOUT: &str = "\
 Append the leaves of FILE (- or nothing reads stdin) to the cairn database DIR, durably: the \
 input is read in blocks of --block-size leaves (default 1M), and each block is one \
-all-or-nothing append followed by one durable commit (write and fdatasync) before the next \
-block is read. Only one block is held in memory, so inputs of any size stream through.
+all-or-nothing append made durable by one commit (write and fdatasync), which runs while the \
+next block is read and checked. At most two blocks are held in memory, so inputs of any size \
+stream through, and nothing is reported appended before it is on disk.
 
 Prints the index of the first appended leaf, the count, and the database's new size and root. \
 When at least 65,536 leaves are not covered by the last checkpoint, ingest ends with a \
