@@ -395,6 +395,12 @@ impl Store {
     /// Appends `leaves` in order, all or nothing: a refused batch (empty,
     /// a non-canonical leaf, over capacity, or a failed store) changes
     /// nothing in memory or on disk. Any size works: the log splits it.
+    ///
+    /// A batch of 65,536 leaves or more is copied in by rayon's global
+    /// pool while the tree lock is held (commits and snapshots of a dirty
+    /// tree hash on it under the lock too): do not call a `Store` (or
+    /// `Db`) method that may wait for that lock from inside a rayon task,
+    /// or the pool can end up waiting for itself.
     pub fn append_batch(&self, leaves: &[Hash]) -> Result<Appended> {
         let inner = &self.inner;
         let first = {
