@@ -77,7 +77,12 @@ with one object per arity, its fields in this order:
   tree_memory_bytes, tree_resident_bytes_level0_tiered, tree_disk_bytes,
   verify_hash_blocks_max, build_hash_blocks,
   jolt_cycles, noir_expression_width, noir_circuit_size (null where rotortree fitted no model).
-Every count is a whole number of bytes, nodes, leaves, blocks, cycles or gates.";
+Every count is a whole number of bytes, nodes, leaves, blocks, cycles or gates.
+
+Examples:
+  cairn plan --leaves 278827                    (every arity, BLAKE3)
+  cairn plan --leaves 2^32 --hash poseidon      (a circuit's tree: fewest gates wins)
+  cairn plan --leaves 100M --arity 4 --json     (one arity, machine-readable)";
 
 /// Model a tree of L leaves at each arity and recommend one.
 #[derive(clap::Args, Debug)]

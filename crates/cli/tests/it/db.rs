@@ -495,6 +495,8 @@ fn every_command_has_help_with_examples() {
         "check",
         "export",
         "demo",
+        "plan",
+        "serve",
     ] {
         let help = cairn(&[command, "--help"]).success();
         assert!(
