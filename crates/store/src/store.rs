@@ -208,19 +208,10 @@ impl Store {
             store_id: rand::random::<u64>() | 1,
             flags: config.flags,
         };
-        let tmp = dir.join(META_TMP);
-        let file = fs
-            .open(&tmp, OpenMode::CreateNew)
-            .map_err(|e| StoreError::io("create", &tmp, e))?;
-        file.write_at(&meta.encode(), 0)
-            .map_err(|e| StoreError::io("write", &tmp, e))?;
-        file.sync_data()
-            .map_err(|e| StoreError::io("fdatasync", &tmp, e))?;
-        drop(file);
-        fs.rename(&tmp, &dir.join(META))
-            .map_err(|e| StoreError::io("rename", &tmp, e))?;
-        fs.sync_dir(dir)
-            .map_err(|e| StoreError::io("fsync", dir, e))?;
+        crate::replace::replace_file(&*fs, dir, META_TMP, META, |file, tmp| {
+            file.write_at(&meta.encode(), 0)
+                .map_err(|e| StoreError::io("write", tmp, e))
+        })?;
         let log = log::new_writer(Arc::clone(&fs), &dir.join(LOG_DIR), meta);
         Ok(Store::start(
             fs,

@@ -138,34 +138,23 @@ impl MembershipProof {
         let out = proof.siblings.as_mut_slice();
         let mut at = 0;
         for &(nodes, step) in &groups {
-            match nodes {
-                Some(nodes) => {
-                    let slots = &mut out[at..at + nodes.len()];
-                    for (member, node) in nodes.iter().enumerate() {
-                        slots[member - usize::from(member > step.position)] = *node;
-                    }
-                }
-                None => {
-                    let slots = &mut out[at..at + step.group_len];
-                    if let Some((prefix, last)) =
-                        view.group_ending_at_edge(step.level, step.group_start, step.group_len)
-                    {
-                        // The last group of its level in a snapshot or an
-                        // older view: the same scatter, the edge node last.
-                        for (member, node) in prefix.iter().chain([&last]).enumerate() {
-                            slots[member - usize::from(member > step.position)] = *node;
-                        }
-                    } else {
-                        let (left, right) =
-                            slots[..step.sibling_count()].split_at_mut(step.position);
-                        view.nodes_into(step.level, step.group_start, left);
-                        view.nodes_into(
-                            step.level,
-                            step.group_start + step.position as u64 + 1,
-                            right,
-                        );
-                    }
-                }
+            let slots = &mut out[at..at + step.group_len];
+            if let Some(nodes) = nodes {
+                scatter(slots, nodes.iter(), step.position);
+            } else if let Some((prefix, last)) =
+                view.group_ending_at_edge(step.level, step.group_start, step.group_len)
+            {
+                // The last group of its level in a snapshot or an older
+                // view: the same scatter, the edge node last.
+                scatter(slots, prefix.iter().chain([&last]), step.position);
+            } else {
+                let (left, right) = slots[..step.sibling_count()].split_at_mut(step.position);
+                view.nodes_into(step.level, step.group_start, left);
+                view.nodes_into(
+                    step.level,
+                    step.group_start + step.position as u64 + 1,
+                    right,
+                );
             }
             at += step.sibling_count();
         }
@@ -276,6 +265,17 @@ impl MembershipProof {
             node = self.hash.hash_children(&group[..width]);
         }
         Ok(node)
+    }
+}
+
+/// Writes a group's members minus the one at `position` into `slots` (one
+/// slot longer than the siblings): member m goes to slot m - (m > position),
+/// so the path node is overwritten by its right neighbour or lands in the
+/// last slot, with no branch on the position.
+#[inline(always)]
+fn scatter<'a>(slots: &mut [Hash], members: impl Iterator<Item = &'a Hash>, position: usize) {
+    for (member, node) in members.enumerate() {
+        slots[member - usize::from(member > position)] = *node;
     }
 }
 
