@@ -66,6 +66,14 @@ pub enum TreeError {
         /// Leaves covered by up-to-date upper levels.
         hashed: u64,
     },
+    /// A rollback to more leaves than the tree holds.
+    #[error("cannot truncate to {to} leaves: the tree holds {size}")]
+    TruncateBeyondSize {
+        /// The size asked for.
+        to: u64,
+        /// The tree's size.
+        size: u64,
+    },
     /// Levels handed to `LeanImt::from_levels` do not form a tree.
     #[error("level {level} holds {got} nodes, want {want} (the level below implies it)")]
     LevelShape {

@@ -318,6 +318,38 @@ impl Level {
         self.len = len;
     }
 
+    /// Drops every node from `len` on (a rollback). Snapshots keep what
+    /// they share; the writer's own copy of the segment holding node
+    /// `len` becomes private when it is shared, so later writes from `len`
+    /// on never touch memory a snapshot reads, and the watermark falls to
+    /// at most `len`. Costs at most one segment's copy (2 MiB).
+    ///
+    /// # Panics
+    /// If `len` exceeds the level's length.
+    pub fn truncate(&mut self, len: usize) {
+        assert!(len <= self.len, "truncating {} nodes to {len}", self.len);
+        self.segments.truncate(len.div_ceil(SEGMENT_LEN));
+        let offset = len & SEGMENT_MASK;
+        if len < self.frozen && offset != 0 {
+            // The boundary segment is shared (or a read-only mapping):
+            // nodes `[len, ..)` of it will be written again, so the
+            // writer moves to a private copy of its kept prefix.
+            let index = len >> SEGMENT_SHIFT;
+            let fresh = if offset >= WHOLE_SEGMENT_FROM {
+                Segment::whole()
+            } else {
+                Segment::heap(offset.max(MIN_HEAP_NODES))
+            };
+            // SAFETY: `fresh` is new and unshared.
+            #[allow(unsafe_code)]
+            unsafe { fresh.slice_mut(0, offset) }
+                .copy_from_slice(self.segments[index].slice(offset));
+            self.segments[index] = Arc::new(fresh);
+        }
+        self.frozen = self.frozen.min(len);
+        self.len = len;
+    }
+
     /// Makes room for `len` nodes in total, allocating segments and
     /// replacing a small last segment by a larger copy (never growing shared
     /// memory in place).

@@ -245,6 +245,41 @@ impl LeanImt {
         Ok(first)
     }
 
+    /// Removes every leaf from `size` on (a rollback): the tree becomes
+    /// the tree of its first `size` leaves, and a later append reuses
+    /// their indices. Snapshots taken before keep answering as before
+    /// (shared memory the writer will write again is copied first, at most
+    /// one segment per level). Nothing is hashed here: the right edge at
+    /// `size` is rehashed by the next commit.
+    pub fn truncate(&mut self, size: u64) -> Result<(), TreeError> {
+        let current = self.size();
+        if size > current {
+            return Err(TreeError::TruncateBeyondSize {
+                to: size,
+                size: current,
+            });
+        }
+        if size == current {
+            return Ok(());
+        }
+        let n = self.config.arity.get() as u64;
+        // Every node of level k that covers only leaves below `hashed` and
+        // below `size` is correct in the smaller tree; the ones from
+        // `dirty / N^k` on are dropped and rehashed by the next commit
+        // (which starts from the same index at each level).
+        let dirty = self.hashed.min(size.saturating_sub(1));
+        let levels = shape::depth(size, self.config.arity) as usize + 1;
+        self.levels.truncate(levels);
+        self.levels[0].truncate(size as usize);
+        let mut keep = dirty;
+        for level in self.levels.iter_mut().skip(1) {
+            keep /= n;
+            level.truncate((keep as usize).min(level.len()));
+        }
+        self.hashed = if size <= 1 { size } else { dirty };
+        Ok(())
+    }
+
     /// Validates a batch against this tree without changing anything.
     pub fn check_batch(&self, leaves: &[Hash]) -> Result<(), TreeError> {
         if leaves.is_empty() {
@@ -695,6 +730,7 @@ impl<'a> View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::level::SEGMENT_LEN;
 
     fn leaves(count: usize) -> Vec<Hash> {
         (0..count)
@@ -946,6 +982,80 @@ mod tests {
                     assert_eq!(snapshot.edge()[level].1, *nodes.last().unwrap());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn truncating_to_every_size_equals_a_tree_built_to_that_size() {
+        let l = leaves(70);
+        let other = leaves(140)[70..].to_vec();
+        for n in [2, 3, 4, 5, 16] {
+            for size in 0..=70u64 {
+                // Committed or not, with a snapshot sharing its memory or not.
+                for (commit, share) in [(true, true), (false, false), (true, false)] {
+                    let mut tree = LeanImt::from_leaves(config(n), &l).unwrap();
+                    tree.append_batch(&l[..3].iter().map(|x| x.map(|b| !b)).collect::<Vec<_>>())
+                        .unwrap();
+                    if commit {
+                        tree.commit();
+                    }
+                    let before = share.then(|| tree.snapshot());
+                    tree.truncate(size).unwrap();
+                    let mut fresh = LeanImt::from_leaves(config(n), &l[..size as usize]).unwrap();
+                    assert_eq!(tree.head(), fresh.head(), "arity {n} size {size}");
+                    assert_eq!(tree.dump(), fresh.dump(), "arity {n} size {size}");
+                    // The indices are reused, and the result is the tree of the new leaves.
+                    tree.append_batch(&other[..5]).unwrap();
+                    fresh.append_batch(&other[..5]).unwrap();
+                    assert_eq!(tree.dump(), fresh.dump(), "arity {n} size {size} re-append");
+                    if let Some(before) = before {
+                        let mut old = LeanImt::from_leaves(config(n), &l).unwrap();
+                        old.append_batch(&l[..3].iter().map(|x| x.map(|b| !b)).collect::<Vec<_>>())
+                            .unwrap();
+                        assert_eq!(before.head(), old.head());
+                        assert_eq!(
+                            before.prove(size.min(72)).unwrap(),
+                            old.prove(size.min(72)).unwrap()
+                        );
+                    }
+                }
+            }
+            let mut tree = LeanImt::from_leaves(config(n), &l).unwrap();
+            assert_eq!(
+                tree.truncate(71),
+                Err(TreeError::TruncateBeyondSize { to: 71, size: 70 })
+            );
+            assert_eq!(tree.size(), 70);
+        }
+    }
+
+    #[test]
+    fn truncating_inside_a_shared_segment_leaves_the_snapshot_untouched() {
+        // Level 0 spans two segments; the snapshot shares the first whole
+        // one, and the re-appended leaves land inside it.
+        let count = SEGMENT_LEN + 1000;
+        let l = leaves(count);
+        let mut tree = LeanImt::from_leaves(config(4), &l).unwrap();
+        let before = tree.snapshot();
+        let head = before.head();
+        let cut = SEGMENT_LEN as u64 - 500;
+        tree.truncate(cut).unwrap();
+        let fresh_leaves: Vec<Hash> = l[..1200].iter().map(|x| x.map(|b| b ^ 0x5a)).collect();
+        tree.append_batch(&fresh_leaves).unwrap();
+        let mut want = l[..cut as usize].to_vec();
+        want.extend_from_slice(&fresh_leaves);
+        assert_eq!(
+            tree.head(),
+            LeanImt::from_leaves(config(4), &want).unwrap().head()
+        );
+        assert_eq!(before.head(), head);
+        for index in [0, cut - 1, cut, cut + 499, count as u64 - 1] {
+            assert_eq!(before.leaf(index), Some(l[index as usize]));
+            before
+                .prove(index)
+                .unwrap()
+                .verify(config(4).arity, HashKind::Blake3, &head)
+                .unwrap();
         }
     }
 
