@@ -82,8 +82,19 @@ impl Checkpoints {
     }
 }
 
+/// What a checkpoint records beside the tree: finality, the rollback
+/// epoch and the count of block-tagged heads at its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Marks {
+    pub finalized: u64,
+    pub epoch: u64,
+    pub heads: u64,
+}
+
 /// Writes and publishes the checkpoint of `snapshot`, whose leaves are
-/// durable in the log, which continues at `resume`.
+/// durable in the log, which continues at `resume`. A snapshot smaller
+/// than the last checkpoint (a rollback) writes no node: its final nodes
+/// are a prefix of the published ones, and it publishes shorter lengths.
 pub(crate) fn write(
     fs: &dyn Fs,
     dir: &Path,
@@ -91,7 +102,14 @@ pub(crate) fn write(
     state: &mut Checkpoints,
     snapshot: &Snapshot,
     resume: LogPosition,
+    marks: Marks,
 ) -> Result<CheckpointMeta> {
+    assert!(
+        marks.finalized <= snapshot.size(),
+        "finalizing {} of {} leaves",
+        marks.finalized,
+        snapshot.size()
+    );
     let depth_levels = snapshot.edge().len();
     let mut written: Vec<(PathBuf, Arc<dyn FsFile>)> = Vec::new();
     for level in 1..depth_levels {
@@ -129,6 +147,9 @@ pub(crate) fn write(
                 )
             })
             .collect(),
+        finalized: marks.finalized,
+        epoch: marks.epoch,
+        heads: marks.heads,
     };
     publish(fs, dir, &checkpoint.encode(meta.store_id))?;
     state.last = Some(checkpoint.clone());
@@ -150,7 +171,7 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, meta: &StoreMeta) -> Result<Option<C
         return Ok(None);
     };
     let len = file.len().map_err(|e| StoreError::io("stat", &path, e))?;
-    if len > 68 + 40 * 65 {
+    if len > CheckpointMeta::MAX_LEN as u64 {
         return Err(StoreError::corrupt(
             &path,
             0,

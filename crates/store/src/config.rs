@@ -4,6 +4,14 @@ use std::time::Duration;
 
 use cairn_core::TreeConfig;
 
+/// `cairn.meta` flag bit 1: only an explicit finalize makes leaves final
+/// (without it, every checkpoint finalizes what it covers). Chosen at
+/// creation; see [`StoreConfig::flags`].
+pub const FLAG_EXPLICIT_FINALITY: u64 = 1 << 1;
+
+/// How many recent appends' roots are kept for lookups by value, by default.
+pub const DEFAULT_ROOT_WINDOW: usize = 4096;
+
 /// Default log file size: 2^21 leaves (64 MiB).
 pub const DEFAULT_LOG_SHIFT: u8 = 21;
 
@@ -25,9 +33,13 @@ pub struct StoreConfig {
     pub tier_below: u32,
     /// Recompute every level at open and compare (slow; default off).
     pub verify_on_open: bool,
-    /// Feature bits of the layer above (the database sets bit 0 when it
-    /// keeps a nullifier set): stored at creation, must match at open.
+    /// Feature bits, stored at creation, must match at open: bit 0 is the
+    /// database's (it keeps a nullifier set), bit 1 the store's
+    /// ([`FLAG_EXPLICIT_FINALITY`]).
     pub flags: u64,
+    /// How many of the last appends' roots [`crate::Store::size_of_root`]
+    /// finds (roots of block-tagged heads are always found).
+    pub root_window: usize,
 }
 
 /// When the store checkpoints on its own (checked after each background flush).
@@ -57,6 +69,7 @@ impl StoreConfig {
             tier_below: 1,
             verify_on_open: false,
             flags: 0,
+            root_window: DEFAULT_ROOT_WINDOW,
         }
     }
 }

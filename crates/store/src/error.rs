@@ -82,6 +82,48 @@ pub enum StoreError {
     /// The store was closed.
     #[error("the store is closed")]
     Closed,
+    /// A block tag that does not follow the last one.
+    #[error(
+        "block {block} does not follow the last tagged block {last}: block numbers must increase"
+    )]
+    BlockOrder {
+        /// The block asked for.
+        block: u64,
+        /// The last tagged block.
+        last: u64,
+    },
+    /// A rollback or finalization below what is final.
+    #[error("cannot roll back to {to} leaves: the first {finalized} are final")]
+    BelowFinalized {
+        /// The size asked for.
+        to: u64,
+        /// The finalized size.
+        finalized: u64,
+    },
+    /// A rollback or finalization beyond the tree's size.
+    #[error("cannot {what} {to} leaves: the tree holds {size}")]
+    BeyondSize {
+        /// "roll back to" or "finalize".
+        what: &'static str,
+        /// The size asked for.
+        to: u64,
+        /// The tree's size.
+        size: u64,
+    },
+    /// No block-tagged head at or below a block.
+    #[error("no block-tagged head at or below block {block}")]
+    NoHeadAtBlock {
+        /// The block asked for.
+        block: u64,
+    },
+    /// The leaves (or block tag) a token waits for were rolled back.
+    #[error("the append ending at {end} leaves was rolled back (the tree was truncated to {to})")]
+    RolledBack {
+        /// The size the token waited for.
+        end: u64,
+        /// The size it was truncated to.
+        to: u64,
+    },
 }
 
 impl StoreError {

@@ -15,6 +15,16 @@ pub(crate) const META_MAGIC: &[u8; 8] = b"CAIRNDB\0";
 pub(crate) const LOG_MAGIC: &[u8; 8] = b"CAIRNLOG";
 pub(crate) const LEVEL_MAGIC: &[u8; 8] = b"CAIRNLVL";
 pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"CAIRNCKP";
+pub(crate) const HEADS_MAGIC: &[u8; 8] = b"CAIRNHDS";
+/// The checkpoint's own version: 2 added finality, the rollback epoch and
+/// the count of block-tagged heads. Version 1 checkpoints are still read.
+pub const CHECKPOINT_VERSION: u32 = 2;
+/// Bytes of the checkpoint's fixed part (version 2).
+const CHECKPOINT_FIXED: usize = 88;
+/// Bytes of the heads file's header.
+pub const HEADS_HEADER_LEN: u64 = 64;
+/// Bytes of one block-tagged head record.
+pub const HEAD_RECORD_LEN: u64 = 128;
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
@@ -247,6 +257,14 @@ pub struct CheckpointMeta {
     pub resume: LogPosition,
     /// Per level: (final nodes stored, the level's last node).
     pub levels: Vec<(u64, Hash)>,
+    /// Leaves below which a rollback is refused (at most `size`).
+    pub finalized: u64,
+    /// Rollbacks published so far: head records of an older epoch past
+    /// `heads` are leftovers of a rollback.
+    pub epoch: u64,
+    /// Block-tagged head records valid at this checkpoint (all at sizes
+    /// at most `size`).
+    pub heads: u64,
 }
 
 /// A frame's place in the log.
@@ -262,9 +280,9 @@ pub struct LogPosition {
 
 impl CheckpointMeta {
     pub(crate) fn encode(&self, store_id: u64) -> Vec<u8> {
-        let mut b = Vec::with_capacity(68 + 40 * self.levels.len());
+        let mut b = Vec::with_capacity(CHECKPOINT_FIXED + 4 + 40 * self.levels.len());
         b.extend_from_slice(CHECKPOINT_MAGIC);
-        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
         b.extend_from_slice(&(self.levels.len() as u32).to_le_bytes());
         b.extend_from_slice(&store_id.to_le_bytes());
         b.extend_from_slice(&self.number.to_le_bytes());
@@ -272,6 +290,10 @@ impl CheckpointMeta {
         b.extend_from_slice(&self.resume.file.to_le_bytes());
         b.extend_from_slice(&self.resume.slot.to_le_bytes());
         b.extend_from_slice(&self.resume.seq.to_le_bytes());
+        b.extend_from_slice(&self.finalized.to_le_bytes());
+        b.extend_from_slice(&self.epoch.to_le_bytes());
+        b.extend_from_slice(&self.heads.to_le_bytes());
+        debug_assert_eq!(b.len(), CHECKPOINT_FIXED);
         for (final_len, last) in &self.levels {
             b.extend_from_slice(&final_len.to_le_bytes());
             b.extend_from_slice(last);
@@ -281,6 +303,9 @@ impl CheckpointMeta {
         b
     }
 
+    /// The longest valid encoding (65 levels).
+    pub(crate) const MAX_LEN: usize = CHECKPOINT_FIXED + 4 + 40 * 65;
+
     pub(crate) fn decode(b: &[u8], store_id: u64) -> Result<CheckpointMeta, Malformed> {
         if b.len() < 68 {
             return Err(Malformed::Field(format!(
@@ -288,14 +313,22 @@ impl CheckpointMeta {
                 b.len()
             )));
         }
-        check_magic_version(b, CHECKPOINT_MAGIC)?;
+        if &b[..8] != CHECKPOINT_MAGIC {
+            return Err(Malformed::Magic);
+        }
+        // Version 1 had no finality, epoch or heads (its fixed part ends at 64).
+        let fixed = match u32_at(b, 8) {
+            1 => 64,
+            CHECKPOINT_VERSION => CHECKPOINT_FIXED,
+            other => return Err(Malformed::Version(other)),
+        };
         let levels = u32_at(b, 12) as usize;
         if levels > 65 {
             return Err(Malformed::Field(format!(
                 "{levels} levels, want at most 65"
             )));
         }
-        let want = 68 + 40 * levels;
+        let want = fixed + 4 + 40 * levels;
         if b.len() != want {
             return Err(Malformed::Field(format!(
                 "{} bytes, want {want} for {levels} levels",
@@ -311,24 +344,134 @@ impl CheckpointMeta {
         }
         let levels = (0..levels)
             .map(|l| {
-                let at = 64 + 40 * l;
+                let at = fixed + 40 * l;
                 (
                     u64_at(b, at),
                     b[at + 8..at + 40].try_into().expect("32 bytes"),
                 )
             })
             .collect();
+        let size = u64_at(b, 32);
+        let (finalized, epoch, heads) = if fixed == 64 {
+            // A version 1 store finalised everything it checkpointed.
+            (size, 0, 0)
+        } else {
+            (u64_at(b, 64), u64_at(b, 72), u64_at(b, 80))
+        };
+        if finalized > size {
+            return Err(Malformed::Field(format!(
+                "finalized size {finalized} above the checkpoint's size {size}"
+            )));
+        }
         Ok(CheckpointMeta {
             number: u64_at(b, 24),
-            size: u64_at(b, 32),
+            size,
             resume: LogPosition {
                 file: u64_at(b, 40),
                 slot: u64_at(b, 48),
                 seq: u64_at(b, 56),
             },
             levels,
+            finalized,
+            epoch,
+            heads,
         })
     }
+}
+
+/// A block-tagged head as stored in the heads file: the tree's size and
+/// root at the end of an append tagged with a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadRecord {
+    /// The block number.
+    pub block: u64,
+    /// The block hash, if the append carried one.
+    pub block_hash: Option<Hash>,
+    /// Leaves in the tree at the end of the append.
+    pub size: u64,
+    /// The root at that size (`None` for the empty tree).
+    pub root: Option<Hash>,
+    /// The rollback epoch it was written in.
+    pub epoch: u64,
+}
+
+impl HeadRecord {
+    pub(crate) fn encode(&self) -> [u8; HEAD_RECORD_LEN as usize] {
+        let mut b = [0u8; HEAD_RECORD_LEN as usize];
+        b[0..8].copy_from_slice(&self.block.to_le_bytes());
+        b[8..16].copy_from_slice(&self.size.to_le_bytes());
+        b[16..24].copy_from_slice(&self.epoch.to_le_bytes());
+        let flags = u32::from(self.block_hash.is_some()) | (u32::from(self.root.is_some()) << 1);
+        b[24..28].copy_from_slice(&flags.to_le_bytes());
+        if let Some(hash) = &self.block_hash {
+            b[32..64].copy_from_slice(hash);
+        }
+        if let Some(root) = &self.root {
+            b[64..96].copy_from_slice(root);
+        }
+        let crc = crc32c::crc32c(&b[..96]);
+        b[96..100].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// `None` unless `b` is one well-formed record (a torn or zeroed slot
+    /// is not).
+    pub(crate) fn decode(b: &[u8]) -> Option<HeadRecord> {
+        if b.len() != HEAD_RECORD_LEN as usize || check_crc(b, 96).is_err() {
+            return None;
+        }
+        let flags = u32_at(b, 24);
+        if flags > 3 || u32_at(b, 28) != 0 || b[100..].iter().any(|&x| x != 0) {
+            return None;
+        }
+        let block_hash: Hash = b[32..64].try_into().expect("32 bytes");
+        let root: Hash = b[64..96].try_into().expect("32 bytes");
+        let size = u64_at(b, 8);
+        // The empty tree has no root, every other tree has one.
+        if (flags & 2 != 0) != (size > 0) {
+            return None;
+        }
+        if flags & 1 == 0 && block_hash != [0; 32] || flags & 2 == 0 && root != [0; 32] {
+            return None;
+        }
+        Some(HeadRecord {
+            block: u64_at(b, 0),
+            block_hash: (flags & 1 != 0).then_some(block_hash),
+            size,
+            root: (flags & 2 != 0).then_some(root),
+            epoch: u64_at(b, 16),
+        })
+    }
+}
+
+/// The heads file's header.
+pub(crate) fn heads_header(meta: &StoreMeta) -> [u8; HEADS_HEADER_LEN as usize] {
+    let mut b = [0u8; HEADS_HEADER_LEN as usize];
+    b[0..8].copy_from_slice(HEADS_MAGIC);
+    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[16..24].copy_from_slice(&meta.store_id.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..24]);
+    b[24..28].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+pub(crate) fn check_heads_header(meta: &StoreMeta, b: &[u8]) -> Result<(), Malformed> {
+    if b.len() < HEADS_HEADER_LEN as usize {
+        return Err(Malformed::Field(format!(
+            "{} bytes, shorter than the {HEADS_HEADER_LEN}-byte header",
+            b.len()
+        )));
+    }
+    check_magic_version(b, HEADS_MAGIC)?;
+    check_crc(b, 24)?;
+    if u64_at(b, 16) != meta.store_id {
+        return Err(Malformed::Field(format!(
+            "heads of store {:#x}, want {:#x}",
+            u64_at(b, 16),
+            meta.store_id
+        )));
+    }
+    Ok(())
 }
 
 /// `log/NNNNNNNNNNNN.log`
@@ -371,6 +514,10 @@ mod tests {
         }
     }
 
+    fn meta_of(store_id: u64) -> StoreMeta {
+        StoreMeta { store_id, ..meta() }
+    }
+
     #[test]
     fn every_record_round_trips_and_every_bit_flip_is_caught() {
         let m = meta();
@@ -405,6 +552,9 @@ mod tests {
                 seq: 6,
             },
             levels: vec![(999, [1; 32]), (249, [2; 32]), (62, [3; 32]), (0, [4; 32])],
+            finalized: 900,
+            epoch: 2,
+            heads: 17,
         };
         let cb = ckpt.encode(m.store_id);
         assert_eq!(CheckpointMeta::decode(&cb, m.store_id), Ok(ckpt.clone()));
@@ -421,6 +571,50 @@ mod tests {
                 "checkpoint bit {bit}"
             );
         }
+        // A version 1 checkpoint (no finality, epoch or heads) still reads,
+        // as finalized at its size.
+        let mut v1 = cb[..64].to_vec();
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        v1.extend_from_slice(&cb[CHECKPOINT_FIXED..cb.len() - 4]);
+        let crc = crc32c::crc32c(&v1);
+        v1.extend_from_slice(&crc.to_le_bytes());
+        let read = CheckpointMeta::decode(&v1, m.store_id).unwrap();
+        assert_eq!((read.finalized, read.epoch, read.heads), (1000, 0, 0));
+        assert_eq!(read.levels, ckpt.levels);
+        let record = HeadRecord {
+            block: 19,
+            block_hash: Some([7; 32]),
+            size: 1000,
+            root: Some([8; 32]),
+            epoch: 2,
+        };
+        let rb = record.encode();
+        assert_eq!(HeadRecord::decode(&rb), Some(record));
+        for bit in 0..rb.len() * 8 {
+            let mut bad = rb;
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert_ne!(
+                HeadRecord::decode(&bad),
+                Some(record),
+                "head record bit {bit}"
+            );
+        }
+        assert_eq!(
+            HeadRecord::decode(&[0u8; 128]),
+            None,
+            "a zeroed slot is no record"
+        );
+        let empty = HeadRecord {
+            block: 1,
+            block_hash: None,
+            size: 0,
+            root: None,
+            epoch: 0,
+        };
+        assert_eq!(HeadRecord::decode(&empty.encode()), Some(empty));
+        let hh = heads_header(&m);
+        assert_eq!(check_heads_header(&m, &hh), Ok(()));
+        assert!(check_heads_header(&meta_of(7), &hh).is_err());
         let header = log_header(&m, 3);
         assert_eq!(check_log_header(&m, 3, &header), Ok(()));
         assert!(check_log_header(&m, 4, &header).is_err());

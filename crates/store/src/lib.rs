@@ -12,6 +12,9 @@
 //! - **Checkpoints** write the upper levels' final nodes from a snapshot,
 //!   without the append path's lock, and publish atomically; **recovery**
 //!   maps them and replays the log's tail without rehashing.
+//! - **Rollback**: a chain follower tags appends with blocks, truncates
+//!   what a reorganisation orphaned (atomically, published like a
+//!   checkpoint) and finalizes what can no longer change.
 //! - **Faults** poison the store: nothing more is acknowledged.
 //!
 //! Every file operation goes through the [`fs::Fs`] seam; the on-disk
@@ -23,12 +26,15 @@ pub mod config;
 pub mod error;
 pub mod format;
 pub mod fs;
+mod heads;
 mod log;
 pub mod replace;
+mod rollback;
 mod store;
 
-pub use config::{CheckpointPolicy, StoreConfig};
+pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
 pub use error::StoreError;
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 pub use fs::{Fs, SimFs, StdFs};
+pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use store::{Appended, CheckpointHook, Store, StoreStats, Token, stored_config};

@@ -144,6 +144,64 @@ impl LogWriter {
     }
 }
 
+impl LogWriter {
+    /// Rolls the log back to `to` leaves (below its durable end) and
+    /// returns where the next frame goes and the numbers of the files that
+    /// hold nothing from `to` on (to be removed once the rollback is
+    /// published). The next frame goes to the leaf `to`'s file, after
+    /// every slot any earlier frame used, so frames of the rolled-back
+    /// leaves are never scanned again (recovery resumes from the
+    /// published position); nothing on disk changes here.
+    pub fn rewind(&mut self, to: u64) -> Result<(LogPosition, Vec<u64>)> {
+        assert!(
+            to < self.end,
+            "rewinding to {to} of {} durable leaves",
+            self.end
+        );
+        let per_file = self.leaves_per_file();
+        let file = to / per_file;
+        let aligned = to % per_file == 0;
+        let slot = if aligned {
+            0
+        } else {
+            let handle = &self.files[file as usize];
+            let path = self.path(file);
+            let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+            // Frames are written in slot order and are the last bytes of
+            // a file ever written, so its length bounds the slots used.
+            let region = HEADER_LEN + 32 * per_file;
+            len.saturating_sub(region).div_ceil(FRAME_LEN)
+        };
+        let first_stale = if aligned { file } else { file + 1 };
+        // A last file whose header never became durable is on disk too.
+        let on_disk = self.files.len() as u64 + u64::from(self.stale_next);
+        let stale: Vec<u64> = (first_stale..on_disk).collect();
+        self.files.truncate(first_stale as usize);
+        self.stale_next = false;
+        self.next = LogPosition {
+            file,
+            slot,
+            seq: self.next.seq,
+        };
+        self.end = to;
+        Ok((self.next, stale))
+    }
+
+    /// Removes log files `numbers` (rolled back) and syncs the directory.
+    pub fn remove_files(&self, numbers: &[u64]) -> Result<()> {
+        if numbers.is_empty() {
+            return Ok(());
+        }
+        for &number in numbers {
+            let path = self.path(number);
+            crate::replace::remove_stale(&*self.fs, &path)?;
+        }
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| StoreError::io("fsync", &self.dir, e))
+    }
+}
+
 /// Creates the empty log directory's first state (no files yet).
 pub(crate) fn new_writer(fs: Arc<dyn Fs>, dir: &Path, meta: StoreMeta) -> LogWriter {
     LogWriter {
@@ -284,6 +342,9 @@ pub(crate) fn recover(
 
     // Past the frontier nothing may look like a frame: only the frontier's
     // own slot may hold the torn frame of the last, unacknowledged commit.
+    // Frames numbered before `resume` are leftovers of a rollback (its
+    // checkpoint resumes after them), never later commits.
+    let mut stale_files = Vec::new();
     if let Some((torn, _)) = frontier_torn {
         for (number, handle) in files.iter().enumerate().skip(torn.file as usize) {
             let first_slot = if number as u64 == torn.file {
@@ -292,7 +353,9 @@ pub(crate) fn recover(
                 0
             };
             let path = dir.join(format::log_name(number as u64));
-            if let Some(offset) = first_valid_frame(&**handle, &path, per_file, first_slot)? {
+            if let Some(offset) =
+                first_valid_frame(&**handle, &path, per_file, first_slot, resume.seq)?
+            {
                 return Err(StoreError::corrupt(
                     path,
                     offset,
@@ -302,7 +365,22 @@ pub(crate) fn recover(
                     ),
                 ));
             }
+            // A whole file past the frontier's holds only rolled-back
+            // leaves (a crash came between a rollback's publication and
+            // the removal of its files): remove it now.
+            if number as u64 > position.file {
+                stale_files.push(number as u64);
+            }
         }
+    }
+    if let Some(&first) = stale_files.first() {
+        files.truncate(first as usize);
+        stale_next = false;
+        for &number in &stale_files {
+            crate::replace::remove_stale(&*fs, &dir.join(format::log_name(number)))?;
+        }
+        fs.sync_dir(dir)
+            .map_err(|e| StoreError::io("fsync", dir, e))?;
     }
     Ok(Recovered {
         writer: LogWriter {
@@ -319,12 +397,14 @@ pub(crate) fn recover(
 }
 
 /// The offset of the first slot at or after `first_slot` holding a frame
-/// whose own CRC is valid, if any.
+/// whose own CRC is valid and whose sequence number is at least `min_seq`,
+/// if any.
 fn first_valid_frame(
     file: &dyn FsFile,
     path: &Path,
     per_file: u64,
     first_slot: u64,
+    min_seq: u64,
 ) -> Result<Option<u64>> {
     let region = HEADER_LEN + 32 * per_file;
     let len = file.len().map_err(|e| StoreError::io("stat", path, e))?;
@@ -339,7 +419,7 @@ fn first_valid_frame(
             break;
         }
         for (i, slot) in buffer[..read].chunks_exact(FRAME_LEN as usize).enumerate() {
-            if Frame::decode(slot).is_some() {
+            if Frame::decode(slot).is_some_and(|frame| frame.seq >= min_seq) {
                 return Ok(Some(at + FRAME_LEN * i as u64));
             }
         }
@@ -352,5 +432,5 @@ fn first_valid_frame(
 }
 
 fn file_has_frames(file: &dyn FsFile, path: &Path, per_file: u64) -> Result<bool> {
-    Ok(first_valid_frame(file, path, per_file, 0)?.is_some())
+    Ok(first_valid_frame(file, path, per_file, 0, 0)?.is_some())
 }

@@ -18,11 +18,12 @@ use cairn_core::level::{Level, NodeSource, SEGMENT_LEN};
 use cairn_core::{Hash, LeanImt, Snapshot, TreeError, TreeHead};
 use parking_lot::{Condvar, Mutex};
 
-use crate::checkpoint::{self, CHECKPOINT_TMP, Checkpoints, LEVELS_DIR};
+use crate::checkpoint::{self, CHECKPOINT_TMP, Checkpoints, LEVELS_DIR, Marks};
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
 use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use crate::heads::{self, Heads, HeadsWriter};
 use crate::log::{self, LogWriter};
 
 const META: &str = "cairn.meta";
@@ -33,7 +34,7 @@ const LOG_DIR: &str = "log";
 /// A durable n-ary LeanIMT in a directory.
 #[derive(Debug)]
 pub struct Store {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     background: Option<JoinHandle<()>>,
     /// The directory lock, released when the store is dropped (after
     /// `inner` is closed: tokens that outlive the store cannot write).
@@ -41,28 +42,32 @@ pub struct Store {
 }
 
 #[derive(Debug)]
-struct Inner {
-    fs: Arc<dyn Fs>,
-    dir: PathBuf,
-    meta: StoreMeta,
-    config: StoreConfig,
-    tree: Mutex<LeanImt>,
+pub(crate) struct Inner {
+    pub(crate) fs: Arc<dyn Fs>,
+    pub(crate) dir: PathBuf,
+    pub(crate) meta: StoreMeta,
+    pub(crate) config: StoreConfig,
+    pub(crate) tree: Mutex<LeanImt>,
     /// The tree's size, readable without the lock.
-    size: AtomicU64,
+    pub(crate) size: AtomicU64,
     /// Append calls so far, and at the last checkpoint (for the policy).
     appends: AtomicU64,
     appends_at_checkpoint: AtomicU64,
-    log: Mutex<LogWriter>,
-    durable: Mutex<Durable>,
-    durable_changed: Condvar,
+    pub(crate) log: Mutex<LogWriter>,
+    /// Block-tagged heads and recent roots (taken after `tree`).
+    pub(crate) heads: Mutex<Heads>,
+    /// The heads file (taken only under `log`).
+    pub(crate) heads_writer: Mutex<HeadsWriter>,
+    pub(crate) durable: Mutex<Durable>,
+    pub(crate) durable_changed: Condvar,
     /// Set with `durable.failure`: appends check it without the lock.
-    poisoned: AtomicBool,
-    published: ArcSwap<Snapshot>,
-    checkpoints: Mutex<Checkpoints>,
+    pub(crate) poisoned: AtomicBool,
+    pub(crate) published: ArcSwap<Snapshot>,
+    pub(crate) checkpoints: Mutex<Checkpoints>,
     shutdown: Mutex<bool>,
     shutdown_signal: Condvar,
     /// Set when the store is dropped: no more log writes.
-    closed: AtomicBool,
+    pub(crate) closed: AtomicBool,
     hook: Mutex<Option<Hook>>,
 }
 
@@ -78,13 +83,46 @@ impl std::fmt::Debug for Hook {
 pub type CheckpointHook = Box<dyn Fn(&CheckpointMeta) -> Result<()> + Send + Sync>;
 
 #[derive(Debug)]
-struct Durable {
+pub(crate) struct Durable {
     /// Leaves durable in the log.
-    end: u64,
+    pub(crate) end: u64,
+    /// Block-tagged heads durable in the heads file.
+    pub(crate) tags: u64,
     /// Whether some thread is flushing (a waiter flushes itself if not).
-    flushing: bool,
+    pub(crate) flushing: bool,
     /// The first write or sync failure: nothing is acknowledged after it.
-    failure: Option<StoreError>,
+    pub(crate) failure: Option<StoreError>,
+    /// Rollbacks so far (tokens remember the epoch they were made in).
+    pub(crate) epoch: u64,
+    /// (epoch, size) of every rollback: a token of an earlier epoch whose
+    /// leaves or tag reach past such a size was rolled back.
+    pub(crate) cuts: Vec<(u64, u64)>,
+}
+
+impl Durable {
+    /// Whether what `want` waits for was rolled back, and to what size.
+    fn cut(&self, want: &Want) -> Option<u64> {
+        self.cuts
+            .iter()
+            .filter(|&&(epoch, to)| epoch > want.epoch && to < want.end)
+            .map(|&(_, to)| to)
+            .min()
+    }
+
+    fn holds(&self, want: &Want) -> bool {
+        self.end >= want.end && self.tags >= want.tags
+    }
+}
+
+/// What a durability wait waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Want {
+    /// Leaves durable.
+    pub(crate) end: u64,
+    /// Block-tagged heads durable.
+    pub(crate) tags: u64,
+    /// The rollback epoch the append was made in.
+    pub(crate) epoch: u64,
 }
 
 /// The result of an append: where the leaves went and the token that says
@@ -99,24 +137,31 @@ pub struct Appended {
     pub token: Token,
 }
 
-/// A durability token: durable once the log holds every leaf below `end`.
+/// A durability token: durable once the log holds every leaf below `end`
+/// (and the heads file the append's block tag, if it had one).
 #[derive(Debug, Clone)]
 pub struct Token {
-    end: u64,
+    want: Want,
     inner: Arc<Inner>,
 }
 
 impl Token {
     /// The tree size this token waits for.
     pub fn end(&self) -> u64 {
-        self.end
+        self.want.end
     }
 
     /// Whether the leaves are durable, without waiting; an error if the
-    /// store failed before they were.
+    /// store failed before they were, or if they were rolled back.
     pub fn is_durable(&self) -> Result<bool> {
         let durable = self.inner.durable.lock();
-        if durable.end >= self.end {
+        if let Some(to) = durable.cut(&self.want) {
+            return Err(StoreError::RolledBack {
+                end: self.want.end,
+                to,
+            });
+        }
+        if durable.holds(&self.want) {
             return Ok(true);
         }
         match &durable.failure {
@@ -127,13 +172,13 @@ impl Token {
 
     /// Waits until the leaves are durable, flushing them itself if no flush
     /// is running (so a waiter never sleeps on a timer); an error if a
-    /// write or sync fails first, or after `timeout`.
+    /// write or sync fails first, if they are rolled back, or after `timeout`.
     pub fn wait(&self, timeout: Duration) -> Result<()> {
-        self.inner.wait_durable(self.end, Instant::now() + timeout)
+        self.inner.wait_durable(self.want, Instant::now() + timeout)
     }
 }
 
-fn poisoned(failure: &StoreError) -> StoreError {
+pub(crate) fn poisoned(failure: &StoreError) -> StoreError {
     StoreError::Poisoned {
         cause: failure.to_string(),
     }
@@ -162,6 +207,10 @@ pub struct StoreStats {
     pub checkpoint_number: u64,
     /// Per level, segments served from file mappings.
     pub tiered_segments: Vec<usize>,
+    /// Leaves below which a rollback is refused.
+    pub finalized: u64,
+    /// Block-tagged heads.
+    pub tagged_heads: u64,
 }
 
 impl Store {
@@ -213,6 +262,7 @@ impl Store {
                 .map_err(|e| StoreError::io("write", tmp, e))
         })?;
         let log = log::new_writer(Arc::clone(&fs), &dir.join(LOG_DIR), meta);
+        let heads_writer = heads::new_writer(Arc::clone(&fs), dir, meta);
         Ok(Store::start(
             fs,
             dir,
@@ -220,6 +270,7 @@ impl Store {
             config,
             LeanImt::new(meta.tree),
             log,
+            (Vec::new(), heads_writer),
             Checkpoints::default(),
             lock,
         ))
@@ -271,6 +322,15 @@ impl Store {
             last: last.clone(),
             ..Checkpoints::default()
         };
+        let (trusted, epoch) = last.as_ref().map_or((0, 0), |c| (c.heads, c.epoch));
+        let recovered_heads = heads::recover(
+            Arc::clone(&fs),
+            dir,
+            meta,
+            trusted,
+            epoch,
+            recovered.writer.end(),
+        )?;
         let mut tree = match &last {
             Some(c) if c.size > 0 => load_levels(
                 &*fs,
@@ -309,6 +369,7 @@ impl Store {
             config,
             tree,
             recovered.writer,
+            recovered_heads,
             checkpoints,
             lock,
         ))
@@ -334,10 +395,14 @@ impl Store {
         config: StoreConfig,
         mut tree: LeanImt,
         log: LogWriter,
+        (tags, heads_writer): (Vec<heads::TaggedHead>, HeadsWriter),
         checkpoints: Checkpoints,
         lock: Box<dyn FsLock>,
     ) -> Store {
         let snapshot = tree.snapshot();
+        let durable_tags = tags.len() as u64;
+        let mut heads = Heads::new(tags, config.root_window);
+        heads.note_append(tree.size());
         let inner = Arc::new(Inner {
             fs,
             dir: dir.to_path_buf(),
@@ -347,9 +412,14 @@ impl Store {
             appends_at_checkpoint: AtomicU64::new(0),
             durable: Mutex::new(Durable {
                 end: log.end(),
+                tags: durable_tags,
                 flushing: false,
                 failure: None,
+                epoch: 0,
+                cuts: Vec::new(),
             }),
+            heads: Mutex::new(heads),
+            heads_writer: Mutex::new(heads_writer),
             tree: Mutex::new(tree),
             log: Mutex::new(log),
             durable_changed: Condvar::new(),
@@ -394,7 +464,7 @@ impl Store {
     /// or the pool can end up waiting for itself.
     pub fn append_batch(&self, leaves: &[Hash]) -> Result<Appended> {
         let inner = &self.inner;
-        let first = {
+        let (first, epoch) = {
             let mut tree = inner.tree.lock();
             if inner.poisoned.load(Ordering::Acquire) {
                 return Err(poisoned(
@@ -404,14 +474,78 @@ impl Store {
             let first = tree.append_batch(leaves)?;
             inner.size.store(tree.size(), Ordering::Release);
             inner.appends.fetch_add(1, Ordering::Relaxed);
-            first
+            inner.heads.lock().note_append(tree.size());
+            // Read under the tree lock: a rollback changes both together.
+            (first, inner.durable.lock().epoch)
         };
         let count = leaves.len() as u64;
         Ok(Appended {
             first,
             count,
             token: Token {
-                end: first + count,
+                want: Want {
+                    end: first + count,
+                    tags: 0,
+                    epoch,
+                },
+                inner: Arc::clone(inner),
+            },
+        })
+    }
+
+    /// Appends `leaves` (possibly none) as the leaves of block `tag`, and
+    /// records the head at their end (block, block hash, size, root) under
+    /// the same durability: the token is durable once both the leaves and
+    /// the head are. Block numbers must increase from one tagged append to
+    /// the next; a repeated or lower one is refused and nothing changes.
+    /// The root is computed here (the right edge is hashed under the tree
+    /// lock), since a chain follower needs every block's root anyway.
+    pub fn append_tagged(&self, leaves: &[Hash], tag: heads::BlockTag) -> Result<Appended> {
+        let inner = &self.inner;
+        let (first, tags, epoch) = {
+            let mut tree = inner.tree.lock();
+            if inner.poisoned.load(Ordering::Acquire) {
+                return Err(poisoned(
+                    inner.durable.lock().failure.as_ref().expect("poisoned"),
+                ));
+            }
+            let mut heads = inner.heads.lock();
+            if let Some(last) = heads.last_block()
+                && tag.number <= last
+            {
+                return Err(StoreError::BlockOrder {
+                    block: tag.number,
+                    last,
+                });
+            }
+            let first = if leaves.is_empty() {
+                tree.size()
+            } else {
+                tree.append_batch(leaves)?
+            };
+            let head = tree.head();
+            inner.size.store(head.size, Ordering::Release);
+            inner.appends.fetch_add(1, Ordering::Relaxed);
+            heads.note_append(head.size);
+            heads.push_tag(heads::TaggedHead {
+                block: tag.number,
+                block_hash: tag.hash,
+                size: head.size,
+                root: head.root,
+            });
+            let tags = heads.tags().len() as u64;
+            (first, tags, inner.durable.lock().epoch)
+        };
+        let count = leaves.len() as u64;
+        Ok(Appended {
+            first,
+            count,
+            token: Token {
+                want: Want {
+                    end: first + count,
+                    tags,
+                    epoch,
+                },
                 inner: Arc::clone(inner),
             },
         })
@@ -450,9 +584,7 @@ impl Store {
 
     /// Makes everything appended so far durable; returns the durable size.
     pub fn flush(&self) -> Result<u64> {
-        let end = self.size();
-        self.inner
-            .wait_durable(end, Instant::now() + Duration::from_secs(3600))?;
+        self.inner.flush_all(Duration::from_secs(3600))?;
         Ok(self.durable_size())
     }
 
@@ -521,7 +653,7 @@ impl Store {
     /// Writes a checkpoint of everything appended so far (flushing it
     /// first); `None` if the last checkpoint already covers it.
     pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
-        self.inner.checkpoint()
+        self.inner.checkpoint(None)
     }
 
     /// Figures about the store.
@@ -533,6 +665,8 @@ impl Store {
             checkpoint_size: checkpoints.last.as_ref().map_or(0, |c| c.size),
             checkpoint_number: checkpoints.last.as_ref().map_or(0, |c| c.number),
             tiered_segments: checkpoints.tiered.clone(),
+            finalized: Inner::finalized(&checkpoints),
+            tagged_heads: self.inner.heads.lock().tags().len() as u64,
         }
     }
 
@@ -559,10 +693,7 @@ impl Drop for Store {
         // Best effort: a dropped store flushes what it can; errors were
         // or will be reported through tokens.
         if !self.inner.poisoned.load(Ordering::Acquire) {
-            let end = self.size();
-            let _ = self
-                .inner
-                .wait_durable(end, Instant::now() + Duration::from_secs(60));
+            let _ = self.inner.flush_all(Duration::from_secs(60));
         }
         // Under the flush lock: a flush in progress finishes first, later
         // ones (from tokens that outlive the store) see `closed`.
@@ -587,11 +718,31 @@ impl Inner {
         fresh
     }
 
-    /// Waits until `end` leaves are durable, flushing if nobody is.
-    fn wait_durable(&self, end: u64, deadline: Instant) -> Result<()> {
+    /// What a flush of everything appended so far waits for.
+    pub(crate) fn want_all(&self) -> Want {
+        let _tree = self.tree.lock();
+        let tags = self.heads.lock().tags().len() as u64;
+        Want {
+            end: self.size.load(Ordering::Acquire),
+            tags,
+            epoch: self.durable.lock().epoch,
+        }
+    }
+
+    /// Makes everything appended so far durable.
+    pub(crate) fn flush_all(&self, timeout: Duration) -> Result<()> {
+        let want = self.want_all();
+        self.wait_durable(want, Instant::now() + timeout)
+    }
+
+    /// Waits until what `want` names is durable, flushing if nobody is.
+    fn wait_durable(&self, want: Want, deadline: Instant) -> Result<()> {
         let mut durable = self.durable.lock();
         loop {
-            if durable.end >= end {
+            if let Some(to) = durable.cut(&want) {
+                return Err(StoreError::RolledBack { end: want.end, to });
+            }
+            if durable.holds(&want) {
                 return Ok(());
             }
             if let Some(failure) = &durable.failure {
@@ -624,20 +775,23 @@ impl Inner {
                 .wait_until(&mut durable, deadline)
                 .timed_out()
             {
-                if durable.end >= end {
+                if durable.holds(&want) && durable.cut(&want).is_none() {
                     return Ok(());
                 }
                 return Err(StoreError::Timeout {
-                    want: end,
+                    want: want.end,
                     durable: durable.end,
                 });
             }
         }
     }
 
-    fn record_flush(&self, durable: &mut Durable, result: Result<u64>) {
+    pub(crate) fn record_flush(&self, durable: &mut Durable, result: Result<(u64, u64)>) {
         match result {
-            Ok(end) => durable.end = durable.end.max(end),
+            Ok((end, tags)) => {
+                durable.end = durable.end.max(end);
+                durable.tags = durable.tags.max(tags);
+            }
             Err(error) => {
                 if durable.failure.is_none() {
                     durable.failure = Some(error);
@@ -651,7 +805,10 @@ impl Inner {
     /// One group commit of everything appended so far. With `snapshot`,
     /// also takes a snapshot of the tree at exactly the flushed size (for a
     /// checkpoint) and returns it there. Returns the durable size.
-    fn flush_log(&self, snapshot: Option<&mut Option<(Snapshot, LogPosition)>>) -> Result<u64> {
+    /// Returns the durable size and the count of durable tagged heads.
+    /// Tagged heads are made durable before the leaves they follow (see
+    /// `heads.rs`).
+    fn flush_log(&self, snapshot: Option<&mut Option<Taken>>) -> Result<(u64, u64)> {
         let mut log = self.log.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
@@ -659,19 +816,43 @@ impl Inner {
         if self.poisoned.load(Ordering::Acquire) {
             return Err(self.durable.lock().failure.clone().expect("poisoned"));
         }
-        let (leaves, to, taken): (Level, u64, Option<Snapshot>) = {
+        let (leaves, to, taken, (pending, tags)) = {
             let mut tree = self.tree.lock();
             let taken = snapshot.is_some().then(|| tree.snapshot());
-            (tree.share_leaves(), tree.size(), taken)
+            let pending = self.heads.lock().pending();
+            (tree.share_leaves(), tree.size(), taken, pending)
         };
+        if !pending.is_empty() {
+            self.heads_writer.lock().write(&pending)?;
+            self.heads.lock().mark_written(tags);
+        }
         log.commit(&leaves, to)?;
         if let (Some(out), Some(taken)) = (snapshot, taken) {
-            *out = Some((taken, log.next()));
+            *out = Some(Taken {
+                snapshot: taken,
+                resume: log.next(),
+                heads: tags as u64,
+                epoch: self.heads_writer.lock().epoch(),
+            });
         }
-        Ok(log.end())
+        Ok((log.end(), tags as u64))
     }
 
-    fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
+    /// Whether only [`Store::finalize`] finalizes (else every checkpoint
+    /// finalizes what it covers).
+    pub(crate) fn explicit_finality(&self) -> bool {
+        self.meta.flags & crate::config::FLAG_EXPLICIT_FINALITY != 0
+    }
+
+    /// The size below which a rollback is refused.
+    pub(crate) fn finalized(checkpoints: &Checkpoints) -> u64 {
+        checkpoints.last.as_ref().map_or(0, |c| c.finalized)
+    }
+
+    /// A checkpoint of everything appended so far; with `finalize`, one
+    /// that also finalizes that many leaves (published even if nothing
+    /// else changed).
+    pub(crate) fn checkpoint(&self, finalize: Option<u64>) -> Result<Option<CheckpointMeta>> {
         let mut checkpoints = self.checkpoints.lock();
         // Flush and snapshot at one size, under the flush lock only.
         let mut taken = None;
@@ -682,8 +863,33 @@ impl Inner {
             self.record_flush(&mut durable, result.clone());
         }
         result?;
-        let (snapshot, resume) = taken.expect("flush_log fills the snapshot");
-        if checkpoints.last.as_ref().map_or(0, |c| c.size) == snapshot.size() {
+        let Taken {
+            snapshot,
+            resume,
+            heads,
+            epoch,
+        } = taken.expect("flush_log fills the snapshot");
+        if let Some(size) = finalize
+            && size > snapshot.size()
+        {
+            // A rollback ran between the caller's check and this flush.
+            return Err(StoreError::BeyondSize {
+                what: "finalize",
+                to: size,
+                size: snapshot.size(),
+            });
+        }
+        let last = checkpoints.last.as_ref();
+        let before = last.map_or(0, |c| c.finalized);
+        let finalized = match finalize {
+            Some(size) => before.max(size),
+            None if self.explicit_finality() => before,
+            None => snapshot.size(),
+        };
+        if last.map_or(0, |c| c.size) == snapshot.size()
+            && finalized == before
+            && last.map_or(0, |c| c.heads) == heads
+        {
             return Ok(None);
         }
         let written = checkpoint::write(
@@ -693,6 +899,11 @@ impl Inner {
             &mut checkpoints,
             &snapshot,
             resume,
+            Marks {
+                finalized,
+                epoch,
+                heads,
+            },
         );
         let written = match written {
             Ok(written) => written,
@@ -723,7 +934,10 @@ impl Inner {
             if checkpoints.tiered.len() <= level {
                 checkpoints.tiered.resize(level + 1, 0);
             }
-            let complete = (last.levels[level].0 as usize) / SEGMENT_LEN;
+            // Only finalized nodes are mapped: a rollback above them later
+            // writes the bytes past it again.
+            let final_len = mappable(&self.meta, last.finalized, level).min(last.levels[level].0);
+            let complete = (final_len as usize) / SEGMENT_LEN;
             while checkpoints.tiered[level] < complete {
                 let segment = checkpoints.tiered[level];
                 let source = if level == 0 {
@@ -775,12 +989,11 @@ impl Inner {
             if self.poisoned.load(Ordering::Acquire) {
                 continue;
             }
-            let size = self.size.load(Ordering::Acquire);
             if self.config.flush_interval.is_some() {
-                let _ = self.wait_durable(size, Instant::now() + interval);
+                let _ = self.flush_all(interval);
             }
             if self.checkpoint_due() {
-                let _ = self.checkpoint();
+                let _ = self.checkpoint(None);
             }
         }
     }
@@ -801,6 +1014,22 @@ impl Inner {
                 .memory_bytes
                 .is_some_and(|bytes| fresh.div_ceil(n - 1) * 32 >= bytes)
     }
+}
+
+/// What a checkpoint's flush hands over: the snapshot at the flushed size,
+/// where the log continues, and the heads and rollback epoch at that size.
+pub(crate) struct Taken {
+    pub(crate) snapshot: Snapshot,
+    pub(crate) resume: LogPosition,
+    pub(crate) heads: u64,
+    pub(crate) epoch: u64,
+}
+
+/// How many nodes of `level` may be mapped from files: the final nodes of
+/// the tree of `finalized` leaves (a rollback never reaches below them, so
+/// their bytes are never written again).
+pub(crate) fn mappable(meta: &StoreMeta, finalized: u64, level: usize) -> u64 {
+    cairn_core::shape::level_len(finalized, meta.tree.arity, level as u32).saturating_sub(1)
 }
 
 /// A mapping of the leaves of level-0 segment `segment`, if the log files
@@ -929,7 +1158,9 @@ fn load_levels(
             // in on demand from the page cache, so open reads nothing for
             // them); only the partial last segment of each level is read.
             // `tier_below` governs what later checkpoints move out of memory.
-            let whole = at.is_multiple_of(SEGMENT_LEN) && at + SEGMENT_LEN <= final_len;
+            let whole = at.is_multiple_of(SEGMENT_LEN)
+                && at + SEGMENT_LEN <= final_len
+                && (at + SEGMENT_LEN) as u64 <= mappable(meta, last.finalized, level);
             if whole {
                 let source = match &level_file {
                     Some((handle, path)) => Some(map_segment(&**handle, at / SEGMENT_LEN, path)?),

@@ -1,0 +1,435 @@
+//! Block-tagged heads and roots by value: what a chain follower needs to
+//! roll back to a block and what a wallet needs to prove against the root
+//! a contract holds.
+//!
+//! A tagged append records (block, block hash, size, root) at its end. The
+//! records live in `heads` (docs/file-format.md, "Heads"): written and
+//! made durable by the group commit *before* the log frame of the leaves
+//! they follow, so a durable leaf's tag is durable too, and a record past
+//! the recovered log is dropped as unacknowledged. In memory, [`Heads`]
+//! keeps every tag and the roots of the last `window` appends for lookups
+//! by root value.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::Hash;
+
+use crate::error::{Result, StoreError};
+use crate::format::{self, HEAD_RECORD_LEN, HEADS_HEADER_LEN, HeadRecord, StoreMeta};
+use crate::fs::{Fs, FsFile, OpenMode};
+
+/// The heads file's name in the store directory.
+pub(crate) const HEADS: &str = "heads";
+
+/// The block an append belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockTag {
+    /// The block number: strictly increasing from one tagged append to the next.
+    pub number: u64,
+    /// The block hash, if the caller has it.
+    pub hash: Option<Hash>,
+}
+
+impl BlockTag {
+    /// A tag with a block number only.
+    pub const fn number(number: u64) -> BlockTag {
+        BlockTag { number, hash: None }
+    }
+}
+
+/// The tree's head at the end of a tagged append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaggedHead {
+    /// The block number.
+    pub block: u64,
+    /// The block hash, if the append carried one.
+    pub block_hash: Option<Hash>,
+    /// Leaves in the tree at the end of the append.
+    pub size: u64,
+    /// The root at that size (`None` for the empty tree).
+    pub root: Option<Hash>,
+}
+
+/// Where a root was seen: the size it is the root of, and the first block
+/// tagged at that size, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RootAt {
+    /// The size whose root it is.
+    pub size: u64,
+    /// The first block whose tagged head has this root.
+    pub block: Option<u64>,
+}
+
+/// The tags and the recent roots, in memory (behind the store's `heads` lock).
+#[derive(Debug)]
+pub(crate) struct Heads {
+    tags: Vec<TaggedHead>,
+    /// Records handed to the heads file (the rest are pending).
+    written: usize,
+    /// A root of a tagged head -> the first tag with it.
+    tag_roots: HashMap<Hash, usize>,
+    /// End sizes of the last `window` appends, with their roots once computed.
+    recent: VecDeque<(u64, Option<Hash>)>,
+    recent_roots: HashMap<Hash, u64>,
+    window: usize,
+    /// Rollbacks so far: roots computed before one are not filled in after.
+    epoch: u64,
+}
+
+impl Heads {
+    /// The recovered tags (all durable), keeping `window` recent roots.
+    pub fn new(tags: Vec<TaggedHead>, window: usize) -> Heads {
+        let mut heads = Heads {
+            written: tags.len(),
+            tags: Vec::new(),
+            tag_roots: HashMap::new(),
+            recent: VecDeque::with_capacity(window.min(1 << 16)),
+            recent_roots: HashMap::new(),
+            window,
+            epoch: 0,
+        };
+        for tag in tags {
+            heads.push_tag(tag);
+        }
+        heads
+    }
+
+    /// Every tag, in order.
+    pub fn tags(&self) -> &[TaggedHead] {
+        &self.tags
+    }
+
+    /// The block number of the last tag.
+    pub fn last_block(&self) -> Option<u64> {
+        self.tags.last().map(|t| t.block)
+    }
+
+    /// Records a tag (its root already computed).
+    pub fn push_tag(&mut self, head: TaggedHead) {
+        if let Some(root) = head.root {
+            self.tag_roots.entry(root).or_insert(self.tags.len());
+        }
+        self.tags.push(head);
+    }
+
+    /// Records the end size of an append (root computed lazily).
+    pub fn note_append(&mut self, size: u64) {
+        if self.window == 0 || self.recent.back().is_some_and(|&(s, _)| s == size) {
+            return;
+        }
+        if self.recent.len() == self.window
+            && let Some((old, Some(root))) = self.recent.pop_front()
+            && self.recent_roots.get(&root) == Some(&old)
+        {
+            self.recent_roots.remove(&root);
+        }
+        self.recent.push_back((size, None));
+    }
+
+    /// Tags not yet handed to the heads file, and how many tags there are.
+    pub fn pending(&self) -> (Vec<TaggedHead>, usize) {
+        (self.tags[self.written..].to_vec(), self.tags.len())
+    }
+
+    /// The first `count` tags are in the heads file.
+    pub fn mark_written(&mut self, count: usize) {
+        self.written = self.written.max(count.min(self.tags.len()));
+    }
+
+    /// Drops every tag above size `to` (and with `max_block`, every tag of
+    /// a later block) and every recent size above `to`; returns how many
+    /// tags remain.
+    pub fn truncate(&mut self, to: u64, max_block: Option<u64>) -> usize {
+        let keep = self
+            .tags
+            .partition_point(|t| t.size <= to && max_block.is_none_or(|b| t.block <= b));
+        if keep < self.tags.len() {
+            self.tags.truncate(keep);
+            self.tag_roots.retain(|_, index| *index < keep);
+        }
+        self.written = self.written.min(keep);
+        while self.recent.back().is_some_and(|&(size, _)| size > to) {
+            if let Some((size, Some(root))) = self.recent.pop_back()
+                && self.recent_roots.get(&root) == Some(&size)
+            {
+                self.recent_roots.remove(&root);
+            }
+        }
+        self.epoch += 1;
+        keep
+    }
+
+    /// Rollbacks so far (see [`Heads::fill_roots`]).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// What is known of `root` from memory alone.
+    pub fn lookup(&self, root: &Hash) -> Option<RootAt> {
+        if let Some(&index) = self.tag_roots.get(root) {
+            let tag = &self.tags[index];
+            return Some(RootAt {
+                size: tag.size,
+                block: Some(tag.block),
+            });
+        }
+        self.recent_roots.get(root).map(|&size| RootAt {
+            size,
+            block: self.first_block_at(size),
+        })
+    }
+
+    fn first_block_at(&self, size: u64) -> Option<u64> {
+        let at = self.tags.partition_point(|t| t.size < size);
+        self.tags
+            .get(at)
+            .filter(|t| t.size == size)
+            .map(|t| t.block)
+    }
+
+    /// Sizes of recent appends whose roots are not computed yet.
+    pub fn missing_roots(&self) -> Vec<u64> {
+        self.recent
+            .iter()
+            .filter(|(_, root)| root.is_none())
+            .map(|&(size, _)| size)
+            .collect()
+    }
+
+    /// Stores roots of recent sizes computed in rollback epoch `epoch`
+    /// (dropped if a rollback came since: a size may hold other leaves now).
+    pub fn fill_roots(&mut self, roots: &[(u64, Option<Hash>)], epoch: u64) {
+        if epoch != self.epoch {
+            return;
+        }
+        let by_size: HashMap<u64, Option<Hash>> = roots.iter().copied().collect();
+        for (size, slot) in &mut self.recent {
+            if slot.is_none()
+                && let Some(Some(root)) = by_size.get(size)
+            {
+                *slot = Some(*root);
+                self.recent_roots.entry(*root).or_insert(*size);
+            }
+        }
+    }
+
+    /// The last tag at or below `block`.
+    pub fn at_block(&self, block: u64) -> Option<TaggedHead> {
+        let at = self.tags.partition_point(|t| t.block <= block);
+        at.checked_sub(1).map(|i| self.tags[i])
+    }
+}
+
+/// Appends head records to the heads file (behind the log's flush lock).
+#[derive(Debug)]
+pub(crate) struct HeadsWriter {
+    fs: Arc<dyn Fs>,
+    path: PathBuf,
+    dir: PathBuf,
+    meta: StoreMeta,
+    file: Option<Arc<dyn FsFile>>,
+    /// Where the next record goes (records before it are valid).
+    next: u64,
+    /// The rollback epoch new records carry.
+    epoch: u64,
+}
+
+impl HeadsWriter {
+    /// Records in the file (valid, and durable once the flush writing them returned).
+    pub fn written(&self) -> usize {
+        self.next as usize
+    }
+
+    /// The epoch new records carry.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Writes `heads` after the valid records and makes them durable.
+    pub fn write(&mut self, heads: &[TaggedHead]) -> Result<()> {
+        if heads.is_empty() {
+            return Ok(());
+        }
+        let file = match &self.file {
+            Some(file) => Arc::clone(file),
+            None => {
+                let file: Arc<dyn FsFile> = Arc::from(
+                    self.fs
+                        .open(&self.path, OpenMode::CreateNew)
+                        .map_err(|e| StoreError::io("create", &self.path, e))?,
+                );
+                file.write_at(&format::heads_header(&self.meta), 0)
+                    .map_err(|e| StoreError::io("write", &self.path, e))?;
+                file.sync_data()
+                    .map_err(|e| StoreError::io("fdatasync", &self.path, e))?;
+                self.fs
+                    .sync_dir(&self.dir)
+                    .map_err(|e| StoreError::io("fsync", &self.dir, e))?;
+                self.file = Some(Arc::clone(&file));
+                file
+            }
+        };
+        let mut bytes = Vec::with_capacity(heads.len() * HEAD_RECORD_LEN as usize);
+        for head in heads {
+            let record = HeadRecord {
+                block: head.block,
+                block_hash: head.block_hash,
+                size: head.size,
+                root: head.root,
+                epoch: self.epoch,
+            };
+            let encoded = record.encode();
+            // Pair assertion: what goes to disk reads back as what was meant.
+            debug_assert_eq!(HeadRecord::decode(&encoded), Some(record));
+            bytes.extend_from_slice(&encoded);
+        }
+        file.write_at(&bytes, HEADS_HEADER_LEN + HEAD_RECORD_LEN * self.next)
+            .map_err(|e| StoreError::io("write", &self.path, e))?;
+        file.sync_data()
+            .map_err(|e| StoreError::io("fdatasync", &self.path, e))?;
+        self.next += heads.len() as u64;
+        Ok(())
+    }
+
+    /// After a rollback published at `epoch`: the first `count` records
+    /// stay valid, later ones are overwritten.
+    pub fn rewind(&mut self, count: u64, epoch: u64) {
+        self.next = self.next.min(count);
+        self.epoch = epoch;
+    }
+}
+
+/// Reads the heads file: the first `trusted` records (what the checkpoint
+/// counts) must be valid; after them, records of the checkpoint's `epoch`
+/// in block order are taken up to the first that is torn, stale or past
+/// the recovered log's `end` (written before their leaves were durable).
+pub(crate) fn recover(
+    fs: Arc<dyn Fs>,
+    dir: &Path,
+    meta: StoreMeta,
+    trusted: u64,
+    epoch: u64,
+    end: u64,
+) -> Result<(Vec<TaggedHead>, HeadsWriter)> {
+    let path = dir.join(HEADS);
+    let mut writer = HeadsWriter {
+        fs: Arc::clone(&fs),
+        path: path.clone(),
+        dir: dir.to_path_buf(),
+        meta,
+        file: None,
+        next: 0,
+        epoch,
+    };
+    let exists = fs
+        .exists(&path)
+        .map_err(|e| StoreError::io("stat", &path, e))?;
+    if !exists {
+        if trusted > 0 {
+            return Err(StoreError::corrupt(
+                &path,
+                0,
+                format!("missing, but the checkpoint counts {trusted} block-tagged heads"),
+            ));
+        }
+        return Ok((Vec::new(), writer));
+    }
+    let file: Arc<dyn FsFile> = Arc::from(
+        fs.open(&path, OpenMode::Existing)
+            .map_err(|e| StoreError::io("open", &path, e))?,
+    );
+    let len = file.len().map_err(|e| StoreError::io("stat", &path, e))?;
+    let mut header = [0u8; HEADS_HEADER_LEN as usize];
+    let read = file
+        .read_at(&mut header, 0)
+        .map_err(|e| StoreError::io("read", &path, e))?;
+    if let Err(why) = format::check_heads_header(&meta, &header[..read]) {
+        if trusted == 0 && read < header.len() {
+            // Created but its header never made durable: it holds nothing.
+            file.write_at(&format::heads_header(&meta), 0)
+                .map_err(|e| StoreError::io("write", &path, e))?;
+            file.sync_data()
+                .map_err(|e| StoreError::io("fdatasync", &path, e))?;
+            writer.file = Some(file);
+            return Ok((Vec::new(), writer));
+        }
+        return Err(StoreError::corrupt(&path, 0, why));
+    }
+    let slots = len.saturating_sub(HEADS_HEADER_LEN) / HEAD_RECORD_LEN;
+    let mut bytes = vec![0u8; (slots * HEAD_RECORD_LEN) as usize];
+    file.read_exact_at(&mut bytes, HEADS_HEADER_LEN)
+        .map_err(|e| StoreError::io("read", &path, e))?;
+    let mut tags: Vec<TaggedHead> = Vec::new();
+    for (index, raw) in bytes.chunks_exact(HEAD_RECORD_LEN as usize).enumerate() {
+        let offset = HEADS_HEADER_LEN + HEAD_RECORD_LEN * index as u64;
+        let record = HeadRecord::decode(raw).filter(|r| {
+            tags.last()
+                .is_none_or(|last| r.block > last.block && r.size >= last.size)
+        });
+        let index = index as u64;
+        let valid = match record {
+            Some(r) if index < trusted => r.size <= end,
+            Some(r) => r.epoch == epoch && r.size <= end,
+            None => false,
+        };
+        if !valid {
+            if index < trusted {
+                return Err(StoreError::corrupt(
+                    &path,
+                    offset,
+                    format!(
+                        "block-tagged head {index} is damaged or out of order (the checkpoint counts {trusted})"
+                    ),
+                ));
+            }
+            break;
+        }
+        let r = record.expect("valid");
+        tags.push(TaggedHead {
+            block: r.block,
+            block_hash: r.block_hash,
+            size: r.size,
+            root: r.root,
+        });
+    }
+    if (tags.len() as u64) < trusted {
+        return Err(StoreError::corrupt(
+            &path,
+            len,
+            format!(
+                "{} block-tagged heads, the checkpoint counts {trusted}",
+                tags.len()
+            ),
+        ));
+    }
+    writer.next = tags.len() as u64;
+    if slots > writer.next {
+        // Records past the valid ones were never acknowledged (torn, or
+        // written before leaves that did not become durable). Zero them:
+        // left in place, one of this epoch could read as valid once the
+        // log grows past its size.
+        let at = HEADS_HEADER_LEN + HEAD_RECORD_LEN * writer.next;
+        let zeros = vec![0u8; ((slots - writer.next) * HEAD_RECORD_LEN) as usize];
+        file.write_at(&zeros, at)
+            .map_err(|e| StoreError::io("write", &path, e))?;
+        file.sync_data()
+            .map_err(|e| StoreError::io("fdatasync", &path, e))?;
+    }
+    writer.file = Some(file);
+    Ok((tags, writer))
+}
+
+/// A writer for a store without a heads file yet.
+pub(crate) fn new_writer(fs: Arc<dyn Fs>, dir: &Path, meta: StoreMeta) -> HeadsWriter {
+    HeadsWriter {
+        fs,
+        path: dir.join(HEADS),
+        dir: dir.to_path_buf(),
+        meta,
+        file: None,
+        next: 0,
+        epoch: 0,
+    }
+}
