@@ -5,4 +5,5 @@ mod crash;
 mod faults;
 mod model;
 mod power;
+mod rollback;
 mod support;
