@@ -17,4 +17,5 @@ export {
   type ProofInput,
 } from "./proof.js";
 export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
+export { isCanonicalFieldElement, poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
 export { consistencySteps, depth, path, type ConsistencyStep, type PathStep } from "./shape.js";

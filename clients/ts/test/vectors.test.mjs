@@ -12,6 +12,8 @@ import {
   verifyConsistency,
   verifyMembership,
 } from "cairn-verify";
+import { poseidonHasher } from "cairn-verify/core";
+import { poseidon2 } from "poseidon-lite/poseidon2";
 import { fromHex, rejects, toHexString, tree, vectors } from "./helpers.mjs";
 
 const leaves = vectors("leaves.json").leaves.map(fromHex);
@@ -146,4 +148,17 @@ test("every bit flip of the bit-flip groups is rejected at the same stage as cai
     }
   }
   assert.equal(flips, 4320);
+});
+
+test("a Poseidon hasher with only the widths an arity needs verifies that arity and says what is missing", () => {
+  const small = { arity: 2, hash: poseidonHasher({ 2: poseidon2 }) };
+  let verified = 0;
+  for (const entry of proofs.membership.filter((m) => m.hash === "poseidon" && m.arity === 2)) {
+    verifyMembership(fromHex(entry.binary), small, { size: entry.size, root: entry.root });
+    verified++;
+  }
+  assert.ok(verified > 5);
+  const entry = proofs.membership.find((m) => m.hash === "poseidon" && m.arity === 3 && m.size > 3);
+  const error = rejects(() => verifyMembership(fromHex(entry.binary), { arity: 3, hash: small.hash }, { size: entry.size, root: entry.root }), "input", "InvalidArgument", "missing width");
+  assert.match(error.message, /poseidon3/);
 });
