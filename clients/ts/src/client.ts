@@ -1,0 +1,199 @@
+// A small client for cairn's HTTP API (fetch-based: browsers, node >= 18,
+// Deno, Bun). It trusts nothing the server says about the tree: every proof
+// it fetches is verified against a head the caller trusts before it is
+// returned. The head the server reports (`root()`) is information, not trust.
+
+import { hashArgument, parseHashOrReason, toHex, U64_MAX, u64Argument, type Hash } from "./bytes.js";
+import { CairnError, inputError } from "./errors.js";
+import { asUnsigned, parseJson, type JsonValue } from "./json.js";
+import type { ConsistencyProof, MembershipProof } from "./proof.js";
+import { rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
+
+/** The head a server reports: what it says, to be checked before trusting. */
+export interface ServerHead {
+  readonly size: bigint;
+  readonly root: Uint8Array | null;
+  readonly depth: number;
+  readonly arity: number;
+  readonly hash: string;
+}
+
+export interface ClientOptions {
+  /** The fetch to use; default: the global one. */
+  readonly fetch?: typeof fetch;
+  /** Extra request headers. */
+  readonly headers?: Record<string, string>;
+  /** Refuse response bodies above this many bytes; default 1 MiB (a proof is at most tens of KiB). */
+  readonly maxResponseBytes?: number;
+}
+
+function fetchError(kind: "Network" | "Http" | "BadResponse", message: string, status?: number): CairnError {
+  return new CairnError("fetch", kind, message, status);
+}
+
+/** A client for one cairn server whose tree has the trusted arity and hash. */
+export class CairnClient {
+  readonly baseUrl: string;
+  readonly tree: TrustedTree;
+  private readonly fetcher: typeof fetch;
+  private readonly headers: Record<string, string>;
+  private readonly maxResponseBytes: number;
+
+  /** `baseUrl` as `http://host:port` (a path prefix is kept); `tree` is what the caller trusts. */
+  constructor(baseUrl: string, tree: TrustedTree, options: ClientOptions = {}) {
+    this.baseUrl = String(baseUrl).replace(/\/+$/, "");
+    this.tree = tree;
+    const fetcher = options.fetch ?? globalThis.fetch;
+    if (typeof fetcher !== "function") throw inputError("no fetch available: pass options.fetch");
+    this.fetcher = fetcher;
+    this.headers = { accept: "application/json", ...options.headers };
+    this.maxResponseBytes = options.maxResponseBytes ?? 1 << 20;
+  }
+
+  /** GETs a path; resolves to the body text of a 2xx answer, or null for a 404 when `absentOk`. */
+  private async get(path: string, absentOk = false): Promise<string | null> {
+    let response: Response;
+    try {
+      response = await this.fetcher.call(globalThis, this.baseUrl + path, { headers: this.headers });
+    } catch (error) {
+      throw fetchError("Network", `GET ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const declared = Number(response.headers.get("content-length") ?? "0");
+    if (declared > this.maxResponseBytes) {
+      throw fetchError("BadResponse", `GET ${path}: response of ${declared} bytes exceeds ${this.maxResponseBytes}`, response.status);
+    }
+    let body: string;
+    try {
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      if (bytes.length > this.maxResponseBytes) {
+        throw fetchError("BadResponse", `GET ${path}: response of ${bytes.length} bytes exceeds ${this.maxResponseBytes}`, response.status);
+      }
+      body = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch (error) {
+      if (error instanceof CairnError) throw error;
+      throw fetchError("BadResponse", `GET ${path}: unreadable body: ${error instanceof Error ? error.message : String(error)}`, response.status);
+    }
+    if (response.status === 404 && absentOk) return null;
+    if (!response.ok) {
+      let reason = body.slice(0, 500);
+      try {
+        const parsed = parseJson(body);
+        const error = parsed instanceof Map ? parsed.get("error") : undefined;
+        if (typeof error === "string") reason = error;
+      } catch {
+        // not JSON: keep the text
+      }
+      throw fetchError("Http", `GET ${path}: HTTP ${response.status}: ${reason}`, response.status);
+    }
+    return body;
+  }
+
+  /**
+   * The head the server reports. Checks that its arity and hash are the
+   * trusted ones; the size and root are the server's word: compare them
+   * with a trusted source, or link them to a trusted head with
+   * {@link consistency} / {@link advance}.
+   */
+  async root(): Promise<ServerHead> {
+    const body = (await this.get("/v1/root"))!;
+    let document: JsonValue;
+    try {
+      document = parseJson(body);
+    } catch {
+      throw fetchError("BadResponse", "GET /v1/root: body is not JSON");
+    }
+    const bad = (what: string): never => {
+      throw fetchError("BadResponse", `GET /v1/root: ${what}`);
+    };
+    if (!(document instanceof Map)) return bad("want an object");
+    const size = asUnsigned(document.get("size"), U64_MAX) ?? bad("size is not a u64");
+    const depth = asUnsigned(document.get("depth"), 64n) ?? bad("depth is not an integer");
+    const arity = asUnsigned(document.get("arity"), 16n) ?? bad("arity is not an integer");
+    const hash = document.get("hash");
+    if (typeof hash !== "string") return bad("hash is not a string");
+    const rootText = document.get("root");
+    let root: Hash | null = null;
+    if (rootText !== null) {
+      if (typeof rootText !== "string") return bad("root is neither null nor a string");
+      const parsed = parseHashOrReason(rootText);
+      if (typeof parsed === "string") return bad(parsed);
+      root = parsed;
+    }
+    if ((size === 0n) !== (root === null)) bad(`size ${size} with ${root === null ? "no root" : "a root"}`);
+    if (Number(arity) !== this.tree.arity) {
+      throw new CairnError("verify", "ArityMismatch", `server tree has arity ${arity}, the trusted tree has arity ${this.tree.arity}`);
+    }
+    if (hash !== this.tree.hash.name) {
+      throw new CairnError("verify", "HashMismatch", `server tree uses hash ${hash}, the trusted tree uses ${this.tree.hash.name}`);
+    }
+    return { size, root, depth: Number(depth), arity: Number(arity), hash };
+  }
+
+  /** The membership proof of leaf `index` in the tree of the trusted head, verified against it. */
+  async proof(index: bigint | number, head: TreeHead): Promise<MembershipProof> {
+    const at = u64Argument(index, "leaf index");
+    const size = u64Argument(head?.size, "trusted head size");
+    const body = (await this.get(`/v1/proofs/${at}?size=${size}`))!;
+    const proof = verifyMembership(body, this.tree, head);
+    if (proof.index !== at) {
+      throw new CairnError("verify", "IndexOutOfRange", `asked for leaf ${at}, the server proved leaf ${proof.index}`);
+    }
+    return proof;
+  }
+
+  /** The consistency proof between two trusted heads, verified. */
+  async consistency(oldHead: TreeHead, newHead: TreeHead): Promise<ConsistencyProof> {
+    const from = u64Argument(oldHead?.size, "trusted old head size");
+    const to = u64Argument(newHead?.size, "trusted new head size");
+    const body = (await this.get(`/v1/consistency?from=${from}&to=${to}`))!;
+    return verifyConsistency(body, this.tree, oldHead, newHead);
+  }
+
+  /**
+   * Whether `value` is a leaf of the tree of the trusted head: its verified
+   * membership proof, or null when the server reports it absent or only at
+   * an index beyond the trusted size. A proof is checked; an absence is the
+   * server's word (cairn has no non-membership proofs). Needs a server whose
+   * database keeps its uniqueness set.
+   */
+  async contains(value: Uint8Array | string, head: TreeHead): Promise<MembershipProof | null> {
+    const leaf = hashArgument(value, "value");
+    const size = u64Argument(head?.size, "trusted head size");
+    const body = await this.get(`/v1/leaves/${toHex(leaf)}`, true);
+    if (body === null) return null;
+    let index: bigint | null = null;
+    try {
+      const document = parseJson(body);
+      if (document instanceof Map) index = asUnsigned(document.get("index"), U64_MAX);
+    } catch {
+      index = null;
+    }
+    if (index === null) throw fetchError("BadResponse", "GET /v1/leaves: want {index}");
+    if (index >= size) return null;
+    const proof = await this.proof(index, head);
+    if (toHex(proof.leaf) !== toHex(leaf)) {
+      throw new CairnError("verify", "LeafMismatch", `leaf ${index} is ${toHex(proof.leaf)}, not ${toHex(leaf)}`);
+    }
+    return proof;
+  }
+
+  /**
+   * Moves trust forward: fetches the server's current head and the
+   * consistency proof from `trusted` to it, verifies it, and returns the new
+   * head (now trusted as an extension of the old one). With a membership
+   * proof against `trusted`, also returns it rolled forward to the new head.
+   */
+  async advance(
+    trusted: TreeHead,
+    proof?: MembershipProof,
+  ): Promise<{ head: { size: bigint; root: Uint8Array | null }; proof?: MembershipProof }> {
+    if (u64Argument(trusted?.size, "trusted head size") === 0n) {
+      throw inputError("advance needs a non-empty trusted head: the empty tree is a prefix of every tree");
+    }
+    const reported = await this.root();
+    const head = { size: reported.size, root: reported.root };
+    const link = await this.consistency(trusted, head);
+    if (proof === undefined) return { head };
+    return { head, proof: rollForward(proof, link, this.tree, trusted, head) };
+  }
+}

@@ -1,0 +1,21 @@
+// The verifier without any hash: decoders, verifiers, roll-forward and
+// roots, with the hasher passed in (`cairn-verify/blake3` etc.), so a
+// bundle carries only the hashes it imports.
+export { CairnError, type ErrorKind, type Stage } from "./errors.js";
+export { toHex, type Hash } from "./bytes.js";
+export { HASH_IDS, HASH_NAMES, type Hasher, type HashName } from "./hasher.js";
+export {
+  ConsistencyProof,
+  consistencyFromBytes,
+  consistencyFromJson,
+  decodeConsistency,
+  decodeMembership,
+  FORMAT_VERSION,
+  MembershipProof,
+  membershipFromBytes,
+  membershipFromJson,
+  type ProofInput,
+} from "./proof.js";
+export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
+export { isCanonicalFieldElement, poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
+export { consistencySteps, depth, path, type ConsistencyStep, type PathStep } from "./shape.js";

@@ -1,0 +1,73 @@
+// The one error type this package throws. Every failure, whatever the
+// input, is a CairnError whose `stage` says who is at fault: a malformed
+// proof ("decode"), a well-formed proof that does not prove what the caller
+// trusts ("verify"), a malformed argument from the caller ("input"), or the
+// HTTP exchange ("fetch").
+
+/** Where a rejection happened. */
+export type Stage = "decode" | "verify" | "input" | "fetch";
+
+/**
+ * Why: the same names as the Rust `DecodeError` / `VerifyError` variants
+ * where one exists, so a rejection can be compared across implementations.
+ */
+export type ErrorKind =
+  // decode: the bytes or document are not a well-formed proof
+  | "ShortHeader"
+  | "UnsupportedVersion"
+  | "WrongKind"
+  | "BadArity"
+  | "UnknownHash"
+  | "IndexOutOfRange"
+  | "OldSizeAboveNew"
+  | "WrongLength"
+  | "WrongLevelLength"
+  | "WrongLevelCount"
+  | "EdgeLeaf"
+  | "Hex"
+  | "Json"
+  // verify: a well-formed proof that does not match the trusted values
+  | "ArityMismatch"
+  | "HashMismatch"
+  | "SizeMismatch"
+  | "InconsistentHead"
+  | "HashCount"
+  | "NonCanonical"
+  | "RootMismatch"
+  | "LeafMismatch"
+  // input: a malformed argument (arity, hasher, head, leaf)
+  | "InvalidArgument"
+  // fetch: the server could not be reached or answered an error
+  | "Network"
+  | "Http"
+  | "BadResponse";
+
+/** A rejected proof or argument, or a failed request. */
+export class CairnError extends Error {
+  /** Who is at fault: the proof's encoding, its content, the caller, or the exchange. */
+  readonly stage: Stage;
+  /** Why, as a stable name. */
+  readonly kind: ErrorKind;
+  /** The HTTP status, for `kind: "Http"`. */
+  readonly status?: number;
+
+  constructor(stage: Stage, kind: ErrorKind, message: string, status?: number) {
+    super(message);
+    this.name = "CairnError";
+    this.stage = stage;
+    this.kind = kind;
+    if (status !== undefined) this.status = status;
+  }
+}
+
+export function decodeError(kind: ErrorKind, message: string): CairnError {
+  return new CairnError("decode", kind, message);
+}
+
+export function verifyError(kind: ErrorKind, message: string): CairnError {
+  return new CairnError("verify", kind, message);
+}
+
+export function inputError(message: string): CairnError {
+  return new CairnError("input", "InvalidArgument", message);
+}

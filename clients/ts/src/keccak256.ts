@@ -1,0 +1,1 @@
+export * from "./hashes/keccak256.js";

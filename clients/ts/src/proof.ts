@@ -1,0 +1,441 @@
+// Both proof kinds and both encodings (docs/spec.md section 7): the binary
+// one (fixed-width fields, no counts, exact length implied by the header)
+// and the JSON one (siblings grouped per level, unknown fields refused).
+// Decoders refuse everything cairn's Rust decoders refuse, with the same
+// reason names; a decoded proof re-encodes to the same binary bytes.
+
+import { parseProofHash, readU64, toHex, U64_MAX, writeU64, type Hash } from "./bytes.js";
+import { CairnError, decodeError } from "./errors.js";
+import { HASH_IDS, HASH_NAMES, type HashName } from "./hasher.js";
+import { asUnsigned, describe, fromJsValue, parseJson, type JsonObject, type JsonValue } from "./json.js";
+import { consistencyHashCount, consistencySteps, membershipSiblingCount, path, type ConsistencyStep, type PathStep } from "./shape.js";
+
+/** The format version this package reads and writes. */
+export const FORMAT_VERSION = 1;
+const KIND_MEMBERSHIP = 1;
+const KIND_CONSISTENCY = 2;
+const HEADER_BYTES = 20;
+
+/** A proof that `leaf` is leaf `index` of the tree of `size` leaves. Made by the decoders. */
+export class MembershipProof {
+  readonly kind = "membership" as const;
+  /** @internal Use decodeMembership. */
+  constructor(
+    readonly arity: number,
+    readonly hash: HashName,
+    readonly index: bigint,
+    readonly size: bigint,
+    readonly leaf: Hash,
+    /** Siblings of every hashing level, bottom-up, each level's in index order. */
+    readonly siblings: readonly Hash[],
+  ) {
+    Object.freeze(siblings);
+    Object.freeze(this);
+  }
+
+  /** The hashing levels of the path, each with its siblings. */
+  levels(): { step: PathStep; siblings: readonly Hash[] }[] {
+    const out: { step: PathStep; siblings: readonly Hash[] }[] = [];
+    let at = 0;
+    for (const step of path(this.index, this.size, this.arity)) {
+      if (step.groupLen < 2) continue;
+      out.push({ step, siblings: this.siblings.slice(at, at + step.groupLen - 1) });
+      at += step.groupLen - 1;
+    }
+    return out;
+  }
+
+  /** The binary encoding (spec section 7.1). */
+  toBytes(): Uint8Array {
+    return encode(KIND_MEMBERSHIP, this.arity, this.hash, this.index, this.size, [this.leaf, ...this.siblings]);
+  }
+
+  /** The JSON encoding (spec section 7.2), compact. */
+  toJson(): string {
+    const levels = this.levels().map(({ siblings }) => hexList(siblings));
+    return (
+      `{"version":${FORMAT_VERSION},"kind":"membership","arity":${this.arity},"hash":"${this.hash}",` +
+      `"index":${this.index},"size":${this.size},"leaf":"${toHex(this.leaf)}","siblings":[${levels.join(",")}]}`
+    );
+  }
+}
+
+/** A proof that the tree of `oldSize` leaves is a prefix of the tree of `newSize`. Made by the decoders. */
+export class ConsistencyProof {
+  readonly kind = "consistency" as const;
+  /** @internal Use decodeConsistency. */
+  constructor(
+    readonly arity: number,
+    readonly hash: HashName,
+    readonly oldSize: bigint,
+    readonly newSize: bigint,
+    /** Leaf oldSize - 1; null exactly when oldSize is 0. */
+    readonly edgeLeaf: Hash | null,
+    /** Per step bottom-up: the left then the right siblings. */
+    readonly hashes: readonly Hash[],
+  ) {
+    Object.freeze(hashes);
+    Object.freeze(this);
+  }
+
+  /** The steps with at least one hash, each with its left and right siblings. */
+  levels(): { step: ConsistencyStep; left: readonly Hash[]; right: readonly Hash[] }[] {
+    if (this.oldSize === 0n) return [];
+    const out: { step: ConsistencyStep; left: readonly Hash[]; right: readonly Hash[] }[] = [];
+    let at = 0;
+    for (const step of consistencySteps(this.oldSize, this.newSize, this.arity)) {
+      if (step.left + step.right === 0) continue;
+      out.push({
+        step,
+        left: this.hashes.slice(at, at + step.left),
+        right: this.hashes.slice(at + step.left, at + step.left + step.right),
+      });
+      at += step.left + step.right;
+    }
+    return out;
+  }
+
+  /** The binary encoding (spec section 7.1). */
+  toBytes(): Uint8Array {
+    const values = this.edgeLeaf === null ? [...this.hashes] : [this.edgeLeaf, ...this.hashes];
+    return encode(KIND_CONSISTENCY, this.arity, this.hash, this.oldSize, this.newSize, values);
+  }
+
+  /** The JSON encoding (spec section 7.2), compact. */
+  toJson(): string {
+    const levels = this.levels().map(
+      ({ step, left, right }) => `{"level":${step.level},"left":${hexList(left)},"right":${hexList(right)}}`,
+    );
+    const edge = this.edgeLeaf === null ? "null" : `"${toHex(this.edgeLeaf)}"`;
+    return (
+      `{"version":${FORMAT_VERSION},"kind":"consistency","arity":${this.arity},"hash":"${this.hash}",` +
+      `"old_size":${this.oldSize},"new_size":${this.newSize},"edge_leaf":${edge},"levels":[${levels.join(",")}]}`
+    );
+  }
+}
+
+function hexList(values: readonly Hash[]): string {
+  return "[" + values.map((value) => `"${toHex(value)}"`).join(",") + "]";
+}
+
+function encode(kind: number, arity: number, hash: HashName, first: bigint, second: bigint, values: Hash[]): Uint8Array {
+  const out = new Uint8Array(HEADER_BYTES + 32 * values.length);
+  out[0] = FORMAT_VERSION;
+  out[1] = kind;
+  out[2] = arity;
+  out[3] = HASH_IDS[hash];
+  writeU64(out, 4, first);
+  writeU64(out, 12, second);
+  values.forEach((value, i) => out.set(value, HEADER_BYTES + 32 * i));
+  return out;
+}
+
+// ---------------------------------------------------------------- binary
+
+function kindName(kind: number): string {
+  return kind === KIND_MEMBERSHIP ? "membership" : kind === KIND_CONSISTENCY ? "consistency" : `unknown (${kind})`;
+}
+
+interface Header {
+  arity: number;
+  hash: HashName;
+  first: bigint;
+  second: bigint;
+}
+
+function decodeHeader(bytes: Uint8Array, wantKind: number): Header {
+  if (bytes.length < HEADER_BYTES) {
+    throw decodeError("ShortHeader", `proof is ${bytes.length} bytes, shorter than its ${HEADER_BYTES}-byte header`);
+  }
+  const [version, kind, arity, hashId] = [bytes[0]!, bytes[1]!, bytes[2]!, bytes[3]!];
+  if (version !== FORMAT_VERSION) {
+    throw decodeError("UnsupportedVersion", `proof format version ${version} is not supported, want ${FORMAT_VERSION}`);
+  }
+  if (kind !== wantKind) {
+    throw decodeError("WrongKind", `proof kind is ${kindName(kind)}, want ${kindName(wantKind)}`);
+  }
+  if (arity < 2 || arity > 16) throw decodeError("BadArity", `proof arity ${arity} is out of range, want 2..=16`);
+  const hash = HASH_NAMES.find((name) => HASH_IDS[name] === hashId);
+  if (hash === undefined) {
+    throw decodeError("UnknownHash", `proof hash ${hashId} is unknown, want blake3 (1), sha256 (2), keccak256 (3) or poseidon (4)`);
+  }
+  return { arity, hash, first: readU64(bytes, 4), second: readU64(bytes, 12) };
+}
+
+/** The `prefix + count` 32-byte values after the header, refusing any other length (before copying anything). */
+function readHashes(bytes: Uint8Array, count: number): Hash[] {
+  const want = HEADER_BYTES + 32 * count;
+  if (bytes.length !== want) throw decodeError("WrongLength", `proof is ${bytes.length} bytes, its header implies exactly ${want}`);
+  const out: Hash[] = [];
+  for (let at = HEADER_BYTES; at < want; at += 32) out.push(bytes.slice(at, at + 32));
+  return out;
+}
+
+/** Decodes a binary membership proof (spec section 7.1). */
+function membershipBinary(bytes: Uint8Array): MembershipProof {
+  const header = decodeHeader(bytes, KIND_MEMBERSHIP);
+  const { first: index, second: size } = header;
+  if (index >= size) throw decodeError("IndexOutOfRange", `proof leaf index ${index} is out of range for its size ${size}`);
+  const values = readHashes(bytes, 1 + membershipSiblingCount(index, size, header.arity));
+  return new MembershipProof(header.arity, header.hash, index, size, values[0]!, values.slice(1));
+}
+
+/** Decodes a binary consistency proof (spec section 7.1). */
+function consistencyBinary(bytes: Uint8Array): ConsistencyProof {
+  const header = decodeHeader(bytes, KIND_CONSISTENCY);
+  const { first: oldSize, second: newSize } = header;
+  if (oldSize > newSize) {
+    throw decodeError("OldSizeAboveNew", `proof old size ${oldSize} is larger than its new size ${newSize}`);
+  }
+  const prefix = oldSize > 0n ? 1 : 0;
+  const values = readHashes(bytes, prefix + consistencyHashCount(oldSize, newSize, header.arity));
+  return new ConsistencyProof(header.arity, header.hash, oldSize, newSize, prefix ? values[0]! : null, values.slice(prefix));
+}
+
+// ------------------------------------------------------------------ JSON
+
+type FieldType = "u64" | "u32" | "string" | "nullable string" | "string list" | "string lists" | "levels";
+
+interface Level {
+  level: bigint;
+  left: string[];
+  right: string[];
+}
+
+type FieldValue = bigint | string | null | string[] | string[][] | Level[];
+
+function malformed(what: string): CairnError {
+  return decodeError("Json", `proof JSON is malformed: ${what}`);
+}
+
+function stringList(value: JsonValue, field: string): string[] {
+  if (!Array.isArray(value)) throw malformed(`${field}: want an array of strings, got ${describe(value)}`);
+  return value.map((item) => {
+    if (typeof item !== "string") throw malformed(`${field}: want a string, got ${describe(item)}`);
+    return item;
+  });
+}
+
+function field(value: JsonValue, type: FieldType, name: string): FieldValue {
+  switch (type) {
+    case "u64":
+    case "u32": {
+      const parsed = asUnsigned(value, type === "u64" ? U64_MAX : 0xffffffffn);
+      if (parsed === null) throw malformed(`${name}: want an integer in 0..=${type === "u64" ? "2^64-1" : "2^32-1"}, got ${describe(value)}`);
+      return parsed;
+    }
+    case "string":
+      if (typeof value !== "string") throw malformed(`${name}: want a string, got ${describe(value)}`);
+      return value;
+    case "nullable string":
+      if (value !== null && typeof value !== "string") throw malformed(`${name}: want a string or null, got ${describe(value)}`);
+      return value;
+    case "string list":
+      return stringList(value, name);
+    case "string lists":
+      if (!Array.isArray(value)) throw malformed(`${name}: want an array of arrays, got ${describe(value)}`);
+      return value.map((item) => stringList(item, name));
+    case "levels":
+      if (!Array.isArray(value)) throw malformed(`${name}: want an array of objects, got ${describe(value)}`);
+      return value.map((item) => {
+        const level = struct(item, { level: "u32", left: "string list", right: "string list" }, [], "level entry");
+        return level as unknown as Level;
+      });
+  }
+}
+
+/** A struct with exactly these fields (`optional` ones may be missing: null), each of its type. */
+function struct(value: JsonValue, fields: Record<string, FieldType>, optional: string[], what: string): Record<string, FieldValue> {
+  if (!(value instanceof Map)) throw malformed(`${what}: want an object, got ${describe(value)}`);
+  const out: Record<string, FieldValue> = {};
+  for (const [key, item] of value) {
+    const type = Object.prototype.hasOwnProperty.call(fields, key) ? fields[key] : undefined;
+    if (type === undefined) throw malformed(`unknown field ${JSON.stringify(key)} in ${what}, want one of ${Object.keys(fields).join(", ")}`);
+    out[key] = field(item, type, key);
+  }
+  for (const key of Object.keys(fields)) {
+    if (!(key in out)) {
+      if (!optional.includes(key)) throw malformed(`missing field ${JSON.stringify(key)} in ${what}`);
+      out[key] = null;
+    }
+  }
+  return out;
+}
+
+function checkCommon(version: bigint, kind: string, wantKind: string, arity: bigint, hash: string): { arity: number; hash: HashName } {
+  if (version !== BigInt(FORMAT_VERSION)) {
+    throw decodeError("UnsupportedVersion", `proof format version ${version} is not supported, want ${FORMAT_VERSION}`);
+  }
+  if (kind !== wantKind) throw decodeError("WrongKind", `proof kind is ${kind}, want ${wantKind}`);
+  if (arity < 2n || arity > 16n) throw decodeError("BadArity", `proof arity ${arity} is out of range, want 2..=16`);
+  const name = HASH_NAMES.find((known) => known === hash);
+  if (name === undefined) {
+    throw decodeError("UnknownHash", `proof hash ${JSON.stringify(hash)} is unknown, want blake3 (1), sha256 (2), keccak256 (3) or poseidon (4)`);
+  }
+  return { arity: Number(arity), hash: name };
+}
+
+function parseLevel(values: string[], level: number, what: string, want: number, out: Hash[]): void {
+  if (values.length !== want) throw decodeError("WrongLevelLength", `proof level ${level} has ${values.length} ${what}, want ${want}`);
+  for (const value of values) out.push(parseProofHash(value));
+}
+
+const MEMBERSHIP_FIELDS: Record<string, FieldType> = {
+  version: "u64",
+  kind: "string",
+  arity: "u64",
+  hash: "string",
+  index: "u64",
+  size: "u64",
+  leaf: "string",
+  siblings: "string lists",
+};
+
+function membershipFromDocument(document: JsonValue): MembershipProof {
+  const doc = struct(document, MEMBERSHIP_FIELDS, [], "membership proof");
+  const { arity, hash } = checkCommon(doc.version as bigint, doc.kind as string, "membership", doc.arity as bigint, doc.hash as string);
+  const index = doc.index as bigint;
+  const size = doc.size as bigint;
+  if (index >= size) throw decodeError("IndexOutOfRange", `proof leaf index ${index} is out of range for its size ${size}`);
+  const steps = path(index, size, arity).filter((step) => step.groupLen > 1);
+  const levels = doc.siblings as string[][];
+  if (levels.length !== steps.length) throw decodeError("WrongLevelCount", `proof has ${levels.length} levels, want ${steps.length}`);
+  const siblings: Hash[] = [];
+  steps.forEach((step, position) => parseLevel(levels[position]!, position, "siblings", step.groupLen - 1, siblings));
+  return new MembershipProof(arity, hash, index, size, parseProofHash(doc.leaf as string), siblings);
+}
+
+const CONSISTENCY_FIELDS: Record<string, FieldType> = {
+  version: "u64",
+  kind: "string",
+  arity: "u64",
+  hash: "string",
+  old_size: "u64",
+  new_size: "u64",
+  edge_leaf: "nullable string",
+  levels: "levels",
+};
+
+function consistencyFromDocument(document: JsonValue): ConsistencyProof {
+  // A missing edge_leaf reads as null, as in cairn's decoder.
+  const doc = struct(document, CONSISTENCY_FIELDS, ["edge_leaf"], "consistency proof");
+  const { arity, hash } = checkCommon(doc.version as bigint, doc.kind as string, "consistency", doc.arity as bigint, doc.hash as string);
+  const oldSize = doc.old_size as bigint;
+  const newSize = doc.new_size as bigint;
+  if (oldSize > newSize) throw decodeError("OldSizeAboveNew", `proof old size ${oldSize} is larger than its new size ${newSize}`);
+  const edgeText = doc.edge_leaf as string | null;
+  if ((oldSize === 0n) !== (edgeText === null)) {
+    throw decodeError(
+      "EdgeLeaf",
+      `proof edge leaf is ${edgeText === null ? "absent" : "present"}, want ${edgeText === null ? "one" : "none"} for old size ${oldSize}`,
+    );
+  }
+  const edgeLeaf = edgeText === null ? null : parseProofHash(edgeText);
+  const steps = oldSize === 0n ? [] : consistencySteps(oldSize, newSize, arity).filter((step) => step.left + step.right > 0);
+  const levels = doc.levels as Level[];
+  if (levels.length !== steps.length) throw decodeError("WrongLevelCount", `proof has ${levels.length} levels, want ${steps.length}`);
+  const hashes: Hash[] = [];
+  steps.forEach((step, position) => {
+    const level = levels[position]!;
+    if (level.level !== BigInt(step.level)) {
+      throw decodeError("Json", `proof JSON is malformed: level entry ${position} is labelled level ${level.level}, want level ${step.level}`);
+    }
+    parseLevel(level.left, position, "left hashes", step.left, hashes);
+    parseLevel(level.right, position, "right hashes", step.right, hashes);
+  });
+  return new ConsistencyProof(arity, hash, oldSize, newSize, edgeLeaf, hashes);
+}
+
+/** Decodes a binary membership proof (spec section 7.1). */
+export function membershipFromBytes(bytes: Uint8Array): MembershipProof {
+  return guard(() => {
+    if (!(bytes instanceof Uint8Array)) throw decodeError("WrongLength", "a binary proof is a Uint8Array");
+    return membershipBinary(bytes);
+  });
+}
+
+/** Decodes a binary consistency proof (spec section 7.1). */
+export function consistencyFromBytes(bytes: Uint8Array): ConsistencyProof {
+  return guard(() => {
+    if (!(bytes instanceof Uint8Array)) throw decodeError("WrongLength", "a binary proof is a Uint8Array");
+    return consistencyBinary(bytes);
+  });
+}
+
+function jsonText(text: unknown): string {
+  if (typeof text !== "string") throw decodeError("Json", "proof JSON text must be a string");
+  return text;
+}
+
+/** Decodes a JSON membership proof from its text (spec section 7.2). */
+export function membershipFromJson(text: string): MembershipProof {
+  return guard(() => membershipFromDocument(parseJson(jsonText(text))));
+}
+
+/** Decodes a JSON consistency proof from its text (spec section 7.2). */
+export function consistencyFromJson(text: string): ConsistencyProof {
+  return guard(() => consistencyFromDocument(parseJson(jsonText(text))));
+}
+
+/** Runs a decoder so that it throws nothing but a CairnError, whatever the input. */
+function guard<T>(decode: () => T): T {
+  try {
+    return decode();
+  } catch (error) {
+    if (error instanceof CairnError) throw error;
+    // Nothing in the decoders throws anything else on any input; a hostile
+    // object (a throwing getter, a Proxy) still gets the documented type.
+    throw decodeError("Json", `proof could not be read: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+// ------------------------------------------------------------- sniffing
+
+/** What a decoder takes: binary or JSON bytes, JSON text, or an already-parsed JSON object. */
+export type ProofInput = Uint8Array | string | object;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** Whether bytes hold JSON: the first byte after ASCII whitespace is `{`, never a binary proof's first byte. */
+function isJson(bytes: Uint8Array): boolean {
+  for (const byte of bytes) {
+    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0c || byte === 0x0d) continue;
+    return byte === 0x7b;
+  }
+  return false;
+}
+
+function decodeAny<T>(input: unknown, fromBytes: (bytes: Uint8Array) => T, fromDocument: (document: JsonValue) => T): T {
+  return guard(() => {
+    if (input instanceof Uint8Array) {
+      if (!isJson(input)) return fromBytes(input);
+      let text: string;
+      try {
+        text = utf8.decode(input);
+      } catch {
+        throw decodeError("Json", "proof JSON is malformed: not UTF-8");
+      }
+      return fromDocument(parseJson(text));
+    }
+    if (typeof input === "string") return fromDocument(parseJson(input));
+    if (typeof input === "object" && input !== null) return fromDocument(fromJsValue(input));
+    throw decodeError("Json", `a proof is bytes, JSON text or a JSON object, not ${input === null ? "null" : typeof input}`);
+  });
+}
+
+/**
+ * Decodes a membership proof: bytes (JSON if the first non-whitespace byte
+ * is `{`, else binary), JSON text, or an already-parsed JSON object.
+ * Throws a CairnError with stage "decode" if it is not a well-formed proof.
+ */
+export function decodeMembership(input: ProofInput): MembershipProof {
+  if (input instanceof MembershipProof) return input;
+  return decodeAny(input, membershipBinary, membershipFromDocument);
+}
+
+/** Decodes a consistency proof; the inputs and errors of {@link decodeMembership}. */
+export function decodeConsistency(input: ProofInput): ConsistencyProof {
+  if (input instanceof ConsistencyProof) return input;
+  return decodeAny(input, consistencyBinary, consistencyFromDocument);
+}
+

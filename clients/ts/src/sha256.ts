@@ -1,0 +1,1 @@
+export * from "./hashes/sha256.js";

@@ -1,0 +1,300 @@
+// Verification against what the caller trusts (docs/spec.md sections 5.2,
+// 6.2, 6.3): the arity and hash of the tree and a head (size, root). Every
+// position and width comes from those and the proof's index; a field the
+// proof claims is only compared with the trusted value, never used first.
+
+import { equalBytes, hashArgument, toHex, u64Argument, type Hash } from "./bytes.js";
+import { CairnError, inputError, verifyError } from "./errors.js";
+import { HASH_NAMES, type Hasher } from "./hasher.js";
+import {
+  ConsistencyProof,
+  decodeConsistency,
+  decodeMembership,
+  MembershipProof,
+  type ProofInput,
+} from "./proof.js";
+import { consistencyHashCount, consistencySteps, depth, membershipSiblingCount, path, type ConsistencyStep } from "./shape.js";
+
+/** What the verifier trusts about the tree: its arity (2..16) and hash. */
+export interface TrustedTree {
+  readonly arity: number;
+  readonly hash: Hasher;
+}
+
+/**
+ * A tree head the caller trusts: a size and the root of the tree of that
+ * many leaves (null exactly for the empty tree). Take it from an honest
+ * source (a contract, a signed checkpoint), never a root alone.
+ */
+export interface TreeHead {
+  readonly size: bigint | number;
+  readonly root: Uint8Array | string | null;
+}
+
+interface Head {
+  size: bigint;
+  root: Hash | null;
+}
+
+function checkTree(tree: TrustedTree): void {
+  if (typeof tree !== "object" || tree === null) throw inputError("the trusted tree must be an object {arity, hash}");
+  const { arity, hash } = tree;
+  if (typeof arity !== "number" || !Number.isInteger(arity) || arity < 2 || arity > 16) {
+    throw inputError(`trusted arity ${String(arity)} is out of range, want 2..=16`);
+  }
+  if (typeof hash !== "object" || hash === null || !HASH_NAMES.includes(hash.name) || typeof hash.hashChildren !== "function") {
+    throw inputError("trusted hash must be a Hasher (blake3, sha256, keccak256 or poseidon from this package)");
+  }
+}
+
+function readHead(head: TreeHead, what: string): Head {
+  if (typeof head !== "object" || head === null) throw inputError(`${what} must be an object {size, root}`);
+  const size = u64Argument(head.size, `${what} size`);
+  const root = head.root === null || head.root === undefined ? null : hashArgument(head.root, `${what} root`);
+  if ((size === 0n) !== (root === null)) {
+    throw verifyError(
+      "InconsistentHead",
+      `trusted head is inconsistent: size ${size} ${root === null ? "without a root" : "with a root (the empty tree has none)"}`,
+    );
+  }
+  return { size, root };
+}
+
+function checkParams(proof: { arity: number; hash: string }, tree: TrustedTree): void {
+  if (proof.arity !== tree.arity) {
+    throw verifyError("ArityMismatch", `proof is for arity ${proof.arity}, the trusted tree has arity ${tree.arity}`);
+  }
+  if (proof.hash !== tree.hash.name) {
+    throw verifyError("HashMismatch", `proof is for hash ${proof.hash}, the trusted tree uses ${tree.hash.name}`);
+  }
+}
+
+function checkValue(hasher: Hasher, what: string, value: Hash): void {
+  if (!hasher.accepts(value)) {
+    throw verifyError("NonCanonical", `proof ${what} ${toHex(value)} is not a canonical BN254 field element`);
+  }
+}
+
+function checkRoot(which: string, computed: Hash, trusted: Hash | null): void {
+  const want = trusted ?? new Uint8Array(32);
+  if (!equalBytes(computed, want)) {
+    throw verifyError("RootMismatch", `proof computes ${which} ${toHex(computed)}, the trusted ${which} is ${toHex(want)}`);
+  }
+}
+
+/** Runs `body` so that it throws nothing but a CairnError. */
+function guarded<T>(body: () => T): T {
+  try {
+    return body();
+  } catch (error) {
+    if (error instanceof CairnError) throw error;
+    throw inputError(`unexpected failure (a custom hasher?): ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** The root a membership proof implies at its own size, after checking its shape and values. */
+function membershipRoot(proof: MembershipProof, hasher: Hasher): Hash {
+  if (proof.index >= proof.size) {
+    throw verifyError("IndexOutOfRange", `leaf index ${proof.index} is out of range for a tree of size ${proof.size}`);
+  }
+  const steps = path(proof.index, proof.size, proof.arity);
+  let want = 0;
+  for (const step of steps) want += step.groupLen - 1;
+  if (proof.siblings.length !== want) {
+    throw verifyError("HashCount", `proof has ${proof.siblings.length} hashes, a tree of this shape needs exactly ${want}`);
+  }
+  checkValue(hasher, "leaf", proof.leaf);
+  proof.siblings.forEach((sibling, i) => checkValue(hasher, `sibling ${i}`, sibling));
+  let node = proof.leaf;
+  let at = 0;
+  for (const step of steps) {
+    if (step.groupLen < 2) continue;
+    const count = step.groupLen - 1;
+    const group = proof.siblings.slice(at, at + count);
+    group.splice(step.position, 0, node);
+    node = hasher.hashChildren(group);
+    at += count;
+  }
+  return node;
+}
+
+/**
+ * Verifies a membership proof (decoded, or bytes/JSON to decode) against a
+ * trusted tree and head; returns the decoded proof. Throws a CairnError:
+ * stage "decode" if it is malformed, "verify" if it does not prove leaf
+ * `proof.index` of the trusted head, "input" for a malformed argument.
+ */
+export function verifyMembership(proof: ProofInput | MembershipProof, tree: TrustedTree, head: TreeHead): MembershipProof {
+  return guarded(() => {
+    const decoded = decodeMembership(proof);
+    checkTree(tree);
+    checkParams(decoded, tree);
+    const trusted = readHead(head, "trusted head");
+    if (decoded.size !== trusted.size) {
+      throw verifyError("SizeMismatch", `proof size is ${decoded.size}, the trusted size is ${trusted.size}`);
+    }
+    checkRoot("root", membershipRoot(decoded, tree.hash), trusted.root);
+    return decoded;
+  });
+}
+
+interface WalkLevel {
+  step: ConsistencyStep;
+  offset: number;
+  /** The new tree's value of the old edge node at this level. */
+  newEdge: Hash;
+}
+
+function walk(proof: ConsistencyProof, tree: TrustedTree, old: Head, next: Head): WalkLevel[] {
+  checkParams(proof, tree);
+  for (const [which, claimed, trusted] of [
+    ["old size", proof.oldSize, old.size],
+    ["new size", proof.newSize, next.size],
+  ] as const) {
+    if (claimed !== trusted) throw verifyError("SizeMismatch", `proof ${which} is ${claimed}, the trusted size is ${trusted}`);
+  }
+  if (proof.oldSize > proof.newSize) {
+    throw verifyError("OldSizeAboveNew", `old size ${proof.oldSize} is larger than new size ${proof.newSize}`);
+  }
+  const want = consistencyHashCount(proof.oldSize, proof.newSize, proof.arity);
+  if (proof.hashes.length !== want) {
+    throw verifyError("HashCount", `proof has ${proof.hashes.length} hashes, a tree of this shape needs exactly ${want}`);
+  }
+  if ((proof.oldSize === 0n) !== (proof.edgeLeaf === null)) {
+    const present = proof.edgeLeaf !== null;
+    throw verifyError(
+      "EdgeLeaf",
+      `proof edge leaf is ${present ? "present" : "absent"}, want ${present ? "none" : "one"} for old size ${proof.oldSize}`,
+    );
+  }
+  // The empty tree is a prefix of every tree: nothing to recompute.
+  if (proof.edgeLeaf === null) return [];
+  const hasher = tree.hash;
+  checkValue(hasher, "edge leaf", proof.edgeLeaf);
+  proof.hashes.forEach((value, i) => checkValue(hasher, `hash ${i}`, value));
+
+  let oldNode = proof.edgeLeaf;
+  let newNode = proof.edgeLeaf;
+  let offset = 0;
+  const levels: WalkLevel[] = [];
+  for (const step of consistencySteps(proof.oldSize, proof.newSize, proof.arity)) {
+    levels.push({ step, offset, newEdge: newNode });
+    const left = proof.hashes.slice(offset, offset + step.left);
+    const right = proof.hashes.slice(offset + step.left, offset + step.left + step.right);
+    offset += step.left + step.right;
+    if (step.belowOldRoot && step.left > 0) oldNode = hasher.hashChildren([...left, oldNode]);
+    if (step.left + step.right > 0) newNode = hasher.hashChildren([...left, newNode, ...right]);
+  }
+  checkRoot("old root", oldNode, old.root);
+  checkRoot("new root", newNode, next.root);
+  return levels;
+}
+
+/**
+ * Verifies that `oldHead` and `newHead`, both trusted heads of the tree,
+ * are consistent: the old tree is a prefix of the new one. From size 0 a
+ * proof says nothing about the new root (the empty tree is a prefix of
+ * every tree). Returns the decoded proof; throws like {@link verifyMembership}.
+ */
+export function verifyConsistency(
+  proof: ProofInput | ConsistencyProof,
+  tree: TrustedTree,
+  oldHead: TreeHead,
+  newHead: TreeHead,
+): ConsistencyProof {
+  return guarded(() => {
+    const decoded = decodeConsistency(proof);
+    checkTree(tree);
+    checkParams(decoded, tree);
+    const old = readHead(oldHead, "trusted old head");
+    const next = readHead(newHead, "trusted new head");
+    walk(decoded, tree, old, next);
+    return decoded;
+  });
+}
+
+/**
+ * Turns a membership proof against `oldHead` into the proof of the same
+ * leaf against `newHead`, from a consistency proof between them and no
+ * leaves. Both inputs are verified first, and so is the result.
+ */
+export function rollForward(
+  membership: ProofInput | MembershipProof,
+  consistency: ProofInput | ConsistencyProof,
+  tree: TrustedTree,
+  oldHead: TreeHead,
+  newHead: TreeHead,
+): MembershipProof {
+  return guarded(() => {
+    const proof = verifyMembership(membership, tree, oldHead);
+    const link = decodeConsistency(consistency);
+    checkParams(link, tree);
+    const old = readHead(oldHead, "trusted old head");
+    const next = readHead(newHead, "trusted new head");
+    const levels = walk(link, tree, old, next);
+    // A verified membership proof means old size > 0, so the walk covers
+    // every level of the new tree.
+    if (levels.length !== depth(link.newSize, tree.arity)) throw new Error("walk does not cover the new tree");
+    const n = BigInt(tree.arity);
+    const oldLevels: (readonly Hash[])[] = [];
+    let at = 0;
+    for (const step of path(proof.index, proof.size, tree.arity)) {
+      oldLevels.push(proof.siblings.slice(at, at + step.groupLen - 1));
+      at += step.groupLen - 1;
+    }
+    const siblings: Hash[] = [];
+    for (const step of path(proof.index, link.newSize, tree.arity)) {
+      if (step.groupLen < 2) continue;
+      const level = levels[step.level]!;
+      const node = step.groupStart + BigInt(step.position);
+      if (step.groupStart / n < level.step.edge / n) {
+        // A complete group left of the old edge: the same in both trees.
+        siblings.push(...oldLevels[step.level]!);
+        continue;
+      }
+      // The old edge node's group: shared left members, the edge node's
+      // new value, new-only right members.
+      const left = link.hashes.slice(level.offset, level.offset + level.step.left);
+      const right = link.hashes.slice(level.offset + level.step.left, level.offset + level.step.left + level.step.right);
+      for (let member = step.groupStart; member < step.groupStart + BigInt(step.groupLen); member++) {
+        if (member === node) continue;
+        if (member < level.step.edge) siblings.push(left[Number(member - step.groupStart)]!);
+        else if (member === level.step.edge) siblings.push(level.newEdge);
+        else siblings.push(right[Number(member - level.step.edge - 1n)]!);
+      }
+    }
+    if (siblings.length !== membershipSiblingCount(proof.index, link.newSize, tree.arity)) {
+      throw new Error("rolled proof has the wrong sibling count");
+    }
+    const rolled = new MembershipProof(tree.arity, tree.hash.name, proof.index, link.newSize, proof.leaf, siblings);
+    return verifyMembership(rolled, tree, newHead);
+  });
+}
+
+/**
+ * The root of the tree over `leaves` (32-byte values or 0x-hex), null for
+ * no leaves. Every level is kept in memory: for tests and small trees.
+ */
+export function computeRoot(leaves: readonly (Uint8Array | string)[], tree: TrustedTree): Uint8Array | null {
+  return guarded(() => {
+    checkTree(tree);
+    if (!Array.isArray(leaves)) throw inputError("leaves must be an array");
+    let level = leaves.map((leaf, i) => {
+      const value = hashArgument(leaf, `leaf ${i}`);
+      if (!tree.hash.accepts(value)) {
+        throw new CairnError("input", "NonCanonical", `leaf ${i} ${toHex(value)} is not a canonical BN254 field element`);
+      }
+      return value;
+    });
+    if (level.length === 0) return null;
+    while (level.length > 1) {
+      const next: Hash[] = [];
+      for (let start = 0; start < level.length; start += tree.arity) {
+        const group = level.slice(start, start + tree.arity);
+        next.push(group.length === 1 ? group[0]! : tree.hash.hashChildren(group));
+      }
+      level = next;
+    }
+    return level[0]!;
+  });
+}

@@ -1,0 +1,179 @@
+// The HTTP client against a real `cairn serve` on 127.0.0.1 (started here),
+// and against a lying server: every proof it returns has been verified
+// against the head the caller trusts, and a tampered answer is refused.
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { once } from "node:events";
+import { test } from "node:test";
+import { CairnClient, CairnError, computeRoot, hashers, toHex } from "cairn-verify";
+import { cairnBinary, random, seed } from "./helpers.mjs";
+
+const binary = cairnBinary();
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof CairnError, `threw ${error?.constructor?.name}: ${error?.message}`);
+    return error;
+  }
+  assert.fail("accepted");
+}
+
+/** Starts `cairn serve` on a fresh database; resolves to {url, stop}. */
+async function serve(dir) {
+  const child = spawn(binary, ["serve", dir, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.setEncoding("utf8");
+  const address = await new Promise((resolve, reject) => {
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+      const match = /listening on (\S+)/.exec(output);
+      if (match) resolve(match[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`cairn serve exited with ${code}`)));
+  });
+  return {
+    url: `http://${address}`,
+    async stop() {
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    },
+  };
+}
+
+for (const [arity, hashName] of [
+  [4, "blake3"],
+  [3, "poseidon"],
+]) {
+  test(`the client fetches and verifies proofs from cairn serve (${hashName}, N=${arity})`, { skip: binary === null && "no cairn binary" }, async () => {
+    const rng = random(seed);
+    const dir = mkdtempSync(join(tmpdir(), "cairn-ts-serve-"));
+    const db = join(dir, "db");
+    const leaf = () => {
+      const value = rng.bytes(32);
+      value[0] &= 0x1f;
+      return value;
+    };
+    const leaves = Array.from({ length: 150 }, leaf);
+    writeFileSync(join(dir, "leaves.bin"), Buffer.concat(leaves));
+    execFileSync(binary, ["init", db, "--arity", String(arity), "--hash", hashName]);
+    execFileSync(binary, ["ingest", db, join(dir, "leaves.bin")]);
+    const server = await serve(db);
+    try {
+      const t = { arity, hash: hashers[hashName] };
+      const client = new CairnClient(server.url, t);
+      const reported = await client.root();
+      assert.equal(reported.size, 150n);
+      // The caller's trusted head comes from elsewhere (here: computed from the leaves).
+      const trusted = { size: 150, root: computeRoot(leaves, t) };
+      assert.equal(toHex(reported.root), toHex(trusted.root));
+
+      for (const index of [0, 1, 77, 149]) {
+        const proof = await client.proof(index, trusted);
+        assert.equal(proof.index, BigInt(index));
+        assert.equal(toHex(proof.leaf), toHex(leaves[index]));
+      }
+      // A historical proof against an older trusted head.
+      const older = { size: 40, root: computeRoot(leaves.slice(0, 40), t) };
+      const old = await client.proof(7, older);
+      assert.equal(old.size, 40n);
+
+      const present = await client.contains(leaves[33], trusted);
+      assert.equal(present?.index, 33n);
+      assert.equal(await client.contains(leaf(), trusted), null);
+      assert.equal(await client.contains(leaves[100], older), null, "a leaf beyond the trusted size is not in that tree");
+
+      // A wrong trusted root: the proof the server sends cannot match it.
+      const wrong = await rejection(client.proof(3, { size: 150, root: computeRoot(leaves.slice(0, 149), t) }));
+      assert.equal(wrong.stage, "verify");
+      assert.equal(wrong.kind, "RootMismatch");
+      // A size the server does not have.
+      const absent = await rejection(client.proof(3, { size: 151, root: trusted.root }));
+      assert.equal(absent.stage, "fetch");
+      assert.equal(absent.status, 404);
+
+      await client.consistency(older, trusted);
+      const forged = await rejection(client.consistency(older, { size: 150, root: older.root }));
+      assert.equal(forged.stage, "verify");
+
+      // Append through the API, then move trust and the proof forward.
+      const more = Array.from({ length: 31 }, leaf);
+      const appended = await fetch(`${server.url}/v1/leaves`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ leaves: more.map(toHex) }),
+      });
+      assert.equal(appended.status, 200, await appended.clone().text());
+      const moved = await client.advance(older, old);
+      assert.equal(moved.head.size, 181n);
+      assert.equal(toHex(moved.head.root), toHex(computeRoot([...leaves, ...more], t)));
+      assert.equal(moved.proof.size, 181n);
+      assert.equal(toHex(moved.proof.leaf), toHex(leaves[7]));
+
+      // A client that trusts another arity or hash refuses the server's tree.
+      const other = new CairnClient(server.url, { arity: arity === 4 ? 2 : 4, hash: t.hash });
+      assert.equal((await rejection(other.root())).kind, "ArityMismatch");
+      assert.equal((await rejection(other.proof(0, trusted))).kind, "ArityMismatch");
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+test("the client refuses what a lying or broken server sends", async () => {
+  const t = { arity: 2, hash: hashers.blake3 };
+  const leaves = Array.from({ length: 5 }, (_, i) => new Uint8Array(32).fill(i + 1));
+  const head = { size: 5, root: computeRoot(leaves, t) };
+  let answer = () => [200, "{}"];
+  const server = createServer((request, response) => {
+    const [status, body] = answer(request.url);
+    response.writeHead(status, { "content-type": "application/json" });
+    response.end(body);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const client = new CairnClient(`http://127.0.0.1:${server.address().port}`, t);
+  const leafHex = toHex(leaves[2]);
+  const proofJson = (leaf, siblings) =>
+    JSON.stringify({ version: 1, kind: "membership", arity: 2, hash: "blake3", index: 2, size: 5, leaf, siblings });
+  try {
+    const cases = [
+      // a proof for another leaf value than the one asked about
+      ["/v1/proofs", () => [200, proofJson(toHex(leaves[3]), [[toHex(leaves[3])], ["0x" + "00".repeat(32)], [toHex(leaves[4])]])], "verify"],
+      // a malformed proof
+      ["/v1/proofs", () => [200, proofJson(leafHex, [])], "decode"],
+      ["/v1/proofs", () => [200, "not json"], "decode"],
+      ["/v1/proofs", () => [200, "x".repeat(2 << 20)], "fetch"],
+      ["/v1/proofs", () => [500, '{"error":"disk on fire"}'], "fetch"],
+      ["/v1/root", () => [200, '{"size": 5}'], "fetch"],
+      ["/v1/root", () => [200, '{"size": 5, "root": null, "depth": 3, "arity": 2, "hash": "blake3"}'], "fetch"],
+      ["/v1/consistency", () => [200, "{}"], "decode"],
+    ];
+    for (const [route, reply, stage] of cases) {
+      answer = reply;
+      const call =
+        route === "/v1/proofs" ? client.proof(2, head) : route === "/v1/root" ? client.root() : client.consistency({ size: 2, root: computeRoot(leaves.slice(0, 2), t) }, head);
+      const error = await rejection(call);
+      assert.equal(error.stage, stage, `${route}: ${error.message}`);
+    }
+    answer = () => [500, '{"error":"disk on fire"}'];
+    const failed = await rejection(client.root());
+    assert.equal(failed.status, 500);
+    assert.match(failed.message, /disk on fire/);
+    // contains: the server claims the value is leaf 2, but leaf 2 is another value.
+    answer = (url) => (url.startsWith("/v1/leaves/") ? [200, '{"index": 2}'] : [200, proofJson(leafHex, [[toHex(leaves[3])], [toHex(computeRoot(leaves.slice(0, 2), t))], [toHex(leaves[4])]])]);
+    const mismatch = await rejection(client.contains(leaves[0], head));
+    assert.ok(["verify", "decode"].includes(mismatch.stage), mismatch.message);
+    // Nothing listening.
+    const nobody = new CairnClient("http://127.0.0.1:1", t);
+    assert.equal((await rejection(nobody.root())).kind, "Network");
+  } finally {
+    server.close();
+  }
+});
