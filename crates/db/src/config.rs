@@ -1,7 +1,7 @@
 //! What a database is (stored at creation) and how it runs.
 
 use cairn_core::TreeConfig;
-use cairn_store::StoreConfig;
+use cairn_store::{FLAG_EXPLICIT_FINALITY, StoreConfig};
 
 /// The store's flag bit that says the database keeps a nullifier set.
 pub(crate) const FLAG_UNIQUE: u64 = 1;
@@ -21,6 +21,12 @@ pub struct DbConfig {
     /// so this trades bytes written (about 100/p + 1 times the set's size
     /// over a database's life) against leaves replayed at open (at most p%).
     pub set_rewrite_percent: u32,
+    /// Only [`crate::Db::finalize`] makes leaves final (stored at
+    /// creation). Off, every checkpoint finalizes what it covers, so a
+    /// rollback reaches back to the last checkpoint only; on, a chain
+    /// follower rolls back to any size it has not finalized, whatever was
+    /// checkpointed, and only finalized nodes are served from file mappings.
+    pub explicit_finality: bool,
 }
 
 impl DbConfig {
@@ -31,6 +37,7 @@ impl DbConfig {
             store: StoreConfig::new(tree),
             unique: true,
             set_rewrite_percent: 25,
+            explicit_finality: false,
         }
     }
 
@@ -41,7 +48,12 @@ impl DbConfig {
 
     pub(crate) fn store_config(&self) -> StoreConfig {
         let mut store = self.store.clone();
-        store.flags = if self.unique { FLAG_UNIQUE } else { 0 };
+        store.flags = if self.unique { FLAG_UNIQUE } else { 0 }
+            | if self.explicit_finality {
+                FLAG_EXPLICIT_FINALITY
+            } else {
+                0
+            };
         store
     }
 }

@@ -12,10 +12,13 @@
 use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_core::{Hash, Snapshot, TreeHead};
 use cairn_store::fs::Fs;
-use cairn_store::{Appended, CheckpointMeta, StdFs, Store, StoreError, StoreStats, stored_config};
+use cairn_store::{
+    Appended, BlockTag, CheckpointMeta, StdFs, Store, StoreError, StoreStats, stored_config,
+};
 use parking_lot::Mutex;
 
 use crate::config::{DbConfig, FLAG_UNIQUE};
@@ -29,12 +32,38 @@ const REPLAY_CHUNK: u64 = 1 << 20;
 /// A durable n-ary LeanIMT with a strict nullifier set, in a directory.
 #[derive(Debug)]
 pub struct Db {
-    store: Store,
-    set: Option<Arc<NullifierSet>>,
-    persist: Option<Arc<Persist>>,
+    pub(crate) store: Store,
+    pub(crate) set: Option<Arc<NullifierSet>>,
+    pub(crate) persist: Option<Arc<Persist>>,
     /// Serialises appends (the duplicate check and the append are one step).
-    writer: Mutex<()>,
-    config: DbConfig,
+    pub(crate) writer: Mutex<()>,
+    pub(crate) config: DbConfig,
+    /// The sizes rolled back to so far, for snapshots taken before.
+    pub(crate) cuts: Arc<Cuts>,
+}
+
+/// The sizes a database was rolled back to, in order: a snapshot taken
+/// before a rollback finds the values of the leaves it removed (no longer
+/// in the set) by scanning them.
+#[derive(Debug, Default)]
+pub(crate) struct Cuts(parking_lot::RwLock<Vec<u64>>);
+
+impl Cuts {
+    pub(crate) fn count(&self) -> usize {
+        self.0.read().len()
+    }
+
+    pub(crate) fn push(&self, to: u64) {
+        self.0.write().push(to);
+    }
+
+    /// The lowest size rolled back to after the first `seen` rollbacks.
+    fn lowest_since(&self, seen: usize) -> Option<u64> {
+        self.0
+            .read()
+            .get(seen..)
+            .and_then(|cuts| cuts.iter().min().copied())
+    }
 }
 
 /// The result of [`Db::append_new`].
@@ -63,6 +92,9 @@ pub struct DbStats {
 pub struct DbSnapshot {
     tree: Arc<Snapshot>,
     set: Option<Arc<NullifierSet>>,
+    cuts: Arc<Cuts>,
+    /// Rollbacks made before this snapshot was taken.
+    seen: usize,
 }
 
 impl DbSnapshot {
@@ -74,7 +106,18 @@ impl DbSnapshot {
     /// The index of `value` in this snapshot's tree.
     pub fn index_of(&self, value: &Hash) -> Result<Option<u64>> {
         let set = self.set.as_ref().ok_or(DbError::NoSet)?;
-        Ok(set.find(value, |index| self.tree.leaf(index)))
+        if let Some(found) = set.find(value, |index| self.tree.leaf(index)) {
+            return Ok(Some(found));
+        }
+        // A rollback since this snapshot took the values of the leaves it
+        // removed out of the set; this snapshot still holds them.
+        Ok(self
+            .cuts
+            .lowest_since(self.seen)
+            .filter(|&lowest| lowest < self.tree.size())
+            .and_then(|lowest| {
+                (lowest..self.tree.size()).find(|&i| self.tree.leaf(i).as_ref() == Some(value))
+            }))
     }
 
     /// Whether this snapshot's tree holds `value`.
@@ -94,22 +137,52 @@ impl Deref for DbSnapshot {
 /// Writes the set's checkpoint after the store's (in the store's hook, so
 /// under its checkpoint lock, or from [`Db::checkpoint`]).
 #[derive(Debug)]
-struct Persist {
-    fs: Arc<dyn Fs>,
-    dir: std::path::PathBuf,
-    store_id: u64,
-    set: Arc<NullifierSet>,
+pub(crate) struct Persist {
+    pub(crate) fs: Arc<dyn Fs>,
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) store_id: u64,
+    pub(crate) set: Arc<NullifierSet>,
     /// Leaves covered by the set's published checkpoint.
-    covered: Mutex<u64>,
+    pub(crate) covered: Mutex<u64>,
+    /// Rollbacks so far (a rollback changes it while holding `covered`).
+    pub(crate) epoch: AtomicU64,
     percent: u32,
 }
 
 impl Persist {
     /// Publishes a checkpoint of the set covering `size` durable leaves if
     /// `force`, or if the published one lags by the configured percentage.
-    fn after_checkpoint(&self, size: u64, force: bool) -> std::result::Result<(), StoreError> {
+    /// `size` was read in rollback epoch `epoch`: if a rollback came since,
+    /// it may be past the tree's end now, and nothing is written.
+    pub(crate) fn after_checkpoint(
+        &self,
+        size: u64,
+        force: bool,
+        epoch: u64,
+    ) -> std::result::Result<(), StoreError> {
         let mut covered = self.covered.lock();
-        if size <= *covered {
+        self.write_locked(&mut covered, size, force, epoch)
+    }
+
+    /// The store's hook, run under its checkpoint lock: skips the set's
+    /// checkpoint (it is only ever optional there) while a rollback holds
+    /// `covered`, since the rollback waits for the store's lock.
+    fn after_store_checkpoint(&self, size: u64) -> std::result::Result<(), StoreError> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        match self.covered.try_lock() {
+            Some(mut covered) => self.write_locked(&mut covered, size, false, epoch),
+            None => Ok(()),
+        }
+    }
+
+    fn write_locked(
+        &self,
+        covered: &mut u64,
+        size: u64,
+        force: bool,
+        epoch: u64,
+    ) -> std::result::Result<(), StoreError> {
+        if size <= *covered || self.epoch.load(Ordering::Acquire) != epoch {
             return Ok(());
         }
         let lag = size - *covered;
@@ -154,6 +227,7 @@ impl Db {
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
         let meta = stored_config(&*fs, dir)?;
         let stored_unique = meta.flags & FLAG_UNIQUE != 0;
+        let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
         let config = match config {
             Some(config) => {
                 if config.unique != stored_unique {
@@ -164,12 +238,22 @@ impl Db {
                         given: word(config.unique),
                     });
                 }
+                if config.explicit_finality != stored_explicit {
+                    let word =
+                        |on: bool| if on { "explicit" } else { "at checkpoints" }.to_string();
+                    return Err(DbError::ConfigMismatch {
+                        field: "finality",
+                        stored: word(stored_explicit),
+                        given: word(config.explicit_finality),
+                    });
+                }
                 config
             }
             None => {
                 let mut config = DbConfig::new(meta.tree);
                 config.store.log_shift = meta.log_shift;
                 config.unique = stored_unique;
+                config.explicit_finality = stored_explicit;
                 config
             }
         };
@@ -200,13 +284,14 @@ impl Db {
                 store_id: store.store_id(),
                 set: Arc::clone(set),
                 covered: Mutex::new(covered),
+                epoch: AtomicU64::new(0),
                 percent: config.set_rewrite_percent,
             })
         });
         if let Some(persist) = &persist {
             let persist = Arc::clone(persist);
             store.set_checkpoint_hook(Box::new(move |meta: &CheckpointMeta| {
-                persist.after_checkpoint(meta.size, false)
+                persist.after_store_checkpoint(meta.size)
             }));
         }
         Db {
@@ -215,6 +300,7 @@ impl Db {
             persist,
             writer: Mutex::new(()),
             config,
+            cuts: Arc::default(),
         }
     }
 
@@ -228,11 +314,35 @@ impl Db {
     /// already in the tree or repeated within it is refused with every
     /// duplicate listed, and nothing is appended or written.
     pub fn append_batch(&self, values: &[Hash]) -> Result<Appended> {
+        self.append_checked(values, None)
+    }
+
+    /// Appends `values` (possibly none) as block `tag`'s, all or nothing
+    /// like [`Db::append_batch`], and records the head at their end (see
+    /// [`Store::append_tagged`]): block numbers must increase.
+    pub fn append_tagged(&self, values: &[Hash], tag: BlockTag) -> Result<Appended> {
+        self.append_checked(values, Some(tag))
+    }
+
+    fn append_checked(&self, values: &[Hash], tag: Option<BlockTag>) -> Result<Appended> {
         let _writer = self.writer.lock();
-        let Some(set) = &self.set else {
-            return Ok(self.store.append_batch(values)?);
+        let to_store = |values: &[Hash]| match tag {
+            Some(tag) => self.store.append_tagged(values, tag),
+            None => self.store.append_batch(values),
+        };
+        let Some(set) = self.set.as_ref().filter(|_| !values.is_empty()) else {
+            return Ok(to_store(values)?);
         };
         self.store.check_batch(values)?;
+        if let (Some(tag), Some(last)) = (tag, self.store.last_block())
+            && tag.number <= last
+        {
+            return Err(StoreError::BlockOrder {
+                block: tag.number,
+                last,
+            }
+            .into());
+        }
         let first = self.store.size();
         let refused = self.insert(set, values, first)?;
         if !refused.is_empty() {
@@ -242,7 +352,16 @@ impl Db {
                 duplicates: refused,
             });
         }
-        self.append_to_store(set, values, first)
+        match to_store(values) {
+            Ok(appended) => {
+                assert_eq!(appended.first, first, "appends are serialised");
+                Ok(appended)
+            }
+            Err(error) => {
+                set.remove_batch(values, first, &[]);
+                Err(error.into())
+            }
+        }
     }
 
     /// Appends the values of `values` the database does not hold yet, in
@@ -345,9 +464,14 @@ impl Db {
 
     /// An immutable snapshot of everything appended so far.
     pub fn snapshot(&self) -> DbSnapshot {
+        // The rollback count first: a snapshot taken after it began sees
+        // the smaller tree, one taken before scans what it removed.
+        let seen = self.cuts.count();
         DbSnapshot {
             tree: self.store.snapshot(),
             set: self.set.clone(),
+            cuts: Arc::clone(&self.cuts),
+            seen,
         }
     }
 
@@ -377,7 +501,8 @@ impl Db {
     pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
         let written = self.store.checkpoint()?;
         if let Some(persist) = &self.persist {
-            persist.after_checkpoint(self.store.stats().checkpoint_size, true)?;
+            let epoch = persist.epoch.load(Ordering::Acquire);
+            persist.after_checkpoint(self.store.stats().checkpoint_size, true, epoch)?;
         }
         Ok(written)
     }

@@ -21,9 +21,12 @@
 mod config;
 mod db;
 mod error;
+mod rollback;
 mod set;
 
-pub use cairn_store::{Appended, CheckpointMeta, StoreConfig, StoreStats, Token};
+pub use cairn_store::{
+    Appended, BlockTag, CheckpointMeta, RootAt, StoreConfig, StoreStats, TaggedHead, Token,
+};
 pub use config::DbConfig;
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
 pub use error::{DbError, Result};

@@ -192,7 +192,9 @@ impl LogWriter {
         if numbers.is_empty() {
             return Ok(());
         }
-        for &number in numbers {
+        // Highest first: a crash part way leaves the numbers contiguous
+        // (recovery refuses a gap as a missing file).
+        for &number in numbers.iter().rev() {
             let path = self.path(number);
             crate::replace::remove_stale(&*self.fs, &path)?;
         }
@@ -376,7 +378,7 @@ pub(crate) fn recover(
     if let Some(&first) = stale_files.first() {
         files.truncate(first as usize);
         stale_next = false;
-        for &number in &stale_files {
+        for &number in stale_files.iter().rev() {
             crate::replace::remove_stale(&*fs, &dir.join(format::log_name(number)))?;
         }
         fs.sync_dir(dir)

@@ -85,6 +85,11 @@ impl Store {
         tags[first..].iter().take(limit).copied().collect()
     }
 
+    /// The block number of the last tagged append.
+    pub fn last_block(&self) -> Option<u64> {
+        self.inner.heads.lock().last_block()
+    }
+
     /// The last block-tagged head at or below `block`.
     pub fn head_at_block(&self, block: u64) -> Option<TaggedHead> {
         self.inner.heads.lock().at_block(block)

@@ -5,5 +5,6 @@ mod basics;
 mod concurrency;
 mod crash;
 mod model;
+mod rollback;
 mod setfile;
 mod support;
