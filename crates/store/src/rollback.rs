@@ -168,7 +168,7 @@ impl Inner {
                 let mut durable = self.durable.lock();
                 durable.epoch += 1;
                 let epoch = durable.epoch;
-                durable.cuts.push((epoch, to));
+                durable.cuts.push((epoch, to, kept as u64));
                 durable.end = durable.end.min(to);
                 durable.tags = durable.tags.min(written_kept);
             }

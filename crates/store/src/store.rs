@@ -94,18 +94,22 @@ pub(crate) struct Durable {
     pub(crate) failure: Option<StoreError>,
     /// Rollbacks so far (tokens remember the epoch they were made in).
     pub(crate) epoch: u64,
-    /// (epoch, size) of every rollback: a token of an earlier epoch whose
-    /// leaves or tag reach past such a size was rolled back.
-    pub(crate) cuts: Vec<(u64, u64)>,
+    /// (epoch, size, tags kept) of every rollback: a token of an earlier
+    /// epoch whose leaves reach past such a size, or whose block tag is
+    /// not among the tags kept, was rolled back.
+    pub(crate) cuts: Vec<(u64, u64, u64)>,
 }
 
 impl Durable {
     /// Whether what `want` waits for was rolled back, and to what size.
+    /// The tag count matters on its own: `truncate_to_block` can remove a
+    /// tag at the size it keeps (an empty block), and that append's token
+    /// must fail too, not wait for a tag count later tags would reach.
     fn cut(&self, want: &Want) -> Option<u64> {
         self.cuts
             .iter()
-            .filter(|&&(epoch, to)| epoch > want.epoch && to < want.end)
-            .map(|&(_, to)| to)
+            .filter(|&&(epoch, to, kept)| epoch > want.epoch && (to < want.end || kept < want.tags))
+            .map(|&(_, to, _)| to)
             .min()
     }
 

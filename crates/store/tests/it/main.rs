@@ -6,4 +6,5 @@ mod faults;
 mod model;
 mod power;
 mod rollback;
+mod rollback_edges;
 mod support;
