@@ -160,7 +160,7 @@ impl LogWriter {
         );
         let per_file = self.leaves_per_file();
         let file = to / per_file;
-        let aligned = to % per_file == 0;
+        let aligned = to.is_multiple_of(per_file);
         let slot = if aligned {
             0
         } else {
