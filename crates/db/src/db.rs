@@ -146,6 +146,8 @@ pub(crate) struct Persist {
     pub(crate) covered: Mutex<u64>,
     /// Rollbacks so far (a rollback changes it while holding `covered`).
     pub(crate) epoch: AtomicU64,
+    /// Cleared once a set file is written: it holds no rolled-back entry.
+    pub(crate) floor: cairn_store::RollbackFloor,
     percent: u32,
 }
 
@@ -191,6 +193,7 @@ impl Persist {
         }
         file::write(&*self.fs, &self.dir, &self.set, self.store_id, size)?;
         *covered = size;
+        self.floor.clear();
         Ok(())
     }
 }
@@ -262,7 +265,8 @@ impl Db {
             return Ok(Db::start(fs, store, None, 0, config));
         }
         let size = store.size();
-        let (set, covered) = match file::read(&*fs, dir, store.store_id(), size)? {
+        let floor = store.rollback_floor();
+        let (set, covered) = match file::read(&*fs, dir, store.store_id(), size, floor)? {
             Some(loaded) => (loaded.set, loaded.covered),
             None => (NullifierSet::new(Key::random()), 0),
         };
@@ -285,6 +289,7 @@ impl Db {
                 set: Arc::clone(set),
                 covered: Mutex::new(covered),
                 epoch: AtomicU64::new(0),
+                floor: store.rollback_floor_handle(),
                 percent: config.set_rewrite_percent,
             })
         });

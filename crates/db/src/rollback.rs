@@ -1,8 +1,10 @@
 //! Rollback and finality for the database: the store's, plus the nullifier
 //! set. Values of removed leaves leave the set (so they can be appended
-//! again); a set checkpoint that covers removed leaves is rewritten to the
-//! new size first, so that after a crash at any instant the set holds
-//! exactly the recovered leaves.
+//! again). The set's file is not rewritten: the store's rollback records
+//! the size rolled back to (its rollback floor, cleared when a set file is
+//! written afresh), and open drops the file's entries at or above it, so
+//! that after a crash at any instant the set holds exactly the recovered
+//! leaves.
 
 use std::sync::atomic::Ordering;
 
@@ -11,7 +13,6 @@ use cairn_store::{RootAt, TaggedHead};
 
 use crate::db::Db;
 use crate::error::Result;
-use crate::set::file;
 
 impl Db {
     /// Rolls the database back to its first `to` leaves (see
@@ -55,20 +56,10 @@ impl Db {
         let mut covered = self.persist.as_ref().map(|p| p.covered.lock());
         if let (Some(persist), Some(covered)) = (&self.persist, covered.as_mut()) {
             persist.epoch.fetch_add(1, Ordering::AcqRel);
-            if **covered > to {
-                // The set's file must never cover a leaf the store may
-                // not hold: rewrite it at `to` before the rollback is
-                // published (a crash in between reopens the old tree with
-                // a set file covering less, which open completes).
-                file::write(
-                    &*persist.fs,
-                    &persist.dir,
-                    &persist.set,
-                    persist.store_id,
-                    to,
-                )?;
-                **covered = to;
-            }
+            // The set's file may cover removed leaves: the store's
+            // rollback records its size as the floor (atomically with
+            // the rollback), below which open trims the file's entries.
+            **covered = (**covered).min(to);
         }
         let head = match block {
             Some(block) => self.store.truncate_to_block(block)?,

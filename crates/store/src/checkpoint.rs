@@ -89,6 +89,7 @@ pub(crate) struct Marks {
     pub finalized: u64,
     pub epoch: u64,
     pub heads: u64,
+    pub rollback_floor: u64,
 }
 
 /// Writes and publishes the checkpoint of `snapshot`, whose leaves are
@@ -150,6 +151,7 @@ pub(crate) fn write(
         finalized: marks.finalized,
         epoch: marks.epoch,
         heads: marks.heads,
+        rollback_floor: marks.rollback_floor,
     };
     publish(fs, dir, &checkpoint.encode(meta.store_id))?;
     state.last = Some(checkpoint.clone());

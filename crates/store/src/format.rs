@@ -20,7 +20,7 @@ pub(crate) const HEADS_MAGIC: &[u8; 8] = b"CAIRNHDS";
 /// the count of block-tagged heads. Version 1 checkpoints are still read.
 pub const CHECKPOINT_VERSION: u32 = 2;
 /// Bytes of the checkpoint's fixed part (version 2).
-const CHECKPOINT_FIXED: usize = 88;
+const CHECKPOINT_FIXED: usize = 96;
 /// Bytes of the heads file's header.
 pub const HEADS_HEADER_LEN: u64 = 64;
 /// Bytes of one block-tagged head record.
@@ -265,6 +265,11 @@ pub struct CheckpointMeta {
     /// Block-tagged head records valid at this checkpoint (all at sizes
     /// at most `size`).
     pub heads: u64,
+    /// The lowest size rolled back to since the layer above last cleared
+    /// it ([`crate::Store::clear_rollback_floor`]), `u64::MAX` for none:
+    /// derived files written before (the database's set) hold nothing
+    /// valid at or above it.
+    pub rollback_floor: u64,
 }
 
 /// A frame's place in the log.
@@ -293,6 +298,7 @@ impl CheckpointMeta {
         b.extend_from_slice(&self.finalized.to_le_bytes());
         b.extend_from_slice(&self.epoch.to_le_bytes());
         b.extend_from_slice(&self.heads.to_le_bytes());
+        b.extend_from_slice(&self.rollback_floor.to_le_bytes());
         debug_assert_eq!(b.len(), CHECKPOINT_FIXED);
         for (final_len, last) in &self.levels {
             b.extend_from_slice(&final_len.to_le_bytes());
@@ -352,11 +358,11 @@ impl CheckpointMeta {
             })
             .collect();
         let size = u64_at(b, 32);
-        let (finalized, epoch, heads) = if fixed == 64 {
+        let (finalized, epoch, heads, rollback_floor) = if fixed == 64 {
             // A version 1 store finalised everything it checkpointed.
-            (size, 0, 0)
+            (size, 0, 0, u64::MAX)
         } else {
-            (u64_at(b, 64), u64_at(b, 72), u64_at(b, 80))
+            (u64_at(b, 64), u64_at(b, 72), u64_at(b, 80), u64_at(b, 88))
         };
         if finalized > size {
             return Err(Malformed::Field(format!(
@@ -375,6 +381,7 @@ impl CheckpointMeta {
             finalized,
             epoch,
             heads,
+            rollback_floor,
         })
     }
 }
@@ -555,6 +562,7 @@ mod tests {
             finalized: 900,
             epoch: 2,
             heads: 17,
+            rollback_floor: 950,
         };
         let cb = ckpt.encode(m.store_id);
         assert_eq!(CheckpointMeta::decode(&cb, m.store_id), Ok(ckpt.clone()));
@@ -579,7 +587,10 @@ mod tests {
         let crc = crc32c::crc32c(&v1);
         v1.extend_from_slice(&crc.to_le_bytes());
         let read = CheckpointMeta::decode(&v1, m.store_id).unwrap();
-        assert_eq!((read.finalized, read.epoch, read.heads), (1000, 0, 0));
+        assert_eq!(
+            (read.finalized, read.epoch, read.heads, read.rollback_floor),
+            (1000, 0, 0, u64::MAX)
+        );
         assert_eq!(read.levels, ckpt.levels);
         let record = HeadRecord {
             block: 19,

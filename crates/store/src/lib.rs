@@ -37,4 +37,5 @@ pub use error::StoreError;
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 pub use fs::{Fs, SimFs, StdFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
+pub use rollback::RollbackFloor;
 pub use store::{Appended, CheckpointHook, Store, StoreStats, Token, stored_config};

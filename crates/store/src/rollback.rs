@@ -13,7 +13,7 @@
 //! "Rollback").
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_core::{Hash, TreeHead};
 
@@ -72,6 +72,20 @@ impl Store {
         self.finalize(head.size)
     }
 
+    /// The lowest size rolled back to since [`Store::clear_rollback_floor`]
+    /// (as the last published checkpoint or rollback recorded it), if any:
+    /// a derived file written before holds nothing valid at or above it.
+    pub fn rollback_floor(&self) -> Option<u64> {
+        let floor = self.inner.rollback_floor.load(Ordering::Acquire);
+        (floor != u64::MAX).then_some(floor)
+    }
+
+    /// A handle the layer above keeps (in its checkpoint hook, say) to
+    /// clear the rollback floor once it wrote its derived files afresh.
+    pub fn rollback_floor_handle(&self) -> RollbackFloor {
+        RollbackFloor(Arc::clone(&self.inner.rollback_floor))
+    }
+
     /// Leaves below which a rollback is refused.
     pub fn finalized_size(&self) -> u64 {
         Inner::finalized(&self.inner.checkpoints.lock())
@@ -120,6 +134,19 @@ impl Store {
         let mut heads = self.inner.heads.lock();
         heads.fill_roots(&roots, epoch);
         heads.lookup(root)
+    }
+}
+
+/// Clears a store's rollback floor (see [`Store::rollback_floor`]).
+#[derive(Debug, Clone)]
+pub struct RollbackFloor(Arc<AtomicU64>);
+
+impl RollbackFloor {
+    /// The layer above wrote its derived files afresh: rollbacks before
+    /// now no longer concern them. The next checkpoint records it; until
+    /// then the old floor stands, which only costs a longer replay.
+    pub fn clear(&self) {
+        self.0.store(u64::MAX, Ordering::Release);
     }
 }
 
@@ -192,6 +219,7 @@ impl Inner {
                 Vec::new()
             };
             let epoch = self.heads_writer.lock().epoch() + 1;
+            let floor = self.rollback_floor.fetch_min(to, Ordering::AcqRel).min(to);
             checkpoint::write(
                 &*self.fs,
                 &self.dir,
@@ -203,6 +231,7 @@ impl Inner {
                     finalized,
                     epoch,
                     heads: written_kept,
+                    rollback_floor: floor,
                 },
             )?;
             self.heads_writer.lock().rewind(written_kept, epoch);

@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     pub(crate) poisoned: AtomicBool,
     pub(crate) published: ArcSwap<Snapshot>,
     pub(crate) checkpoints: Mutex<Checkpoints>,
+    /// See [`CheckpointMeta::rollback_floor`] (`u64::MAX`: none).
+    pub(crate) rollback_floor: Arc<AtomicU64>,
     shutdown: Mutex<bool>,
     shutdown_signal: Condvar,
     /// Set when the store is dropped: no more log writes.
@@ -429,6 +431,12 @@ impl Store {
             durable_changed: Condvar::new(),
             poisoned: AtomicBool::new(false),
             published: ArcSwap::from_pointee(snapshot),
+            rollback_floor: Arc::new(AtomicU64::new(
+                checkpoints
+                    .last
+                    .as_ref()
+                    .map_or(u64::MAX, |c| c.rollback_floor),
+            )),
             checkpoints: Mutex::new(checkpoints),
             shutdown: Mutex::new(false),
             shutdown_signal: Condvar::new(),
@@ -907,6 +915,7 @@ impl Inner {
                 finalized,
                 epoch,
                 heads,
+                rollback_floor: self.rollback_floor.load(Ordering::Acquire),
             },
         );
         let written = match written {

@@ -174,12 +174,16 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// The set's checkpoint in `dir`, if there is one; every byte is checked
 /// (CRCs, counts, the store it belongs to, indices below `covered`, no
-/// more than `size` leaves covered).
+/// more than `size` leaves covered). With `floor` (the lowest size the
+/// store was rolled back to since the file was written), entries at or
+/// above it are dropped and the file covers only `floor` leaves: they were
+/// removed, and other leaves may hold those indices now.
 pub(crate) fn read(
     fs: &dyn Fs,
     dir: &Path,
     store_id: u64,
     size: u64,
+    floor: Option<u64>,
 ) -> Result<Option<Loaded>, StoreError> {
     // Never published: a checkpoint that crashed.
     remove_stale(fs, &dir.join(SET_TMP))?;
@@ -233,10 +237,11 @@ pub(crate) fn read(
         ));
     }
     let covered = u64_at(&head, 24);
-    if covered > size {
+    let kept = floor.map_or(covered, |floor| covered.min(floor));
+    if kept > size {
         return Err(corrupt(
             24,
-            format!("covers {covered} leaves, the store holds only {size}"),
+            format!("covers {kept} leaves, the store holds only {size}"),
         ));
     }
     let key = Key(u64_at(&head, 32), u64_at(&head, 40));
@@ -288,8 +293,13 @@ pub(crate) fn read(
             format!("holds {held} values, its header says it covers {covered} leaves"),
         ));
     }
+    let tables = if kept < covered {
+        tables.into_par_iter().map(|t| t.below(kept)).collect()
+    } else {
+        tables
+    };
     Ok(Some(Loaded {
         set: NullifierSet::from_tables(key, tables),
-        covered,
+        covered: kept,
     }))
 }

@@ -219,8 +219,9 @@ fn a_corrupt_or_short_checkpoint_is_an_error() {
         }
         other => panic!("want Corrupt, got {other:?}"),
     }
-    // Version 2: 88 fixed bytes (finality, rollback epoch, heads), 40 per level, the CRC.
-    assert_eq!(good.len(), 88 + 40 * 6 + 4);
+    // Version 2: 96 fixed bytes (finality, rollback epoch, heads, rollback
+    // floor), 40 per level, the CRC.
+    assert_eq!(good.len(), 96 + 40 * 6 + 4);
 }
 
 #[test]
