@@ -70,8 +70,12 @@ pub(crate) struct Heads {
     written: usize,
     /// A root of a tagged head -> the first tag with it.
     tag_roots: HashMap<Hash, usize>,
-    /// End sizes of the last `window` appends, with their roots once computed.
+    /// End sizes of the last `window` appends, with their roots once
+    /// computed: the first `filled` have them (roots are computed for every
+    /// entry at once, and new entries join at the back, so the ones without
+    /// are always a suffix).
     recent: VecDeque<(u64, Option<Hash>)>,
+    filled: usize,
     recent_roots: HashMap<Hash, u64>,
     window: usize,
     /// Rollbacks so far: roots computed before one are not filled in after.
@@ -86,6 +90,7 @@ impl Heads {
             tags: Vec::new(),
             tag_roots: HashMap::new(),
             recent: VecDeque::with_capacity(window.min(1 << 16)),
+            filled: 0,
             recent_roots: HashMap::new(),
             window,
             epoch: 0,
@@ -120,10 +125,14 @@ impl Heads {
             return;
         }
         if self.recent.len() == self.window
-            && let Some((old, Some(root))) = self.recent.pop_front()
-            && self.recent_roots.get(&root) == Some(&old)
+            && let Some((old, root)) = self.recent.pop_front()
         {
-            self.recent_roots.remove(&root);
+            self.filled = self.filled.saturating_sub(1);
+            if let Some(root) = root
+                && self.recent_roots.get(&root) == Some(&old)
+            {
+                self.recent_roots.remove(&root);
+            }
         }
         self.recent.push_back((size, None));
     }
@@ -151,6 +160,7 @@ impl Heads {
         }
         self.written = self.written.min(keep);
         while self.recent.back().is_some_and(|&(size, _)| size > to) {
+            self.filled = self.filled.min(self.recent.len() - 1);
             if let Some((size, Some(root))) = self.recent.pop_back()
                 && self.recent_roots.get(&root) == Some(&size)
             {
@@ -193,7 +203,7 @@ impl Heads {
     pub fn missing_roots(&self) -> Vec<u64> {
         self.recent
             .iter()
-            .filter(|(_, root)| root.is_none())
+            .skip(self.filled)
             .map(|&(size, _)| size)
             .collect()
     }
@@ -205,13 +215,16 @@ impl Heads {
             return;
         }
         let by_size: HashMap<u64, Option<Hash>> = roots.iter().copied().collect();
-        for (size, slot) in &mut self.recent {
-            if slot.is_none()
-                && let Some(Some(root)) = by_size.get(size)
-            {
-                *slot = Some(*root);
-                self.recent_roots.entry(*root).or_insert(*size);
+        while let Some((size, slot)) = self.recent.get_mut(self.filled) {
+            // The empty tree's root is none: nothing to find it by.
+            let Some(&root) = by_size.get(size) else {
+                break;
+            };
+            *slot = root;
+            if let Some(root) = root {
+                self.recent_roots.entry(root).or_insert(*size);
             }
+            self.filled += 1;
         }
     }
 
@@ -346,7 +359,11 @@ pub(crate) fn recover(
         .read_at(&mut header, 0)
         .map_err(|e| StoreError::io("read", &path, e))?;
     if let Err(why) = format::check_heads_header(&meta, &header[..read]) {
-        if trusted == 0 && read < header.len() {
+        // Records are written only after the header is durable, so a file
+        // with a bad header and no valid record was created but its header
+        // never made durable (a power loss can keep the length and lose the
+        // bytes: zeros): it holds nothing. With a record, it is damage.
+        if trusted == 0 && (read < header.len() || !has_records(&*file, &path, len)?) {
             // Created but its header never made durable: it holds nothing.
             file.write_at(&format::heads_header(&meta), 0)
                 .map_err(|e| StoreError::io("write", &path, e))?;
@@ -419,6 +436,17 @@ pub(crate) fn recover(
     }
     writer.file = Some(file);
     Ok((tags, writer))
+}
+
+/// Whether any record slot of the heads file holds a valid record.
+fn has_records(file: &dyn FsFile, path: &Path, len: u64) -> Result<bool> {
+    let slots = len.saturating_sub(HEADS_HEADER_LEN) / HEAD_RECORD_LEN;
+    let mut bytes = vec![0u8; (slots * HEAD_RECORD_LEN) as usize];
+    file.read_exact_at(&mut bytes, HEADS_HEADER_LEN)
+        .map_err(|e| StoreError::io("read", path, e))?;
+    Ok(bytes
+        .chunks_exact(HEAD_RECORD_LEN as usize)
+        .any(|raw| HeadRecord::decode(raw).is_some()))
 }
 
 /// A writer for a store without a heads file yet.

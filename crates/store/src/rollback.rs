@@ -199,8 +199,9 @@ impl Inner {
                 durable.end = durable.end.min(to);
                 durable.tags = durable.tags.min(written_kept);
             }
-            let snapshot = tree.snapshot();
-            self.published.store(Arc::new(snapshot.clone()));
+            // One `Arc`: cloning a `Snapshot` would deep-copy its levels.
+            let snapshot = Arc::new(tree.snapshot());
+            self.published.store(Arc::clone(&snapshot));
             (snapshot, tree.share_leaves(), written_kept)
         };
         // Waiters on rolled-back appends find out now.
