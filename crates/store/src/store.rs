@@ -228,6 +228,7 @@ impl Store {
     /// Opens the store in `dir`. `config.tree` and `config.log_shift` must
     /// equal what the store was created with.
     pub fn open(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
+        require_dir(&*fs, dir)?;
         let meta_path = dir.join(META);
         if !fs
             .exists(&meta_path)
@@ -1036,8 +1037,10 @@ const LOCK_WAIT: Duration = Duration::from_millis(500);
 /// calls exec. A store closed while another thread spawns a process can
 /// therefore stay locked for a moment after `close` returned (seen in the
 /// test suite: a close-then-open racing the kill -9 test's spawns). A
-/// second process that really holds the directory is still reported, after
-/// the wait.
+/// handle that really holds the directory is still reported, after the
+/// wait: [`StoreError::OpenInProcess`] when it is one of this process
+/// (the file system says so with `ResourceBusy`), [`StoreError::Locked`]
+/// otherwise.
 fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
     let path = dir.join(LOCK);
     let started = Instant::now();
@@ -1045,15 +1048,34 @@ fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
     loop {
         match fs.lock(&path) {
             Ok(lock) => return Ok(lock),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::ResourceBusy
+                ) =>
+            {
                 if started.elapsed() >= LOCK_WAIT {
-                    return Err(StoreError::Locked { path });
+                    return Err(match e.kind() {
+                        std::io::ErrorKind::ResourceBusy => {
+                            StoreError::OpenInProcess { path: dir.into() }
+                        }
+                        _ => StoreError::Locked { path },
+                    });
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(50));
             }
             Err(e) => return Err(StoreError::io("lock", &path, e)),
         }
+    }
+}
+
+/// [`StoreError::Missing`] unless `dir` exists.
+fn require_dir(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    match fs.exists(dir) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(StoreError::Missing { path: dir.into() }),
+        Err(e) => Err(StoreError::io("stat", dir, e)),
     }
 }
 
@@ -1111,6 +1133,7 @@ fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()> {
 /// The stored configuration of the store in `dir` (to open it without
 /// knowing it).
 pub fn stored_config(fs: &dyn Fs, dir: &Path) -> Result<StoreMeta> {
+    require_dir(fs, dir)?;
     let path = dir.join(META);
     if !fs
         .exists(&path)

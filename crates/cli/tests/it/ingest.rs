@@ -286,7 +286,7 @@ fn bad_input_is_exit_4_saying_where_and_what_was_appended_before() {
     cairn(&["ingest", &db, "--block-size", "2^27", "-"]).error(2, &["2^26"]);
     cairn(&["ingest", &db, &dir.path("missing.bin")]).error(4, &["missing.bin", "cannot read"]);
     let good = dir.file("good.bin", bin(&l));
-    cairn(&["ingest", &dir.path("nodb"), &good]).error(4, &["not a cairn store"]);
+    cairn(&["ingest", &dir.path("nodb"), &good]).error(4, &["nodb does not exist"]);
 }
 
 #[test]
