@@ -382,6 +382,13 @@ impl Db {
         Ok(written)
     }
 
+    /// Runs `observer` after every checkpoint written (manual or
+    /// automatic) with the time it took, the set's checkpoint included
+    /// (see [`Store::set_checkpoint_observer`]).
+    pub fn set_checkpoint_observer(&self, observer: cairn_store::CheckpointObserver) {
+        self.store.set_checkpoint_observer(observer);
+    }
+
     /// Figures about the database.
     pub fn stats(&self) -> DbStats {
         DbStats {

@@ -23,7 +23,9 @@ mod db;
 mod error;
 mod set;
 
-pub use cairn_store::{Appended, CheckpointMeta, StoreConfig, StoreStats, Token};
+pub use cairn_store::{
+    Appended, CheckpointMeta, CheckpointObserver, StoreConfig, StoreStats, Token,
+};
 pub use config::DbConfig;
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
 pub use error::{DbError, Result};

@@ -28,12 +28,13 @@ mod config;
 mod error;
 mod json;
 mod metrics;
+mod process;
 mod routes;
 mod server;
 
 pub use config::{
-    DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES, ServeOptions,
-    ServerConfig, read_token_file,
+    DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
+    ServeOptions, ServerConfig, read_token_file,
 };
 pub use error::ServerError;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};

@@ -31,4 +31,6 @@ pub use config::{CheckpointPolicy, StoreConfig};
 pub use error::StoreError;
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 pub use fs::{Fs, SimFs, StdFs};
-pub use store::{Appended, CheckpointHook, Store, StoreStats, Token, stored_config};
+pub use store::{
+    Appended, CheckpointHook, CheckpointObserver, Store, StoreStats, Token, stored_config,
+};

@@ -64,9 +64,18 @@ struct Inner {
     /// Set when the store is dropped: no more log writes.
     closed: AtomicBool,
     hook: Mutex<Option<Hook>>,
+    observer: Mutex<Option<Observer>>,
 }
 
 struct Hook(CheckpointHook);
+
+struct Observer(CheckpointObserver);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckpointObserver")
+    }
+}
 
 impl std::fmt::Debug for Hook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -76,6 +85,10 @@ impl std::fmt::Debug for Hook {
 
 /// What [`Store::set_checkpoint_hook`] runs after each checkpoint.
 pub type CheckpointHook = Box<dyn Fn(&CheckpointMeta) -> Result<()> + Send + Sync>;
+
+/// What [`Store::set_checkpoint_observer`] runs after each checkpoint
+/// written: the checkpoint and how long it took, hook included.
+pub type CheckpointObserver = Box<dyn Fn(&CheckpointMeta, Duration) + Send + Sync>;
 
 #[derive(Debug)]
 struct Durable {
@@ -361,6 +374,7 @@ impl Store {
             shutdown_signal: Condvar::new(),
             closed: AtomicBool::new(false),
             hook: Mutex::new(None),
+            observer: Mutex::new(None),
             config,
         });
         let background = (inner.config.flush_interval.is_some()
@@ -512,6 +526,14 @@ impl Store {
     /// checkpoint itself stays published).
     pub fn set_checkpoint_hook(&self, hook: CheckpointHook) {
         *self.inner.hook.lock() = Some(Hook(hook));
+    }
+
+    /// Runs `observer` after every checkpoint this store writes (manual or
+    /// automatic, not one skipped because nothing was new) with the time it
+    /// took, the checkpoint hook included: for metrics, which must see the
+    /// background checkpoints too.
+    pub fn set_checkpoint_observer(&self, observer: CheckpointObserver) {
+        *self.inner.observer.lock() = Some(Observer(observer));
     }
 
     /// The current head (size and root).
@@ -673,6 +695,7 @@ impl Inner {
     }
 
     fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
+        let started = Instant::now();
         let mut checkpoints = self.checkpoints.lock();
         // Flush and snapshot at one size, under the flush lock only.
         let mut taken = None;
@@ -707,6 +730,9 @@ impl Inner {
         self.tier(&mut checkpoints)?;
         if let Some(Hook(hook)) = &*self.hook.lock() {
             hook(&written)?;
+        }
+        if let Some(Observer(observer)) = &*self.observer.lock() {
+            observer(&written, started.elapsed());
         }
         Ok(Some(written))
     }

@@ -147,7 +147,8 @@ fn serve_create_makes_the_database_then_reuses_a_matching_one() {
     let db = db.to_str().unwrap();
     let create = [db, "--create", "--arity", "3", "--hash", "sha256"];
     let (child, addr) = spawn_serve(&[&create[..], &["--listen", "127.0.0.1:0"]].concat());
-    let leaf = r#"{"leaves":["0x0000000000000000000000000000000000000000000000000000000000000007"]}"#;
+    let leaf =
+        r#"{"leaves":["0x0000000000000000000000000000000000000000000000000000000000000007"]}"#;
     let json = "Content-Type: application/json";
     let (status, body) = request(&addr, "POST", "/v1/leaves", &[json], leaf);
     assert_eq!(status, 200, "{body}");
@@ -165,7 +166,15 @@ fn serve_create_makes_the_database_then_reuses_a_matching_one() {
 
     // Another arity or hash is refused rather than silently ignored.
     cairn(&[
-        "serve", db, "--create", "--arity", "4", "--hash", "sha256", "--listen", "127.0.0.1:0",
+        "serve",
+        db,
+        "--create",
+        "--arity",
+        "4",
+        "--hash",
+        "sha256",
+        "--listen",
+        "127.0.0.1:0",
     ])
     .error(2, &["arity 3 and hash sha256, not arity 4 and hash sha256"]);
     // --arity without --create is a usage error: it would be ignored.

@@ -47,7 +47,10 @@ fn appends_are_durable_across_reopen_with_and_without_checkpoints() {
     // lives, with an error naming this process rather than another one.
     match Store::open(fs.clone(), &path, config(4, 10)) {
         Err(error @ StoreError::OpenInProcess { .. }) => {
-            assert!(error.to_string().contains("already open in this process"), "{error}");
+            assert!(
+                error.to_string().contains("already open in this process"),
+                "{error}"
+            );
         }
         other => panic!("want OpenInProcess, got {other:?}"),
     }
@@ -73,7 +76,7 @@ fn appends_are_durable_across_reopen_with_and_without_checkpoints() {
     ));
     assert!(matches!(
         Store::open(fs, &dir.path().join("nothing"), config(4, 10)),
-        Err(StoreError::NotAStore { .. })
+        Err(StoreError::Missing { .. })
     ));
 }
 
@@ -254,7 +257,10 @@ fn opening_a_missing_directory_says_it_does_not_exist() {
         matches!(&error, StoreError::Missing { path } if path == &missing),
         "{error:?}"
     );
-    assert_eq!(error.to_string(), format!("{} does not exist", missing.display()));
+    assert_eq!(
+        error.to_string(),
+        format!("{} does not exist", missing.display())
+    );
     let error = cairn_store::stored_config(&cairn_store::StdFs, &missing).unwrap_err();
     assert!(matches!(error, StoreError::Missing { .. }), "{error:?}");
     // An existing directory without a store is still "not a store".
