@@ -53,7 +53,8 @@ large (32 MiB or more); never when stderr is piped.
 \"skipped_count\":K,\"skipped\":[..],\"checkpointed\":true|false}; with --skip-duplicates \
 \"skipped\" lists the first 1,000 skipped values. On exit 3 it prints {\"error\":\"duplicates\",\
 \"message\":\"..\",\"appended_before\":A,\"first_index\":I|null,\"size\":S,\"root\":..,\"block\":B,\
-\"duplicate_count\":K,\"duplicates\":[..]} listing every duplicate of the refused block. Each \
+\"duplicate_count\":K,\"duplicates\":[..]} counting every duplicate of the refused block and \
+listing the first 1,000. Each \
 listed value is {\"value\":\"0x..\",\"position\":P,\"line\":L|null,\"existing_index\":I|null,\
 \"earlier_position\":Q|null}.
 
@@ -66,8 +67,9 @@ Examples:
 /// Leaves not covered by the last checkpoint that make ingest end with one.
 pub const CHECKPOINT_AFTER: u64 = 1 << 16;
 
-/// Skipped values listed by `--json` (all are counted).
-pub const SKIPPED_LISTED: usize = 1000;
+/// Skipped or refused duplicates listed by `--json` (all are counted): a
+/// block of a million duplicates would otherwise print a line of 164 MB.
+pub const LISTED: usize = 1000;
 
 /// Values listed on the one stderr or stdout line (all are in `--json`).
 const SHOWN: usize = 8;
@@ -312,7 +314,7 @@ impl IngestCmd {
             let appended = if self.skip_duplicates {
                 let new = db.append_new(&block).map_err(Stop::Db)?;
                 done.skipped_count += new.skipped.len() as u64;
-                let room = SKIPPED_LISTED.saturating_sub(done.skipped.len());
+                let room = LISTED.saturating_sub(done.skipped.len());
                 done.skipped
                     .extend(new.skipped.iter().take(room).map(locate));
                 new.appended
@@ -320,11 +322,12 @@ impl IngestCmd {
                 match db.append_batch(&block) {
                     Ok(appended) => Some(appended),
                     Err(DbError::Duplicates { duplicates, .. }) => {
-                        let located: Vec<Located> = duplicates.iter().map(locate).collect();
+                        let located = duplicates.iter().take(LISTED).map(locate).collect();
                         return Err(Stop::Duplicates {
                             block: done.blocks,
                             first: done.position,
                             len: block.len() as u64,
+                            count: duplicates.len(),
                             located,
                         });
                     }
@@ -374,16 +377,22 @@ impl IngestCmd {
                 block,
                 first,
                 len,
+                count,
                 located,
             } => {
+                let json_lists = if count > LISTED {
+                    format!(" (--json lists the first {})", group(LISTED as u64))
+                } else {
+                    " (--json lists all)".to_owned()
+                };
                 let message = format!(
                     "{}: {} duplicate value{} in block {block} of {} (input leaves {first}..{}), so none of its leaves was appended: {}; {before}",
                     self.dir.display(),
-                    group(located.len() as u64),
-                    if located.len() == 1 { "" } else { "s" },
+                    group(count as u64),
+                    if count == 1 { "" } else { "s" },
                     self.source_name(),
                     first + len,
-                    listing(&located, located.len(), " (--json lists all)"),
+                    listing(&located, count, &json_lists),
                 );
                 if self.json {
                     let head = db.head();
@@ -395,7 +404,7 @@ impl IngestCmd {
                         .field("size", head.size)
                         .hash("root", head.root.as_ref())
                         .field("block", block)
-                        .field("duplicate_count", located.len() as u64)
+                        .field("duplicate_count", count as u64)
                         .raw("duplicates", &array(located.iter().map(Located::json)))
                         .finish();
                     if let Err(failure) = output::line(&json) {
@@ -472,6 +481,9 @@ enum Stop {
         first: u64,
         /// Its length.
         len: u64,
+        /// Its duplicates, all counted...
+        count: usize,
+        /// ...and the first [`LISTED`] located.
         located: Vec<Located>,
     },
 }

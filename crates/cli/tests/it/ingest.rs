@@ -126,6 +126,29 @@ fn duplicates_exit_3_listing_each_and_their_block_appends_nothing() {
     );
 }
 
+/// A block of a million duplicates once printed all of them on one JSON
+/// line (164 MB): the list is bounded, the count is not.
+#[test]
+fn duplicates_json_lists_at_most_a_thousand_and_counts_them_all() {
+    let dir = Dir::new();
+    let db = empty(&dir, 4, HashKind::Blake3);
+    let l = leaves(1500);
+    ingest(&db, &l, &[]).success();
+    let run = ingest(&db, &l, &["--json"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains("1,500 duplicate values")
+            && run.stderr.contains("(--json lists the first 1,000)"),
+        "{}",
+        run.stderr
+    );
+    let json: serde_json::Value = serde_json::from_str(&run.out()).expect("JSON on stdout");
+    assert_eq!(json["duplicate_count"], 1500);
+    let listed = json["duplicates"].as_array().unwrap();
+    assert_eq!(listed.len(), 1000);
+    assert_eq!(listed[999]["existing_index"], 999);
+}
+
 #[test]
 fn a_refused_later_block_leaves_the_earlier_blocks_appended_and_says_so() {
     let dir = Dir::new();
