@@ -11,6 +11,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::io::IsTerminal as _;
+
 use anyhow::anyhow;
 use cairn_core::hex::{Hex, to_hex};
 use cairn_core::{Hash, TreeError, TreeHead};
@@ -47,7 +49,9 @@ appended once, at its first position) and reported instead. Re-running an interr
 with --skip-duplicates completes it.
 
 A progress bar with rate and ETA is drawn on stderr when stderr is a terminal and the input is \
-large (32 MiB or more); never when stderr is piped.
+large (32 MiB or more), followed by a spinner while the new leaves are hashed and checkpointed; \
+never when stderr is piped. Reading a terminal (no file argument, stdin not redirected), ingest \
+says it is waiting: end the input with Ctrl-D.
 
 --json prints {\"first_index\":I|null,\"count\":C,\"size\":S,\"root\":\"0x..\"|null,\"blocks\":B,\
 \"skipped_count\":K,\"skipped\":[..],\"checkpointed\":true|false}; with --skip-duplicates \
@@ -177,6 +181,15 @@ fn settle(pending: &mut Option<cairn_db::Appended>, done: &mut Progressed) -> Re
     Ok(())
 }
 
+/// What ingest says when it reads leaves from a terminal.
+fn waiting_notice(format: Format) -> String {
+    let what = match format {
+        Format::Hex => "one 0x-prefixed 64-digit hex leaf per line",
+        Format::Bin => "raw 32-byte leaves (--format hex for typed hex lines)",
+    };
+    format!("reading leaves from the terminal: {what}; end the input with Ctrl-D")
+}
+
 impl IngestCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let source = Source::from_arg(self.source.as_deref());
@@ -195,6 +208,10 @@ impl IngestCmd {
             ));
         }
         let input = source.open()?;
+        if matches!(source, Source::Stdin) && std::io::stdin().is_terminal() {
+            // Otherwise a bare `cairn ingest db` looks hung.
+            eprintln!("{}", waiting_notice(self.format));
+        }
         let db = database::open(
             &self.dir,
             Options {
@@ -214,8 +231,7 @@ impl IngestCmd {
         let mut done = Progressed::default();
         let result = self.ingest(&db, &source, input, &mut done);
         match result {
-            Ok(checkpointed) => {
-                let head = db.head();
+            Ok((checkpointed, head)) => {
                 db.close().map_err(database::db_failure)?;
                 self.report(&done, head, checkpointed)
             }
@@ -227,7 +243,8 @@ impl IngestCmd {
         }
     }
 
-    /// Reads and appends every block; returns whether it checkpointed.
+    /// Reads and appends every block; returns whether it checkpointed, and
+    /// the head (committing the tree, which hashes what the appends left).
     ///
     /// One block is in flight: block k+1 is read, checked against the
     /// nullifier set and appended while block k's write and fdatasync run
@@ -241,19 +258,38 @@ impl IngestCmd {
         source: &Source,
         input: Box<dyn std::io::BufRead>,
         done: &mut Progressed,
-    ) -> Result<bool, Stop> {
+    ) -> Result<(bool, TreeHead), Stop> {
         let mut pending = None;
-        let result = self.ingest_blocks(db, source, input, done, &mut pending);
+        let mut progress = Progress::new(source.file_len());
+        let result = self.ingest_blocks(db, source, input, done, &mut pending, &mut progress);
         // Settle the block in flight whatever happened; a failed wait is the
         // more serious report.
         settle(&mut pending, done)?;
         result?;
         let stats = db.stats();
-        if done.count > 0 && stats.store.size - stats.store.checkpoint_size >= CHECKPOINT_AFTER {
+        let checkpoint =
+            done.count > 0 && stats.store.size - stats.store.checkpoint_size >= CHECKPOINT_AFTER;
+        // Appends only copied the leaves: the tree is hashed now (by the
+        // checkpoint, or by the head the report prints).
+        let hash = db.config().tree().hash;
+        progress.phase(
+            format!(
+                "hashing {} new leaves ({hash}){}",
+                group(done.count),
+                if checkpoint {
+                    " and writing a checkpoint"
+                } else {
+                    ""
+                }
+            ),
+            done.count,
+        );
+        if checkpoint {
             db.checkpoint().map_err(Stop::Db)?;
-            return Ok(true);
         }
-        Ok(false)
+        let head = db.head();
+        progress.finish();
+        Ok((checkpoint, head))
     }
 
     fn ingest_blocks(
@@ -263,10 +299,10 @@ impl IngestCmd {
         input: Box<dyn std::io::BufRead>,
         done: &mut Progressed,
         pending: &mut Option<cairn_db::Appended>,
+        progress: &mut Progress,
     ) -> Result<(), Stop> {
         let hash = db.config().tree().hash;
         let mut reader = BlockReader::new(input, self.format);
-        let mut progress = Progress::new(source.file_len());
         let block_size = usize::try_from(self.block_size).unwrap_or(usize::MAX);
         let mut block = Vec::new();
         let mut lines = Vec::new();
@@ -341,7 +377,6 @@ impl IngestCmd {
             *pending = appended;
             progress.update(reader.bytes(), done.count);
         }
-        progress.finish();
         Ok(())
     }
 

@@ -408,3 +408,38 @@ fn a_large_ingest_killed_midway_completes_with_skip_duplicates() {
     assert_eq!(check["ok"], true);
     assert_eq!(check["size"], LEAVES as u64);
 }
+
+/// A bare `cairn ingest db` on a terminal once sat silent, looking hung: it
+/// says it is waiting for input. Run under `script`, which gives the child a
+/// terminal (util-linux; the test says so and passes where it is missing).
+#[test]
+fn ingest_from_a_terminal_says_it_is_waiting_for_input() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("no `script` command: cannot give cairn a terminal here");
+        return;
+    }
+    let dir = Dir::new();
+    let db = empty(&dir, 2, HashKind::Blake3);
+    let command = format!("{} ingest {db} --format hex", env!("CARGO_BIN_EXE_cairn"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // One hex line, then Ctrl-D at the start of a line: end of input.
+    let typed = format!("{}\n\u{4}", to_hex(&leaves(1)[0]));
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), typed.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{shown}");
+    assert!(
+        shown.contains("reading leaves from the terminal: one 0x-prefixed 64-digit hex leaf per line; end the input with Ctrl-D"),
+        "{shown}"
+    );
+    assert!(shown.contains("appended 1 leaf"), "{shown}");
+    // A pipe is not a terminal: no notice.
+    let run = ingest(&db, &leaves(3)[1..], &[]);
+    assert!(!run.stderr.contains("terminal"), "{run:?}");
+}
