@@ -57,11 +57,17 @@ Examples:
   cairn root db
   cairn prove db --index 4 > proof.json
   cairn verify --db db proof.json
-  cairn demo";
+  cairn demo
+  cairn completions bash > ~/.local/share/bash-completion/completions/cairn";
+
+/// What `cairn --version` prints after the name: the release and the
+/// on-disk format it reads and writes (a test keeps the two in step with
+/// `cairn_store::format::VERSION`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (on-disk format 1)");
 
 /// The `cairn` command line.
 #[derive(clap::Parser, Debug)]
-#[command(name = "cairn", version, about = ABOUT, long_about = LONG_ABOUT, arg_required_else_help = true)]
+#[command(name = "cairn", version = VERSION, about = ABOUT, long_about = LONG_ABOUT, arg_required_else_help = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -141,5 +147,14 @@ fn command_path(args: &[OsString]) -> String {
     match subcommand {
         Some(name) => format!("cairn {name}"),
         None => "cairn".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_names_the_on_disk_format_the_store_writes() {
+        let format = format!("(on-disk format {})", cairn_store::format::VERSION);
+        assert!(super::VERSION.ends_with(&format), "{}", super::VERSION);
     }
 }
