@@ -9,6 +9,7 @@ mod ingest;
 mod leaves;
 mod plan;
 mod proofs;
+mod readme;
 mod root;
 mod serve;
 mod support;
