@@ -27,7 +27,7 @@ proof that does not verify or is malformed, {\"valid\":false,\"reason\":\"..\"} 
 stderr).
 
 Examples:
-  cairn verify --arity 3 --hash sha256 --root 0x3e39..c920 --size 7 proof.json
+  cairn verify --arity 3 --hash sha256 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920 --size 7 proof.json
   cairn verify --db db proof.json
   cairn prove db --index 4 | cairn verify --db db --json";
 

@@ -5,6 +5,7 @@ mod bad_input;
 mod consistency;
 mod db;
 mod demo;
+mod help_examples;
 mod ingest;
 mod leaves;
 mod plan;
