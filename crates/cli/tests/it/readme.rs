@@ -229,3 +229,60 @@ fn example_parsing_reads_commands_outputs_continuations_and_exit_codes() {
     assert_eq!(blocks[1].examples.len(), 1);
     assert_eq!(blocks[1].examples[0].command, "cairn demo");
 }
+
+/// Where `text` speaks of the work's history rather than to a user: an
+/// issue number, a work session, the team's internal guide.
+fn history_talk(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let mut found = Vec::new();
+    for (at, _) in lower.match_indices("issue ") {
+        let after = &lower[at + "issue ".len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 {
+            found.push(format!("issue {}", &after[..digits]));
+        }
+    }
+    for word in ["session", "shared/guide"] {
+        if lower.contains(word) {
+            found.push(word.to_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn user_documentation_and_help_carry_no_work_history() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![
+        root.join("README.md"),
+        root.join("crates/server/README.md"),
+        root.join("test-vectors/README.md"),
+    ];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let found = history_talk(&text);
+        assert!(found.is_empty(), "{}: {found:?}", file.display());
+    }
+    let help = crate::support::cairn(&["--help"]).success();
+    assert!(history_talk(&help).is_empty(), "cairn --help");
+    let listed = help.split_once("\nCommands:\n").unwrap().1;
+    let names = listed.lines().take_while(|l| !l.trim().is_empty());
+    for name in names.filter_map(|l| l.split_whitespace().next()) {
+        if name == "help" {
+            continue;
+        }
+        let text = crate::support::cairn(&[name, "--help"]).success();
+        let found = history_talk(&text);
+        assert!(found.is_empty(), "cairn {name} --help: {found:?}");
+    }
+    assert_eq!(
+        history_talk("see Issue 7 of the previous Session"),
+        ["issue 7", "session"]
+    );
+}
