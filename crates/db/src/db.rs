@@ -27,6 +27,27 @@ use crate::set::{Duplicate, DuplicateOf, Key, NullifierSet, SetStats};
 const REPLAY_CHUNK: u64 = 1 << 20;
 
 /// A durable n-ary LeanIMT with a strict nullifier set, in a directory.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairn_core::{Arity, HashKind, TreeConfig};
+/// use cairn_db::{Db, DbConfig, DbError};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("nullifiers");
+/// let config = TreeConfig::new(Arity::new(2)?, HashKind::Sha256);
+/// let db = Db::create(&path, DbConfig::new(config))?;
+/// let appended = db.append_batch(&[[1; 32], [2; 32]])?;
+/// appended.token.wait(Duration::from_secs(5))?;      // durable from here on
+/// assert!(matches!(db.append([1; 32]), Err(DbError::Duplicates { .. })));
+/// db.close()?;
+///
+/// let db = Db::open(&path)?;                         // arity and hash from the directory
+/// assert_eq!(db.index_of(&[2; 32])?, Some(1));
+/// let snapshot = db.snapshot();
+/// snapshot.prove(1)?.verify(config.arity, config.hash, &snapshot.head())?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Db {
     store: Store,

@@ -30,7 +30,33 @@ const META_TMP: &str = "cairn.meta.tmp";
 const LOCK: &str = "LOCK";
 const LOG_DIR: &str = "log";
 
-/// A durable n-ary LeanIMT in a directory.
+/// A durable n-ary LeanIMT in a directory (without the nullifier set of
+/// `cairn_db::Db`: repeated values are accepted).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use cairn_core::{Arity, HashKind, TreeConfig};
+/// use cairn_store::{StdFs, Store, StoreConfig, StoreError};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("commitments");
+/// let config = StoreConfig::new(TreeConfig::new(Arity::new(4)?, HashKind::Blake3));
+/// let store = Store::create(Arc::new(StdFs), &path, config.clone())?;
+/// let appended = store.append_batch(&[[7; 32], [8; 32], [9; 32]])?;
+/// appended.token.wait(Duration::from_secs(5))?;   // one group commit
+/// store.checkpoint()?;                            // upper levels to disk: a fast reopen
+///
+/// // One handle per directory: a second open waits briefly, then is refused.
+/// let second = Store::open(Arc::new(StdFs), &path, config.clone());
+/// assert!(matches!(second, Err(StoreError::OpenInProcess { .. })));
+/// let head = store.head();
+/// store.close()?;
+///
+/// let store = Store::open(Arc::new(StdFs), &path, config)?;
+/// assert_eq!(store.head(), head);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Store {
     inner: Arc<Inner>,
