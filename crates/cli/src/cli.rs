@@ -36,6 +36,10 @@ terminal). verify and verify-consistency read either; a proof whose first non-bl
 is JSON. Every command that reports something takes --json: one line of JSON with the fields its
 --help lists (and the README's \"CLI JSON fields\").
 
+Numbers: in text, counts are grouped by thousands with commas (1,048,576 leaves); indices and
+sizes, which you may pass back as arguments (--index, --size, --from, --to), are plain digits; in
+JSON every number is a plain integer.
+
 Errors are one line on stderr starting with 'error: '; a proof that does not verify is one line
 starting with 'invalid: ', a value that is not there one starting with 'absent: '.
 

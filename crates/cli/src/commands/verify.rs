@@ -8,6 +8,7 @@ use cairn_core::hex::Hex;
 use cairn_core::{Arity, Hash, HashKind, TreeHead};
 
 use crate::args::{Source, file_tree, parse_arity, parse_hash_kind, parse_root};
+use crate::commands::plan::group;
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::{database, output, proof_file};
@@ -104,7 +105,7 @@ pub(crate) fn db_heads(
                     "the proof's size".to_owned()
                 },
                 dir.display(),
-                snapshot.size()
+                group(snapshot.size())
             );
             return Err(if given {
                 Failure::new(Code::Usage, message)

@@ -17,6 +17,7 @@ fn help_documents_exit_codes_formats_and_the_empty_tree() {
         "no root",
         "root\":null",
         "verify-consistency",
+        "Numbers: in text, counts are grouped",
     ] {
         assert!(
             help.contains(needle),
