@@ -102,10 +102,9 @@ impl Progress {
     /// take a while, and stderr is a terminal.
     pub fn phase(&mut self, message: String, leaves: u64) {
         if self.bar.is_none() && self.wanted && leaves >= PHASE_LEAVES {
-            self.bar = Some(ProgressBar::with_draw_target(None, (self.target)()));
-            self.bar
-                .as_ref()
-                .map(|bar| bar.enable_steady_tick(Duration::from_millis(200)));
+            let bar = ProgressBar::with_draw_target(None, (self.target)());
+            bar.enable_steady_tick(Duration::from_millis(200));
+            self.bar = Some(bar);
         }
         if let Some(bar) = &self.bar {
             if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}") {
