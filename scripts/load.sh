@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load figures for cairn-server against issue 7's targets, on this machine,
+# Load figures for cairn-server against the load targets, on this machine,
 # against 127.0.0.1 only, each workload bounded in time and in requests.
 #
 #   scripts/load.sh                  # 10M-leaf database, 10 s per workload

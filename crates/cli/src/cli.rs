@@ -36,6 +36,10 @@ terminal). verify and verify-consistency read either; a proof whose first non-bl
 is JSON. Every command that reports something takes --json: one line of JSON with the fields its
 --help lists (and the README's \"CLI JSON fields\").
 
+Numbers: in text, counts are grouped by thousands with commas (1,048,576 leaves); indices and
+sizes, which you may pass back as arguments (--index, --size, --from, --to), are plain digits; in
+JSON every number is a plain integer.
+
 Errors are one line on stderr starting with 'error: '; a proof that does not verify is one line
 starting with 'invalid: ', a value that is not there one starting with 'absent: '.
 
@@ -57,11 +61,17 @@ Examples:
   cairn root db
   cairn prove db --index 4 > proof.json
   cairn verify --db db proof.json
-  cairn demo";
+  cairn demo
+  cairn completions bash > ~/.local/share/bash-completion/completions/cairn";
+
+/// What `cairn --version` prints after the name: the release and the
+/// on-disk format it reads and writes (a test keeps the two in step with
+/// `cairn_store::format::VERSION`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (on-disk format 1)");
 
 /// The `cairn` command line.
 #[derive(clap::Parser, Debug)]
-#[command(name = "cairn", version, about = ABOUT, long_about = LONG_ABOUT, arg_required_else_help = true)]
+#[command(name = "cairn", version = VERSION, about = ABOUT, long_about = LONG_ABOUT, arg_required_else_help = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -141,5 +151,14 @@ fn command_path(args: &[OsString]) -> String {
     match subcommand {
         Some(name) => format!("cairn {name}"),
         None => "cairn".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_names_the_on_disk_format_the_store_writes() {
+        let format = format!("(on-disk format {})", cairn_store::format::VERSION);
+        assert!(super::VERSION.ends_with(&format), "{}", super::VERSION);
     }
 }

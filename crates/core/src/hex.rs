@@ -47,6 +47,56 @@ impl fmt::Debug for Hex<'_> {
     }
 }
 
+/// Debug-formats a list of 32-byte values as a list of hex strings.
+#[derive(Clone, Copy)]
+pub(crate) struct HexList<'a>(pub &'a [Hash]);
+
+impl fmt::Debug for HexList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter().map(Hex)).finish()
+    }
+}
+
+/// Debug-formats an optional 32-byte value as `Some(0x..)` or `None`.
+#[derive(Clone, Copy)]
+pub(crate) struct HexOption<'a>(pub Option<&'a Hash>);
+
+impl fmt::Debug for HexOption<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(value) => f.debug_tuple("Some").field(&Hex(value)).finish(),
+            None => f.write_str("None"),
+        }
+    }
+}
+
+/// `Option<Hash>` as a 0x-hex string or null, for serde's `with`.
+#[cfg(feature = "serde")]
+pub(crate) mod serde_option {
+    use serde::de::Error as _;
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    use crate::hash::Hash;
+
+    pub fn serialize<S: Serializer>(
+        value: &Option<Hash>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => serializer.serialize_some(&super::to_hex(value)),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Hash>, D::Error> {
+        Option::<String>::deserialize(deserializer)?
+            .map(|text| super::parse_hash(&text).map_err(D::Error::custom))
+            .transpose()
+    }
+}
+
 /// `value` as `0x`-prefixed lowercase hex.
 pub fn to_hex(value: &Hash) -> String {
     String::from_utf8(hex_bytes(value).to_vec()).expect("hex digits are ASCII")

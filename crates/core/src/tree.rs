@@ -53,13 +53,27 @@ impl TreeConfig {
 }
 
 /// A tree's size and root as a verifier trusts them: the root of the tree
-/// with exactly `size` leaves. The empty tree has no root.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// with exactly `size` leaves. The empty tree has no root. `Debug` shows
+/// the root in hex; with the `serde` feature a head serializes as
+/// `{"size": S, "root": "0x.." | null}`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct TreeHead {
     /// Number of leaves.
     pub size: u64,
     /// The root, `None` exactly when `size` is 0.
+    #[cfg_attr(feature = "serde", serde(with = "crate::hex::serde_option"))]
     pub root: Option<Hash>,
+}
+
+impl std::fmt::Debug for TreeHead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeHead")
+            .field("size", &self.size)
+            .field("root", &crate::hex::HexOption(self.root.as_ref()))
+            .finish()
+    }
 }
 
 impl TreeHead {

@@ -30,6 +30,27 @@ use crate::set::{Duplicate, DuplicateOf, Key, NullifierSet, SetStats};
 const REPLAY_CHUNK: u64 = 1 << 20;
 
 /// A durable n-ary LeanIMT with a strict nullifier set, in a directory.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairn_core::{Arity, HashKind, TreeConfig};
+/// use cairn_db::{Db, DbConfig, DbError};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("nullifiers");
+/// let config = TreeConfig::new(Arity::new(2)?, HashKind::Sha256);
+/// let db = Db::create(&path, DbConfig::new(config))?;
+/// let appended = db.append_batch(&[[1; 32], [2; 32]])?;
+/// appended.token.wait(Duration::from_secs(5))?;      // durable from here on
+/// assert!(matches!(db.append([1; 32]), Err(DbError::Duplicates { .. })));
+/// db.close()?;
+///
+/// let db = Db::open(&path)?;                         // arity and hash from the directory
+/// assert_eq!(db.index_of(&[2; 32])?, Some(1));
+/// let snapshot = db.snapshot();
+/// snapshot.prove(1)?.verify(config.arity, config.hash, &snapshot.head())?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Db {
     pub(crate) store: Store,
@@ -510,6 +531,13 @@ impl Db {
             persist.after_checkpoint(self.store.stats().checkpoint_size, true, epoch)?;
         }
         Ok(written)
+    }
+
+    /// Runs `observer` after every checkpoint written (manual or
+    /// automatic) with the time it took, the set's checkpoint included
+    /// (see [`Store::set_checkpoint_observer`]).
+    pub fn set_checkpoint_observer(&self, observer: cairn_store::CheckpointObserver) {
+        self.store.set_checkpoint_observer(observer);
     }
 
     /// Figures about the database.

@@ -18,6 +18,12 @@
 //! the set's file: `docs/file-format.md`.
 #![warn(missing_docs)]
 
+/// The README's library examples, compiled and run as doctests so that
+/// they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 mod config;
 mod db;
 mod error;
@@ -25,7 +31,8 @@ mod rollback;
 mod set;
 
 pub use cairn_store::{
-    Appended, BlockTag, CheckpointMeta, RootAt, StoreConfig, StoreStats, TaggedHead, Token,
+    Appended, BlockTag, CheckpointMeta, CheckpointObserver, RootAt, StoreConfig, StoreStats,
+    TaggedHead, Token,
 };
 pub use config::DbConfig;
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats};

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -31,7 +31,7 @@ use cairn_core::hex::to_hex as hex;
 pub(crate) struct Shared {
     pub db: Arc<Db>,
     pub config: ServerConfig,
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     /// The first storage fault an append met: the database acknowledges
     /// nothing after it, so the server reports itself unhealthy.
     pub failure: Mutex<Option<String>>,
@@ -48,11 +48,18 @@ pub(crate) struct AppState(Arc<Shared>);
 
 impl AppState {
     pub fn new(db: Arc<Db>, config: ServerConfig) -> AppState {
+        let metrics = Arc::new(Metrics::default());
+        // Every checkpoint written while serving, the store's automatic
+        // ones included (not only the one at shutdown).
+        let observed = Arc::clone(&metrics);
+        db.set_checkpoint_observer(Box::new(move |_, elapsed| {
+            observed.observe_checkpoint(elapsed);
+        }));
         AppState(Arc::new(Shared {
             committer: Committer::start(db.durable_size()),
             db,
             config,
-            metrics: Metrics::default(),
+            metrics,
             failure: Mutex::new(None),
             latest: Mutex::new(None),
             request_ids: AtomicU64::new(0),
@@ -462,9 +469,4 @@ pub(crate) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
         StatusCode::METHOD_NOT_ALLOWED,
         format!("{} does not accept {method}", uri.path()),
     )
-}
-
-/// How long the shutdown's flush and checkpoint took, for the log.
-pub(crate) fn observe_checkpoint(shared: &Shared, elapsed: Duration) {
-    shared.metrics.checkpoint_seconds.observe(elapsed);
 }

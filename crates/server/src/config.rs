@@ -32,6 +32,13 @@ pub struct ServerConfig {
     pub checkpoint_on_shutdown: bool,
 }
 
+/// The default of [`ServerConfig::max_body_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
+/// The default of [`ServerConfig::max_batch_leaves`]: 2^20.
+pub const DEFAULT_MAX_BATCH_LEAVES: usize = 1 << 20;
+/// The default of [`ServerConfig::durability_timeout`], in seconds.
+pub const DEFAULT_DURABILITY_TIMEOUT_SECONDS: u64 = 30;
+
 impl ServerConfig {
     /// Defaults for `listen`: no token, 64 MiB bodies, batches of up to
     /// 2^20 leaves, a 30 s durability wait, a 30 s shutdown grace, a
@@ -40,9 +47,9 @@ impl ServerConfig {
         ServerConfig {
             listen,
             token: None,
-            max_body_bytes: 64 << 20,
-            max_batch_leaves: 1 << 20,
-            durability_timeout: Duration::from_secs(30),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_batch_leaves: DEFAULT_MAX_BATCH_LEAVES,
+            durability_timeout: Duration::from_secs(DEFAULT_DURABILITY_TIMEOUT_SECONDS),
             shutdown_grace: Duration::from_secs(30),
             checkpoint_on_shutdown: true,
         }
@@ -155,15 +162,15 @@ pub struct ServeOptions {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
     /// Refuse request bodies above this many bytes (413).
-    #[arg(long, value_name = "BYTES")]
-    pub max_body_bytes: Option<usize>,
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
     /// Refuse batches above this many leaves (413).
-    #[arg(long, value_name = "LEAVES")]
-    pub max_batch_leaves: Option<usize>,
+    #[arg(long, value_name = "LEAVES", default_value_t = DEFAULT_MAX_BATCH_LEAVES)]
+    pub max_batch_leaves: usize,
     /// Seconds an append waits to become durable before answering 503.
-    #[arg(long, value_name = "SECONDS")]
-    pub durability_timeout: Option<u64>,
-    /// Do not checkpoint on graceful shutdown.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DURABILITY_TIMEOUT_SECONDS)]
+    pub durability_timeout: u64,
+    /// Do not checkpoint on graceful shutdown (by default the server checkpoints then).
     #[arg(long)]
     pub no_checkpoint_on_shutdown: bool,
 }
@@ -175,15 +182,9 @@ impl ServeOptions {
         if let Some(path) = &self.token_file {
             config.token = Some(read_token_file(path)?);
         }
-        if let Some(bytes) = self.max_body_bytes {
-            config.max_body_bytes = bytes;
-        }
-        if let Some(leaves) = self.max_batch_leaves {
-            config.max_batch_leaves = leaves;
-        }
-        if let Some(seconds) = self.durability_timeout {
-            config.durability_timeout = Duration::from_secs(seconds);
-        }
+        config.max_body_bytes = self.max_body_bytes;
+        config.max_batch_leaves = self.max_batch_leaves;
+        config.durability_timeout = Duration::from_secs(self.durability_timeout);
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
         Ok(config)
     }

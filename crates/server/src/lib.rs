@@ -28,10 +28,14 @@ mod config;
 mod error;
 mod json;
 mod metrics;
+mod process;
 mod routes;
 mod server;
 
-pub use config::{ServeOptions, ServerConfig, read_token_file};
+pub use config::{
+    DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
+    ServeOptions, ServerConfig, read_token_file,
+};
 pub use error::ServerError;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};

@@ -87,12 +87,20 @@ pub(crate) struct Metrics {
     /// From the append to the release of its durability token: the group
     /// commit (write and fdatasync) as a request sees it.
     pub durable_wait_seconds: Histogram,
-    /// Checkpoints the server ran (on shutdown).
+    /// Checkpoints written while serving (automatic and on shutdown).
+    pub checkpoints: AtomicU64,
+    /// How long each of them took.
     pub checkpoint_seconds: Histogram,
     requests: RwLock<BTreeMap<RequestKey, Arc<Histogram>>>,
 }
 
 impl Metrics {
+    /// One checkpoint written (the database's observer calls this).
+    pub fn observe_checkpoint(&self, elapsed: Duration) {
+        self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.checkpoint_seconds.observe(elapsed);
+    }
+
     pub fn observe_request(&self, key: RequestKey, elapsed: Duration) {
         if let Some(histogram) = self.requests.read().get(&key) {
             histogram.observe(elapsed);
@@ -154,6 +162,12 @@ impl Metrics {
             "Appends that failed in the database (storage fault, timeout, full).",
             load(&self.append_failures),
         );
+        counter(
+            &mut out,
+            "cairn_checkpoints_total",
+            "Checkpoints written while serving (automatic and on shutdown).",
+            load(&self.checkpoints),
+        );
         let stats = db.stats();
         gauge(
             &mut out,
@@ -176,7 +190,7 @@ impl Metrics {
         gauge(
             &mut out,
             "cairn_checkpoint_number",
-            "Checkpoints written so far (automatic and on shutdown).",
+            "The number of the last checkpoint on disk (it survives restarts; 0: none).",
             stats.store.checkpoint_number,
         );
         let histograms = [
@@ -192,7 +206,7 @@ impl Metrics {
             ),
             (
                 "cairn_checkpoint_seconds",
-                "Checkpoints run by the server (on shutdown).",
+                "Checkpoints written while serving (automatic and on shutdown), the nullifier set's included.",
                 &self.checkpoint_seconds,
             ),
         ];
@@ -209,6 +223,7 @@ impl Metrics {
             let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
             histogram.render(name, &labels, &mut out);
         }
+        crate::process::render(&mut out);
         out
     }
 }

@@ -13,7 +13,7 @@ use axum::serve::ListenerExt as _;
 use cairn_db::Db;
 use tokio::net::TcpListener;
 
-use crate::api::{self, AppState};
+use crate::api::AppState;
 use crate::config::ServerConfig;
 use crate::error::ServerError;
 use crate::routes;
@@ -117,7 +117,6 @@ async fn finish(state: AppState) -> Result<(), ServerError> {
             let start = Instant::now();
             let written = shared.db.checkpoint()?;
             let elapsed = start.elapsed();
-            api::observe_checkpoint(shared, elapsed);
             tracing::info!(
                 size = written.map(|c| c.size),
                 millis = elapsed.as_millis() as u64,

@@ -29,10 +29,23 @@ pub enum StoreError {
         /// What is wrong.
         detail: String,
     },
-    /// Another process (or handle) has the store open.
+    /// Another process has the store open.
     #[error("{path} is locked: another process has this store open")]
     Locked {
         /// The lock file.
+        path: PathBuf,
+    },
+    /// This process already has the store open (another `Store` or `Db`
+    /// on the same directory that was not closed or dropped).
+    #[error("{path} is already open in this process: close or drop the other handle first")]
+    OpenInProcess {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The directory does not exist.
+    #[error("{path} does not exist")]
+    Missing {
+        /// The directory.
         path: PathBuf,
     },
     /// The directory holds no store.

@@ -38,4 +38,6 @@ pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 pub use fs::{Fs, SimFs, StdFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use rollback::RollbackFloor;
-pub use store::{Appended, CheckpointHook, Store, StoreStats, Token, stored_config};
+pub use store::{
+    Appended, CheckpointHook, CheckpointObserver, Store, StoreStats, Token, stored_config,
+};

@@ -31,7 +31,33 @@ const META_TMP: &str = "cairn.meta.tmp";
 const LOCK: &str = "LOCK";
 const LOG_DIR: &str = "log";
 
-/// A durable n-ary LeanIMT in a directory.
+/// A durable n-ary LeanIMT in a directory (without the nullifier set of
+/// `cairn_db::Db`: repeated values are accepted).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use cairn_core::{Arity, HashKind, TreeConfig};
+/// use cairn_store::{StdFs, Store, StoreConfig, StoreError};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("commitments");
+/// let config = StoreConfig::new(TreeConfig::new(Arity::new(4)?, HashKind::Blake3));
+/// let store = Store::create(Arc::new(StdFs), &path, config.clone())?;
+/// let appended = store.append_batch(&[[7; 32], [8; 32], [9; 32]])?;
+/// appended.token.wait(Duration::from_secs(5))?;   // one group commit
+/// store.checkpoint()?;                            // upper levels to disk: a fast reopen
+///
+/// // One handle per directory: a second open waits briefly, then is refused.
+/// let second = Store::open(Arc::new(StdFs), &path, config.clone());
+/// assert!(matches!(second, Err(StoreError::OpenInProcess { .. })));
+/// let head = store.head();
+/// store.close()?;
+///
+/// let store = Store::open(Arc::new(StdFs), &path, config)?;
+/// assert_eq!(store.head(), head);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Store {
     pub(crate) inner: Arc<Inner>,
@@ -71,9 +97,18 @@ pub(crate) struct Inner {
     /// Set when the store is dropped: no more log writes.
     pub(crate) closed: AtomicBool,
     hook: Mutex<Option<Hook>>,
+    observer: Mutex<Option<Observer>>,
 }
 
 struct Hook(CheckpointHook);
+
+struct Observer(CheckpointObserver);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckpointObserver")
+    }
+}
 
 impl std::fmt::Debug for Hook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -83,6 +118,10 @@ impl std::fmt::Debug for Hook {
 
 /// What [`Store::set_checkpoint_hook`] runs after each checkpoint.
 pub type CheckpointHook = Box<dyn Fn(&CheckpointMeta) -> Result<()> + Send + Sync>;
+
+/// What [`Store::set_checkpoint_observer`] runs after each checkpoint
+/// written: the checkpoint and how long it took, hook included.
+pub type CheckpointObserver = Box<dyn Fn(&CheckpointMeta, Duration) + Send + Sync>;
 
 #[derive(Debug)]
 pub(crate) struct Durable {
@@ -285,6 +324,7 @@ impl Store {
     /// Opens the store in `dir`. `config.tree` and `config.log_shift` must
     /// equal what the store was created with.
     pub fn open(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
+        require_dir(&*fs, dir)?;
         let meta_path = dir.join(META);
         if !fs
             .exists(&meta_path)
@@ -442,6 +482,7 @@ impl Store {
             shutdown_signal: Condvar::new(),
             closed: AtomicBool::new(false),
             hook: Mutex::new(None),
+            observer: Mutex::new(None),
             config,
         });
         let background = (inner.config.flush_interval.is_some()
@@ -657,6 +698,14 @@ impl Store {
         *self.inner.hook.lock() = Some(Hook(hook));
     }
 
+    /// Runs `observer` after every checkpoint this store writes (manual or
+    /// automatic, not one skipped because nothing was new) with the time it
+    /// took, the checkpoint hook included: for metrics, which must see the
+    /// background checkpoints too.
+    pub fn set_checkpoint_observer(&self, observer: CheckpointObserver) {
+        *self.inner.observer.lock() = Some(Observer(observer));
+    }
+
     /// The current head (size and root).
     pub fn head(&self) -> TreeHead {
         self.snapshot().head()
@@ -865,6 +914,7 @@ impl Inner {
     /// that also finalizes that many leaves (published even if nothing
     /// else changed).
     pub(crate) fn checkpoint(&self, finalize: Option<u64>) -> Result<Option<CheckpointMeta>> {
+        let started = Instant::now();
         let mut checkpoints = self.checkpoints.lock();
         // Flush and snapshot at one size, under the flush lock only.
         let mut taken = None;
@@ -930,6 +980,9 @@ impl Inner {
         self.tier(&mut checkpoints)?;
         if let Some(Hook(hook)) = &*self.hook.lock() {
             hook(&written)?;
+        }
+        if let Some(Observer(observer)) = &*self.observer.lock() {
+            observer(&written, started.elapsed());
         }
         Ok(Some(written))
     }
@@ -1280,8 +1333,10 @@ const LOCK_WAIT: Duration = Duration::from_millis(500);
 /// calls exec. A store closed while another thread spawns a process can
 /// therefore stay locked for a moment after `close` returned (seen in the
 /// test suite: a close-then-open racing the kill -9 test's spawns). A
-/// second process that really holds the directory is still reported, after
-/// the wait.
+/// handle that really holds the directory is still reported, after the
+/// wait: [`StoreError::OpenInProcess`] when it is one of this process
+/// (the file system says so with `ResourceBusy`), [`StoreError::Locked`]
+/// otherwise.
 fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
     let path = dir.join(LOCK);
     let started = Instant::now();
@@ -1289,15 +1344,34 @@ fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
     loop {
         match fs.lock(&path) {
             Ok(lock) => return Ok(lock),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::ResourceBusy
+                ) =>
+            {
                 if started.elapsed() >= LOCK_WAIT {
-                    return Err(StoreError::Locked { path });
+                    return Err(match e.kind() {
+                        std::io::ErrorKind::ResourceBusy => {
+                            StoreError::OpenInProcess { path: dir.into() }
+                        }
+                        _ => StoreError::Locked { path },
+                    });
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(50));
             }
             Err(e) => return Err(StoreError::io("lock", &path, e)),
         }
+    }
+}
+
+/// [`StoreError::Missing`] unless `dir` exists.
+fn require_dir(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    match fs.exists(dir) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(StoreError::Missing { path: dir.into() }),
+        Err(e) => Err(StoreError::io("stat", dir, e)),
     }
 }
 
@@ -1355,6 +1429,7 @@ fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()> {
 /// The stored configuration of the store in `dir` (to open it without
 /// knowing it).
 pub fn stored_config(fs: &dyn Fs, dir: &Path) -> Result<StoreMeta> {
+    require_dir(fs, dir)?;
     let path = dir.join(META);
     if !fs
         .exists(&path)

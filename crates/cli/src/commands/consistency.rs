@@ -23,7 +23,7 @@ proves that two roots are the same root.
 
 Examples:
   cairn consistency --arity 3 --hash sha256 --format hex --leaves leaves.hex --from 4 --to 7
-  cairn consistency db --from 278827 > c.json
+  cairn consistency db --from 4 > c.json
   cairn consistency db --from 4 --to 7 --binary > c.bin";
 
 /// Print the proof that the tree at one size is a prefix of the tree at a larger one.

@@ -19,8 +19,8 @@ leaves (refused when stdout is a terminal), --format hex one 0x-hex leaf per lin
 
 Examples:
   cairn export db > leaves.bin
-  cairn export db --format hex --from 278827
-  cairn export old-db | cairn ingest new-db -";
+  cairn export db --format hex --from 4
+  cairn init copy --arity 3 --hash sha256 && cairn export db | cairn ingest copy -";
 
 /// Write a database's leaves to stdout.
 #[derive(clap::Args, Debug)]

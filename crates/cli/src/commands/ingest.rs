@@ -11,6 +11,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::io::IsTerminal as _;
+
 use anyhow::anyhow;
 use cairn_core::hex::{Hex, to_hex};
 use cairn_core::{Hash, TreeError, TreeHead};
@@ -47,13 +49,16 @@ appended once, at its first position) and reported instead. Re-running an interr
 with --skip-duplicates completes it.
 
 A progress bar with rate and ETA is drawn on stderr when stderr is a terminal and the input is \
-large (32 MiB or more); never when stderr is piped.
+large (32 MiB or more), followed by a spinner while the new leaves are hashed and checkpointed; \
+never when stderr is piped. Reading a terminal (no file argument, stdin not redirected), ingest \
+says it is waiting: end the input with Ctrl-D.
 
 --json prints {\"first_index\":I|null,\"count\":C,\"size\":S,\"root\":\"0x..\"|null,\"blocks\":B,\
 \"skipped_count\":K,\"skipped\":[..],\"checkpointed\":true|false}; with --skip-duplicates \
 \"skipped\" lists the first 1,000 skipped values. On exit 3 it prints {\"error\":\"duplicates\",\
 \"message\":\"..\",\"appended_before\":A,\"first_index\":I|null,\"size\":S,\"root\":..,\"block\":B,\
-\"duplicate_count\":K,\"duplicates\":[..]} listing every duplicate of the refused block. Each \
+\"duplicate_count\":K,\"duplicates\":[..]} counting every duplicate of the refused block and \
+listing the first 1,000. Each \
 listed value is {\"value\":\"0x..\",\"position\":P,\"line\":L|null,\"existing_index\":I|null,\
 \"earlier_position\":Q|null}.
 
@@ -66,8 +71,9 @@ Examples:
 /// Leaves not covered by the last checkpoint that make ingest end with one.
 pub const CHECKPOINT_AFTER: u64 = 1 << 16;
 
-/// Skipped values listed by `--json` (all are counted).
-pub const SKIPPED_LISTED: usize = 1000;
+/// Skipped or refused duplicates listed by `--json` (all are counted): a
+/// block of a million duplicates would otherwise print a line of 164 MB.
+pub const LISTED: usize = 1000;
 
 /// Values listed on the one stderr or stdout line (all are in `--json`).
 const SHOWN: usize = 8;
@@ -175,6 +181,15 @@ fn settle(pending: &mut Option<cairn_db::Appended>, done: &mut Progressed) -> Re
     Ok(())
 }
 
+/// What ingest says when it reads leaves from a terminal.
+fn waiting_notice(format: Format) -> String {
+    let what = match format {
+        Format::Hex => "one 0x-prefixed 64-digit hex leaf per line",
+        Format::Bin => "raw 32-byte leaves (--format hex for typed hex lines)",
+    };
+    format!("reading leaves from the terminal: {what}; end the input with Ctrl-D")
+}
+
 impl IngestCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let source = Source::from_arg(self.source.as_deref());
@@ -193,6 +208,10 @@ impl IngestCmd {
             ));
         }
         let input = source.open()?;
+        if matches!(source, Source::Stdin) && std::io::stdin().is_terminal() {
+            // Otherwise a bare `cairn ingest db` looks hung.
+            eprintln!("{}", waiting_notice(self.format));
+        }
         let db = database::open(
             &self.dir,
             Options {
@@ -212,8 +231,7 @@ impl IngestCmd {
         let mut done = Progressed::default();
         let result = self.ingest(&db, &source, input, &mut done);
         match result {
-            Ok(checkpointed) => {
-                let head = db.head();
+            Ok((checkpointed, head)) => {
                 db.close().map_err(database::db_failure)?;
                 self.report(&done, head, checkpointed)
             }
@@ -225,7 +243,8 @@ impl IngestCmd {
         }
     }
 
-    /// Reads and appends every block; returns whether it checkpointed.
+    /// Reads and appends every block; returns whether it checkpointed, and
+    /// the head (committing the tree, which hashes what the appends left).
     ///
     /// One block is in flight: block k+1 is read, checked against the
     /// nullifier set and appended while block k's write and fdatasync run
@@ -239,19 +258,38 @@ impl IngestCmd {
         source: &Source,
         input: Box<dyn std::io::BufRead>,
         done: &mut Progressed,
-    ) -> Result<bool, Stop> {
+    ) -> Result<(bool, TreeHead), Stop> {
         let mut pending = None;
-        let result = self.ingest_blocks(db, source, input, done, &mut pending);
+        let mut progress = Progress::new(source.file_len());
+        let result = self.ingest_blocks(db, source, input, done, &mut pending, &mut progress);
         // Settle the block in flight whatever happened; a failed wait is the
         // more serious report.
         settle(&mut pending, done)?;
         result?;
         let stats = db.stats();
-        if done.count > 0 && stats.store.size - stats.store.checkpoint_size >= CHECKPOINT_AFTER {
+        let checkpoint =
+            done.count > 0 && stats.store.size - stats.store.checkpoint_size >= CHECKPOINT_AFTER;
+        // Appends only copied the leaves: the tree is hashed now (by the
+        // checkpoint, or by the head the report prints).
+        let hash = db.config().tree().hash;
+        progress.phase(
+            format!(
+                "hashing {} new leaves ({hash}){}",
+                group(done.count),
+                if checkpoint {
+                    " and writing a checkpoint"
+                } else {
+                    ""
+                }
+            ),
+            done.count,
+        );
+        if checkpoint {
             db.checkpoint().map_err(Stop::Db)?;
-            return Ok(true);
         }
-        Ok(false)
+        let head = db.head();
+        progress.finish();
+        Ok((checkpoint, head))
     }
 
     fn ingest_blocks(
@@ -261,10 +299,10 @@ impl IngestCmd {
         input: Box<dyn std::io::BufRead>,
         done: &mut Progressed,
         pending: &mut Option<cairn_db::Appended>,
+        progress: &mut Progress,
     ) -> Result<(), Stop> {
         let hash = db.config().tree().hash;
         let mut reader = BlockReader::new(input, self.format);
-        let mut progress = Progress::new(source.file_len());
         let block_size = usize::try_from(self.block_size).unwrap_or(usize::MAX);
         let mut block = Vec::new();
         let mut lines = Vec::new();
@@ -312,7 +350,7 @@ impl IngestCmd {
             let appended = if self.skip_duplicates {
                 let new = db.append_new(&block).map_err(Stop::Db)?;
                 done.skipped_count += new.skipped.len() as u64;
-                let room = SKIPPED_LISTED.saturating_sub(done.skipped.len());
+                let room = LISTED.saturating_sub(done.skipped.len());
                 done.skipped
                     .extend(new.skipped.iter().take(room).map(locate));
                 new.appended
@@ -320,11 +358,12 @@ impl IngestCmd {
                 match db.append_batch(&block) {
                     Ok(appended) => Some(appended),
                     Err(DbError::Duplicates { duplicates, .. }) => {
-                        let located: Vec<Located> = duplicates.iter().map(locate).collect();
+                        let located = duplicates.iter().take(LISTED).map(locate).collect();
                         return Err(Stop::Duplicates {
                             block: done.blocks,
                             first: done.position,
                             len: block.len() as u64,
+                            count: duplicates.len(),
                             located,
                         });
                     }
@@ -338,7 +377,6 @@ impl IngestCmd {
             *pending = appended;
             progress.update(reader.bytes(), done.count);
         }
-        progress.finish();
         Ok(())
     }
 
@@ -374,16 +412,22 @@ impl IngestCmd {
                 block,
                 first,
                 len,
+                count,
                 located,
             } => {
+                let json_lists = if count > LISTED {
+                    format!(" (--json lists the first {})", group(LISTED as u64))
+                } else {
+                    " (--json lists all)".to_owned()
+                };
                 let message = format!(
                     "{}: {} duplicate value{} in block {block} of {} (input leaves {first}..{}), so none of its leaves was appended: {}; {before}",
                     self.dir.display(),
-                    group(located.len() as u64),
-                    if located.len() == 1 { "" } else { "s" },
+                    group(count as u64),
+                    if count == 1 { "" } else { "s" },
                     self.source_name(),
                     first + len,
-                    listing(&located, located.len(), " (--json lists all)"),
+                    listing(&located, count, &json_lists),
                 );
                 if self.json {
                     let head = db.head();
@@ -395,7 +439,7 @@ impl IngestCmd {
                         .field("size", head.size)
                         .hash("root", head.root.as_ref())
                         .field("block", block)
-                        .field("duplicate_count", located.len() as u64)
+                        .field("duplicate_count", count as u64)
                         .raw("duplicates", &array(located.iter().map(Located::json)))
                         .finish();
                     if let Err(failure) = output::line(&json) {
@@ -472,6 +516,9 @@ enum Stop {
         first: u64,
         /// Its length.
         len: u64,
+        /// Its duplicates, all counted...
+        count: usize,
+        /// ...and the first [`LISTED`] located.
         located: Vec<Located>,
     },
 }

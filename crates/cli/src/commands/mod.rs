@@ -8,16 +8,19 @@
 //! `verify-consistency` take `--db DIR` for the trusted head. The database
 //! commands (`init`, `ingest`, `stats`, `contains`, `checkpoint`, `check`,
 //! `export`, `demo`, `serve`) take the directory first. `plan` reads nothing: its
-//! `--leaves` is a count, and its model is public for reuse.
+//! `--leaves` is a count, and its model is public for reuse. `completions`
+//! and `man` print what clap generates from the parser.
 
 mod check;
 mod checkpoint;
+mod completions;
 mod consistency;
 mod contains;
 pub mod demo;
 mod export;
 mod ingest;
 mod init;
+mod man;
 pub mod plan;
 mod prove;
 mod root;
@@ -30,12 +33,14 @@ use crate::failure::Failure;
 
 pub use check::CheckCmd;
 pub use checkpoint::CheckpointCmd;
+pub use completions::CompletionsCmd;
 pub use consistency::ConsistencyCmd;
 pub use contains::ContainsCmd;
 pub use demo::DemoCmd;
 pub use export::ExportCmd;
 pub use ingest::IngestCmd;
 pub use init::InitCmd;
+pub use man::ManCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
 pub use root::RootCmd;
@@ -92,6 +97,12 @@ pub enum Command {
     /// Serve a database over HTTP (appends, proofs, lookups, metrics).
     #[command(long_about = serve::LONG_ABOUT)]
     Serve(ServeCmd),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(long_about = completions::LONG_ABOUT)]
+    Completions(CompletionsCmd),
+    /// Print or write the manual pages.
+    #[command(long_about = man::LONG_ABOUT)]
+    Man(ManCmd),
 }
 
 impl Command {
@@ -113,6 +124,8 @@ impl Command {
             Command::Plan(cmd) => cmd.run(),
             Command::Demo(cmd) => cmd.run(),
             Command::Serve(cmd) => cmd.run(),
+            Command::Completions(cmd) => cmd.run(),
+            Command::Man(cmd) => cmd.run(),
         }
     }
 }

@@ -80,9 +80,9 @@ with one object per arity, its fields in this order:
 Every count is a whole number of bytes, nodes, leaves, blocks, cycles or gates.
 
 Examples:
-  cairn plan --leaves 278827                    (every arity, BLAKE3)
-  cairn plan --leaves 2^32 --hash poseidon      (a circuit's tree: fewest gates wins)
-  cairn plan --leaves 100M --arity 4 --json     (one arity, machine-readable)";
+  cairn plan --leaves 278827                    # every arity, BLAKE3
+  cairn plan --leaves 2^32 --hash poseidon      # a circuit's tree: fewest gates wins
+  cairn plan --leaves 100M --arity 4 --json     # one arity, machine-readable";
 
 /// Model a tree of L leaves at each arity and recommend one.
 #[derive(clap::Args, Debug)]

@@ -1,11 +1,14 @@
 //! `cairn serve`: the HTTP server over a database (`crates/server`).
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
+use cairn_core::{Arity, HashKind, TreeConfig};
+use cairn_db::{Db, DbConfig};
 use cairn_server::{ServeOptions, ServerError, init_logging, run_db};
 
+use crate::args::{parse_arity, parse_hash_kind};
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 
@@ -25,8 +28,13 @@ checkpoints (unless --no-checkpoint-on-shutdown) and releases the directory. Pri
 `listening on ADDR` on stdout once it accepts requests (--listen 127.0.0.1:0 picks a free \
 port); logs go to stderr (CAIRN_LOG=debug for every request, CAIRN_LOG_FORMAT=json).
 
+With --create --arity N --hash H, a DIR holding no database is created first (as `cairn init \
+DIR --arity N --hash H` would); a DIR already holding one is opened if its arity and hash are \
+N and H, refused otherwise (exit 2).
+
 Examples:
   cairn serve db
+  cairn serve db --create --arity 4 --hash blake3 --listen 127.0.0.1:0
   cairn serve db --listen 0.0.0.0:7878 --token-file /etc/cairn/token
   curl -s localhost:7878/v1/root";
 
@@ -36,6 +44,15 @@ pub struct ServeCmd {
     /// The database directory.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+    /// Create the database first if DIR holds none (needs --arity and --hash).
+    #[arg(long, requires_all = ["arity", "hash"])]
+    create: bool,
+    /// With --create: children per internal node, 2 to 16.
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, requires = "create")]
+    arity: Option<Arity>,
+    /// With --create: node hash (blake3, sha256, keccak256 or poseidon).
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, requires = "create")]
+    hash: Option<HashKind>,
     /// Listening, token and limits.
     #[command(flatten)]
     options: ServeOptions,
@@ -44,6 +61,9 @@ pub struct ServeCmd {
 impl ServeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let config = self.options.config().map_err(server_failure)?;
+        if let (true, Some(arity), Some(hash)) = (self.create, self.arity, self.hash) {
+            create_or_check(&self.dir, arity, hash)?;
+        }
         // The store's background flush and automatic checkpoints run while
         // serving.
         let db = database::open(
@@ -61,6 +81,32 @@ impl ServeCmd {
         })
         .map_err(server_failure)
     }
+}
+
+/// Creates a database in `dir` unless it holds one; one it holds must have
+/// `arity` and `hash`, so that `--create` never serves a tree the caller did
+/// not ask for.
+fn create_or_check(dir: &Path, arity: Arity, hash: HashKind) -> Result<(), Failure> {
+    if database::is_database(dir) {
+        let stored = database::stored(dir)?.tree;
+        if stored.arity != arity || stored.hash != hash {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{} already holds a database of arity {} and hash {}, not arity {arity} and hash {hash}",
+                    dir.display(),
+                    stored.arity,
+                    stored.hash,
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    let mut config = DbConfig::new(TreeConfig::new(arity, hash));
+    config.store.flush_interval = None;
+    config.store.checkpoint = Default::default();
+    let db = Db::create(dir, config).map_err(database::db_failure)?;
+    db.close().map_err(database::db_failure)
 }
 
 fn server_failure(error: ServerError) -> Failure {

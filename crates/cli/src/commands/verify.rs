@@ -8,6 +8,7 @@ use cairn_core::hex::Hex;
 use cairn_core::{Arity, Hash, HashKind, TreeHead};
 
 use crate::args::{Source, file_tree, parse_arity, parse_hash_kind, parse_root};
+use crate::commands::plan::group;
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::{database, output, proof_file};
@@ -27,7 +28,7 @@ proof that does not verify or is malformed, {\"valid\":false,\"reason\":\"..\"} 
 stderr).
 
 Examples:
-  cairn verify --arity 3 --hash sha256 --root 0x3e39..c920 --size 7 proof.json
+  cairn verify --arity 3 --hash sha256 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920 --size 7 proof.json
   cairn verify --db db proof.json
   cairn prove db --index 4 | cairn verify --db db --json";
 
@@ -104,7 +105,7 @@ pub(crate) fn db_heads(
                     "the proof's size".to_owned()
                 },
                 dir.display(),
-                snapshot.size()
+                group(snapshot.size())
             );
             return Err(if given {
                 Failure::new(Code::Usage, message)

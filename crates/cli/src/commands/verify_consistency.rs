@@ -27,9 +27,10 @@ With --db DIR the arity, the hash and both trusted heads come from the cairn dat
 --json prints {\"valid\":true,\"old_size\":S1,\"old_root\":\"0x..\"|null,\"new_size\":S2,\"new_root\":\"0x..\"|null} or, for a proof that does not verify or is malformed, {\"valid\":false,\"reason\":\"..\"} (exit 1, nothing on stderr).
 
 Examples:
-  cairn verify-consistency --arity 3 --hash sha256 --old-size 4 --old-root 0x2add..07dd \
-      --new-size 7 --new-root 0x3e39..c920 c.bin
-  cairn consistency db --from 278827 | cairn verify-consistency --db db";
+  cairn verify-consistency --arity 3 --hash sha256 --old-size 4 \\
+      --old-root 0x2add4c442d58e2e04fdad95c32fc2715c6619f5effa9dd1fa6d5fdbce4ac07dd \\
+      --new-size 7 --new-root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920 c.bin
+  cairn consistency db --from 4 | cairn verify-consistency --db db";
 
 /// Check a consistency proof against two trusted heads.
 #[derive(clap::Args, Debug)]

@@ -233,7 +233,7 @@ fn root_tells_a_database_from_a_leaf_file_and_refuses_tree_options_with_one() {
     cairn(&["root", &plain]).error(4, &["cannot read", "not a cairn database"]);
     cairn(&["root", "--arity", "2", "--hash", "blake3", &plain]).error(4, &["cannot read"]);
     cairn(&["prove", &plain, "--index", "0"]).error(4, &["not a cairn store"]);
-    cairn(&["stats", &dir.path("missing")]).error(4, &["not a cairn store"]);
+    cairn(&["stats", &dir.path("missing")]).error(4, &["does not exist"]);
 }
 
 #[test]

@@ -126,6 +126,29 @@ fn duplicates_exit_3_listing_each_and_their_block_appends_nothing() {
     );
 }
 
+/// A block of a million duplicates once printed all of them on one JSON
+/// line (164 MB): the list is bounded, the count is not.
+#[test]
+fn duplicates_json_lists_at_most_a_thousand_and_counts_them_all() {
+    let dir = Dir::new();
+    let db = empty(&dir, 4, HashKind::Blake3);
+    let l = leaves(1500);
+    ingest(&db, &l, &[]).success();
+    let run = ingest(&db, &l, &["--json"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains("1,500 duplicate values")
+            && run.stderr.contains("(--json lists the first 1,000)"),
+        "{}",
+        run.stderr
+    );
+    let json: serde_json::Value = serde_json::from_str(&run.out()).expect("JSON on stdout");
+    assert_eq!(json["duplicate_count"], 1500);
+    let listed = json["duplicates"].as_array().unwrap();
+    assert_eq!(listed.len(), 1000);
+    assert_eq!(listed[999]["existing_index"], 999);
+}
+
 #[test]
 fn a_refused_later_block_leaves_the_earlier_blocks_appended_and_says_so() {
     let dir = Dir::new();
@@ -286,7 +309,7 @@ fn bad_input_is_exit_4_saying_where_and_what_was_appended_before() {
     cairn(&["ingest", &db, "--block-size", "2^27", "-"]).error(2, &["2^26"]);
     cairn(&["ingest", &db, &dir.path("missing.bin")]).error(4, &["missing.bin", "cannot read"]);
     let good = dir.file("good.bin", bin(&l));
-    cairn(&["ingest", &dir.path("nodb"), &good]).error(4, &["not a cairn store"]);
+    cairn(&["ingest", &dir.path("nodb"), &good]).error(4, &["nodb does not exist"]);
 }
 
 #[test]
@@ -384,4 +407,39 @@ fn a_large_ingest_killed_midway_completes_with_skip_duplicates() {
     let check = cairn(&["check", "--json", &db]).json();
     assert_eq!(check["ok"], true);
     assert_eq!(check["size"], LEAVES as u64);
+}
+
+/// A bare `cairn ingest db` on a terminal once sat silent, looking hung: it
+/// says it is waiting for input. Run under `script`, which gives the child a
+/// terminal (util-linux; the test says so and passes where it is missing).
+#[test]
+fn ingest_from_a_terminal_says_it_is_waiting_for_input() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("no `script` command: cannot give cairn a terminal here");
+        return;
+    }
+    let dir = Dir::new();
+    let db = empty(&dir, 2, HashKind::Blake3);
+    let command = format!("{} ingest {db} --format hex", env!("CARGO_BIN_EXE_cairn"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // One hex line, then Ctrl-D at the start of a line: end of input.
+    let typed = format!("{}\n\u{4}", to_hex(&leaves(1)[0]));
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), typed.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{shown}");
+    assert!(
+        shown.contains("reading leaves from the terminal: one 0x-prefixed 64-digit hex leaf per line; end the input with Ctrl-D"),
+        "{shown}"
+    );
+    assert!(shown.contains("appended 1 leaf"), "{shown}");
+    // A pipe is not a terminal: no notice.
+    let run = ingest(&db, &leaves(3)[1..], &[]);
+    assert!(!run.stderr.contains("terminal"), "{run:?}");
 }

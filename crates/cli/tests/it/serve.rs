@@ -114,6 +114,87 @@ fn serve_answers_appends_proofs_and_lookups_and_stops_on_sigterm() {
     assert!(stats.out().contains(r#""size":2"#), "{}", stats.out());
 }
 
+/// Starts `cairn serve ARGS` and returns it with the address it listens on.
+fn spawn_serve(args: &[&str]) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().strip_prefix("listening on ");
+    let addr = addr.unwrap_or_else(|| panic!("no address in {line:?}"));
+    (child, addr.to_string())
+}
+
+/// Sends SIGTERM and asserts a clean exit.
+fn stop(mut child: std::process::Child) {
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(killed.unwrap().success());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn serve_create_makes_the_database_then_reuses_a_matching_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fresh");
+    let db = db.to_str().unwrap();
+    let create = [db, "--create", "--arity", "3", "--hash", "sha256"];
+    let (child, addr) = spawn_serve(&[&create[..], &["--listen", "127.0.0.1:0"]].concat());
+    let leaf =
+        r#"{"leaves":["0x0000000000000000000000000000000000000000000000000000000000000007"]}"#;
+    let json = "Content-Type: application/json";
+    let (status, body) = request(&addr, "POST", "/v1/leaves", &[json], leaf);
+    assert_eq!(status, 200, "{body}");
+    stop(child);
+    let stats = cairn(&["stats", db, "--json"]).success();
+    assert!(stats.contains(r#""arity":3,"hash":"sha256""#), "{stats}");
+    assert!(stats.contains(r#""size":1"#), "{stats}");
+
+    // The same arguments again serve the existing database, leaf included.
+    let (child, addr) = spawn_serve(&[&create[..], &["--listen", "127.0.0.1:0"]].concat());
+    let (status, root) = request(&addr, "GET", "/v1/root", &[], "");
+    assert_eq!(status, 200);
+    assert!(root.contains(r#""size":1"#), "{root}");
+    stop(child);
+
+    // Another arity or hash is refused rather than silently ignored.
+    cairn(&[
+        "serve",
+        db,
+        "--create",
+        "--arity",
+        "4",
+        "--hash",
+        "sha256",
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .error(2, &["arity 3 and hash sha256, not arity 4 and hash sha256"]);
+    // --arity without --create is a usage error: it would be ignored.
+    cairn(&["serve", db, "--arity", "4"]).error(2, &["--create"]);
+    cairn(&["serve", db, "--create", "--arity", "4"]).error(2, &["--hash"]);
+}
+
+#[test]
+fn serve_help_shows_every_default() {
+    let help = cairn(&["serve", "--help"]).success();
+    for default in [
+        "[default: 127.0.0.1:7878]",
+        "[default: 67108864]",
+        "[default: 1048576]",
+        "[default: 30]",
+    ] {
+        assert!(help.contains(default), "no {default} in:\n{help}");
+    }
+}
+
 #[test]
 fn serve_on_a_missing_database_is_one_line_and_exit_4() {
     let dir = tempfile::tempdir().unwrap();
@@ -124,5 +205,5 @@ fn serve_on_a_missing_database_is_one_line_and_exit_4() {
         "--listen",
         "127.0.0.1:0",
     ])
-    .error(4, &["not a cairn"]);
+    .error(4, &["does not exist"]);
 }

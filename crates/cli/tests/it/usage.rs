@@ -17,6 +17,7 @@ fn help_documents_exit_codes_formats_and_the_empty_tree() {
         "no root",
         "root\":null",
         "verify-consistency",
+        "Numbers: in text, counts are grouped",
     ] {
         assert!(
             help.contains(needle),
@@ -41,7 +42,79 @@ fn no_command_prints_help_and_exits_2() {
 }
 
 #[test]
-fn version_is_printed() {
+fn version_names_the_release_and_the_on_disk_format() {
     let out = cairn(&["--version"]).success();
-    assert!(out.starts_with("cairn "), "{out}");
+    let want = format!("cairn {} (on-disk format 1)\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(out, want);
+    // The same format a new database records.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let init = cairn(&[
+        "init",
+        db.to_str().unwrap(),
+        "--arity",
+        "2",
+        "--hash",
+        "sha256",
+        "--json",
+    ]);
+    assert!(init.success().contains(r#""format_version":1}"#));
+}
+
+/// Completes `words` (the last one being typed) with the bash script
+/// `cairn completions bash` prints, run by bash itself.
+fn bash_completes(words: &[&str]) -> String {
+    let script = cairn(&["completions", "bash"]).success();
+    let program = format!(
+        "{script}\nCOMP_WORDS=({words}); COMP_CWORD={cword}; _cairn cairn {last} {prev}; echo \"${{COMPREPLY[*]}}\"",
+        words = words.join(" "),
+        cword = words.len() - 1,
+        last = words[words.len() - 1],
+        prev = words[words.len() - 2],
+    );
+    let output = std::process::Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &program])
+        .output()
+        .expect("bash runs");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn bash_completion_completes_commands_and_options() {
+    assert_eq!(bash_completes(&["cairn", "in"]), "init ingest\n");
+    assert_eq!(
+        bash_completes(&["cairn", "ingest", "db", "--skip"]),
+        "--skip-duplicates\n"
+    );
+    for (shell, needle) in [
+        ("zsh", "#compdef cairn"),
+        ("fish", "complete -c cairn"),
+        ("elvish", "cairn"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let script = cairn(&["completions", shell]).success();
+        assert!(script.contains(needle), "{shell}: {script}");
+        assert!(script.contains("verify-consistency"), "{shell}: {script}");
+    }
+    cairn(&["completions", "tcsh"]).error(2, &["invalid value 'tcsh'"]);
+}
+
+#[test]
+fn man_prints_cairn_1_and_writes_a_page_per_command() {
+    let page = cairn(&["man"]).success();
+    assert!(page.contains(".TH cairn 1"), "{page}");
+    assert!(page.contains("on\\-disk format 1"), "{page}");
+    assert!(page.contains("Exit status:"), "{page}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    let listed = cairn(&["man", "--dir", out.to_str().unwrap()]).success();
+    let ingest = out.join("cairn-ingest.1");
+    assert!(
+        listed.lines().any(|line| line == ingest.to_str().unwrap()),
+        "{listed}"
+    );
+    assert!(out.join("cairn.1").is_file() && out.join("cairn-serve.1").is_file());
+    let ingest = std::fs::read_to_string(ingest).unwrap();
+    assert!(ingest.contains("skip\\-duplicates"), "{ingest}");
 }

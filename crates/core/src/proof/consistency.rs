@@ -22,7 +22,8 @@ use crate::tree::{TreeHead, View};
 /// From size 0 the proof is empty: the empty tree is a prefix of every tree,
 /// so it says nothing about the new root. For equal sizes it proves that the
 /// two roots are the same root of a tree of that size.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `Debug` shows the hashes in hex.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ConsistencyProof {
     pub(crate) arity: Arity,
     pub(crate) hash: HashKind,
@@ -32,6 +33,19 @@ pub struct ConsistencyProof {
     pub(crate) edge_leaf: Option<Hash>,
     /// Per level bottom-up: the `left` then the `right` siblings.
     pub(crate) hashes: Vec<Hash>,
+}
+
+impl std::fmt::Debug for ConsistencyProof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsistencyProof")
+            .field("arity", &self.arity)
+            .field("hash", &self.hash)
+            .field("old_size", &self.old_size)
+            .field("new_size", &self.new_size)
+            .field("edge_leaf", &crate::hex::HexOption(self.edge_leaf.as_ref()))
+            .field("hashes", &crate::hex::HexList(&self.hashes))
+            .finish()
+    }
 }
 
 /// One level of a verified walk: the shape, where its hashes sit in the

@@ -104,7 +104,17 @@ fn json_error(error: serde_json::Error) -> DecodeError {
 impl MembershipProof {
     /// The JSON encoding (pretty-printed).
     pub fn to_json(&self) -> String {
-        let doc = MembershipJson {
+        serde_json::to_string_pretty(&self.doc())
+            .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
+    }
+
+    /// Decodes a JSON membership proof, checking each level's length.
+    pub fn from_json(text: &str) -> Result<MembershipProof, DecodeError> {
+        MembershipProof::from_doc(serde_json::from_str(text).map_err(json_error)?)
+    }
+
+    fn doc(&self) -> MembershipJson {
+        MembershipJson {
             version: u64::from(FORMAT_VERSION),
             kind: "membership".to_owned(),
             arity: self.arity.as_u64(),
@@ -116,14 +126,10 @@ impl MembershipProof {
                 .levels()
                 .map(|(_, siblings)| hex_list(siblings))
                 .collect(),
-        };
-        serde_json::to_string_pretty(&doc)
-            .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
+        }
     }
 
-    /// Decodes a JSON membership proof, checking each level's length.
-    pub fn from_json(text: &str) -> Result<MembershipProof, DecodeError> {
-        let doc: MembershipJson = serde_json::from_str(text).map_err(json_error)?;
+    fn from_doc(doc: MembershipJson) -> Result<MembershipProof, DecodeError> {
         let (arity, hash) =
             check_common(doc.version, &doc.kind, "membership", doc.arity, &doc.hash)?;
         if doc.index >= doc.size {
@@ -165,7 +171,17 @@ impl MembershipProof {
 impl ConsistencyProof {
     /// The JSON encoding (pretty-printed).
     pub fn to_json(&self) -> String {
-        let doc = ConsistencyJson {
+        serde_json::to_string_pretty(&self.doc())
+            .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
+    }
+
+    /// Decodes a JSON consistency proof, checking each level's lengths.
+    pub fn from_json(text: &str) -> Result<ConsistencyProof, DecodeError> {
+        ConsistencyProof::from_doc(serde_json::from_str(text).map_err(json_error)?)
+    }
+
+    fn doc(&self) -> ConsistencyJson {
+        ConsistencyJson {
             version: u64::from(FORMAT_VERSION),
             kind: "consistency".to_owned(),
             arity: self.arity.as_u64(),
@@ -181,14 +197,10 @@ impl ConsistencyProof {
                     right: hex_list(right),
                 })
                 .collect(),
-        };
-        serde_json::to_string_pretty(&doc)
-            .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
+        }
     }
 
-    /// Decodes a JSON consistency proof, checking each level's lengths.
-    pub fn from_json(text: &str) -> Result<ConsistencyProof, DecodeError> {
-        let doc: ConsistencyJson = serde_json::from_str(text).map_err(json_error)?;
+    fn from_doc(doc: ConsistencyJson) -> Result<ConsistencyProof, DecodeError> {
         let (arity, hash) =
             check_common(doc.version, &doc.kind, "consistency", doc.arity, &doc.hash)?;
         let (old_size, new_size) = (doc.old_size, doc.new_size);
@@ -244,5 +256,42 @@ impl ConsistencyProof {
             edge_leaf,
             hashes,
         })
+    }
+}
+
+/// With the `serde` feature, proofs serialize as the proof JSON of
+/// docs/spec.md in any serde format, and deserializing checks them exactly
+/// as `from_json` does.
+#[cfg(feature = "serde")]
+mod serde_impls {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::{ConsistencyJson, ConsistencyProof, MembershipJson, MembershipProof};
+
+    impl Serialize for MembershipProof {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            self.doc().serialize(serializer)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for MembershipProof {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            MembershipProof::from_doc(MembershipJson::deserialize(deserializer)?)
+                .map_err(D::Error::custom)
+        }
+    }
+
+    impl Serialize for ConsistencyProof {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            self.doc().serialize(serializer)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for ConsistencyProof {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            ConsistencyProof::from_doc(ConsistencyJson::deserialize(deserializer)?)
+                .map_err(D::Error::custom)
+        }
     }
 }

@@ -21,7 +21,8 @@ use crate::tree::{TreeHead, View};
 const MAX_PATH: usize = 64;
 
 /// A proof that `leaf` is leaf `index` of the tree of `size` leaves.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `Debug` shows the hashes in hex.
+#[derive(Clone, PartialEq, Eq)]
 pub struct MembershipProof {
     pub(crate) arity: Arity,
     pub(crate) hash: HashKind,
@@ -30,6 +31,19 @@ pub struct MembershipProof {
     pub(crate) leaf: Hash,
     /// Siblings of every hashing level, bottom-up, each level's in index order.
     pub(crate) siblings: Vec<Hash>,
+}
+
+impl std::fmt::Debug for MembershipProof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MembershipProof")
+            .field("arity", &self.arity)
+            .field("hash", &self.hash)
+            .field("index", &self.index)
+            .field("size", &self.size)
+            .field("leaf", &crate::hex::Hex(&self.leaf))
+            .field("siblings", &crate::hex::HexList(&self.siblings))
+            .finish()
+    }
 }
 
 impl MembershipProof {

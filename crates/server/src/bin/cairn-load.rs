@@ -1,4 +1,4 @@
-//! `cairn-load`: the server's load generator (issue 7's targets), bounded
+//! `cairn-load`: the server's load generator, bounded
 //! in time and in requests, against a loopback address only.
 //!
 //! - `cairn-load fill --dir D --leaves N [--arity 4 --hash blake3]` creates

@@ -1,5 +1,5 @@
 //! `cairn-server DIR --listen ADDR [--token-file F]`: serves the database in
-//! DIR until SIGTERM or SIGINT (what `cairn serve` will run). With
+//! DIR until SIGTERM or SIGINT (the same server as `cairn serve`). With
 //! `--create-arity N --create-hash H` it first creates the database if DIR
 //! holds none (for tests and trials). Prints `listening on ADDR` on stdout
 //! once it accepts requests (so `--listen 127.0.0.1:0` is usable); logs go

@@ -344,6 +344,61 @@ async fn health_metrics_and_request_ids_are_served() {
     check_exposition_format(text);
 }
 
+/// The checkpoint histogram once saw only the checkpoint at shutdown; the
+/// store's automatic checkpoints while serving must count too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_automatic_checkpoints_and_report_the_process() {
+    let mut config = DbConfig::new(tree(N, HashKind::Blake3));
+    config.store.checkpoint.every_appends = Some(1);
+    let server = TestServer::with(config, |_| {}).await;
+    let client = server.client();
+    client.post_json(&leaves(9, 4), None).await.ok();
+    let sample = |text: &str, name: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(&format!("{name} ")));
+        let line = line.unwrap_or_else(|| panic!("no {name} in:\n{text}"));
+        line[name.len() + 1..].parse().unwrap()
+    };
+    // The background thread checkpoints after the append: wait for it,
+    // bounded, by scraping.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let text = loop {
+        let text = client.get("/metrics").await.text().to_owned();
+        if sample(&text, "cairn_checkpoints_total") >= 1.0 {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no automatic checkpoint:\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    let checkpoints = sample(&text, "cairn_checkpoints_total");
+    assert_eq!(
+        sample(&text, "cairn_checkpoint_seconds_count"),
+        checkpoints,
+        "{text}"
+    );
+    assert!(sample(&text, "cairn_checkpoint_number") >= 1.0, "{text}");
+    assert!(
+        text.contains("# TYPE cairn_checkpoints_total counter\n"),
+        "{text}"
+    );
+    if cfg!(target_os = "linux") {
+        assert!(
+            sample(&text, "process_resident_memory_bytes") > 0.0,
+            "{text}"
+        );
+        assert!(sample(&text, "process_open_fds") >= 3.0, "{text}");
+        assert!(sample(&text, "process_cpu_seconds_total") >= 0.0, "{text}");
+        assert!(
+            sample(&text, "process_start_time_seconds") > 1.6e9,
+            "{text}"
+        );
+    }
+    check_exposition_format(&text);
+    server.stop().await.unwrap();
+}
+
 /// Every sample line belongs to a family announced by `# HELP` and
 /// `# TYPE`, and its value parses.
 fn check_exposition_format(text: &str) {

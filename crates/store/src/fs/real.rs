@@ -1,10 +1,11 @@
 //! [`Fs`] on the operating system's file system.
 
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cairn_core::Hash;
 
@@ -17,9 +18,25 @@ pub struct StdFs;
 #[derive(Debug)]
 struct StdFile(File);
 
+/// Lock files this process holds (canonical paths). An `flock` only tells
+/// that some open file holds the lock; this set tells that it is this
+/// process, so a second open here gets an error that says so.
+static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
 #[derive(Debug)]
 struct StdLock {
+    /// Leaves [`HELD`] before the file closes, so a waiter that sees the
+    /// set without it may briefly still find the `flock` taken: it retries.
+    key: PathBuf,
     _file: File,
+}
+
+impl Drop for StdLock {
+    fn drop(&mut self) {
+        HELD.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.key);
+    }
 }
 
 impl FsLock for StdLock {}
@@ -131,8 +148,19 @@ impl Fs for StdFs {
             .create(true)
             .truncate(false)
             .open(path)?;
+        let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.contains(&key) {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!("{} is held by this process", path.display()),
+            ));
+        }
         match file.try_lock() {
-            Ok(()) => Ok(Box::new(StdLock { _file: file })),
+            Ok(()) => {
+                held.insert(key.clone());
+                Ok(Box::new(StdLock { key, _file: file }))
+            }
             Err(TryLockError::WouldBlock) => Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!("{} is held by another process", path.display()),

@@ -43,10 +43,16 @@ fn appends_are_durable_across_reopen_with_and_without_checkpoints() {
     let store = Store::open(fs.clone(), &path, config(4, 10)).unwrap();
     assert_eq!(check_prefix(&store, 4), next);
     assert_eq!(store.stats().checkpoint_size, next - 10);
-    // A second handle on the same directory is refused while this one lives.
+    // A second handle on the same directory is refused while this one
+    // lives, with an error naming this process rather than another one.
     match Store::open(fs.clone(), &path, config(4, 10)) {
-        Err(StoreError::Locked { .. }) => {}
-        other => panic!("want Locked, got {other:?}"),
+        Err(error @ StoreError::OpenInProcess { .. }) => {
+            assert!(
+                error.to_string().contains("already open in this process"),
+                "{error}"
+            );
+        }
+        other => panic!("want OpenInProcess, got {other:?}"),
     }
     // A lock released while `open` waits (as when a child forked elsewhere
     // in the process still held the file for a moment) is taken.
@@ -70,7 +76,7 @@ fn appends_are_durable_across_reopen_with_and_without_checkpoints() {
     ));
     assert!(matches!(
         Store::open(fs, &dir.path().join("nothing"), config(4, 10)),
-        Err(StoreError::NotAStore { .. })
+        Err(StoreError::Missing { .. })
     ));
 }
 
@@ -240,4 +246,24 @@ fn a_max_depth_the_meta_cannot_hold_is_refused_at_creation() {
             "{error}"
         );
     }
+}
+
+#[test]
+fn opening_a_missing_directory_says_it_does_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere");
+    let error = Store::open(std_fs(), &missing, config(4, 10)).unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Missing { path } if path == &missing),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("{} does not exist", missing.display())
+    );
+    let error = cairn_store::stored_config(&cairn_store::StdFs, &missing).unwrap_err();
+    assert!(matches!(error, StoreError::Missing { .. }), "{error:?}");
+    // An existing directory without a store is still "not a store".
+    let error = Store::open(std_fs(), dir.path(), config(4, 10)).unwrap_err();
+    assert!(matches!(error, StoreError::NotAStore { .. }), "{error:?}");
 }

@@ -7,4 +7,5 @@ mod model;
 mod power;
 mod rollback;
 mod rollback_edges;
+mod rollback_model;
 mod support;

@@ -454,7 +454,8 @@ impl std::fmt::Display for Violation {
 /// check that depends only on the state's bytes.
 #[derive(Clone, Debug)]
 enum Opened {
-    /// No `cairn.meta`: not a store (valid only before creation completed).
+    /// No `cairn.meta`, or not even the directory: not a store (valid only
+    /// before creation completed).
     NotAStore,
     /// Opened with this many leaves, each `leaf(i)`, with the reference root.
     Size(u64),
@@ -468,7 +469,7 @@ enum Opened {
 fn open_and_check(crashed: SimFs, w: &Workload, reference: &mut Reference, prove: bool) -> Opened {
     let store = match open_sim(crashed, w.n) {
         Ok(store) => store,
-        Err(StoreError::NotAStore { .. }) => return Opened::NotAStore,
+        Err(StoreError::NotAStore { .. } | StoreError::Missing { .. }) => return Opened::NotAStore,
         Err(e) => return Opened::Wrong(format!("open failed: {e}")),
     };
     let snapshot = store.snapshot();
