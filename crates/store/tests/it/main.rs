@@ -6,6 +6,7 @@ mod faults;
 mod model;
 mod power;
 mod rollback;
+mod rollback_crash;
 mod rollback_edges;
 mod rollback_model;
 mod support;
