@@ -84,6 +84,7 @@ pub fn open_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
     let mut config = DbConfig::new(meta.tree);
     config.store = store_config(&meta, options);
     config.unique = is_unique(&meta);
+    config.explicit_finality = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
     Db::open_with(dir, config)
 }
 
@@ -106,6 +107,11 @@ pub fn store_code(error: &StoreError) -> Code {
         StoreError::Tree(TreeError::IndexOutOfRange { .. } | TreeError::SizeBeyondTree { .. }) => {
             Code::Usage
         }
+        // Rollback and finality asked for what the tree does not allow.
+        StoreError::BlockOrder { .. }
+        | StoreError::BelowFinalized { .. }
+        | StoreError::BeyondSize { .. }
+        | StoreError::NoHeadAtBlock { .. } => Code::Usage,
         _ => Code::Input,
     }
 }

@@ -16,7 +16,7 @@ use std::io::IsTerminal as _;
 use anyhow::anyhow;
 use cairn_core::hex::{Hex, to_hex};
 use cairn_core::{Hash, TreeError, TreeHead};
-use cairn_db::{Db, DbError, Duplicate, DuplicateOf};
+use cairn_db::{BlockTag, Db, DbError, Duplicate, DuplicateOf};
 
 use crate::args::{Source, parse_block_size};
 use crate::commands::plan::group;
@@ -62,8 +62,11 @@ listing the first 1,000. Each \
 listed value is {\"value\":\"0x..\",\"position\":P,\"line\":L|null,\"existing_index\":I|null,\
 \"earlier_position\":Q|null}.
 
+--block N tags the input as the leaves of chain block N (--block-hash 0x.. adds the block's hash): they are appended as one all-or-nothing commit (the input must hold at most --block-size leaves; an empty input records the block alone), and the head at their end (block, size, root) is recorded under the same durability, for `cairn heads`, `cairn truncate --to-block` and `cairn prove --root`. Block numbers must increase from one tagged ingest to the next (exit 2).
+
 Examples:
   cairn ingest db leaves.bin
+  cairn ingest db leaves.bin --block 19000000
   cairn ingest db --format hex leaves.hex
   generate-leaves | cairn ingest db --block-size 100000 -
   cairn ingest db --skip-duplicates --json leaves.bin";
@@ -97,8 +100,14 @@ pub struct IngestCmd {
     #[arg(long, value_name = "B", value_parser = parse_block_size, default_value = "1Mi")]
     block_size: u64,
     /// Skip values the database already holds instead of refusing their block.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "block")]
     skip_duplicates: bool,
+    /// The chain block these leaves belong to: one commit, tagged with it.
+    #[arg(long, value_name = "N")]
+    block: Option<u64>,
+    /// The block's hash (with --block).
+    #[arg(long, value_name = "0x..", requires = "block", value_parser = crate::args::parse_root)]
+    block_hash: Option<Hash>,
     /// Print the report as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -347,6 +356,27 @@ impl IngestCmd {
                     earlier_line: earlier.and_then(line_of),
                 }
             };
+            let tag = self.block.map(|number| BlockTag {
+                number,
+                hash: self.block_hash,
+            });
+            if tag.is_some() {
+                // A block's leaves are one commit: nothing may follow them.
+                let (mut rest, mut rest_lines) = (Vec::new(), Vec::new());
+                reader
+                    .next_block(1, &mut rest, &mut rest_lines)
+                    .map_err(|error| Stop::read(source, error))?;
+                if !rest.is_empty() {
+                    return Err(Stop::Failed(Failure::new(
+                        Code::Usage,
+                        anyhow!(
+                            "{}: more than --block-size ({}) leaves; with --block the input is one commit: raise --block-size",
+                            source.name(),
+                            group(self.block_size)
+                        ),
+                    )));
+                }
+            }
             let appended = if self.skip_duplicates {
                 let new = db.append_new(&block).map_err(Stop::Db)?;
                 done.skipped_count += new.skipped.len() as u64;
@@ -355,7 +385,11 @@ impl IngestCmd {
                     .extend(new.skipped.iter().take(room).map(locate));
                 new.appended
             } else {
-                match db.append_batch(&block) {
+                let appended = match tag {
+                    Some(tag) => db.append_tagged(&block, tag),
+                    None => db.append_batch(&block),
+                };
+                match appended {
                     Ok(appended) => Some(appended),
                     Err(DbError::Duplicates { duplicates, .. }) => {
                         let located = duplicates.iter().take(LISTED).map(locate).collect();
@@ -376,6 +410,17 @@ impl IngestCmd {
             settle(pending, done)?;
             *pending = appended;
             progress.update(reader.bytes(), done.count);
+        }
+        if let Some(number) = self.block
+            && done.blocks == 0
+        {
+            // No leaves: the block is recorded alone.
+            let tag = BlockTag {
+                number,
+                hash: self.block_hash,
+            };
+            settle(pending, done)?;
+            *pending = Some(db.append_tagged(&[], tag).map_err(Stop::Db)?);
         }
         Ok(())
     }

@@ -24,13 +24,35 @@ a nullifier set, which refuses a value already present (`cairn ingest` exits 3) 
 values (`cairn contains`, `cairn prove --leaf`); --no-unique creates a database without it, \
 which accepts repeated values and looks nothing up by value.
 
+--finality says what makes leaves final, which `cairn truncate` (a rollback) never goes below: checkpoint (the default) finalizes what each checkpoint covers, so a rollback reaches back to the last checkpoint only; explicit finalizes only what `cairn finalize` names, so a chain follower can roll back any block it has not finalized, whatever was checkpointed.
+
 --json prints {\"dir\":\"..\",\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,\
-\"log_file_leaves\":L,\"format_version\":1}.
+\"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1}.
 
 Examples:
   cairn init db --arity 4 --hash blake3
   cairn init deposits --arity 2 --hash poseidon --max-depth 32
-  cairn init commitments --arity 16 --hash keccak256 --no-unique";
+  cairn init commitments --arity 16 --hash keccak256 --no-unique
+  cairn init follower --arity 2 --hash poseidon --finality explicit";
+
+/// What makes leaves final.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finality {
+    /// Every checkpoint finalizes what it covers.
+    Checkpoint,
+    /// Only `cairn finalize` does.
+    Explicit,
+}
+
+impl Finality {
+    /// The name `--finality` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Finality::Checkpoint => "checkpoint",
+            Finality::Explicit => "explicit",
+        }
+    }
+}
 
 /// Create an empty database.
 #[derive(clap::Args, Debug)]
@@ -50,6 +72,9 @@ pub struct InitCmd {
     /// Keep no nullifier set: repeated values are accepted, nothing is looked up by value.
     #[arg(long)]
     no_unique: bool,
+    /// What makes leaves final (never rolled back): each checkpoint, or only `cairn finalize`.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = Finality::Checkpoint)]
+    finality: Finality,
     /// Print what was created as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -72,6 +97,7 @@ impl InitCmd {
         }
         let mut config = DbConfig::new(tree);
         config.unique = !self.no_unique;
+        config.explicit_finality = self.finality == Finality::Explicit;
         config.store.flush_interval = None;
         config.store.checkpoint = Default::default();
         let db = Db::create(&self.dir, config).map_err(database::db_failure)?;
@@ -86,18 +112,23 @@ impl InitCmd {
                     .field("max_depth", self.max_depth)
                     .field("unique", !self.no_unique)
                     .field("log_file_leaves", log_file_leaves)
+                    .field("finality", self.finality.name())
                     .field("format_version", cairn_store::format::VERSION)
                     .finish(),
             );
         }
         output::line(&format!(
-            "created {}: arity {}, hash {}, max depth {}, nullifier set {}",
+            "created {}: arity {}, hash {}, max depth {}, nullifier set {}{}",
             self.dir.display(),
             self.arity,
             self.hash,
             self.max_depth
                 .map_or_else(|| "none".to_owned(), |d| d.to_string()),
             if self.no_unique { "off" } else { "on" },
+            match self.finality {
+                Finality::Checkpoint => "",
+                Finality::Explicit => ", explicit finality",
+            },
         ))
     }
 }

@@ -18,11 +18,13 @@ mod consistency;
 mod contains;
 pub mod demo;
 mod export;
+mod heads;
 mod ingest;
 mod init;
 mod man;
 pub mod plan;
 mod prove;
+mod rollback;
 mod root;
 mod serve;
 mod stats;
@@ -38,11 +40,13 @@ pub use consistency::ConsistencyCmd;
 pub use contains::ContainsCmd;
 pub use demo::DemoCmd;
 pub use export::ExportCmd;
+pub use heads::HeadsCmd;
 pub use ingest::IngestCmd;
 pub use init::InitCmd;
 pub use man::ManCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
+pub use rollback::{FinalizeCmd, TruncateCmd};
 pub use root::RootCmd;
 pub use serve::ServeCmd;
 pub use stats::StatsCmd;
@@ -85,6 +89,15 @@ pub enum Command {
     /// Verify every level of a database and its nullifier set.
     #[command(long_about = check::LONG_ABOUT)]
     Check(CheckCmd),
+    /// Roll a database back to an earlier size or block (a chain reorganisation).
+    #[command(long_about = rollback::TRUNCATE_ABOUT)]
+    Truncate(TruncateCmd),
+    /// Mark a database's first leaves final: never rolled back.
+    #[command(long_about = rollback::FINALIZE_ABOUT)]
+    Finalize(FinalizeCmd),
+    /// List the block-tagged heads (block, size, root).
+    #[command(long_about = heads::LONG_ABOUT)]
+    Heads(HeadsCmd),
     /// Write a database's leaves to stdout, raw or hex.
     #[command(long_about = export::LONG_ABOUT)]
     Export(ExportCmd),
@@ -121,6 +134,9 @@ impl Command {
             Command::Checkpoint(cmd) => cmd.run(),
             Command::Check(cmd) => cmd.run(),
             Command::Export(cmd) => cmd.run(),
+            Command::Truncate(cmd) => cmd.run(),
+            Command::Finalize(cmd) => cmd.run(),
+            Command::Heads(cmd) => cmd.run(),
             Command::Plan(cmd) => cmd.run(),
             Command::Demo(cmd) => cmd.run(),
             Command::Serve(cmd) => cmd.run(),

@@ -24,13 +24,16 @@ occurrence in a leaf file; in a database, found through the nullifier set, so th
 keep one). A value that is not there exits 1; an index the tree does not reach exits 2.
 
 With --size S the proof is against the tree as it was with its first S leaves (a historical \
-proof, for a verifier that trusts that older root).
+proof, for a verifier that trusts that older root). With --root 0x.. (a database only) it is \
+against the tree whose root that is: a root of a block-tagged head (`cairn heads`) or the \
+current one; an unknown root exits 2.
 
 Examples:
   cairn prove --arity 3 --hash sha256 --format hex --leaves leaves.hex --index 4 > proof.json
   cairn prove db --index 4
   cairn prove db --leaf 0x0000000000000000000000000000000000000000000000000000000000000005
-  cairn prove db --index 4 --size 7 --binary > proof.bin";
+  cairn prove db --index 4 --size 7 --binary > proof.bin
+  cairn prove db --index 4 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920";
 
 /// Print the membership proof of one leaf.
 #[derive(clap::Args, Debug)]
@@ -62,8 +65,11 @@ pub struct ProveCmd {
     #[arg(long, value_name = "0x..", value_parser = parse_root)]
     leaf: Option<Hash>,
     /// Prove against the tree of the first S leaves (default: all of them).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", conflicts_with = "root")]
     size: Option<u64>,
+    /// Prove against the tree whose root this is (a database's tagged or current root).
+    #[arg(long, value_name = "0x..", value_parser = parse_root, requires = "dir")]
+    root: Option<Hash>,
     /// Write the binary encoding instead of JSON (refused when stdout is a terminal).
     #[arg(long)]
     binary: bool,
@@ -89,6 +95,32 @@ fn found(leaf: &Hash, index: Option<u64>, size: Option<u64>, name: &str) -> Resu
         ));
     }
     Ok(index)
+}
+
+/// The size of the tree whose root is `root`: the current one, or a
+/// block-tagged head's.
+fn size_of_root(
+    dir: &std::path::Path,
+    snapshot: &cairn_core::Snapshot,
+    root: &Hash,
+) -> Result<u64, Failure> {
+    if snapshot.root().as_ref() == Some(root) {
+        return Ok(snapshot.size());
+    }
+    let db = database::open(dir, database::Options::default())?;
+    let found = db.size_of_root(root);
+    db.close().map_err(database::db_failure)?;
+    match found {
+        Some(at) if at.size <= snapshot.size() => Ok(at.size),
+        _ => Err(Failure::new(
+            Code::Usage,
+            anyhow!(
+                "{} has no head with root {} (known: the current root and the block-tagged heads `cairn heads` lists)",
+                dir.display(),
+                Hex(root)
+            ),
+        )),
+    }
 }
 
 impl ProveCmd {
@@ -149,7 +181,10 @@ impl ProveCmd {
             }
             (None, None) => unreachable!("clap requires --index or --leaf"),
         };
-        let size = self.size.unwrap_or(snapshot.size());
+        let size = match &self.root {
+            Some(root) => size_of_root(dir, &snapshot, root)?,
+            None => self.size.unwrap_or(snapshot.size()),
+        };
         snapshot.prove_at(index, size).map_err(|error: TreeError| {
             Failure::new(
                 Code::Usage,

@@ -27,7 +27,7 @@ bytes count 32 bytes per node not served from a mapping, plus the set's table.
 --json prints one line:
   {\"dir\":\"..\",\"format_version\":1,\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,
    \"log_file_leaves\":L,\"size\":S,\"durable_size\":S,\"depth\":d,\"root\":\"0x..\"|null,
-   \"checkpoint_number\":C,\"checkpoint_size\":S,
+   \"checkpoint_number\":C,\"checkpoint_size\":S,\"finalized_size\":F,\"tagged_heads\":T,
    \"set\":{\"values\":V,\"slots\":V,\"memory_bytes\":B,\"checkpoint_size\":S}|null,
    \"levels\":[{\"level\":0,\"nodes\":n,\"segments\":s,\"tiered_segments\":t,\"resident_bytes\":B},..],
    \"resident_bytes\":B,
@@ -131,6 +131,8 @@ impl StatsCmd {
                     .hash("root", head.root.as_ref())
                     .field("checkpoint_number", stats.store.checkpoint_number)
                     .field("checkpoint_size", stats.store.checkpoint_size)
+                    .field("finalized_size", stats.store.finalized)
+                    .field("tagged_heads", stats.store.tagged_heads)
                     .raw("set", &set)
                     .raw("levels", &levels)
                     .field("resident_bytes", resident)
@@ -177,6 +179,14 @@ impl StatsCmd {
                         group(stats.store.checkpoint_size)
                     )
                 },
+            ),
+            (
+                "finality",
+                format!(
+                    "{} leaves final; {} block-tagged heads",
+                    group(stats.store.finalized),
+                    group(stats.store.tagged_heads)
+                ),
             ),
             (
                 "nullifier set",

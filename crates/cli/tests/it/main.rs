@@ -11,6 +11,7 @@ mod leaves;
 mod plan;
 mod proofs;
 mod readme;
+mod rollback;
 mod root;
 mod serve;
 mod support;

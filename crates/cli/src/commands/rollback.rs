@@ -1,0 +1,139 @@
+//! `cairn truncate` and `cairn finalize`: roll a database back to an
+//! earlier size or block, and mark what can no longer be rolled back.
+
+use std::path::PathBuf;
+
+use crate::database::{self, Options};
+use crate::failure::Failure;
+use crate::json::Object;
+use crate::output;
+
+/// The long help of `truncate`.
+pub(crate) const TRUNCATE_ABOUT: &str = "\
+Roll the cairn database DIR back to its first SIZE leaves (--to SIZE), or to the end of the last \
+ingest tagged with a block at or below N (--to-block N, which also drops the tagged heads of \
+later blocks, even empty ones): what a chain follower does when the chain reorganises. Every \
+leaf from SIZE on and every tagged head above it is removed, atomically and durably (a crash at \
+any instant leaves the database as before or as after), their values leave the nullifier set (so \
+they can be ingested again), and the next ingest reuses their indices.
+
+A rollback below the finalized size (see `cairn finalize` and `cairn init --finality`) is \
+refused (exit 2) and changes nothing; so is a size beyond the tree or a block with no tagged \
+head at or below it.
+
+--json prints {\"size\":S,\"root\":\"0x..\"|null,\"removed\":R,\"finalized_size\":F}.
+
+Examples:
+  cairn truncate db --to 5
+  cairn ingest db /dev/null --block 99 && cairn ingest db leaves.bin --block 100 && cairn truncate db --to-block 99";
+
+/// The long help of `finalize`.
+pub(crate) const FINALIZE_ABOUT: &str = "\
+Mark the first SIZE leaves of the cairn database DIR final (--to SIZE), or those up to the end \
+of the last ingest tagged with a block at or below N (--to-block N): `cairn truncate` never goes \
+below them again, and their nodes may be served from file mappings. Durable when it returns. The \
+finalized size never goes down: a smaller one leaves it as it is.
+
+A database created with --finality checkpoint (the default) also finalizes what each checkpoint \
+covers; one created with --finality explicit only what this command names.
+
+--json prints {\"finalized_size\":F,\"size\":S}.
+
+Examples:
+  cairn finalize db --to 5
+  cairn ingest db leaves.bin --block 100 && cairn finalize db --to-block 100";
+
+/// Where to roll back or finalize to.
+#[derive(clap::Args, Debug)]
+#[group(required = true, multiple = false)]
+pub struct Target {
+    /// A size (a count of leaves).
+    #[arg(long, value_name = "SIZE")]
+    to: Option<u64>,
+    /// The end of the last ingest tagged with a block at or below N.
+    #[arg(long, value_name = "N")]
+    to_block: Option<u64>,
+}
+
+/// Roll a database back to an earlier size or block.
+#[derive(clap::Args, Debug)]
+pub struct TruncateCmd {
+    /// The database directory.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    #[command(flatten)]
+    target: Target,
+    /// Print the result as one line of JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Mark leaves final: never rolled back.
+#[derive(clap::Args, Debug)]
+pub struct FinalizeCmd {
+    /// The database directory.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    #[command(flatten)]
+    target: Target,
+    /// Print the result as one line of JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl TruncateCmd {
+    pub(crate) fn run(self) -> Result<(), Failure> {
+        let db = database::open(&self.dir, Options::default())?;
+        let before = db.size();
+        let head = match (self.target.to, self.target.to_block) {
+            (Some(size), _) => db.truncate(size),
+            (None, Some(block)) => db.truncate_to_block(block),
+            (None, None) => unreachable!("clap requires --to or --to-block"),
+        }
+        .map_err(database::db_failure)?;
+        let finalized = db.finalized_size();
+        db.close().map_err(database::db_failure)?;
+        let removed = before - head.size;
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("size", head.size)
+                    .hash("root", head.root.as_ref())
+                    .field("removed", removed)
+                    .field("finalized_size", finalized)
+                    .finish(),
+            );
+        }
+        let root = head.root.map_or_else(
+            || "none (the tree is empty)".to_owned(),
+            |r| cairn_core::hex::to_hex(&r),
+        );
+        output::line(&format!(
+            "removed {removed} leaves: size {}, root {root}",
+            head.size
+        ))
+    }
+}
+
+impl FinalizeCmd {
+    pub(crate) fn run(self) -> Result<(), Failure> {
+        let db = database::open(&self.dir, Options::default())?;
+        let finalized = match (self.target.to, self.target.to_block) {
+            (Some(size), _) => db.finalize(size),
+            (None, Some(block)) => db.finalize_to_block(block),
+            (None, None) => unreachable!("clap requires --to or --to-block"),
+        }
+        .map_err(database::db_failure)?;
+        let size = db.size();
+        db.close().map_err(database::db_failure)?;
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("finalized_size", finalized)
+                    .field("size", size)
+                    .finish(),
+            );
+        }
+        output::line(&format!("finalized the first {finalized} of {size} leaves"))
+    }
+}
