@@ -109,7 +109,9 @@ impl TruncateCmd {
             |r| cairn_core::hex::to_hex(&r),
         );
         output::line(&format!(
-            "removed {removed} leaves: size {}, root {root}",
+            "removed {} lea{}: size {}, root {root}",
+            crate::commands::plan::group(removed),
+            if removed == 1 { "f" } else { "ves" },
             head.size
         ))
     }
