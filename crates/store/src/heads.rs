@@ -247,7 +247,16 @@ pub(crate) struct HeadsWriter {
     next: u64,
     /// The rollback epoch new records carry.
     epoch: u64,
+    /// The file's length: records past it are written with a run of zeroed
+    /// slots after them, so most commits overwrite allocated bytes of an
+    /// unchanged length (an `fdatasync` that changes a file's length also
+    /// commits its metadata: on this workload's machines that made a
+    /// tagged block's wait several times longer).
+    len: u64,
 }
+
+/// Slots zeroed ahead of the records when the file grows (512 KiB).
+const RESERVE_RECORDS: u64 = 4096;
 
 impl HeadsWriter {
     /// Records in the file (valid, and durable once the flush writing them returned).
@@ -281,9 +290,11 @@ impl HeadsWriter {
                     .sync_dir(&self.dir)
                     .map_err(|e| StoreError::io("fsync", &self.dir, e))?;
                 self.file = Some(Arc::clone(&file));
+                self.len = HEADS_HEADER_LEN;
                 file
             }
         };
+        let at = HEADS_HEADER_LEN + HEAD_RECORD_LEN * self.next;
         let mut bytes = Vec::with_capacity(heads.len() * HEAD_RECORD_LEN as usize);
         for head in heads {
             let record = HeadRecord {
@@ -298,7 +309,14 @@ impl HeadsWriter {
             debug_assert_eq!(HeadRecord::decode(&encoded), Some(record));
             bytes.extend_from_slice(&encoded);
         }
-        file.write_at(&bytes, HEADS_HEADER_LEN + HEAD_RECORD_LEN * self.next)
+        let end = at + bytes.len() as u64;
+        if end > self.len {
+            // Zeroed slots read as the end of the records, as a torn tail does.
+            let reserved = end + HEAD_RECORD_LEN * RESERVE_RECORDS;
+            bytes.resize((reserved - at) as usize, 0);
+            self.len = reserved;
+        }
+        file.write_at(&bytes, at)
             .map_err(|e| StoreError::io("write", &self.path, e))?;
         file.sync_data()
             .map_err(|e| StoreError::io("fdatasync", &self.path, e))?;
@@ -335,6 +353,7 @@ pub(crate) fn recover(
         file: None,
         next: 0,
         epoch,
+        len: 0,
     };
     let exists = fs
         .exists(&path)
@@ -369,6 +388,7 @@ pub(crate) fn recover(
                 .map_err(|e| StoreError::io("write", &path, e))?;
             file.sync_data()
                 .map_err(|e| StoreError::io("fdatasync", &path, e))?;
+            writer.len = len.max(HEADS_HEADER_LEN);
             writer.file = Some(file);
             return Ok((Vec::new(), writer));
         }
@@ -422,11 +442,12 @@ pub(crate) fn recover(
         ));
     }
     writer.next = tags.len() as u64;
-    if slots > writer.next {
+    let past = &bytes[(writer.next * HEAD_RECORD_LEN) as usize..];
+    if past.iter().any(|&b| b != 0) {
         // Records past the valid ones were never acknowledged (torn, or
         // written before leaves that did not become durable). Zero them:
         // left in place, one of this epoch could read as valid once the
-        // log grows past its size.
+        // log grows past its size. (Slots reserved ahead are zero already.)
         let at = HEADS_HEADER_LEN + HEAD_RECORD_LEN * writer.next;
         let zeros = vec![0u8; ((slots - writer.next) * HEAD_RECORD_LEN) as usize];
         file.write_at(&zeros, at)
@@ -434,6 +455,7 @@ pub(crate) fn recover(
         file.sync_data()
             .map_err(|e| StoreError::io("fdatasync", &path, e))?;
     }
+    writer.len = len;
     writer.file = Some(file);
     Ok((tags, writer))
 }
@@ -459,5 +481,6 @@ pub(crate) fn new_writer(fs: Arc<dyn Fs>, dir: &Path, meta: StoreMeta) -> HeadsW
         file: None,
         next: 0,
         epoch: 0,
+        len: 0,
     }
 }
