@@ -2,6 +2,13 @@
 //! committer (`commit.rs`) for durability; reads are answered at the
 //! durable size from a cached snapshot, so a crash can never take back what
 //! a response said.
+//!
+//! Rollbacks make "durable" something that can shrink, so every read is
+//! made between two rollbacks: a rollback counts itself in `rollbacks`
+//! (odd while one runs) before it changes anything and again once it is
+//! done, and a read that saw the count change under it is made again.
+//! Reads wait while a rollback runs; nothing read before it (a cached
+//! snapshot, an acknowledged block) is used after it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,10 +20,12 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use cairn_core::hex::parse_hash;
-use cairn_core::{Hash, shape};
-use cairn_db::{Appended, Db, DbError, DbSnapshot};
+use cairn_core::{Hash, TreeHead, shape};
+use cairn_db::{Appended, BlockTag, Db, DbError, DbSnapshot, TaggedHead};
+use cairn_store::StoreError;
 use parking_lot::Mutex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use crate::commit::Committer;
 use crate::config::ServerConfig;
@@ -36,8 +45,17 @@ pub(crate) struct Shared {
     /// nothing after it, so the server reports itself unhealthy.
     pub failure: Mutex<Option<String>>,
     pub committer: Committer,
-    /// The newest snapshot taken (see `snapshot_covering`).
-    latest: Mutex<Option<DbSnapshot>>,
+    /// The newest snapshot taken (see `snapshot_covering`), with the
+    /// rollback count it was taken under.
+    latest: Mutex<Option<(u64, DbSnapshot)>>,
+    /// Rollbacks begun and ended: odd while one runs (see `consistent`).
+    rollbacks: watch::Sender<u64>,
+    /// Serialises rollbacks and finalizations (each checks the durable
+    /// size, then acts on it).
+    writes: Mutex<()>,
+    /// The highest block whose tagged append was acknowledged (or
+    /// recovered): its tag and every earlier one are durable.
+    acked_block: Mutex<Option<u64>>,
     request_ids: AtomicU64,
     request_id_prefix: u32,
 }
@@ -55,6 +73,8 @@ impl AppState {
         db.set_checkpoint_observer(Box::new(move |_, elapsed| {
             observed.observe_checkpoint(elapsed);
         }));
+        // Every tag recovered at open is durable.
+        let acked_block = db.head_at_block(u64::MAX).map(|head| head.block);
         AppState(Arc::new(Shared {
             committer: Committer::start(db.durable_size()),
             db,
@@ -62,6 +82,9 @@ impl AppState {
             metrics,
             failure: Mutex::new(None),
             latest: Mutex::new(None),
+            rollbacks: watch::Sender::new(0),
+            writes: Mutex::new(()),
+            acked_block: Mutex::new(acked_block),
             request_ids: AtomicU64::new(0),
             request_id_prefix: rand::random(),
         }))
@@ -80,35 +103,82 @@ impl AppState {
 }
 
 impl Shared {
+    /// `read(generation)`, made between two rollbacks: run again if a
+    /// rollback began or ended meanwhile, and only once none is running.
+    /// Whatever `read` gets from the database (sizes, snapshots, lookups)
+    /// is then of one tree, and that tree is the current one or one every
+    /// later rollback began after. `read` must be cheap: it holds nothing,
+    /// but may run more than once.
+    async fn consistent<T>(&self, mut read: impl FnMut(u64) -> T) -> T {
+        loop {
+            let generation = *self.rollbacks.borrow();
+            if generation % 2 == 1 {
+                let mut ended = self.rollbacks.subscribe();
+                // The sender lives as long as `self`.
+                let _ = ended.wait_for(|g| g % 2 == 0).await;
+                continue;
+            }
+            let value = read(generation);
+            if *self.rollbacks.borrow() == generation {
+                return value;
+            }
+        }
+    }
+
     /// The durable size and a snapshot that holds at least that many
-    /// leaves (answers are views of it at the durable size).
-    fn durable(&self) -> (DbSnapshot, u64) {
+    /// leaves (answers are views of it at the durable size); inside
+    /// `consistent` only.
+    fn durable(&self, generation: u64) -> (DbSnapshot, u64) {
         let durable = self.db.durable_size();
-        let snapshot = self.snapshot_covering(durable);
+        let snapshot = self.snapshot_covering(durable, generation);
         let size = durable.min(snapshot.size());
         (snapshot, size)
     }
 
     /// A snapshot of at least `size` leaves (which the tree must hold):
-    /// the cached one if it does, else a new one, cached. Taking a snapshot
-    /// while appends arrive rehashes the right edge under the tree lock;
-    /// the cache makes that once per group commit instead of once per
-    /// request, and a view at an earlier size costs a few hashes.
-    fn snapshot_covering(&self, size: u64) -> DbSnapshot {
-        if let Some(cached) = self.latest.lock().as_ref()
+    /// the cached one if it does and was taken since the last rollback,
+    /// else a new one, cached. Taking a snapshot while appends arrive
+    /// rehashes the right edge under the tree lock; the cache makes that
+    /// once per group commit instead of once per request, and a view at an
+    /// earlier size costs a few hashes. Inside `consistent` only.
+    fn snapshot_covering(&self, size: u64, generation: u64) -> DbSnapshot {
+        if let Some((taken, cached)) = self.latest.lock().as_ref()
+            && *taken == generation
             && cached.size() >= size
         {
             return cached.clone();
         }
         let fresh = self.db.snapshot();
         let mut latest = self.latest.lock();
-        if latest
-            .as_ref()
-            .is_none_or(|cached| cached.size() < fresh.size())
+        // Checked under the lock a rollback clears the cache under (after
+        // counting itself): a snapshot from before it is never cached
+        // after it.
+        if *self.rollbacks.borrow() == generation
+            && latest
+                .as_ref()
+                .is_none_or(|(taken, cached)| *taken != generation || cached.size() < fresh.size())
         {
-            *latest = Some(fresh.clone());
+            *latest = Some((generation, fresh.clone()));
         }
         fresh
+    }
+
+    /// Records that block `block`'s tagged append was acknowledged, unless
+    /// a rollback began since `generation` (inside `consistent` only).
+    fn note_acked_block(&self, block: u64, generation: u64) {
+        let mut acked = self.acked_block.lock();
+        if *self.rollbacks.borrow() == generation {
+            *acked = Some(acked.map_or(block, |a| a.max(block)));
+        }
+    }
+
+    /// Which tagged heads are durable, when `durable` leaves are: those
+    /// a durable leaf follows, and those up to the last block whose
+    /// append was acknowledged. (Heads are made durable in order, before
+    /// the leaves that follow them.)
+    fn tag_durability(&self, durable: u64) -> impl Fn(u64, u64) -> bool {
+        let acked = *self.acked_block.lock();
+        move |block, size| size < durable || acked.is_some_and(|a| block <= a)
     }
 
     fn record_failure(&self, error: &DbError) {
@@ -119,6 +189,26 @@ impl Shared {
                 *failure = Some(error.to_string());
             }
         }
+    }
+}
+
+/// A rollback's stretch of `Shared::rollbacks`: counted when it opens and
+/// again when it closes (also on a panic), with the cached snapshot of the
+/// old tree dropped in between.
+struct RollbackWindow<'a>(&'a Shared);
+
+impl<'a> RollbackWindow<'a> {
+    fn open(shared: &'a Shared) -> RollbackWindow<'a> {
+        shared.rollbacks.send_modify(|g| *g += 1);
+        RollbackWindow(shared)
+    }
+}
+
+impl Drop for RollbackWindow<'_> {
+    fn drop(&mut self) {
+        let shared = self.0;
+        *shared.latest.lock() = None;
+        shared.rollbacks.send_modify(|g| *g += 1);
     }
 }
 
@@ -149,17 +239,56 @@ struct AppendedJson {
     first_index: u64,
     count: u64,
     size: u64,
-    root: String,
+    root: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    block: Option<BlockJson>,
+}
+
+#[derive(Serialize)]
+struct BlockJson {
+    number: u64,
+    hash: Option<String>,
+}
+
+impl From<BlockTag> for BlockJson {
+    fn from(tag: BlockTag) -> BlockJson {
+        BlockJson {
+            number: tag.number,
+            hash: tag.hash.as_ref().map(hex),
+        }
+    }
+}
+
+/// The block of a binary append, from the query: `?block=N[&block_hash=0x..]`.
+fn query_block(
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<Option<BlockTag>, ApiError> {
+    let pairs = query_pairs(query, &["block", "block_hash"])?;
+    let number = find(&pairs, "block")
+        .map(|text| parse_u64("block", text))
+        .transpose()?;
+    let hash = find(&pairs, "block_hash")
+        .map(body::block_hash)
+        .transpose()?;
+    match (number, hash) {
+        (Some(number), hash) => Ok(Some(BlockTag { number, hash })),
+        (None, Some(_)) => Err(ApiError::bad_request(
+            "block_hash without block: give the block number too (?block=N&block_hash=0x..)",
+        )),
+        (None, None) => Ok(None),
+    }
 }
 
 pub(crate) async fn append(
     State(state): State<AppState>,
     headers: HeaderMap,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
     request_body: Body,
 ) -> Result<Response, ApiError> {
     let shared = state.shared();
     auth::check_write(shared.config.token.as_deref(), &headers)?;
     let encoding = body::encoding(&headers)?;
+    let query_block = query_block(query)?;
     let limit = shared.config.max_body_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -175,39 +304,61 @@ pub(crate) async fn append(
         .metrics
         .body_bytes
         .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-    let leaves = body::leaves(encoding, &bytes, shared.config.max_batch_leaves)?;
+    let batch = body::batch(
+        encoding,
+        &bytes,
+        shared.config.max_batch_leaves,
+        query_block,
+    )?;
     drop(bytes);
+    let block = batch.block;
     let task_state = state.clone();
     let (appended, appended_at) =
-        tokio::task::spawn_blocking(move || append_leaves(task_state.shared(), &leaves))
+        tokio::task::spawn_blocking(move || append_leaves(task_state.shared(), &batch))
             .await
             .map_err(|e| ApiError::internal(format!("the append task failed: {e}")))??;
     let end = appended.first + appended.count;
     let metrics = &shared.metrics;
     let durable = shared
         .committer
-        .durable(appended.token, shared.config.durability_timeout)
+        .durable(&appended.token, shared.config.durability_timeout)
         .await;
     if let Err(error) = durable {
-        metrics.append_failures.fetch_add(1, Ordering::Relaxed);
-        let error = DbError::Store(error);
-        shared.record_failure(&error);
-        let mut refused = ApiError::from_append(error);
-        if refused.status == StatusCode::SERVICE_UNAVAILABLE {
-            refused.message = format!(
-                "leaves {}..{end} were appended but not acknowledged as durable: {}",
-                appended.first, refused.message
-            );
-        }
-        return Err(refused);
+        return Err(refused_append(shared, &appended, DbError::Store(error)));
     }
     metrics.durable_wait_seconds.observe(appended_at.elapsed());
-    let root = shared
-        .snapshot_covering(end)
-        .view(end)
-        .map_err(|e| ApiError::internal(format!("the root at size {end}: {e}")))?
-        .root()
-        .ok_or_else(|| ApiError::internal(format!("no root at size {end}")))?;
+    // The head at the end of the batch, from the tree the batch is still
+    // in: a rollback may have removed it since it was durable.
+    let checked = shared
+        .consistent(
+            |generation| -> Result<Result<Option<Hash>, ApiError>, StoreError> {
+                if !appended.token.is_durable()? {
+                    return Ok(Err(ApiError::internal(format!(
+                        "the append ending at {end} was reported durable but is not"
+                    ))));
+                }
+                let root = match shared.snapshot_covering(end, generation).view(end) {
+                    Ok(view) => view.root(),
+                    Err(e) => {
+                        return Ok(Err(ApiError::internal(format!(
+                            "the root at size {end}: {e}"
+                        ))));
+                    }
+                };
+                if let Some(block) = block {
+                    shared.note_acked_block(block.number, generation);
+                }
+                Ok(Ok(root))
+            },
+        )
+        .await;
+    let root = match checked {
+        Ok(root) => root?,
+        Err(error) => return Err(refused_append(shared, &appended, DbError::Store(error))),
+    };
+    if appended.count > 0 && root.is_none() {
+        return Err(ApiError::internal(format!("no root at size {end}")));
+    }
     metrics.appends.fetch_add(1, Ordering::Relaxed);
     metrics.leaves.fetch_add(appended.count, Ordering::Relaxed);
     Ok(json(
@@ -216,9 +367,42 @@ pub(crate) async fn append(
             first_index: appended.first,
             count: appended.count,
             size: end,
-            root: hex(&root),
+            root: root.as_ref().map(hex),
+            block: block.map(BlockJson::from),
         },
     ))
+}
+
+/// The answer to an append that was made but not acknowledged: rolled
+/// back before it was (409), or not durable (503, storage failure or
+/// timeout).
+fn refused_append(shared: &Shared, appended: &Appended, error: DbError) -> ApiError {
+    let end = appended.first + appended.count;
+    if let DbError::Store(StoreError::RolledBack { .. }) = error {
+        shared
+            .metrics
+            .rolled_back_appends
+            .fetch_add(1, Ordering::Relaxed);
+        let mut refused = ApiError::from_append(error);
+        refused.message = format!(
+            "leaves {}..{end} were appended but a rollback removed them before they were acknowledged: {}",
+            appended.first, refused.message
+        );
+        return refused;
+    }
+    shared
+        .metrics
+        .append_failures
+        .fetch_add(1, Ordering::Relaxed);
+    shared.record_failure(&error);
+    let mut refused = ApiError::from_append(error);
+    if refused.status == StatusCode::SERVICE_UNAVAILABLE {
+        refused.message = format!(
+            "leaves {}..{end} were appended but not acknowledged as durable: {}",
+            appended.first, refused.message
+        );
+    }
+    refused
 }
 
 fn too_large_body(what: String, limit: usize) -> ApiError {
@@ -242,17 +426,23 @@ async fn read_body(request_body: Body, limit: usize) -> Result<Bytes, ApiError> 
         })
 }
 
-/// Appends `leaves` (on the blocking pool: the append takes the writer
+/// Appends a batch (on the blocking pool: the append takes the writer
 /// lock and inserts into the set).
-fn append_leaves(shared: &Shared, leaves: &[Hash]) -> Result<(Appended, Instant), ApiError> {
+fn append_leaves(shared: &Shared, batch: &body::Batch) -> Result<(Appended, Instant), ApiError> {
     let metrics = &shared.metrics;
     let start = Instant::now();
-    let appended = shared.db.append_batch(leaves).map_err(|error| {
+    let appended = match batch.block {
+        Some(tag) => shared.db.append_tagged(&batch.leaves, tag),
+        None => shared.db.append_batch(&batch.leaves),
+    };
+    let appended = appended.map_err(|error| {
         if let DbError::Duplicates { duplicates, .. } = &error {
             metrics.duplicate_batches.fetch_add(1, Ordering::Relaxed);
             metrics
                 .duplicate_values
                 .fetch_add(duplicates.len() as u64, Ordering::Relaxed);
+        } else if let DbError::Store(StoreError::BlockOrder { .. }) = &error {
+            metrics.block_order_refusals.fetch_add(1, Ordering::Relaxed);
         } else {
             metrics.append_failures.fetch_add(1, Ordering::Relaxed);
             shared.record_failure(&error);
@@ -273,11 +463,19 @@ struct RootJson {
     depth: u32,
     arity: u64,
     hash: &'static str,
+    finalized: u64,
 }
 
 pub(crate) async fn root(State(state): State<AppState>) -> Result<Response, ApiError> {
     let shared = state.shared();
-    let (snapshot, size) = shared.durable();
+    let (snapshot, size, finalized) = shared
+        .consistent(|generation| {
+            // Read first: it is durable when it is published.
+            let finalized = shared.db.finalized_size();
+            let (snapshot, size) = shared.durable(generation);
+            (snapshot, size, finalized)
+        })
+        .await;
     let tree = snapshot.config();
     let view = snapshot
         .view(size)
@@ -290,6 +488,7 @@ pub(crate) async fn root(State(state): State<AppState>) -> Result<Response, ApiE
             depth: shape::depth(size, tree.arity),
             arity: tree.arity.as_u64(),
             hash: tree.hash.name(),
+            finalized: finalized.min(size),
         },
     ))
 }
@@ -308,12 +507,17 @@ pub(crate) async fn leaf_index(
     let shared = state.shared();
     let Path(text) = value.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let value = parse_hash(&text).map_err(|e| ApiError::bad_request(format!("leaf: {e}")))?;
-    let found = shared.db.index_of(&value).map_err(|error| match error {
+    let (found, durable) = shared
+        .consistent(|_| {
+            let found = shared.db.index_of(&value);
+            // Read after the lookup: a leaf found below it is durable.
+            (found, shared.db.durable_size())
+        })
+        .await;
+    let found = found.map_err(|error| match error {
         DbError::NoSet => ApiError::new(StatusCode::NOT_IMPLEMENTED, error.to_string()),
         other => ApiError::internal(other.to_string()),
     })?;
-    // Read after the lookup: a leaf found below it is durable.
-    let durable = shared.db.durable_size();
     match found {
         Some(index) if index < durable => Ok(json(StatusCode::OK, &IndexJson { index })),
         _ => Err(ApiError::not_found(format!(
@@ -323,16 +527,15 @@ pub(crate) async fn leaf_index(
     }
 }
 
-// -- GET /v1/proofs/{index}?size=S ----------------------------------------------
+// -- GET /v1/proofs/{index}?size=S|root=R ---------------------------------------
 
-/// The query's parameters, each at most once and each one of `allowed`,
-/// as non-negative integers.
-fn parameters(
+/// The query's parameters, each at most once and each one of `allowed`.
+fn query_pairs(
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
     allowed: &[&'static str],
-) -> Result<Vec<(&'static str, u64)>, ApiError> {
+) -> Result<Vec<(&'static str, String)>, ApiError> {
     let Query(pairs) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let mut out: Vec<(&'static str, u64)> = Vec::with_capacity(pairs.len());
+    let mut out: Vec<(&'static str, String)> = Vec::with_capacity(pairs.len());
     for (name, text) in pairs {
         let Some(&known) = allowed.iter().find(|&&a| a == name) else {
             return Err(ApiError::bad_request(format!(
@@ -340,14 +543,33 @@ fn parameters(
                 allowed.join(", ")
             )));
         };
-        if out.iter().any(|&(seen, _)| seen == known) {
+        if out.iter().any(|(seen, _)| *seen == known) {
             return Err(ApiError::bad_request(format!(
                 "query parameter {known} is given more than once"
             )));
         }
-        out.push((known, parse_u64(known, &text)?));
+        out.push((known, text));
     }
     Ok(out)
+}
+
+fn find<'a>(pairs: &'a [(&'static str, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, text)| text.as_str())
+}
+
+/// The query's parameters, each at most once and each one of `allowed`,
+/// as non-negative integers.
+fn parameters(
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+    allowed: &[&'static str],
+) -> Result<Vec<(&'static str, u64)>, ApiError> {
+    query_pairs(query, allowed)?
+        .into_iter()
+        .map(|(name, text)| Ok((name, parse_u64(name, &text)?)))
+        .collect()
 }
 
 fn parse_u64(what: &str, text: &str) -> Result<u64, ApiError> {
@@ -380,9 +602,39 @@ pub(crate) async fn proof(
     let shared = state.shared();
     let Path(index) = index.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let index = parse_u64("leaf index", &index)?;
-    let parameters = parameters(query, &["size"])?;
-    let (snapshot, durable) = shared.durable();
-    let size = get(&parameters, "size").unwrap_or(durable);
+    let pairs = query_pairs(query, &["size", "root"])?;
+    let size = find(&pairs, "size")
+        .map(|text| parse_u64("size", text))
+        .transpose()?;
+    let root = find(&pairs, "root")
+        .map(|text| parse_hash(text).map_err(|e| ApiError::bad_request(format!("root: {e}"))))
+        .transpose()?;
+    if let Some(root) = root {
+        if size.is_some() {
+            return Err(ApiError::bad_request(
+                "give size or root, not both: a root names its size",
+            ));
+        }
+        let (snapshot, size) = shared
+            .consistent(|generation| {
+                let (snapshot, durable) = shared.durable(generation);
+                let size = durable_root(shared, &root, durable)?.size;
+                Ok::<_, ApiError>((snapshot, size))
+            })
+            .await?;
+        if index >= size {
+            return Err(ApiError::bad_request(format!(
+                "leaf index {index} is not below {size}, the size of root {}",
+                hex(&root)
+            )));
+        }
+        let proof = snapshot
+            .prove_at(index, size)
+            .map_err(ApiError::from_proof)?;
+        return Ok(proof_json(proof_text::membership(&proof)));
+    }
+    let (snapshot, durable) = shared.consistent(|g| shared.durable(g)).await;
+    let size = size.unwrap_or(durable);
     check_size(size, durable, "size")?;
     let proof = snapshot
         .prove_at(index, size)
@@ -401,7 +653,7 @@ pub(crate) async fn consistency(
     let from = get(&parameters, "from").ok_or_else(|| {
         ApiError::bad_request("missing query parameter from (the older size): ?from=S1[&to=S2]")
     })?;
-    let (snapshot, durable) = shared.durable();
+    let (snapshot, durable) = shared.consistent(|g| shared.durable(g)).await;
     let to = get(&parameters, "to").unwrap_or(durable);
     if from > to {
         return Err(ApiError::bad_request(format!(
@@ -413,6 +665,308 @@ pub(crate) async fn consistency(
         .prove_consistency(from, to)
         .map_err(ApiError::from_proof)?;
     Ok(proof_json(proof_text::consistency(&proof)))
+}
+
+// -- GET /v1/roots/{root} -------------------------------------------------------
+
+#[derive(Serialize)]
+struct RootAtJson {
+    size: u64,
+    block: Option<u64>,
+}
+
+/// Where `root` is, if that is within the durable tree (inside
+/// `consistent` only); the block only if its tag is durable.
+fn durable_root(shared: &Shared, root: &Hash, durable: u64) -> Result<RootAtJson, ApiError> {
+    let unknown = || {
+        ApiError::not_found(format!(
+            "root {} is not a root of the durable tree among the tagged heads and the roots of the last {} appends",
+            hex(root),
+            shared.db.config().store.root_window
+        ))
+    };
+    let found = shared.db.size_of_root(root).ok_or_else(unknown)?;
+    if found.size > durable {
+        return Err(unknown());
+    }
+    Ok(RootAtJson {
+        size: found.size,
+        block: found
+            .block
+            .filter(|&block| shared.tag_durability(durable)(block, found.size)),
+    })
+}
+
+pub(crate) async fn root_at(
+    State(state): State<AppState>,
+    root: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let shared = state.shared();
+    let Path(text) = root.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let root = parse_hash(&text).map_err(|e| ApiError::bad_request(format!("root: {e}")))?;
+    let found = shared
+        .consistent(|_| durable_root(shared, &root, shared.db.durable_size()))
+        .await?;
+    Ok(json(StatusCode::OK, &found))
+}
+
+// -- GET /v1/heads?from_block=N&limit=L -----------------------------------------
+
+/// Tagged heads a listing answers by default, and at most.
+const HEADS_DEFAULT_LIMIT: u64 = 100;
+const HEADS_MAX_LIMIT: u64 = 10_000;
+
+#[derive(Serialize)]
+struct HeadJson {
+    block: u64,
+    block_hash: Option<String>,
+    size: u64,
+    root: Option<String>,
+}
+
+impl From<&TaggedHead> for HeadJson {
+    fn from(head: &TaggedHead) -> HeadJson {
+        HeadJson {
+            block: head.block,
+            block_hash: head.block_hash.as_ref().map(hex),
+            size: head.size,
+            root: head.root.as_ref().map(hex),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct HeadsJson {
+    heads: Vec<HeadJson>,
+    /// Where the next page starts (`null`: this page reached the end).
+    next_from_block: Option<u64>,
+}
+
+pub(crate) async fn heads(
+    State(state): State<AppState>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let shared = state.shared();
+    let parameters = parameters(query, &["from_block", "limit"])?;
+    let from = get(&parameters, "from_block").unwrap_or(0);
+    let limit = get(&parameters, "limit").unwrap_or(HEADS_DEFAULT_LIMIT);
+    if !(1..=HEADS_MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit {limit} is not between 1 and {HEADS_MAX_LIMIT}"
+        )));
+    }
+    let limit = limit as usize;
+    let (mut heads, durable) = shared
+        .consistent(|_| {
+            let durable = shared.tag_durability(shared.db.durable_size());
+            // One more than asked for: whether there is a next page.
+            (shared.db.heads(from, limit + 1), durable)
+        })
+        .await;
+    // Durable heads are a prefix (made durable in order).
+    let durable_count = heads
+        .iter()
+        .take_while(|h| durable(h.block, h.size))
+        .count();
+    heads.truncate(durable_count);
+    let next_from_block = (heads.len() > limit).then(|| heads[limit].block);
+    heads.truncate(limit);
+    Ok(json(
+        StatusCode::OK,
+        &HeadsJson {
+            heads: heads.iter().map(HeadJson::from).collect(),
+            next_from_block,
+        },
+    ))
+}
+
+// -- POST /v1/rollback, POST /v1/finalize ---------------------------------------
+
+/// Bodies of the rollback and finalize requests are small.
+const SMALL_BODY_BYTES: usize = 4096;
+
+/// `{"to_size": S}` or `{"to_block": N}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RollbackJson {
+    #[serde(default)]
+    to_size: Option<u64>,
+    #[serde(default)]
+    to_block: Option<u64>,
+}
+
+/// `{"size": S}` or `{"block": N}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FinalizeJson {
+    #[serde(default)]
+    size: Option<u64>,
+    #[serde(default)]
+    block: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Size(u64),
+    Block(u64),
+}
+
+/// The target of a rollback or finalize body: `fields` turns the parsed
+/// body into (size, block); `size_name` and `block_name` are the fields'
+/// names in messages.
+async fn target<T: serde::de::DeserializeOwned>(
+    request_body: Body,
+    fields: impl FnOnce(T) -> (Option<u64>, Option<u64>),
+    size_name: &str,
+    block_name: &str,
+) -> Result<Target, ApiError> {
+    let bytes = read_body(request_body, SMALL_BODY_BYTES).await?;
+    let usage = || format!("{{\"{size_name}\": S}} or {{\"{block_name}\": N}}");
+    let doc: T = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("the body is not {}: {e}", usage())))?;
+    match fields(doc) {
+        (Some(size), None) => Ok(Target::Size(size)),
+        (None, Some(block)) => Ok(Target::Block(block)),
+        _ => Err(ApiError::bad_request(format!(
+            "give exactly one of {size_name} and {block_name}: {}",
+            usage()
+        ))),
+    }
+}
+
+#[derive(Serialize)]
+struct RolledBackJson {
+    size: u64,
+    root: Option<String>,
+    /// The block rolled back to (with `to_block`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    block: Option<u64>,
+    finalized: u64,
+}
+
+pub(crate) async fn rollback(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request_body: Body,
+) -> Result<Response, ApiError> {
+    auth::check_write(state.shared().config.token.as_deref(), &headers)?;
+    let target = target(
+        request_body,
+        |b: RollbackJson| (b.to_size, b.to_block),
+        "to_size",
+        "to_block",
+    )
+    .await?;
+    let task_state = state.clone();
+    let (head, finalized) =
+        tokio::task::spawn_blocking(move || roll_back(task_state.shared(), target))
+            .await
+            .map_err(|e| ApiError::internal(format!("the rollback task failed: {e}")))??;
+    Ok(json(
+        StatusCode::OK,
+        &RolledBackJson {
+            size: head.size,
+            root: head.root.as_ref().map(hex),
+            block: match target {
+                Target::Block(block) => Some(block),
+                Target::Size(_) => None,
+            },
+            finalized,
+        },
+    ))
+}
+
+/// Rolls back (on the blocking pool): reads wait meanwhile, and find
+/// nothing of the old tree when they resume. Returns once the rollback is
+/// durable.
+fn roll_back(shared: &Shared, target: Target) -> Result<(TreeHead, u64), ApiError> {
+    let _writes = shared.writes.lock();
+    let db = &shared.db;
+    let start = Instant::now();
+    let durable = db.durable_size();
+    let to = match target {
+        Target::Size(size) => {
+            check_size(size, durable, "to_size")?;
+            size
+        }
+        Target::Block(block) => {
+            db.head_at_block(block)
+                .ok_or_else(|| ApiError::from_write(StoreError::NoHeadAtBlock { block }.into()))?
+                .size
+        }
+    };
+    let window = RollbackWindow::open(shared);
+    let result = match target {
+        Target::Size(size) => db.truncate(size),
+        Target::Block(block) => db.truncate_to_block(block),
+    }
+    .and_then(|head| {
+        // Every tag left is durable once the flush returns (it writes
+        // the pending ones); later ones are not counted.
+        let last = db.head_at_block(u64::MAX).map(|h| h.block);
+        db.flush()?;
+        *shared.acked_block.lock() = last;
+        Ok(head)
+    });
+    shared.committer.rolled_back(to);
+    drop(window);
+    let head = result.map_err(|error| {
+        shared.record_failure(&error);
+        ApiError::from_write(error)
+    })?;
+    let metrics = &shared.metrics;
+    metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+    metrics
+        .rolled_back_leaves
+        .fetch_add(durable.saturating_sub(head.size), Ordering::Relaxed);
+    metrics.rollback_seconds.observe(start.elapsed());
+    tracing::info!(to = head.size, from = durable, "rolled back");
+    Ok((head, db.finalized_size()))
+}
+
+#[derive(Serialize)]
+struct FinalizedJson {
+    finalized: u64,
+}
+
+pub(crate) async fn finalize(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request_body: Body,
+) -> Result<Response, ApiError> {
+    auth::check_write(state.shared().config.token.as_deref(), &headers)?;
+    let target = target(
+        request_body,
+        |b: FinalizeJson| (b.size, b.block),
+        "size",
+        "block",
+    )
+    .await?;
+    let task_state = state.clone();
+    let finalized = tokio::task::spawn_blocking(move || {
+        let shared = task_state.shared();
+        let _writes = shared.writes.lock();
+        let db = &shared.db;
+        let result = match target {
+            Target::Size(size) => {
+                check_size(size, db.durable_size(), "size")?;
+                db.finalize(size)
+            }
+            Target::Block(block) => db.finalize_to_block(block),
+        };
+        result.map_err(|error| {
+            shared.record_failure(&error);
+            ApiError::from_write(error)
+        })
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the finalize task failed: {e}")))??;
+    state
+        .shared()
+        .metrics
+        .finalizations
+        .fetch_add(1, Ordering::Relaxed);
+    Ok(json(StatusCode::OK, &FinalizedJson { finalized }))
 }
 
 // -- GET /healthz, /metrics, /openapi.json ------------------------------------

@@ -1,5 +1,7 @@
-//! Decoding an append's body: `{"leaves": ["0x..", ...]}` (JSON) or raw
-//! 32-byte records (`application/octet-stream`). The body is untrusted
+//! Decoding an append's body: `{"leaves": ["0x..", ...], "block":
+//! {"number": N, "hash": "0x.."}}` (JSON; the block is optional, and with
+//! one the leaves may be empty) or raw 32-byte records
+//! (`application/octet-stream`; its block comes in the query). The body is untrusted
 //! network input: every refusal is a 4xx with the reason and the value,
 //! never a panic, and counts are checked before anything is allocated per
 //! leaf.
@@ -10,6 +12,7 @@ use std::borrow::Cow;
 use axum::http::{HeaderMap, StatusCode, header};
 use cairn_core::Hash;
 use cairn_core::hex::parse_hash;
+use cairn_db::BlockTag;
 use serde::Deserialize;
 
 use crate::error::ApiError;
@@ -46,20 +49,48 @@ fn unsupported(what: &str) -> ApiError {
     )
 }
 
-/// The leaves of a body.
-pub(crate) fn leaves(
+/// What an append asks for: leaves, and the block they belong to.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Batch {
+    pub leaves: Vec<Hash>,
+    pub block: Option<BlockTag>,
+}
+
+/// The batch of a body; `query_block` is the block the query names, if
+/// any (a batch may name its block in one place only).
+pub(crate) fn batch(
     encoding: Encoding,
     body: &[u8],
     max_leaves: usize,
-) -> Result<Vec<Hash>, ApiError> {
-    match encoding {
-        Encoding::Json => json(body, max_leaves),
-        Encoding::Binary => binary(body, max_leaves),
+    query_block: Option<BlockTag>,
+) -> Result<Batch, ApiError> {
+    let (leaves, body_block) = match encoding {
+        Encoding::Json => json(body, max_leaves)?,
+        Encoding::Binary => (binary(body, max_leaves)?, None),
+    };
+    let block = match (body_block, query_block) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "the block is given twice (in the body and in the query): give it once",
+            ));
+        }
+        (body, query) => body.or(query),
+    };
+    if leaves.is_empty() && block.is_none() {
+        return Err(empty());
     }
+    Ok(Batch { leaves, block })
 }
 
 fn empty() -> ApiError {
-    ApiError::bad_request("empty batch: append at least one leaf")
+    ApiError::bad_request(
+        "empty batch: append at least one leaf (a block tag alone needs the block: {\"leaves\": [], \"block\": {\"number\": N}})",
+    )
+}
+
+/// A block hash given as text.
+pub(crate) fn block_hash(text: &str) -> Result<Hash, ApiError> {
+    parse_hash(text).map_err(|e| ApiError::bad_request(format!("block hash: {e}")))
 }
 
 fn too_many(count: usize, max_leaves: usize) -> ApiError {
@@ -78,9 +109,6 @@ fn binary(body: &[u8], max_leaves: usize) -> Result<Vec<Hash>, ApiError> {
             rest.len()
         )));
     }
-    if records.is_empty() {
-        return Err(empty());
-    }
     if records.len() > max_leaves {
         return Err(too_many(records.len(), max_leaves));
     }
@@ -90,30 +118,46 @@ fn binary(body: &[u8], max_leaves: usize) -> Result<Vec<Hash>, ApiError> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LeavesJson<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     leaves: Vec<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    block: Option<BlockJson<'a>>,
 }
 
-fn json(body: &[u8], max_leaves: usize) -> Result<Vec<Hash>, ApiError> {
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlockJson<'a> {
+    number: u64,
+    #[serde(borrow, default)]
+    hash: Option<Cow<'a, str>>,
+}
+
+fn json(body: &[u8], max_leaves: usize) -> Result<(Vec<Hash>, Option<BlockTag>), ApiError> {
     let doc: LeavesJson<'_> = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!(
-            "the body is not {{\"leaves\": [\"0x..\", ...]}}: {e}"
+            "the body is not {{\"leaves\": [\"0x..\", ...], \"block\": {{\"number\": N, \"hash\": \"0x..\"}}}} (block optional): {e}"
         ))
     })?;
-    if doc.leaves.is_empty() {
-        return Err(empty());
-    }
     if doc.leaves.len() > max_leaves {
         return Err(too_many(doc.leaves.len(), max_leaves));
     }
-    doc.leaves
+    let block = match doc.block {
+        None => None,
+        Some(block) => Some(BlockTag {
+            number: block.number,
+            hash: block.hash.as_deref().map(block_hash).transpose()?,
+        }),
+    };
+    let leaves = doc
+        .leaves
         .iter()
         .enumerate()
         .map(|(position, text)| {
             parse_hash(text)
                 .map_err(|e| ApiError::bad_request(format!("leaf at position {position}: {e}")))
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((leaves, block))
 }
 
 #[cfg(test)]
@@ -122,7 +166,11 @@ mod tests {
 
     use super::*;
 
-    fn check_refused(result: Result<Vec<Hash>, ApiError>, status: StatusCode, needle: &str) {
+    fn check_refused<T: std::fmt::Debug>(
+        result: Result<T, ApiError>,
+        status: StatusCode,
+        needle: &str,
+    ) {
         let error = result.unwrap_err();
         assert_eq!(error.status, status, "{}", error.message);
         assert!(
@@ -143,7 +191,85 @@ mod tests {
         );
         body.push(0);
         check_refused(binary(&body, 9), StatusCode::BAD_REQUEST, "65 bytes");
-        check_refused(binary(&[], 9), StatusCode::BAD_REQUEST, "empty batch");
+        check_refused(
+            batch(Encoding::Binary, &[], 9, None),
+            StatusCode::BAD_REQUEST,
+            "empty batch",
+        );
+        let tag = BlockTag::number(5);
+        assert_eq!(
+            batch(Encoding::Binary, &[], 9, Some(tag)).unwrap(),
+            Batch {
+                leaves: Vec::new(),
+                block: Some(tag)
+            }
+        );
+    }
+
+    #[test]
+    fn json_bodies_carry_an_optional_block() {
+        let good = format!("0x{}", "ab".repeat(32));
+        let hash = format!("0x{}", "cd".repeat(32));
+        let body =
+            format!(r#"{{"leaves": ["{good}"], "block": {{"number": 7, "hash": "{hash}"}}}}"#);
+        let got = batch(Encoding::Json, body.as_bytes(), 9, None).unwrap();
+        assert_eq!(got.leaves, vec![[0xab; 32]]);
+        assert_eq!(
+            got.block,
+            Some(BlockTag {
+                number: 7,
+                hash: Some([0xcd; 32])
+            })
+        );
+        let alone = batch(
+            Encoding::Json,
+            br#"{"leaves": [], "block": {"number": 8}}"#,
+            9,
+            None,
+        )
+        .unwrap();
+        assert_eq!(alone.block, Some(BlockTag::number(8)));
+        assert!(alone.leaves.is_empty());
+        check_refused(
+            batch(
+                Encoding::Json,
+                body.as_bytes(),
+                9,
+                Some(BlockTag::number(7)),
+            ),
+            StatusCode::BAD_REQUEST,
+            "given twice",
+        );
+        check_refused(
+            batch(
+                Encoding::Json,
+                br#"{"leaves": [], "block": {"number": 8, "hash": "0x12"}}"#,
+                9,
+                None,
+            ),
+            StatusCode::BAD_REQUEST,
+            "block hash",
+        );
+        check_refused(
+            batch(
+                Encoding::Json,
+                br#"{"leaves": [], "block": {"number": -1}}"#,
+                9,
+                None,
+            ),
+            StatusCode::BAD_REQUEST,
+            "not {\"leaves\"",
+        );
+        check_refused(
+            batch(
+                Encoding::Json,
+                br#"{"leaves": [], "block": {"number": 1, "extra": 2}}"#,
+                9,
+                None,
+            ),
+            StatusCode::BAD_REQUEST,
+            "unknown field",
+        );
     }
 
     #[test]
@@ -153,7 +279,7 @@ mod tests {
             r#"{{"leaves": ["{good}", "{}"]}}"#,
             good.to_uppercase().replace("0X", "0x")
         );
-        assert_eq!(json(body.as_bytes(), 2).unwrap(), vec![[0xab; 32]; 2]);
+        assert_eq!(json(body.as_bytes(), 2).unwrap().0, vec![[0xab; 32]; 2]);
         check_refused(
             json(body.as_bytes(), 1),
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -171,7 +297,7 @@ mod tests {
             "\"0x12\"",
         );
         check_refused(
-            json(br#"{"leaves": []}"#, 9),
+            batch(Encoding::Json, br#"{"leaves": []}"#, 9, None),
             StatusCode::BAD_REQUEST,
             "empty batch",
         );

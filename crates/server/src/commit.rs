@@ -1,10 +1,15 @@
 //! Waiting for durability without a thread per request. One committer
-//! thread waits on the newest durability token it was given (the store
-//! then writes and fsyncs everything appended so far: one group commit)
-//! and publishes the durable size on a watch channel; requests await that
-//! channel. While a commit runs, later appends accumulate and go out
-//! together in the next one, so the number of fsyncs follows the disk,
-//! not the request rate.
+//! thread waits on the newest durability token (the store then writes and
+//! fsyncs everything appended so far: one group commit) and announces
+//! each finished commit on a watch channel; requests await that channel
+//! and then ask their own token. While a commit runs, later appends
+//! accumulate and go out together in the next one, so the number of
+//! fsyncs follows the disk, not the request rate.
+//!
+//! The token, not the channel, decides: a rollback can undo an append
+//! after its leaves were durable, and an append made after a rollback can
+//! end below a size durable before it, so a durable size alone says
+//! nothing about one append. The channel only says when to ask again.
 //!
 //! The committer holds tokens only, never the database: dropping the
 //! server's state stops it, and the database can be closed while it
@@ -18,10 +23,11 @@ use cairn_store::StoreError;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch;
 
-/// What the committer has made durable.
+/// What the committer has done.
 #[derive(Clone, Debug, Default)]
 struct Committed {
-    /// Leaves durable (at least).
+    /// The end of the last token made durable (for messages only: a
+    /// rollback lowers it).
     end: u64,
     /// The failure that stopped every commit, if any.
     failure: Option<StoreError>,
@@ -45,7 +51,7 @@ struct Queue {
 #[derive(Debug)]
 pub(crate) struct Committer {
     queue: Arc<Queue>,
-    committed: watch::Receiver<Committed>,
+    publish: Arc<watch::Sender<Committed>>,
 }
 
 /// How long the committer waits on one token before trying again (a
@@ -56,51 +62,59 @@ impl Committer {
     /// Starts the committer thread; `durable` is the size already durable.
     pub fn start(durable: u64) -> Committer {
         let queue = Arc::new(Queue::default());
-        let (publish, committed) = watch::channel(Committed {
+        let publish = Arc::new(watch::Sender::new(Committed {
             end: durable,
             failure: None,
-        });
+        }));
         let thread_queue = Arc::clone(&queue);
+        let thread_publish = Arc::clone(&publish);
         std::thread::Builder::new()
             .name("cairn-committer".into())
-            .spawn(move || commit_loop(&thread_queue, &publish))
+            .spawn(move || commit_loop(&thread_queue, &thread_publish))
             .expect("spawn the committer thread");
-        Committer { queue, committed }
+        Committer { queue, publish }
     }
 
     /// Waits (asynchronously) until the leaves below `token.end()` are
-    /// durable: an error if the store failed first, or after `timeout`.
-    pub async fn durable(&self, token: Token, timeout: Duration) -> Result<(), StoreError> {
+    /// durable: an error if the store failed first, if they were rolled
+    /// back ([`StoreError::RolledBack`]), or after `timeout`.
+    pub async fn durable(&self, token: &Token, timeout: Duration) -> Result<(), StoreError> {
         let end = token.end();
-        let mut committed = self.committed.clone();
-        if committed.borrow().end >= end {
-            return Ok(());
-        }
-        {
-            let mut pending = self.queue.pending.lock();
-            if pending.token.as_ref().is_none_or(|t| t.end() < end) {
-                pending.token = Some(token);
-            }
-        }
-        self.queue.wake.notify_one();
+        let mut committed = self.publish.subscribe();
         let reached = async {
-            let c = committed
-                .wait_for(|c| c.end >= end || c.failure.is_some())
-                .await
-                .map_err(|_| StoreError::Closed)?;
-            match &c.failure {
-                _ if c.end >= end => Ok(()),
-                Some(failure) => Err(failure.clone()),
-                None => Err(StoreError::Closed),
+            loop {
+                // Seen before asking the token: a commit finishing after
+                // the question wakes the wait below.
+                committed.borrow_and_update();
+                if token.is_durable()? {
+                    return Ok(());
+                }
+                if let Some(failure) = &committed.borrow().failure {
+                    return Err(failure.clone());
+                }
+                {
+                    let mut pending = self.queue.pending.lock();
+                    if pending.token.as_ref().is_none_or(|t| t.end() < end) {
+                        pending.token = Some(token.clone());
+                    }
+                }
+                self.queue.wake.notify_one();
+                committed.changed().await.map_err(|_| StoreError::Closed)?;
             }
         };
         match tokio::time::timeout(timeout, reached).await {
             Ok(result) => result,
             Err(_) => Err(StoreError::Timeout {
                 want: end,
-                durable: self.committed.borrow().end,
+                durable: self.publish.borrow().end,
             }),
         }
+    }
+
+    /// A rollback to `to` leaves happened: every waiter asks its token
+    /// again (those of removed appends learn it now).
+    pub fn rolled_back(&self, to: u64) {
+        self.publish.send_modify(|c| c.end = c.end.min(to));
     }
 }
 
@@ -127,11 +141,9 @@ fn commit_loop(queue: &Queue, publish: &watch::Sender<Committed>) {
         };
         match token.wait(COMMIT_WAIT) {
             Ok(()) => {
-                publish.send_if_modified(|c| {
-                    let advanced = token.end() > c.end;
-                    c.end = c.end.max(token.end());
-                    advanced
-                });
+                // Every waiter asks its token again, even when this one
+                // ends below what was announced before (after a rollback).
+                publish.send_modify(|c| c.end = c.end.max(token.end()));
             }
             Err(StoreError::Timeout { .. }) => {
                 // Not durable yet and not failed: wait on it again unless
@@ -140,6 +152,11 @@ fn commit_loop(queue: &Queue, publish: &watch::Sender<Committed>) {
                 if pending.token.is_none() {
                     pending.token = Some(token);
                 }
+            }
+            Err(StoreError::RolledBack { .. }) => {
+                // Not a failure: the waiters find out from their tokens
+                // (and those whose appends survived hand theirs in again).
+                publish.send_modify(|_| {});
             }
             Err(error) => {
                 tracing::error!(error = %error, "a group commit failed: no more appends will be acknowledged");

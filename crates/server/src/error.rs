@@ -59,6 +59,8 @@ pub(crate) struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub duplicates: Option<Vec<DuplicateJson>>,
+    /// The finalized size, on a refusal to roll back below it.
+    pub finalized: Option<u64>,
 }
 
 /// One refused value of a 409 answer.
@@ -96,6 +98,8 @@ struct ErrorJson<'a> {
     error: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     duplicates: Option<&'a [DuplicateJson]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    finalized: Option<u64>,
 }
 
 impl ApiError {
@@ -104,6 +108,7 @@ impl ApiError {
             status,
             message: message.into(),
             duplicates: None,
+            finalized: None,
         }
     }
 
@@ -134,13 +139,42 @@ impl ApiError {
                 status: StatusCode::CONFLICT,
                 message: error.to_string(),
                 duplicates: Some(duplicates.iter().map(DuplicateJson::from).collect()),
+                finalized: None,
             },
+            // A block number that does not follow the last tagged one, or
+            // an append a rollback removed before it was acknowledged.
+            DbError::Store(StoreError::BlockOrder { .. } | StoreError::RolledBack { .. }) => {
+                ApiError::new(StatusCode::CONFLICT, error.to_string())
+            }
             DbError::Store(StoreError::Tree(
                 TreeError::EmptyBatch | TreeError::NonCanonicalLeaf { .. },
             )) => ApiError::bad_request(error.to_string()),
             DbError::Store(StoreError::Tree(TreeError::CapacityExceeded { .. }))
             | DbError::SetFull(_) => {
                 ApiError::new(StatusCode::INSUFFICIENT_STORAGE, error.to_string())
+            }
+            DbError::Store(
+                StoreError::Poisoned { .. }
+                | StoreError::Io { .. }
+                | StoreError::Corrupt { .. }
+                | StoreError::Timeout { .. }
+                | StoreError::Closed,
+            ) => ApiError::unavailable(error.to_string()),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+
+    /// The answer to a database error of a rollback or a finalization.
+    pub fn from_write(error: DbError) -> ApiError {
+        match error {
+            DbError::Store(StoreError::BelowFinalized { finalized, .. }) => ApiError {
+                status: StatusCode::CONFLICT,
+                message: error.to_string(),
+                duplicates: None,
+                finalized: Some(finalized),
+            },
+            DbError::Store(StoreError::BeyondSize { .. } | StoreError::NoHeadAtBlock { .. }) => {
+                ApiError::not_found(error.to_string())
             }
             DbError::Store(
                 StoreError::Poisoned { .. }
@@ -170,6 +204,7 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_string(&ErrorJson {
             error: &self.message,
             duplicates: self.duplicates.as_deref(),
+            finalized: self.finalized,
         })
         .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"));
         let mut response = (self.status, body).into_response();

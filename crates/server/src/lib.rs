@@ -11,6 +11,13 @@
 //!   answered at the durable size, never past it, so nothing the server
 //!   ever handed out can be lost or forked by a crash (a root served once
 //!   is a prefix of every later root, across restarts).
+//! - **Chain followers**: appends may carry a block tag; `POST
+//!   /v1/rollback` undoes the appends of orphaned blocks (never below the
+//!   finalized size, `POST /v1/finalize`), and once it has answered no
+//!   response names a size, root or leaf it removed (reads are made
+//!   between rollbacks, see `api.rs`); `GET /v1/heads`, `GET
+//!   /v1/roots/{root}` and proofs by root serve what a wallet needs to
+//!   prove against the root a contract holds.
 //! - **Routes are one table** ([`ROUTES`]): the router is built from it and
 //!   a test checks it against the committed OpenAPI document
 //!   (`openapi.json`, served at `/openapi.json`).

@@ -87,6 +87,16 @@ pub(crate) struct Metrics {
     /// From the append to the release of its durability token: the group
     /// commit (write and fdatasync) as a request sees it.
     pub durable_wait_seconds: Histogram,
+    /// Tagged appends refused because their block did not follow the last.
+    pub block_order_refusals: AtomicU64,
+    /// Appends made but removed by a rollback before their answer (409).
+    pub rolled_back_appends: AtomicU64,
+    /// Rollbacks done, the durable leaves they removed, and their time.
+    pub rollbacks: AtomicU64,
+    pub rolled_back_leaves: AtomicU64,
+    pub rollback_seconds: Histogram,
+    /// Finalize requests done.
+    pub finalizations: AtomicU64,
     /// Checkpoints written while serving (automatic and on shutdown).
     pub checkpoints: AtomicU64,
     /// How long each of them took.
@@ -164,6 +174,36 @@ impl Metrics {
         );
         counter(
             &mut out,
+            "cairn_block_order_refusals_total",
+            "Tagged appends refused (409) because their block number did not follow the last tagged one.",
+            load(&self.block_order_refusals),
+        );
+        counter(
+            &mut out,
+            "cairn_rolled_back_appends_total",
+            "Appends removed by a rollback before they were acknowledged (409).",
+            load(&self.rolled_back_appends),
+        );
+        counter(
+            &mut out,
+            "cairn_rollbacks_total",
+            "Rollbacks done (POST /v1/rollback).",
+            load(&self.rollbacks),
+        );
+        counter(
+            &mut out,
+            "cairn_rolled_back_leaves_total",
+            "Durable leaves removed by rollbacks.",
+            load(&self.rolled_back_leaves),
+        );
+        counter(
+            &mut out,
+            "cairn_finalizations_total",
+            "Finalize requests done (POST /v1/finalize).",
+            load(&self.finalizations),
+        );
+        counter(
+            &mut out,
             "cairn_checkpoints_total",
             "Checkpoints written while serving (automatic and on shutdown).",
             load(&self.checkpoints),
@@ -193,6 +233,18 @@ impl Metrics {
             "The number of the last checkpoint on disk (it survives restarts; 0: none).",
             stats.store.checkpoint_number,
         );
+        gauge(
+            &mut out,
+            "cairn_finalized_size",
+            "Leaves below which a rollback is refused.",
+            stats.store.finalized,
+        );
+        gauge(
+            &mut out,
+            "cairn_tagged_heads",
+            "Block-tagged heads kept (durable or not).",
+            stats.store.tagged_heads,
+        );
         let histograms = [
             (
                 "cairn_append_seconds",
@@ -203,6 +255,11 @@ impl Metrics {
                 "cairn_durable_wait_seconds",
                 "From an append to its leaves being durable (group commit: write and fdatasync).",
                 &self.durable_wait_seconds,
+            ),
+            (
+                "cairn_rollback_seconds",
+                "Rollbacks, from the request's turn to the rollback being durable.",
+                &self.rollback_seconds,
             ),
             (
                 "cairn_checkpoint_seconds",

@@ -23,7 +23,7 @@ async fn appends_answer_the_head_after_the_batch_and_root_reports_it() {
     let empty = client.get("/v1/root").await.ok();
     assert_eq!(
         empty,
-        serde_json::json!({"size": 0, "root": null, "depth": 0, "arity": 3, "hash": "blake3"})
+        serde_json::json!({"size": 0, "root": null, "depth": 0, "arity": 3, "hash": "blake3", "finalized": 0})
     );
 
     let all = leaves(1, 10);
@@ -43,7 +43,7 @@ async fn appends_answer_the_head_after_the_batch_and_root_reports_it() {
     let root = client.get("/v1/root").await.ok();
     assert_eq!(
         root,
-        serde_json::json!({"size": 10, "root": to_hex(&local.root().unwrap()), "depth": 3, "arity": 3, "hash": "blake3"})
+        serde_json::json!({"size": 10, "root": to_hex(&local.root().unwrap()), "depth": 3, "arity": 3, "hash": "blake3", "finalized": 0})
     );
     let reply = client.get("/v1/root").await;
     assert_eq!(reply.headers["content-type"], "application/json");

@@ -132,7 +132,7 @@ async fn malformed_bodies_are_refused_with_400_naming_the_value() {
         (json, br#"{"leaves": [1]}"#.to_vec(), "invalid type"),
         (json, br#"{"leaves": ["#.to_vec(), "EOF"),
         (json, b"not json".to_vec(), "expected"),
-        (json, br#"{}"#.to_vec(), "missing field `leaves`"),
+        (json, br#"{}"#.to_vec(), "empty batch"),
     ];
     for (content_type, body, needle) in cases {
         let shown = String::from_utf8_lossy(&body).into_owned();

@@ -96,6 +96,7 @@ async fn every_route_is_served_and_the_document_is_the_committed_one() {
         let path = route
             .path
             .replace("{value}", &value)
+            .replace("{root}", &value)
             .replace("{index}", "0");
         let method: Method = route.method.parse().unwrap();
         let reply = client.request(method, &path, &[], Vec::new()).await;

@@ -230,6 +230,59 @@ impl Client {
             .await
     }
 
+    /// `POST path` with a JSON body, and the token if any.
+    pub async fn try_post_to(
+        &self,
+        path: &str,
+        body: &Value,
+        token: Option<&str>,
+    ) -> Result<Reply, String> {
+        let authorization = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![("content-type", "application/json")];
+        if let Some(authorization) = &authorization {
+            headers.push(("authorization", authorization));
+        }
+        self.try_request(Method::POST, path, &headers, body.to_string().into_bytes())
+            .await
+    }
+
+    pub async fn post_to(&self, path: &str, body: &Value, token: Option<&str>) -> Reply {
+        self.try_post_to(path, body, token)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `POST /v1/leaves` of `leaves` tagged with block `number` (and `hash`).
+    pub async fn try_post_tagged(
+        &self,
+        leaves: &[Hash],
+        number: u64,
+        hash: Option<&Hash>,
+        token: Option<&str>,
+    ) -> Result<Reply, String> {
+        let mut block = serde_json::json!({ "number": number });
+        if let Some(hash) = hash {
+            block["hash"] = to_hex(hash).into();
+        }
+        let body = serde_json::json!({
+            "leaves": leaves.iter().map(to_hex).collect::<Vec<_>>(),
+            "block": block,
+        });
+        self.try_post_to("/v1/leaves", &body, token).await
+    }
+
+    pub async fn post_tagged(
+        &self,
+        leaves: &[Hash],
+        number: u64,
+        hash: Option<&Hash>,
+        token: Option<&str>,
+    ) -> Reply {
+        self.try_post_tagged(leaves, number, hash, token)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// `POST /v1/leaves` with `body` of `content_type`, and the token if any.
     async fn try_post(
         &self,
