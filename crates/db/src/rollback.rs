@@ -89,6 +89,11 @@ impl Db {
         Ok(self.store.finalize_to_block(block)?)
     }
 
+    /// Block-tagged heads that are durable (the first this many of [`Db::heads`]).
+    pub fn durable_tags(&self) -> u64 {
+        self.store.durable_tags()
+    }
+
     /// Leaves below which a rollback is refused.
     pub fn finalized_size(&self) -> u64 {
         self.store.finalized_size()

@@ -86,6 +86,11 @@ impl Store {
         RollbackFloor(Arc::clone(&self.inner.rollback_floor))
     }
 
+    /// Block-tagged heads that are durable (the first this many of [`Store::heads`]).
+    pub fn durable_tags(&self) -> u64 {
+        self.inner.durable.lock().tags
+    }
+
     /// Leaves below which a rollback is refused.
     pub fn finalized_size(&self) -> u64 {
         Inner::finalized(&self.inner.checkpoints.lock())
@@ -182,6 +187,8 @@ impl Inner {
             let mut heads = self.heads.lock();
             let tags_before = heads.tags().len();
             let kept = heads.truncate(to, max_block);
+            // The new head's root is found by value like an append's.
+            heads.note_append(to);
             if to == size && kept == tags_before {
                 return Ok(tree.head());
             }

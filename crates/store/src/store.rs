@@ -811,11 +811,20 @@ impl Inner {
             }
             if !durable.flushing {
                 durable.flushing = true;
+                let epoch = durable.epoch;
                 drop(durable);
                 let result = self.flush_log(None);
                 durable = self.durable.lock();
                 durable.flushing = false;
                 match result {
+                    // A rollback ran between this flush's release of the
+                    // log and now: the end it made durable may hold leaves
+                    // removed since, and recording it would claim leaves
+                    // appended after the rollback are durable. The next
+                    // flush (from the rolled-back log) says what is.
+                    Ok(_) if durable.epoch != epoch => {
+                        self.durable_changed.notify_all();
+                    }
                     // The store was dropped: nothing was written, nothing failed.
                     Err(StoreError::Closed) => {
                         self.durable_changed.notify_all();

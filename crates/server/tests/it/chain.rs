@@ -489,7 +489,6 @@ async fn roots_by_value_answer_sizes_and_prove_against_them() {
 /// removed answers 409; every acknowledged leaf a rollback did not remove
 /// is in the final tree at its index.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails about 1 run in 4 on a store race: a group commit that wrote before a rollback records its pre-rollback end as durable after it (Inner::wait_durable -> record_flush takes the max), so the durable size covers leaves appended since; run with --ignored once the store ignores a flush from an earlier rollback epoch"]
 async fn a_rollback_racing_appends_never_serves_a_removed_head() {
     const WRITERS: u64 = 4;
     const READERS: u64 = 3;
