@@ -375,6 +375,13 @@ pub(crate) fn recover(
             }
         }
     }
+    // A last file whose header never became durable (not in `files`) past
+    // the frontier's file is a leftover too; left behind, it would sit past
+    // a gap once the files before it are removed.
+    let unheaded = files.len() as u64;
+    if stale_next && unheaded > position.file {
+        stale_files.push(unheaded);
+    }
     if let Some(&first) = stale_files.first() {
         files.truncate(first as usize);
         stale_next = false;

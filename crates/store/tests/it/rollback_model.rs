@@ -605,6 +605,8 @@ impl Model {
         while self.recent.back().is_some_and(|&s| s > to) {
             self.recent.pop_back();
         }
+        // The new head joins the window, as an append's does.
+        self.note_append(to);
         for t in &mut self.tokens {
             // Its leaves, or its tag (an empty block at `to` by block).
             if !t.rolled_back && (t.end > to || t.tag.is_some_and(|i| i >= kept)) {
