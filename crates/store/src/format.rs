@@ -266,7 +266,7 @@ pub struct CheckpointMeta {
     /// at most `size`).
     pub heads: u64,
     /// The lowest size rolled back to since the layer above last cleared
-    /// it ([`crate::Store::clear_rollback_floor`]), `u64::MAX` for none:
+    /// it ([`crate::RollbackFloor::clear`]), `u64::MAX` for none:
     /// derived files written before (the database's set) hold nothing
     /// valid at or above it.
     pub rollback_floor: u64,

@@ -72,7 +72,7 @@ impl Store {
         self.finalize(head.size)
     }
 
-    /// The lowest size rolled back to since [`Store::clear_rollback_floor`]
+    /// The lowest size rolled back to since [`RollbackFloor::clear`]
     /// (as the last published checkpoint or rollback recorded it), if any:
     /// a derived file written before holds nothing valid at or above it.
     pub fn rollback_floor(&self) -> Option<u64> {
