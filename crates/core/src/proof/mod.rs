@@ -8,12 +8,14 @@
 mod binary;
 mod consistency;
 pub mod error;
+mod from_nodes;
 mod json;
 mod membership;
 
 pub use binary::{FORMAT_VERSION, KIND_CONSISTENCY, KIND_MEMBERSHIP};
 pub use consistency::ConsistencyProof;
 pub use error::{DecodeError, VerifyError};
+pub use from_nodes::FromNodesError;
 pub use membership::MembershipProof;
 
 use crate::Arity;
