@@ -1,0 +1,233 @@
+//! Which object holds which nodes (docs/spec.md, "Tiles").
+//!
+//! A tile of tile-level `t` holds up to `W = N^h` consecutive *final* nodes
+//! of tree level `h * t` (a node is final when its subtree is complete: it
+//! never changes as the tree grows). `h` is the largest height with
+//! `N^h <= 256`, so a tile is at most 8 KiB and a proof needs one tile per
+//! `h` levels: the levels between are recomputed from the tile below.
+//! Full tiles and partial ones (named by how many final nodes they hold)
+//! are both immutable.
+
+use cairn_core::{Arity, HashKind};
+
+/// Most nodes a tile holds, for every arity.
+pub const MAX_TILE_NODES: u64 = 256;
+
+/// The tile geometry of a tree of one arity and hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The tree's arity.
+    pub arity: Arity,
+    /// The tree's hash.
+    pub hash: HashKind,
+}
+
+/// One tile object: tile-level, index, and how many nodes it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TileId {
+    /// The tile-level: the tile holds nodes of tree level `height * level`.
+    pub level: u32,
+    /// The tile's index within its tile-level.
+    pub index: u64,
+    /// Nodes in the tile: the width when full, fewer when partial.
+    pub width: u64,
+}
+
+impl Layout {
+    /// The layout of a tree of `arity` under `hash`.
+    pub const fn new(arity: Arity, hash: HashKind) -> Layout {
+        Layout { arity, hash }
+    }
+
+    /// Tree levels per tile-level: the largest `h` with `N^h <= 256`.
+    pub fn height(&self) -> u32 {
+        let n = self.arity.as_u64();
+        let mut height = 1;
+        while n.pow(height + 1) <= MAX_TILE_NODES {
+            height += 1;
+        }
+        height
+    }
+
+    /// Nodes in a full tile: `N^height`.
+    pub fn width(&self) -> u64 {
+        self.arity.as_u64().pow(self.height())
+    }
+
+    /// Final nodes of tree `level` in the tree of `size` leaves:
+    /// `floor(size / N^level)`.
+    pub fn final_nodes(&self, size: u64, level: u32) -> u64 {
+        match self.arity.as_u64().checked_pow(level) {
+            Some(span) => size / span,
+            None => 0,
+        }
+    }
+
+    /// The tile of tile-level `level` holding node `node` of tree level
+    /// `height * level`, in the tree of `size` leaves (`None` if that node
+    /// is not final).
+    pub fn tile_of(&self, size: u64, level: u32, node: u64) -> Option<TileId> {
+        let finals = self.final_nodes(size, self.height() * level);
+        if node >= finals {
+            return None;
+        }
+        let width = self.width();
+        let index = node / width;
+        Some(TileId {
+            level,
+            index,
+            width: (finals - index * width).min(width),
+        })
+    }
+
+    /// Every tile object of the tree of `size` leaves, by tile-level.
+    pub fn tiles(&self, size: u64) -> Vec<TileId> {
+        self.tiles_since(0, size)
+    }
+
+    /// The tile objects of the tree of `size` leaves that the tree of
+    /// `from` leaves did not have (what a publisher uploads when it moves
+    /// from `from` to `size`): every full tile that became full since, and
+    /// the partial tiles of `size`.
+    pub fn tiles_since(&self, from: u64, size: u64) -> Vec<TileId> {
+        let width = self.width();
+        let mut out = Vec::new();
+        let mut level = 0;
+        loop {
+            let tree_level = self.height() * level;
+            let finals = self.final_nodes(size, tree_level);
+            if finals == 0 {
+                break;
+            }
+            let before = self.final_nodes(from.min(size), tree_level);
+            // The first tile that changed: the one holding the first new
+            // final node (full tiles before it were already published).
+            let first = before / width;
+            let last = (finals - 1) / width;
+            for index in first..=last {
+                let id = TileId {
+                    level,
+                    index,
+                    width: (finals - index * width).min(width),
+                };
+                let had = (before - (index * width).min(before)).min(width);
+                if id.width != had {
+                    out.push(id);
+                }
+            }
+            level += 1;
+        }
+        out
+    }
+
+    /// The object path of `tile`: `tile/{level}/{index}` for a full tile,
+    /// `tile/{level}/{index}.p/{width}` for a partial one; the index is
+    /// written in groups of three digits, all but the last prefixed by `x`
+    /// (`1234067` is `x001/x234/067`), so no directory holds more than 1,000
+    /// entries.
+    pub fn path(&self, tile: TileId) -> String {
+        let mut out = format!("tile/{}/{}", tile.level, index_path(tile.index));
+        if tile.width < self.width() {
+            out.push_str(&format!(".p/{}", tile.width));
+        }
+        out
+    }
+}
+
+/// `1234067` as `x001/x234/067`.
+fn index_path(index: u64) -> String {
+    let digits = index.to_string();
+    let pad = (3 - digits.len() % 3) % 3;
+    let padded = format!("{}{digits}", "0".repeat(pad));
+    let groups: Vec<&str> = padded
+        .as_bytes()
+        .chunks(3)
+        .map(|c| std::str::from_utf8(c).expect("ascii digits"))
+        .collect();
+    let (last, rest) = groups.split_last().expect("at least one group");
+    let mut out = String::new();
+    for group in rest {
+        out.push('x');
+        out.push_str(group);
+        out.push('/');
+    }
+    out.push_str(last);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(n: u64) -> Layout {
+        Layout::new(Arity::new(n).unwrap(), HashKind::Blake3)
+    }
+
+    #[test]
+    fn heights_and_widths_fit_a_256_node_tile() {
+        let expect = [
+            (2, 8, 256),
+            (3, 5, 243),
+            (4, 4, 256),
+            (5, 3, 125),
+            (6, 3, 216),
+            (7, 2, 49),
+            (8, 2, 64),
+            (15, 2, 225),
+            (16, 2, 256),
+        ];
+        for (n, h, w) in expect {
+            assert_eq!((layout(n).height(), layout(n).width()), (h, w), "arity {n}");
+        }
+    }
+
+    #[test]
+    fn paths_group_the_index_by_three_digits() {
+        let l = layout(4);
+        let tile = |level, index, width| {
+            l.path(TileId {
+                level,
+                index,
+                width,
+            })
+        };
+        assert_eq!(tile(0, 0, 256), "tile/0/000");
+        assert_eq!(tile(1, 1234067, 256), "tile/1/x001/x234/067");
+        assert_eq!(tile(2, 5, 17), "tile/2/005.p/17");
+        assert_eq!(tile(0, 1000, 256), "tile/0/x001/000");
+    }
+
+    #[test]
+    fn tiles_since_lists_exactly_what_changed() {
+        let l = layout(2);
+        for (from, to) in [
+            (0, 1),
+            (0, 256),
+            (255, 257),
+            (256, 512),
+            (1000, 70_000),
+            (70_000, 70_000),
+        ] {
+            let all_to: std::collections::BTreeSet<TileId> = l.tiles(to).into_iter().collect();
+            let all_from: std::collections::BTreeSet<TileId> = l.tiles(from).into_iter().collect();
+            let want: Vec<TileId> = all_to.difference(&all_from).copied().collect();
+            let mut got = l.tiles_since(from, to);
+            got.sort();
+            assert_eq!(got, want, "{from} -> {to}");
+        }
+        // 70,000 leaves at N = 2: 273 full leaf tiles and one of 112; one
+        // tile-level up, 273 final nodes of level 8: a full tile and 17.
+        let tiles = l.tiles(70_000);
+        assert_eq!(tiles.iter().filter(|t| t.level == 0).count(), 274);
+        assert!(tiles.contains(&TileId {
+            level: 0,
+            index: 273,
+            width: 112
+        }));
+        assert!(tiles.contains(&TileId {
+            level: 1,
+            index: 1,
+            width: 17
+        }));
+    }
+}

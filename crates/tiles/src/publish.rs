@@ -1,0 +1,116 @@
+//! Publishing a tree's tiles from a snapshot: every tile the store does
+//! not have yet, then the checkpoint, last, once they are durable, so a
+//! published checkpoint never names a missing tile.
+
+use cairn_core::{Snapshot, TreeError};
+
+use crate::checkpoint::Checkpoint;
+use crate::layout::Layout;
+use crate::store::{ObjectError, TileSink};
+
+/// What a publication wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Published {
+    /// Objects written (tiles and the checkpoint).
+    pub objects: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Tiles already in the store, skipped.
+    pub skipped: u64,
+}
+
+/// Why a publication failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// Writing an object failed (nothing after it was written; the old
+    /// checkpoint still stands).
+    #[error(transparent)]
+    Object(#[from] ObjectError),
+    /// The store's checkpoint is not one of this tree's (another arity,
+    /// hash, or a size above the snapshot's).
+    #[error("the store's checkpoint does not fit this tree: {0}")]
+    Foreign(String),
+    /// The tree refused a read.
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+}
+
+/// Publishes `snapshot` to `sink`: the tiles added since the store's
+/// checkpoint (all of them if it has none), then the checkpoint. A tile
+/// that already exists is not written again (it is immutable).
+pub fn publish(snapshot: &Snapshot, sink: &dyn TileSink) -> Result<Published, PublishError> {
+    let config = snapshot.config();
+    let layout = Layout::new(config.arity, config.hash);
+    let from = published_size(sink, snapshot, layout)?;
+    let view = snapshot.view(snapshot.size())?;
+    let width = layout.width();
+    let mut done = Published::default();
+    for tile in layout.tiles_since(from, snapshot.size()) {
+        let path = layout.path(tile);
+        if sink.exists(&path)? {
+            done.skipped += 1;
+            continue;
+        }
+        let level = layout.height() * tile.level;
+        let first = tile.index * width;
+        let mut bytes = Vec::with_capacity((tile.width * 32) as usize);
+        for node in first..first + tile.width {
+            bytes.extend_from_slice(&view.node(level, node));
+        }
+        sink.put(&path, &bytes)?;
+        done.objects += 1;
+        done.bytes += bytes.len() as u64;
+    }
+    sink.sync()?;
+    let checkpoint = Checkpoint {
+        layout,
+        head: snapshot.head(),
+    }
+    .encode();
+    sink.put(CHECKPOINT, checkpoint.as_bytes())?;
+    sink.sync()?;
+    done.objects += 1;
+    done.bytes += checkpoint.len() as u64;
+    Ok(done)
+}
+
+/// The checkpoint object's path.
+pub const CHECKPOINT: &str = "checkpoint";
+
+/// The size the store's checkpoint names (0 without one), checked to be a
+/// head of this very tree: tiles are immutable, so a tree that differs
+/// below the published size (a rollback past it, another tree) must never
+/// publish into the store.
+fn published_size(
+    sink: &dyn TileSink,
+    snapshot: &Snapshot,
+    layout: Layout,
+) -> Result<u64, PublishError> {
+    let bytes = match sink.get(CHECKPOINT) {
+        Ok(bytes) => bytes,
+        Err(e) if e.missing => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let old = Checkpoint::decode(&bytes).map_err(PublishError::Foreign)?;
+    if old.layout != layout {
+        return Err(PublishError::Foreign(format!(
+            "it is for arity {} under {}, the tree has arity {} under {}",
+            old.layout.arity, old.layout.hash, layout.arity, layout.hash
+        )));
+    }
+    if old.head.size > snapshot.size() {
+        return Err(PublishError::Foreign(format!(
+            "it names {} leaves, the tree has {}",
+            old.head.size,
+            snapshot.size()
+        )));
+    }
+    let ours = snapshot.view(old.head.size)?.head();
+    if ours != old.head {
+        return Err(PublishError::Foreign(format!(
+            "its root at {} leaves differs from this tree's: the tree was rolled back below what was published, or is another tree",
+            old.head.size
+        )));
+    }
+    Ok(old.head.size)
+}

@@ -1,0 +1,162 @@
+//! Proofs from tiles equal the tree's own, for every arity's geometry,
+//! across tile and segment boundaries, after incremental publications; a
+//! wrong, short or missing tile and a forked tree are refused by name.
+
+use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig, TreeHead};
+use cairn_tiles::{
+    CHECKPOINT, Checkpoint, DirStore, Layout, PublishError, TileError, TileSink, TileSource,
+    TileTree, publish,
+};
+
+fn leaves(count: u64) -> Vec<Hash> {
+    (0..count).map(|i| cairn_testkit::leaf(77, i)).collect()
+}
+
+fn config(n: u64) -> TreeConfig {
+    TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3)
+}
+
+/// Indices worth proving at `size`: both ends, tile edges, a spread.
+fn indices(size: u64) -> Vec<u64> {
+    let mut out = vec![0, size - 1, size / 2, size / 3];
+    for edge in [255, 256, 243, 244, 125, 65_535, 65_536] {
+        if edge < size {
+            out.push(edge);
+        }
+    }
+    out
+}
+
+#[test]
+fn proofs_from_tiles_equal_the_trees_at_every_arity_and_after_each_publication() {
+    let all = leaves(70_000);
+    for n in [2, 3, 4, 5, 7, 16] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path());
+        let mut tree = LeanImt::new(config(n));
+        let mut published: Vec<TreeHead> = Vec::new();
+        let mut at = 0u64;
+        // Publish at sizes that start and end inside and on tile edges.
+        for size in [1u64, 2, 255, 256, 257, 1_000, 16_385, 70_000] {
+            tree.append_batch(&all[at as usize..size as usize]).unwrap();
+            at = size;
+            let snapshot = tree.snapshot();
+            let done = publish(&snapshot, &store).unwrap();
+            assert!(done.objects >= 1, "the checkpoint at least");
+            let checkpoint = Checkpoint::decode(&store.get(CHECKPOINT).unwrap()).unwrap();
+            assert_eq!(checkpoint.head, snapshot.head());
+            assert_eq!(
+                checkpoint.layout,
+                Layout::new(config(n).arity, HashKind::Blake3)
+            );
+            let mut client = TileTree::new(config(n), checkpoint.head, &store);
+            for index in indices(size) {
+                let proof = client
+                    .prove(index)
+                    .unwrap_or_else(|e| panic!("n {n} size {size} index {index}: {e}"));
+                assert_eq!(
+                    proof,
+                    snapshot.prove(index).unwrap(),
+                    "n {n} size {size} index {index}"
+                );
+            }
+            for old in &published {
+                let proof = client.prove_consistency(old).unwrap();
+                assert_eq!(proof, snapshot.prove_consistency(old.size, size).unwrap());
+            }
+            published.push(checkpoint.head);
+        }
+    }
+}
+
+#[test]
+fn a_publication_writes_only_the_tiles_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DirStore::new(dir.path());
+    let all = leaves(3_000);
+    let mut tree = LeanImt::from_leaves(config(4), &all[..2_000]).unwrap();
+    let first = publish(&tree.snapshot(), &store).unwrap();
+    let layout = Layout::new(config(4).arity, HashKind::Blake3);
+    assert_eq!(first.objects, layout.tiles(2_000).len() as u64 + 1);
+    // Again at the same size: the checkpoint only.
+    assert_eq!(publish(&tree.snapshot(), &store).unwrap().objects, 1);
+    tree.append_batch(&all[2_000..]).unwrap();
+    let second = publish(&tree.snapshot(), &store).unwrap();
+    assert_eq!(
+        second.objects,
+        layout.tiles_since(2_000, 3_000).len() as u64 + 1
+    );
+    assert!(second.objects < first.objects);
+}
+
+#[test]
+fn wrong_short_or_missing_tiles_are_refused_naming_the_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DirStore::new(dir.path());
+    let mut tree = LeanImt::from_leaves(config(4), &leaves(5_000)).unwrap();
+    let snapshot = tree.snapshot();
+    publish(&snapshot, &store).unwrap();
+    let head = snapshot.head();
+    // One flipped bit in a leaf tile: the proof does not verify.
+    let path = "tile/0/001";
+    let mut bytes = store.get(path).unwrap();
+    bytes[40] ^= 1;
+    store.put(path, &bytes).unwrap();
+    let err = TileTree::new(config(4), head, &store)
+        .prove(300)
+        .unwrap_err();
+    match &err {
+        TileError::Mismatch { objects, .. } => assert!(objects.contains(path), "{err}"),
+        other => panic!("want a mismatch, got {other:?}"),
+    }
+    // A leaf that does not use that tile is still proven.
+    TileTree::new(config(4), head, &store).prove(10).unwrap();
+    // A short tile.
+    store.put(path, &bytes[..100]).unwrap();
+    let err = TileTree::new(config(4), head, &store)
+        .prove(300)
+        .unwrap_err();
+    assert!(
+        matches!(&err, TileError::Malformed { path: p, got: 100, want: 8192, .. } if p == path),
+        "{err}"
+    );
+    // A missing one.
+    std::fs::remove_file(dir.path().join(path)).unwrap();
+    let err = TileTree::new(config(4), head, &store)
+        .prove(300)
+        .unwrap_err();
+    assert!(
+        matches!(&err, TileError::Fetch(e) if e.missing && e.path == path),
+        "{err}"
+    );
+    // A head the tiles do not belong to.
+    let wrong = TreeHead::new(head.size, [9; 32]);
+    assert!(matches!(
+        TileTree::new(config(4), wrong, &store).prove(10),
+        Err(TileError::Mismatch { .. })
+    ));
+}
+
+#[test]
+fn a_tree_that_forked_below_the_published_size_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DirStore::new(dir.path());
+    let all = leaves(2_000);
+    let mut tree = LeanImt::from_leaves(config(2), &all[..1_500]).unwrap();
+    publish(&tree.snapshot(), &store).unwrap();
+    tree.truncate(1_000).unwrap();
+    tree.append_batch(&leaves(4_000)[3_000..3_600]).unwrap();
+    let err = publish(&tree.snapshot(), &store).unwrap_err();
+    assert!(
+        matches!(&err, PublishError::Foreign(why) if why.contains("rolled back")),
+        "{err}"
+    );
+    let mut other = LeanImt::from_leaves(config(4), &all).unwrap();
+    assert!(matches!(
+        publish(&other.snapshot(), &store),
+        Err(PublishError::Foreign(_))
+    ));
+    // The store still holds the first publication.
+    let checkpoint = Checkpoint::decode(&store.get(CHECKPOINT).unwrap()).unwrap();
+    assert_eq!(checkpoint.head.size, 1_500);
+}
