@@ -79,7 +79,9 @@ impl Checkpoint {
                 let root = parse_hash(hex).map_err(|e| format!("root: {e}"))?;
                 // One spelling only: 0x and lowercase digits.
                 if to_hex(&root) != hex {
-                    return Err(format!("root {hex:?} is not 0x and 64 lowercase hex digits"));
+                    return Err(format!(
+                        "root {hex:?} is not 0x and 64 lowercase hex digits"
+                    ));
                 }
                 Some(root)
             }

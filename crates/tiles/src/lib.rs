@@ -15,5 +15,5 @@ mod store;
 pub use checkpoint::{Checkpoint, MAGIC};
 pub use client::{TileError, TileTree};
 pub use layout::{Layout, MAX_TILE_NODES, TileId};
-pub use publish::{CHECKPOINT, PublishError, Published, publish};
+pub use publish::{CHECKPOINT, PublishError, Published, publish, publish_at};
 pub use store::{DirStore, ObjectError, TileSink, TileSource};

@@ -39,13 +39,23 @@ pub enum PublishError {
 /// checkpoint (all of them if it has none), then the checkpoint. A tile
 /// that already exists is not written again (it is immutable).
 pub fn publish(snapshot: &Snapshot, sink: &dyn TileSink) -> Result<Published, PublishError> {
+    publish_at(snapshot, snapshot.size(), sink)
+}
+
+/// [`publish`] of the tree of the first `size` leaves of `snapshot` (a
+/// finalized size, say).
+pub fn publish_at(
+    snapshot: &Snapshot,
+    size: u64,
+    sink: &dyn TileSink,
+) -> Result<Published, PublishError> {
     let config = snapshot.config();
     let layout = Layout::new(config.arity, config.hash);
-    let from = published_size(sink, snapshot, layout)?;
-    let view = snapshot.view(snapshot.size())?;
+    let view = snapshot.view(size)?;
+    let from = published_size(sink, snapshot, size, layout)?;
     let width = layout.width();
     let mut done = Published::default();
-    for tile in layout.tiles_since(from, snapshot.size()) {
+    for tile in layout.tiles_since(from, size) {
         let path = layout.path(tile);
         if sink.exists(&path)? {
             done.skipped += 1;
@@ -64,7 +74,7 @@ pub fn publish(snapshot: &Snapshot, sink: &dyn TileSink) -> Result<Published, Pu
     sink.sync()?;
     let checkpoint = Checkpoint {
         layout,
-        head: snapshot.head(),
+        head: view.head(),
     }
     .encode();
     sink.put(CHECKPOINT, checkpoint.as_bytes())?;
@@ -84,6 +94,7 @@ pub const CHECKPOINT: &str = "checkpoint";
 fn published_size(
     sink: &dyn TileSink,
     snapshot: &Snapshot,
+    size: u64,
     layout: Layout,
 ) -> Result<u64, PublishError> {
     let bytes = match sink.get(CHECKPOINT) {
@@ -98,11 +109,10 @@ fn published_size(
             old.layout.arity, old.layout.hash, layout.arity, layout.hash
         )));
     }
-    if old.head.size > snapshot.size() {
+    if old.head.size > size {
         return Err(PublishError::Foreign(format!(
-            "it names {} leaves, the tree has {}",
-            old.head.size,
-            snapshot.size()
+            "it names {} leaves, this publication {size}: the tree was rolled back below what was published, or is another tree",
+            old.head.size
         )));
     }
     let ours = snapshot.view(old.head.size)?.head();

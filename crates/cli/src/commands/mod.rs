@@ -24,6 +24,7 @@ mod init;
 mod man;
 pub mod plan;
 mod prove;
+pub(crate) mod publish;
 mod rollback;
 mod root;
 mod serve;
@@ -46,6 +47,7 @@ pub use init::InitCmd;
 pub use man::ManCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
+pub use publish::PublishCmd;
 pub use rollback::{FinalizeCmd, TruncateCmd};
 pub use root::RootCmd;
 pub use serve::ServeCmd;
@@ -95,6 +97,9 @@ pub enum Command {
     /// Mark a database's first leaves final: never rolled back.
     #[command(long_about = rollback::FINALIZE_ABOUT)]
     Finalize(FinalizeCmd),
+    /// Publish a database as immutable tiles to a directory (for any static server or CDN).
+    #[command(long_about = publish::LONG_ABOUT)]
+    Publish(PublishCmd),
     /// List the block-tagged heads (block, size, root).
     #[command(long_about = heads::LONG_ABOUT)]
     Heads(HeadsCmd),
@@ -137,6 +142,7 @@ impl Command {
             Command::Truncate(cmd) => cmd.run(),
             Command::Finalize(cmd) => cmd.run(),
             Command::Heads(cmd) => cmd.run(),
+            Command::Publish(cmd) => cmd.run(),
             Command::Plan(cmd) => cmd.run(),
             Command::Demo(cmd) => cmd.run(),
             Command::Serve(cmd) => cmd.run(),

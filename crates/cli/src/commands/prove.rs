@@ -28,12 +28,18 @@ proof, for a verifier that trusts that older root). With --root 0x.. (a database
 against the tree whose root that is: a root of a block-tagged head (`cairn heads`) or the \
 current one; an unknown root exits 2.
 
+With --tiles DEST (a directory or file://PATH that `cairn publish` wrote) the proof of --index I \
+is computed from the published tiles alone, fetching only those it needs, and checked against \
+the head in DEST's checkpoint before it is printed (a tile that is short, missing or does not \
+hash to that head exits 4, naming the object).
+
 Examples:
   cairn prove --arity 3 --hash sha256 --format hex --leaves leaves.hex --index 4 > proof.json
   cairn prove db --index 4
   cairn prove db --leaf 0x0000000000000000000000000000000000000000000000000000000000000005
   cairn prove db --index 4 --size 7 --binary > proof.bin
-  cairn prove db --index 4 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920";
+  cairn prove db --index 4 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920
+  cairn publish db --to public && cairn prove --tiles public --index 4";
 
 /// Print the membership proof of one leaf.
 #[derive(clap::Args, Debug)]
@@ -41,11 +47,14 @@ pub struct ProveCmd {
     /// A cairn database directory (instead of --leaves, --arity and --hash).
     #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "format"])]
     dir: Option<PathBuf>,
+    /// Published tiles (a directory or file://PATH) to compute the proof from.
+    #[arg(long, value_name = "DEST", conflicts_with_all = ["dir", "leaves", "arity", "hash", "format", "leaf", "size", "root"])]
+    tiles: Option<String>,
     /// Children per internal node, 2 to 16 (for a leaf file).
-    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "dir")]
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present_any = ["dir", "tiles"])]
     arity: Option<Arity>,
     /// Node hash: blake3, sha256, keccak256 or poseidon (for a leaf file).
-    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "dir")]
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present_any = ["dir", "tiles"])]
     hash: Option<HashKind>,
     /// How the leaf file is written [default: bin].
     #[arg(long, value_enum, value_name = "FORMAT")]
@@ -128,15 +137,42 @@ impl ProveCmd {
         if self.binary {
             output::check_binary_allowed()?;
         }
-        let proof = match &self.dir {
-            Some(dir) => self.prove_db(dir)?,
-            None => self.prove_file()?,
+        let proof = match (&self.dir, &self.tiles) {
+            (Some(dir), _) => self.prove_db(dir)?,
+            (None, Some(tiles)) => self.prove_tiles(tiles)?,
+            (None, None) => self.prove_file()?,
         };
         if self.binary {
             output::binary(&proof.to_bytes())
         } else {
             output::line(&proof.to_json())
         }
+    }
+
+    fn prove_tiles(&self, tiles: &str) -> Result<MembershipProof, Failure> {
+        use cairn_tiles::{CHECKPOINT, Checkpoint, DirStore, TileSource as _, TileTree};
+        let dir = crate::commands::publish::tile_dir(tiles)?;
+        let store = DirStore::new(&dir);
+        let bytes = store
+            .get(CHECKPOINT)
+            .map_err(|e| Failure::new(Code::Input, e))?;
+        let checkpoint = Checkpoint::decode(&bytes).map_err(|why| {
+            Failure::new(
+                Code::Input,
+                anyhow!("{}: {why}", dir.join(CHECKPOINT).display()),
+            )
+        })?;
+        let config = cairn_core::TreeConfig::new(checkpoint.layout.arity, checkpoint.layout.hash);
+        let index = self.index.expect("clap requires --index with --tiles");
+        let mut tree = TileTree::new(config, checkpoint.head, &store);
+        tree.prove(index).map_err(|error| match error {
+            cairn_tiles::TileError::Tree(error) => Failure::new(
+                Code::Usage,
+                anyhow::Error::new(error)
+                    .context(format!("cannot prove leaf {index} from {tiles}")),
+            ),
+            error => Failure::new(Code::Input, anyhow!("{}: {error}", dir.display())),
+        })
     }
 
     fn prove_file(&self) -> Result<MembershipProof, Failure> {

@@ -15,4 +15,5 @@ mod rollback;
 mod root;
 mod serve;
 mod support;
+mod tiles;
 mod usage;

@@ -1,0 +1,69 @@
+//! `cairn publish` and `cairn prove --tiles`: proofs from published tiles
+//! verify against the database's head; a damaged tile and a forked tree
+//! are refused with their exit codes.
+
+use cairn_core::HashKind;
+
+use crate::support::{Dir, cairn, ingest, init, leaves, root_hex};
+
+#[test]
+fn proofs_from_published_tiles_verify_and_damage_is_refused() {
+    let dir = Dir::new();
+    let db = dir.path("db");
+    let public = dir.path("public");
+    init(&db, 4, HashKind::Blake3, &["--finality", "explicit"]);
+    let l = leaves(3_000);
+    ingest(&db, &l[..2_000], &[]).success();
+    let json = cairn(&[
+        "publish",
+        &db,
+        "--to",
+        &format!("file://{public}"),
+        "--json",
+    ])
+    .json();
+    assert_eq!(json["size"].as_u64(), Some(2_000));
+    let root = root_hex(4, HashKind::Blake3, &l[..2_000]);
+    assert_eq!(json["root"], root.as_str());
+    for index in ["0", "1023", "1999"] {
+        let proof = cairn(&["prove", "--tiles", &public, "--index", index]).success();
+        let file = dir.file("proof.json", proof);
+        cairn(&[
+            "verify", "--arity", "4", "--hash", "blake3", "--root", &root, "--size", "2000", &file,
+        ])
+        .success();
+    }
+    cairn(&["prove", "--tiles", &public, "--index", "2000"]).error(2, &["out of range"]);
+    // Publishing again after more leaves writes only what changed.
+    ingest(&db, &l[2_000..], &[]).success();
+    let again = cairn(&["publish", &db, "--to", &public, "--json"]).json();
+    assert!(again["objects"].as_u64().unwrap() < json["objects"].as_u64().unwrap());
+    // A damaged tile is refused by name.
+    let tile = format!("{public}/tile/0/001");
+    let mut bytes = std::fs::read(&tile).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&tile, bytes).unwrap();
+    cairn(&["prove", "--tiles", &public, "--index", "300"])
+        .error(4, &["tile/0/001", "do not match"]);
+    // A tree rolled back below what was published cannot publish there.
+    cairn(&["truncate", &db, "--to", "2500"]).success();
+    cairn(&["publish", &db, "--to", &public]).error(2, &["rolled back below what was published"]);
+    // --finalized publishes only what can never be rolled back.
+    cairn(&["finalize", &db, "--to", "1000"]).success();
+    let fin = cairn(&[
+        "publish",
+        &db,
+        "--to",
+        &dir.path("final"),
+        "--finalized",
+        "--json",
+    ])
+    .json();
+    assert_eq!(fin["size"].as_u64(), Some(1_000));
+    assert_eq!(
+        fin["root"],
+        root_hex(4, HashKind::Blake3, &l[..1_000]).as_str()
+    );
+    cairn(&["publish", &db, "--to", "s3://bucket/prefix"])
+        .error(2, &["only directories and file://"]);
+}
