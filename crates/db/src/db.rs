@@ -246,48 +246,78 @@ impl Db {
         Ok(Db::start(fs, store, set, 0, config))
     }
 
+    /// Opens the database in `dir` read-only, beside a writer (another
+    /// process serving or ingesting into it) if one runs: the tree and the
+    /// set as durable when it opened, never a byte written in `dir`.
+    /// Writes (appends, checkpoints, rollbacks) are refused with
+    /// [`StoreError::ReadOnly`]; later appends by the writer are not seen
+    /// (open again for them).
+    ///
+    /// ```
+    /// # use cairn_core::{Arity, HashKind, TreeConfig};
+    /// # use cairn_db::{Db, DbConfig};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("db");
+    /// let writer = Db::create(&path, DbConfig::new(TreeConfig::new(Arity::new(2)?, HashKind::Blake3)))?;
+    /// writer.append_batch(&[[1; 32], [2; 32]])?.token.wait(std::time::Duration::from_secs(5))?;
+    /// let reader = Db::open_read_only(&path)?;          // beside the running writer
+    /// assert_eq!(reader.head(), writer.head());
+    /// assert!(reader.append([3; 32]).is_err());         // read-only
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Db> {
+        Db::open_read_only_in(Arc::new(StdFs), dir.as_ref(), None)
+    }
+
+    /// [`Db::open_read_only`] through a given file system, with `config`
+    /// (which must agree with the stored one; `verify_on_open` is honoured,
+    /// background settings are ignored) or the stored configuration.
+    pub fn open_read_only_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
+        let config = resolve_config(&*fs, dir, config)?;
+        // Taken before the store: the file then covers no leaf the store
+        // lacks (see `file::open`).
+        let published = if config.unique {
+            file::open(&*fs, dir)?
+        } else {
+            None
+        };
+        let store = Store::open_read_only(Arc::clone(&fs), dir, config.store_config())?;
+        Db::load(fs, store, config, published)
+    }
+
     /// [`Db::open`] (`config: None`) or [`Db::open_with`] through a given
     /// file system.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
-        let meta = stored_config(&*fs, dir)?;
-        let stored_unique = meta.flags & FLAG_UNIQUE != 0;
-        let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
-        let config = match config {
-            Some(config) => {
-                if config.unique != stored_unique {
-                    let word = |on: bool| if on { "on" } else { "off" }.to_string();
-                    return Err(DbError::ConfigMismatch {
-                        field: "nullifier set (unique)",
-                        stored: word(stored_unique),
-                        given: word(config.unique),
-                    });
-                }
-                if config.explicit_finality != stored_explicit {
-                    let word =
-                        |on: bool| if on { "explicit" } else { "at checkpoints" }.to_string();
-                    return Err(DbError::ConfigMismatch {
-                        field: "finality",
-                        stored: word(stored_explicit),
-                        given: word(config.explicit_finality),
-                    });
-                }
-                config
-            }
-            None => {
-                let mut config = DbConfig::new(meta.tree);
-                config.store.log_shift = meta.log_shift;
-                config.unique = stored_unique;
-                config.explicit_finality = stored_explicit;
-                config
-            }
-        };
+        let config = resolve_config(&*fs, dir, config)?;
         let store = Store::open(Arc::clone(&fs), dir, config.store_config())?;
+        if config.unique {
+            // Never published: a set checkpoint that crashed.
+            cairn_store::replace::remove_stale(&*fs, &dir.join(file::SET_TMP))?;
+        }
+        let published = if config.unique {
+            file::open(&*fs, dir)?
+        } else {
+            None
+        };
+        Db::load(fs, store, config, published)
+    }
+
+    /// The set (from `published` and the leaves it does not cover) and the
+    /// database around `store`.
+    fn load(
+        fs: Arc<dyn Fs>,
+        store: Store,
+        config: DbConfig,
+        published: Option<Box<dyn cairn_store::fs::FsFile>>,
+    ) -> Result<Db> {
         if !config.unique {
             return Ok(Db::start(fs, store, None, 0, config));
         }
+        let dir = store.dir().to_path_buf();
         let size = store.size();
         let floor = store.rollback_floor();
-        let (set, covered) = match file::read(&*fs, dir, store.store_id(), size, floor)? {
+        let (set, covered) = match file::read_from(published, &dir, store.store_id(), size, floor)?
+        {
             Some(loaded) => (loaded.set, loaded.covered),
             None => (NullifierSet::new(Key::random()), 0),
         };
@@ -302,7 +332,8 @@ impl Db {
         covered: u64,
         config: DbConfig,
     ) -> Db {
-        let persist = set.as_ref().map(|set| {
+        // A read-only database writes no set checkpoint.
+        let persist = set.as_ref().filter(|_| !store.is_read_only()).map(|set| {
             Arc::new(Persist {
                 fs,
                 dir: store.dir().to_path_buf(),
@@ -622,6 +653,43 @@ impl Db {
     pub fn close(self) -> Result<()> {
         Ok(self.store.close()?)
     }
+}
+
+/// `config` checked against the stored configuration of `dir`, or the
+/// stored configuration with default runtime settings.
+fn resolve_config(fs: &dyn Fs, dir: &Path, config: Option<DbConfig>) -> Result<DbConfig> {
+    let meta = stored_config(fs, dir)?;
+    let stored_unique = meta.flags & FLAG_UNIQUE != 0;
+    let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
+    let config = match config {
+        Some(config) => {
+            if config.unique != stored_unique {
+                let word = |on: bool| if on { "on" } else { "off" }.to_string();
+                return Err(DbError::ConfigMismatch {
+                    field: "nullifier set (unique)",
+                    stored: word(stored_unique),
+                    given: word(config.unique),
+                });
+            }
+            if config.explicit_finality != stored_explicit {
+                let word = |on: bool| if on { "explicit" } else { "at checkpoints" }.to_string();
+                return Err(DbError::ConfigMismatch {
+                    field: "finality",
+                    stored: word(stored_explicit),
+                    given: word(config.explicit_finality),
+                });
+            }
+            config
+        }
+        None => {
+            let mut config = DbConfig::new(meta.tree);
+            config.store.log_shift = meta.log_shift;
+            config.unique = stored_unique;
+            config.explicit_finality = stored_explicit;
+            config
+        }
+    };
+    Ok(config)
 }
 
 /// Inserts leaves `from..` of `store` into `set` (those the set's

@@ -5,6 +5,7 @@ mod basics;
 mod concurrency;
 mod crash;
 mod model;
+mod read_only;
 mod rollback;
 mod setfile;
 mod support;
