@@ -61,6 +61,9 @@ pub struct Db {
     pub(crate) config: DbConfig,
     /// The sizes rolled back to so far, for snapshots taken before.
     pub(crate) cuts: Arc<Cuts>,
+    /// Leaves the set's file covered at open (what a read-only database,
+    /// which writes no set file, reports).
+    covered_at_open: u64,
 }
 
 /// The sizes a database was rolled back to, in order: a snapshot taken
@@ -358,6 +361,7 @@ impl Db {
             writer: Mutex::new(()),
             config,
             cuts: Arc::default(),
+            covered_at_open: covered,
         }
     }
 
@@ -576,7 +580,10 @@ impl Db {
         DbStats {
             store: self.store.stats(),
             set: self.set.as_ref().map(|s| s.stats()),
-            set_checkpoint_size: self.persist.as_ref().map_or(0, |p| *p.covered.lock()),
+            set_checkpoint_size: self
+                .persist
+                .as_ref()
+                .map_or(self.covered_at_open, |p| *p.covered.lock()),
         }
     }
 

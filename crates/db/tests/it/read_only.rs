@@ -226,13 +226,13 @@ fn read_only_opens_racing_a_writer_see_consistent_durable_states() {
                     heads.insert((boundary, snapshot.view(boundary).unwrap().head().root));
                 }
                 drop(heads);
-                if round % 5 == 0 {
+                if round.is_multiple_of(5) {
                     appended.token.wait(WAIT).unwrap();
                     history.durable.store(db.durable_size(), Ordering::Release);
                 }
-                if round % 23 == 0 {
+                if round.is_multiple_of(23) {
                     db.checkpoint().unwrap();
-                } else if round % 17 == 0 {
+                } else if round.is_multiple_of(17) {
                     // Below the durable size, above the finalized one: a
                     // published rollback rewriting bytes readers may read.
                     let to = (db.finalized_size() + 1).max(db.size() - 700);
@@ -256,7 +256,7 @@ fn read_only_opens_racing_a_writer_see_consistent_durable_states() {
         let reader = Db::open_read_only(&path).unwrap();
         let snapshot = reader.snapshot();
         let head = snapshot.head();
-        if rollbacks_before % 2 == 0
+        if rollbacks_before.is_multiple_of(2)
             && history.rollbacks.load(Ordering::Acquire) == rollbacks_before
         {
             assert!(
