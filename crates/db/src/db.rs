@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cairn_core::{Hash, Snapshot, TreeHead};
 use cairn_store::fs::Fs;
 use cairn_store::{
-    Appended, BlockTag, CheckpointMeta, StdFs, Store, StoreError, StoreStats, stored_config,
+    Appended, Backup, BlockTag, CheckpointMeta, StdFs, Store, StoreError, StoreStats, stored_config,
 };
 use parking_lot::Mutex;
 
@@ -639,6 +639,42 @@ impl Db {
             .into());
         }
         Ok(())
+    }
+
+    /// Writes a consistent copy of the database's durable state into
+    /// `dest` (created; it must not exist or be empty) while appends go
+    /// on: the tree, tagged heads and finalized size (see
+    /// [`Store::backup_to`]) and the nullifier set's file for exactly the
+    /// copied leaves. `dest` then opens as a database with the same size,
+    /// root and set. Works on a read-only database too (a backup of a
+    /// directory another process serves).
+    pub fn backup_to(&self, dest: impl AsRef<Path>) -> Result<Backup> {
+        let dest = dest.as_ref();
+        let Some(set) = &self.set else {
+            return Ok(self.store.backup_to(dest)?);
+        };
+        let store_id = self.store.store_id();
+        let cuts = self.cuts.count();
+        let mut write_set = |fs: &dyn Fs, dest: &Path, size: u64| {
+            file::write(fs, dest, set, store_id, size)?;
+            if self.cuts.count() != cuts {
+                // A rollback changed the set while it was copied: leave no
+                // set file, and the copy rebuilds its set from its leaves
+                // when first opened.
+                let path = dest.join(SET_FILE);
+                fs.remove_file(&path)
+                    .map_err(|e| StoreError::io("remove", &path, e))?;
+                fs.sync_dir(dest)
+                    .map_err(|e| StoreError::io("fsync", dest, e))?;
+                return Ok(0);
+            }
+            let path = dest.join(SET_FILE);
+            let file = fs
+                .open(&path, cairn_store::fs::OpenMode::ReadOnly)
+                .map_err(|e| StoreError::io("open", &path, e))?;
+            file.len().map_err(|e| StoreError::io("stat", &path, e))
+        };
+        Ok(self.store.backup_with(dest, &mut write_set)?)
     }
 
     /// The configuration it runs with.

@@ -26,10 +26,10 @@ use crate::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
 use crate::heads::{self, Heads, HeadsWriter};
 use crate::log::{self, LogWriter};
 
-const META: &str = "cairn.meta";
-const META_TMP: &str = "cairn.meta.tmp";
-const LOCK: &str = "LOCK";
-const LOG_DIR: &str = "log";
+pub(crate) const META: &str = "cairn.meta";
+pub(crate) const META_TMP: &str = "cairn.meta.tmp";
+pub(crate) const LOCK: &str = "LOCK";
+pub(crate) const LOG_DIR: &str = "log";
 
 /// A durable n-ary LeanIMT in a directory (without the nullifier set of
 /// `cairn_db::Db`: repeated values are accepted).
@@ -975,7 +975,7 @@ impl Inner {
     /// Returns the durable size and the count of durable tagged heads.
     /// Tagged heads are made durable before the leaves they follow (see
     /// `heads.rs`).
-    fn flush_log(&self, snapshot: Option<&mut Option<Taken>>) -> Result<(u64, u64)> {
+    pub(crate) fn flush_log(&self, snapshot: Option<&mut Option<Taken>>) -> Result<(u64, u64)> {
         let mut log = self.log.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);

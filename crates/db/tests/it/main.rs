@@ -1,6 +1,7 @@
 //! cairn-db's integration tests: one binary, one module per concern.
 
 mod adversarial;
+mod backup;
 mod basics;
 mod concurrency;
 mod crash;
