@@ -28,7 +28,7 @@ Prints the size and root of the copy and the bytes written.
 
 Examples:
   cairn backup db db-backup
-  cairn backup --json db /tmp/cairn-backup-copy";
+  cairn backup --json db db-copy";
 
 /// Copy a database consistently, also while it is served.
 #[derive(clap::Args, Debug)]

@@ -513,6 +513,37 @@ fn reading_commands_run_beside_a_writer_and_writing_ones_get_exit_4() {
 }
 
 #[test]
+fn backup_copies_a_database_held_by_a_writer_and_the_copy_checks() {
+    let dir = Dir::new();
+    let (db, l) = database(&dir, 2, HashKind::Blake3, 300);
+    let held = cairn_db::Db::open(&db).expect("open in the test process");
+    let copy = dir.path("copy");
+    let json = cairn(&["backup", "--json", &db, &copy]).json();
+    assert_eq!(json["size"], 300);
+    assert_eq!(json["root"], root_hex(2, HashKind::Blake3, &l).as_str());
+    assert!(json["bytes"].as_u64().unwrap() >= 32 * 300);
+    drop(held);
+    assert!(
+        cairn(&["check", &copy])
+            .success()
+            .starts_with("ok: 300 leaves")
+    );
+    assert_eq!(
+        cairn(&["root", &copy]).success(),
+        cairn(&["root", &db]).success()
+    );
+    assert_eq!(
+        cairn(&["contains", &copy, &to_hex(&l[299])]).success(),
+        "299\n"
+    );
+    // The copy's files are not sparse giants: its bytes on disk are the
+    // bytes written.
+    let stats = cairn(&["stats", "--json", &copy]).json();
+    assert!(stats["disk_bytes"]["total"].as_u64().unwrap() < 1 << 20);
+    cairn(&["backup", &db, &copy]).error(2, &["not empty"]);
+}
+
+#[test]
 fn every_command_has_help_with_examples() {
     for command in [
         "init",
@@ -527,6 +558,7 @@ fn every_command_has_help_with_examples() {
         "checkpoint",
         "check",
         "export",
+        "backup",
         "demo",
         "plan",
         "serve",
