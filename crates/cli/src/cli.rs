@@ -25,7 +25,10 @@ Two ways to work:
               `cairn ingest DIR FILE` appends durably (refusing duplicates, exit 3), and root,
               stats, prove, consistency, contains, checkpoint, check and export read it;
               verify and verify-consistency take --db DIR for the trusted head.
-A database is locked while a command has it open: a second process gets a \"locked\" error.
+Commands that only read a database (root, stats, contains, prove, consistency, export, check,
+heads, verify --db, backup) open it read-only, also while `cairn serve` or an ingest runs on it,
+and see what was durable when they started; commands that write lock it while they run: a
+second writer gets a \"locked\" error.
 `cairn demo` runs the whole job on a temporary database and prints each step's figures.
 
 The empty tree (0 leaves) has no root: `cairn root` of it prints nothing on stdout, says
@@ -52,7 +55,7 @@ Exit status:
   3  duplicate leaves: ingest refused a block holding values the database already has (or
      repeating within the block); earlier blocks stay appended, the error says how many
   4  I/O or corruption: an input file or database is missing, unreadable, locked by another
-     process or corrupt, a write or sync failed, or the input holds what the tree refuses (a
+     writer or corrupt, a write or sync failed, or the input holds what the tree refuses (a
      leaf the hash refuses, more leaves than --max-depth allows)
 
 Examples:

@@ -4,8 +4,10 @@
 //! export, verify --db) open the storage engine alone: the nullifier set is
 //! not needed, and loading it would read its whole checkpoint file.
 //! Commands that append, look values up or report on the set open the
-//! database facade. Either way the directory is locked for the duration of
-//! the command: a second process gets the store's "locked" error (exit 4).
+//! database facade. Commands that only read open read-only, beside a
+//! server or an ingest running on the same directory; commands that write
+//! lock the directory for their duration: a second writer gets the
+//! store's "locked" error (exit 4).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,10 +64,11 @@ pub fn is_unique(meta: &StoreMeta) -> bool {
     meta.flags & FLAG_UNIQUE != 0
 }
 
-/// Opens the tree of the database in `dir` without its nullifier set.
+/// Opens the tree of the database in `dir` read-only, without its
+/// nullifier set.
 pub fn open_tree(dir: &Path) -> Result<Store, Failure> {
     let meta = stored(dir)?;
-    Store::open(
+    Store::open_read_only(
         Arc::new(StdFs),
         dir,
         store_config(&meta, Options::default()),
@@ -80,12 +83,28 @@ pub fn open(dir: &Path, options: Options) -> Result<Db, Failure> {
 
 /// [`open`], keeping the database's own error.
 pub fn open_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
+    Db::open_with(dir, db_config(dir, options)?)
+}
+
+/// Opens the database in `dir` read-only (beside a writer, if one runs).
+pub fn open_read_only(dir: &Path, options: Options) -> Result<Db, Failure> {
+    open_read_only_raw(dir, options).map_err(db_failure)
+}
+
+/// [`open_read_only`], keeping the database's own error.
+pub fn open_read_only_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
+    let config = db_config(dir, options)?;
+    Db::open_read_only_in(Arc::new(StdFs), dir, Some(config))
+}
+
+/// The configuration that opens the database in `dir` as it was created.
+fn db_config(dir: &Path, options: Options) -> Result<DbConfig, DbError> {
     let meta = cairn_store::stored_config(&StdFs, dir)?;
     let mut config = DbConfig::new(meta.tree);
     config.store = store_config(&meta, options);
     config.unique = is_unique(&meta);
     config.explicit_finality = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
-    Db::open_with(dir, config)
+    Ok(config)
 }
 
 /// The exit code of a database error.

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cairn_core::{Hash, Snapshot, TreeHead};
 use cairn_store::fs::Fs;
 use cairn_store::{
-    Appended, BlockTag, CheckpointMeta, StdFs, Store, StoreError, StoreStats, stored_config,
+    Appended, Backup, BlockTag, CheckpointMeta, StdFs, Store, StoreError, StoreStats, stored_config,
 };
 use parking_lot::Mutex;
 
@@ -61,6 +61,9 @@ pub struct Db {
     pub(crate) config: DbConfig,
     /// The sizes rolled back to so far, for snapshots taken before.
     pub(crate) cuts: Arc<Cuts>,
+    /// Leaves the set's file covered at open (what a read-only database,
+    /// which writes no set file, reports).
+    covered_at_open: u64,
 }
 
 /// The sizes a database was rolled back to, in order: a snapshot taken
@@ -246,48 +249,78 @@ impl Db {
         Ok(Db::start(fs, store, set, 0, config))
     }
 
+    /// Opens the database in `dir` read-only, beside a writer (another
+    /// process serving or ingesting into it) if one runs: the tree and the
+    /// set as durable when it opened, never a byte written in `dir`.
+    /// Writes (appends, checkpoints, rollbacks) are refused with
+    /// [`StoreError::ReadOnly`]; later appends by the writer are not seen
+    /// (open again for them).
+    ///
+    /// ```
+    /// # use cairn_core::{Arity, HashKind, TreeConfig};
+    /// # use cairn_db::{Db, DbConfig};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("db");
+    /// let writer = Db::create(&path, DbConfig::new(TreeConfig::new(Arity::new(2)?, HashKind::Blake3)))?;
+    /// writer.append_batch(&[[1; 32], [2; 32]])?.token.wait(std::time::Duration::from_secs(5))?;
+    /// let reader = Db::open_read_only(&path)?;          // beside the running writer
+    /// assert_eq!(reader.head(), writer.head());
+    /// assert!(reader.append([3; 32]).is_err());         // read-only
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Db> {
+        Db::open_read_only_in(Arc::new(StdFs), dir.as_ref(), None)
+    }
+
+    /// [`Db::open_read_only`] through a given file system, with `config`
+    /// (which must agree with the stored one; `verify_on_open` is honoured,
+    /// background settings are ignored) or the stored configuration.
+    pub fn open_read_only_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
+        let config = resolve_config(&*fs, dir, config)?;
+        // Taken before the store: the file then covers no leaf the store
+        // lacks (see `file::open`).
+        let published = if config.unique {
+            file::open(&*fs, dir)?
+        } else {
+            None
+        };
+        let store = Store::open_read_only(Arc::clone(&fs), dir, config.store_config())?;
+        Db::load(fs, store, config, published)
+    }
+
     /// [`Db::open`] (`config: None`) or [`Db::open_with`] through a given
     /// file system.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
-        let meta = stored_config(&*fs, dir)?;
-        let stored_unique = meta.flags & FLAG_UNIQUE != 0;
-        let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
-        let config = match config {
-            Some(config) => {
-                if config.unique != stored_unique {
-                    let word = |on: bool| if on { "on" } else { "off" }.to_string();
-                    return Err(DbError::ConfigMismatch {
-                        field: "nullifier set (unique)",
-                        stored: word(stored_unique),
-                        given: word(config.unique),
-                    });
-                }
-                if config.explicit_finality != stored_explicit {
-                    let word =
-                        |on: bool| if on { "explicit" } else { "at checkpoints" }.to_string();
-                    return Err(DbError::ConfigMismatch {
-                        field: "finality",
-                        stored: word(stored_explicit),
-                        given: word(config.explicit_finality),
-                    });
-                }
-                config
-            }
-            None => {
-                let mut config = DbConfig::new(meta.tree);
-                config.store.log_shift = meta.log_shift;
-                config.unique = stored_unique;
-                config.explicit_finality = stored_explicit;
-                config
-            }
-        };
+        let config = resolve_config(&*fs, dir, config)?;
         let store = Store::open(Arc::clone(&fs), dir, config.store_config())?;
+        if config.unique {
+            // Never published: a set checkpoint that crashed.
+            cairn_store::replace::remove_stale(&*fs, &dir.join(file::SET_TMP))?;
+        }
+        let published = if config.unique {
+            file::open(&*fs, dir)?
+        } else {
+            None
+        };
+        Db::load(fs, store, config, published)
+    }
+
+    /// The set (from `published` and the leaves it does not cover) and the
+    /// database around `store`.
+    fn load(
+        fs: Arc<dyn Fs>,
+        store: Store,
+        config: DbConfig,
+        published: Option<Box<dyn cairn_store::fs::FsFile>>,
+    ) -> Result<Db> {
         if !config.unique {
             return Ok(Db::start(fs, store, None, 0, config));
         }
+        let dir = store.dir().to_path_buf();
         let size = store.size();
         let floor = store.rollback_floor();
-        let (set, covered) = match file::read(&*fs, dir, store.store_id(), size, floor)? {
+        let (set, covered) = match file::read_from(published, &dir, store.store_id(), size, floor)?
+        {
             Some(loaded) => (loaded.set, loaded.covered),
             None => (NullifierSet::new(Key::random()), 0),
         };
@@ -302,7 +335,8 @@ impl Db {
         covered: u64,
         config: DbConfig,
     ) -> Db {
-        let persist = set.as_ref().map(|set| {
+        // A read-only database writes no set checkpoint.
+        let persist = set.as_ref().filter(|_| !store.is_read_only()).map(|set| {
             Arc::new(Persist {
                 fs,
                 dir: store.dir().to_path_buf(),
@@ -327,6 +361,7 @@ impl Db {
             writer: Mutex::new(()),
             config,
             cuts: Arc::default(),
+            covered_at_open: covered,
         }
     }
 
@@ -545,7 +580,10 @@ impl Db {
         DbStats {
             store: self.store.stats(),
             set: self.set.as_ref().map(|s| s.stats()),
-            set_checkpoint_size: self.persist.as_ref().map_or(0, |p| *p.covered.lock()),
+            set_checkpoint_size: self
+                .persist
+                .as_ref()
+                .map_or(self.covered_at_open, |p| *p.covered.lock()),
         }
     }
 
@@ -603,6 +641,42 @@ impl Db {
         Ok(())
     }
 
+    /// Writes a consistent copy of the database's durable state into
+    /// `dest` (created; it must not exist or be empty) while appends go
+    /// on: the tree, tagged heads and finalized size (see
+    /// [`Store::backup_to`]) and the nullifier set's file for exactly the
+    /// copied leaves. `dest` then opens as a database with the same size,
+    /// root and set. Works on a read-only database too (a backup of a
+    /// directory another process serves).
+    pub fn backup_to(&self, dest: impl AsRef<Path>) -> Result<Backup> {
+        let dest = dest.as_ref();
+        let Some(set) = &self.set else {
+            return Ok(self.store.backup_to(dest)?);
+        };
+        let store_id = self.store.store_id();
+        let cuts = self.cuts.count();
+        let mut write_set = |fs: &dyn Fs, dest: &Path, size: u64| {
+            file::write(fs, dest, set, store_id, size)?;
+            if self.cuts.count() != cuts {
+                // A rollback changed the set while it was copied: leave no
+                // set file, and the copy rebuilds its set from its leaves
+                // when first opened.
+                let path = dest.join(SET_FILE);
+                fs.remove_file(&path)
+                    .map_err(|e| StoreError::io("remove", &path, e))?;
+                fs.sync_dir(dest)
+                    .map_err(|e| StoreError::io("fsync", dest, e))?;
+                return Ok(0);
+            }
+            let path = dest.join(SET_FILE);
+            let file = fs
+                .open(&path, cairn_store::fs::OpenMode::ReadOnly)
+                .map_err(|e| StoreError::io("open", &path, e))?;
+            file.len().map_err(|e| StoreError::io("stat", &path, e))
+        };
+        Ok(self.store.backup_with(dest, &mut write_set)?)
+    }
+
     /// The configuration it runs with.
     pub fn config(&self) -> &DbConfig {
         &self.config
@@ -622,6 +696,43 @@ impl Db {
     pub fn close(self) -> Result<()> {
         Ok(self.store.close()?)
     }
+}
+
+/// `config` checked against the stored configuration of `dir`, or the
+/// stored configuration with default runtime settings.
+fn resolve_config(fs: &dyn Fs, dir: &Path, config: Option<DbConfig>) -> Result<DbConfig> {
+    let meta = stored_config(fs, dir)?;
+    let stored_unique = meta.flags & FLAG_UNIQUE != 0;
+    let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
+    let config = match config {
+        Some(config) => {
+            if config.unique != stored_unique {
+                let word = |on: bool| if on { "on" } else { "off" }.to_string();
+                return Err(DbError::ConfigMismatch {
+                    field: "nullifier set (unique)",
+                    stored: word(stored_unique),
+                    given: word(config.unique),
+                });
+            }
+            if config.explicit_finality != stored_explicit {
+                let word = |on: bool| if on { "explicit" } else { "at checkpoints" }.to_string();
+                return Err(DbError::ConfigMismatch {
+                    field: "finality",
+                    stored: word(stored_explicit),
+                    given: word(config.explicit_finality),
+                });
+            }
+            config
+        }
+        None => {
+            let mut config = DbConfig::new(meta.tree);
+            config.store.log_shift = meta.log_shift;
+            config.unique = stored_unique;
+            config.explicit_finality = stored_explicit;
+            config
+        }
+    };
+    Ok(config)
 }
 
 /// Inserts leaves `from..` of `store` into `set` (those the set's

@@ -31,8 +31,8 @@ mod rollback;
 mod set;
 
 pub use cairn_store::{
-    Appended, BlockTag, CheckpointMeta, CheckpointObserver, RootAt, StoreConfig, StoreStats,
-    TaggedHead, Token,
+    Appended, Backup, BlockTag, CheckpointMeta, CheckpointObserver, RootAt, StoreConfig,
+    StoreStats, TaggedHead, Token,
 };
 pub use config::DbConfig;
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats};

@@ -95,6 +95,34 @@ pub enum StoreError {
     /// The store was closed.
     #[error("the store is closed")]
     Closed,
+    /// A write asked of a store opened read-only.
+    #[error("cannot {what}: {path} is open read-only")]
+    ReadOnly {
+        /// What was asked ("append", "checkpoint", ...).
+        what: &'static str,
+        /// The directory.
+        path: PathBuf,
+    },
+    /// An open waited too long for opens of the other kind.
+    #[error("{path} stayed locked by {waiting_for} for {waited_seconds} s")]
+    OpenBusy {
+        /// `cairn.meta`, whose lock orders writers' recovery and read-only opens.
+        path: PathBuf,
+        /// How long the open waited.
+        waited_seconds: u64,
+        /// Whom it waited for.
+        waiting_for: &'static str,
+    },
+    /// A read-only open found the store rolled back under it every time.
+    #[error(
+        "{path} was rolled back while it was being opened read-only, {attempts} times in a row"
+    )]
+    Busy {
+        /// The directory.
+        path: PathBuf,
+        /// Opens tried.
+        attempts: u32,
+    },
     /// A block tag that does not follow the last one.
     #[error(
         "block {block} does not follow the last tagged block {last}: block numbers must increase"

@@ -343,6 +343,7 @@ pub(crate) fn recover(
     trusted: u64,
     epoch: u64,
     end: u64,
+    read_only: bool,
 ) -> Result<(Vec<TaggedHead>, HeadsWriter)> {
     let path = dir.join(HEADS);
     let mut writer = HeadsWriter {
@@ -368,8 +369,13 @@ pub(crate) fn recover(
         }
         return Ok((Vec::new(), writer));
     }
+    let mode = if read_only {
+        OpenMode::ReadOnly
+    } else {
+        OpenMode::Existing
+    };
     let file: Arc<dyn FsFile> = Arc::from(
-        fs.open(&path, OpenMode::Existing)
+        fs.open(&path, mode)
             .map_err(|e| StoreError::io("open", &path, e))?,
     );
     let len = file.len().map_err(|e| StoreError::io("stat", &path, e))?;
@@ -384,6 +390,9 @@ pub(crate) fn recover(
         // bytes: zeros): it holds nothing. With a record, it is damage.
         if trusted == 0 && (read < header.len() || !has_records(&*file, &path, len)?) {
             // Created but its header never made durable: it holds nothing.
+            if read_only {
+                return Ok((Vec::new(), writer));
+            }
             file.write_at(&format::heads_header(&meta), 0)
                 .map_err(|e| StoreError::io("write", &path, e))?;
             file.sync_data()
@@ -443,7 +452,7 @@ pub(crate) fn recover(
     }
     writer.next = tags.len() as u64;
     let past = &bytes[(writer.next * HEAD_RECORD_LEN) as usize..];
-    if past.iter().any(|&b| b != 0) {
+    if past.iter().any(|&b| b != 0) && !read_only {
         // Records past the valid ones were never acknowledged (torn, or
         // written before leaves that did not become durable). Zero them:
         // left in place, one of this epoch could read as valid once the

@@ -21,6 +21,7 @@
 //! format is `docs/file-format.md`.
 #![warn(missing_docs)]
 
+mod backup;
 mod checkpoint;
 pub mod config;
 pub mod error;
@@ -32,6 +33,7 @@ pub mod replace;
 mod rollback;
 mod store;
 
+pub use backup::{Backup, DerivedFiles};
 pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
 pub use error::StoreError;
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};

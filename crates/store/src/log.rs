@@ -231,13 +231,24 @@ pub(crate) struct Recovered {
 
 /// Opens the log, scans it from `resume` (whose first frame must start at
 /// leaf `start`) and finds the frontier. Errors on anything but a torn tail.
+///
+/// `access` says what the caller may do: a writer removes rolled-back
+/// files; a read-only open changes nothing, and beside a live writer
+/// takes a valid frame past the frontier for a commit that raced the
+/// scan (it cannot tell it from damage, so it does not judge it).
 pub(crate) fn recover(
     fs: Arc<dyn Fs>,
     dir: &Path,
     meta: StoreMeta,
-    resume: LogPosition,
-    start: u64,
+    (resume, start): (LogPosition, u64),
+    access: crate::store::Access,
 ) -> Result<Recovered> {
+    let read_only = access.is_read_only();
+    let open_mode = if read_only {
+        OpenMode::ReadOnly
+    } else {
+        OpenMode::Existing
+    };
     let per_file = meta.log_file_leaves();
     let names = fs
         .list_dir(dir)
@@ -261,7 +272,7 @@ pub(crate) fn recover(
             ));
         }
         let handle = fs
-            .open(&path, OpenMode::Existing)
+            .open(&path, open_mode)
             .map_err(|e| StoreError::io("open", &path, e))?;
         let mut header = vec![0u8; HEADER_LEN as usize];
         let read = handle
@@ -347,7 +358,8 @@ pub(crate) fn recover(
     // Frames numbered before `resume` are leftovers of a rollback (its
     // checkpoint resumes after them), never later commits.
     let mut stale_files = Vec::new();
-    if let Some((torn, _)) = frontier_torn {
+    let judge_tail = !matches!(access, crate::store::Access::ReadOnly { writer_live: true });
+    if let Some((torn, _)) = frontier_torn.filter(|_| judge_tail) {
         for (number, handle) in files.iter().enumerate().skip(torn.file as usize) {
             let first_slot = if number as u64 == torn.file {
                 torn.slot + 1
@@ -382,7 +394,28 @@ pub(crate) fn recover(
     if stale_next && unheaded > position.file {
         stale_files.push(unheaded);
     }
-    if let Some(&first) = stale_files.first() {
+    if read_only {
+        // What the scan read may still be only in the page cache (a writer
+        // killed before its fdatasync, or one syncing right now): sync the
+        // files it read frames from, so that everything this open reports
+        // is durable. This writes nothing.
+        let last = (position.file as usize).min(files.len().saturating_sub(1));
+        for (number, handle) in files
+            .iter()
+            .enumerate()
+            .take(last + 1)
+            .skip(resume.file as usize)
+        {
+            let path = dir.join(format::log_name(number as u64));
+            handle
+                .sync_data()
+                .map_err(|e| StoreError::io("fdatasync", &path, e))?;
+        }
+        if let Some(&first) = stale_files.first() {
+            files.truncate(first as usize);
+            stale_next = false;
+        }
+    } else if let Some(&first) = stale_files.first() {
         files.truncate(first as usize);
         stale_next = false;
         for &number in stale_files.iter().rev() {

@@ -159,6 +159,7 @@ impl Inner {
     /// See [`Store::truncate`]; with `max_block`, tagged heads of later
     /// blocks go too.
     pub(crate) fn rollback(&self, to: u64, max_block: Option<u64>) -> Result<TreeHead> {
+        self.writable("roll back")?;
         // Lock order: checkpoints -> log -> tree (-> heads, durable).
         let mut checkpoints = self.checkpoints.lock();
         let mut log = self.log.lock();

@@ -26,10 +26,10 @@ use crate::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
 use crate::heads::{self, Heads, HeadsWriter};
 use crate::log::{self, LogWriter};
 
-const META: &str = "cairn.meta";
-const META_TMP: &str = "cairn.meta.tmp";
-const LOCK: &str = "LOCK";
-const LOG_DIR: &str = "log";
+pub(crate) const META: &str = "cairn.meta";
+pub(crate) const META_TMP: &str = "cairn.meta.tmp";
+pub(crate) const LOCK: &str = "LOCK";
+pub(crate) const LOG_DIR: &str = "log";
 
 /// A durable n-ary LeanIMT in a directory (without the nullifier set of
 /// `cairn_db::Db`: repeated values are accepted).
@@ -64,7 +64,8 @@ pub struct Store {
     background: Option<JoinHandle<()>>,
     /// The directory lock, released when the store is dropped (after
     /// `inner` is closed: tokens that outlive the store cannot write).
-    _lock: Box<dyn FsLock>,
+    /// A read-only store holds none once open.
+    _lock: Option<Box<dyn FsLock>>,
 }
 
 #[derive(Debug)]
@@ -98,6 +99,24 @@ pub(crate) struct Inner {
     pub(crate) closed: AtomicBool,
     hook: Mutex<Option<Hook>>,
     observer: Mutex<Option<Observer>>,
+    /// Opened with [`Store::open_read_only`]: nothing may write.
+    pub(crate) read_only: bool,
+}
+
+/// What an open may do to the directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// A writer: holds the directory lock, repairs what recovery finds.
+    Write,
+    /// A read-only open: changes nothing; `writer_live` when a writer held
+    /// the directory as it began (files may grow while it reads).
+    ReadOnly { writer_live: bool },
+}
+
+impl Access {
+    pub(crate) fn is_read_only(self) -> bool {
+        matches!(self, Access::ReadOnly { .. })
+    }
 }
 
 struct Hook(CheckpointHook);
@@ -308,7 +327,7 @@ impl Store {
         })?;
         let log = log::new_writer(Arc::clone(&fs), &dir.join(LOG_DIR), meta);
         let heads_writer = heads::new_writer(Arc::clone(&fs), dir, meta);
-        Ok(Store::start(
+        let mut store = Store::start(
             fs,
             dir,
             meta,
@@ -317,26 +336,95 @@ impl Store {
             log,
             (Vec::new(), heads_writer),
             Checkpoints::default(),
-            lock,
-        ))
+            false,
+        );
+        store._lock = Some(lock);
+        Ok(store)
     }
 
     /// Opens the store in `dir`. `config.tree` and `config.log_shift` must
     /// equal what the store was created with.
     pub fn open(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
-        require_dir(&*fs, dir)?;
-        let meta_path = dir.join(META);
-        if !fs
-            .exists(&meta_path)
-            .map_err(|e| StoreError::io("stat", &meta_path, e))?
-        {
-            return Err(StoreError::NotAStore { path: dir.into() });
-        }
+        let meta_path = require_store(&*fs, dir)?;
         let lock = take_lock(&*fs, dir)?;
+        // Recovery repairs (removes leftovers, zeroes stale records): no
+        // read-only open may be part way through reading meanwhile.
+        let recovering = take_open_lock(&*fs, &meta_path, false)?;
+        let mut store = Store::recover(fs, dir, config, Access::Write)?;
+        drop(recovering);
+        store._lock = Some(lock);
+        Ok(store)
+    }
+
+    /// Opens the store in `dir` read-only, beside a writer in another
+    /// process (or this one) if one runs: it sees the durable state as of
+    /// its open and never changes a byte in the directory (no repair, no
+    /// removal, no lock file created). Appends, checkpoints, rollbacks
+    /// and finalizations are refused with [`StoreError::ReadOnly`]; no
+    /// background thread runs. Waits while a writer's open recovers the
+    /// directory. See docs/file-format.md, "Read-only opens".
+    pub fn open_read_only(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
+        let meta_path = require_store(&*fs, dir)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let opening = take_open_lock(&*fs, &meta_path, true)?;
+            let writer_live = writer_present(&*fs, dir)?;
+            let access = Access::ReadOnly { writer_live };
+            let result =
+                Store::recover(Arc::clone(&fs), dir, config.clone(), access).and_then(|store| {
+                    // A rollback published since the checkpoint was read
+                    // may have rewritten bytes the open read past its
+                    // new end: then the open starts again.
+                    let loaded = store.checkpoint_epoch();
+                    let now =
+                        checkpoint::read(&*fs, dir, &store.inner.meta)?.map_or(0, |c| c.epoch);
+                    Ok((store, loaded == now))
+                });
+            drop(opening);
+            match result {
+                Ok((store, true)) => return Ok(store),
+                // Only a live writer can make an open fail or change under
+                // it; without one, the answer is final.
+                Err(error) if !writer_live || attempt >= READ_ONLY_ATTEMPTS => return Err(error),
+                Ok((_, false)) if attempt >= READ_ONLY_ATTEMPTS => {
+                    return Err(StoreError::Busy {
+                        path: dir.into(),
+                        attempts: attempt,
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The rollback epoch of the checkpoint this store opened from or
+    /// last published.
+    fn checkpoint_epoch(&self) -> u64 {
+        self.inner
+            .checkpoints
+            .lock()
+            .last
+            .as_ref()
+            .map_or(0, |c| c.epoch)
+    }
+
+    /// Whether this store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
+    /// Recovery proper (docs/file-format.md, "Recovery"); the caller holds
+    /// the locks `access` needs.
+    fn recover(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig, access: Access) -> Result<Store> {
+        let read_only = access.is_read_only();
+        let meta_path = dir.join(META);
         let meta = read_meta(&*fs, &meta_path)?;
         check_config(&meta, &config)?;
-        // Never published, so never valid: a checkpoint that crashed.
-        crate::replace::remove_stale(&*fs, &dir.join(CHECKPOINT_TMP))?;
+        if !read_only {
+            // Never published, so never valid: a checkpoint that crashed.
+            crate::replace::remove_stale(&*fs, &dir.join(CHECKPOINT_TMP))?;
+        }
         let levels_dir = dir.join(LEVELS_DIR);
         for name in fs
             .list_dir(&levels_dir)
@@ -363,7 +451,7 @@ impl Store {
             ),
         };
         let log_dir = dir.join(LOG_DIR);
-        let recovered = log::recover(Arc::clone(&fs), &log_dir, meta, resume, start)?;
+        let recovered = log::recover(Arc::clone(&fs), &log_dir, meta, (resume, start), access)?;
         let mut checkpoints = Checkpoints {
             last: last.clone(),
             ..Checkpoints::default()
@@ -376,6 +464,7 @@ impl Store {
             trusted,
             epoch,
             recovered.writer.end(),
+            read_only,
         )?;
         let mut tree = match &last {
             Some(c) if c.size > 0 => load_levels(
@@ -385,6 +474,7 @@ impl Store {
                 c,
                 recovered.writer.files(),
                 &mut checkpoints,
+                read_only,
             )?,
             _ => LeanImt::new(meta.tree),
         };
@@ -417,7 +507,7 @@ impl Store {
             recovered.writer,
             recovered_heads,
             checkpoints,
-            lock,
+            read_only,
         ))
     }
 
@@ -443,7 +533,7 @@ impl Store {
         log: LogWriter,
         (tags, heads_writer): (Vec<heads::TaggedHead>, HeadsWriter),
         checkpoints: Checkpoints,
-        lock: Box<dyn FsLock>,
+        read_only: bool,
     ) -> Store {
         let snapshot = tree.snapshot();
         let durable_tags = tags.len() as u64;
@@ -483,10 +573,12 @@ impl Store {
             closed: AtomicBool::new(false),
             hook: Mutex::new(None),
             observer: Mutex::new(None),
+            read_only,
             config,
         });
-        let background = (inner.config.flush_interval.is_some()
-            || inner.config.checkpoint != Default::default())
+        let background = (!read_only
+            && (inner.config.flush_interval.is_some()
+                || inner.config.checkpoint != Default::default()))
         .then(|| {
             let inner = Arc::clone(&inner);
             std::thread::Builder::new()
@@ -497,7 +589,7 @@ impl Store {
         Store {
             inner,
             background,
-            _lock: lock,
+            _lock: None,
         }
     }
 
@@ -517,6 +609,7 @@ impl Store {
     /// or the pool can end up waiting for itself.
     pub fn append_batch(&self, leaves: &[Hash]) -> Result<Appended> {
         let inner = &self.inner;
+        inner.writable("append")?;
         let (first, epoch) = {
             let mut tree = inner.tree.lock();
             if inner.poisoned.load(Ordering::Acquire) {
@@ -555,6 +648,7 @@ impl Store {
     /// lock), since a chain follower needs every block's root anyway.
     pub fn append_tagged(&self, leaves: &[Hash], tag: heads::BlockTag) -> Result<Appended> {
         let inner = &self.inner;
+        inner.writable("append")?;
         let (first, tags, epoch) = {
             let mut tree = inner.tree.lock();
             if inner.poisoned.load(Ordering::Acquire) {
@@ -609,6 +703,7 @@ impl Store {
     /// store not failed), without appending them.
     pub fn check_batch(&self, leaves: &[Hash]) -> Result<()> {
         let inner = &self.inner;
+        inner.writable("append")?;
         if inner.poisoned.load(Ordering::Acquire) {
             return Err(poisoned(
                 inner.durable.lock().failure.as_ref().expect("poisoned"),
@@ -764,6 +859,17 @@ impl Drop for Store {
 }
 
 impl Inner {
+    /// [`StoreError::ReadOnly`] if the store was opened read-only.
+    pub(crate) fn writable(&self, what: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly {
+                what,
+                path: self.dir.clone(),
+            });
+        }
+        Ok(())
+    }
+
     fn snapshot(&self) -> Arc<Snapshot> {
         let current = self.published.load_full();
         if current.size() == self.size.load(Ordering::Acquire) {
@@ -878,7 +984,7 @@ impl Inner {
     /// Returns the durable size and the count of durable tagged heads.
     /// Tagged heads are made durable before the leaves they follow (see
     /// `heads.rs`).
-    fn flush_log(&self, snapshot: Option<&mut Option<Taken>>) -> Result<(u64, u64)> {
+    pub(crate) fn flush_log(&self, snapshot: Option<&mut Option<Taken>>) -> Result<(u64, u64)> {
         let mut log = self.log.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
@@ -923,6 +1029,11 @@ impl Inner {
     /// that also finalizes that many leaves (published even if nothing
     /// else changed).
     pub(crate) fn checkpoint(&self, finalize: Option<u64>) -> Result<Option<CheckpointMeta>> {
+        self.writable(if finalize.is_some() {
+            "finalize"
+        } else {
+            "checkpoint"
+        })?;
         let started = Instant::now();
         let mut checkpoints = self.checkpoints.lock();
         // Flush and snapshot at one size, under the flush lock only.
@@ -1152,7 +1263,13 @@ fn load_levels(
     last: &CheckpointMeta,
     log_files: &[Arc<dyn FsFile>],
     checkpoints: &mut Checkpoints,
+    read_only: bool,
 ) -> Result<LeanImt> {
+    let mode = if read_only {
+        OpenMode::ReadOnly
+    } else {
+        OpenMode::Existing
+    };
     let per_file = meta.log_file_leaves();
     let checkpoint_path = dir.join(checkpoint::CHECKPOINT);
     let mut levels = Vec::with_capacity(last.levels.len());
@@ -1181,7 +1298,7 @@ fn load_levels(
         let level_file = if level > 0 && final_len > 0 {
             let path = dir.join(LEVELS_DIR).join(format::level_name(level as u32));
             let handle: Arc<dyn FsFile> = Arc::from(
-                fs.open(&path, OpenMode::Existing)
+                fs.open(&path, mode)
                     .map_err(|e| StoreError::io("open", &path, e))?,
             );
             let mut header = vec![0u8; HEADER_LEN as usize];
@@ -1373,6 +1490,75 @@ fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
             Err(e) => return Err(StoreError::io("lock", &path, e)),
         }
     }
+}
+
+/// How long an open waits for the other kind of open to finish with the
+/// store's `cairn.meta` lock: a writer's recovery (for a read-only open),
+/// read-only opens part way through loading (for a writer's recovery).
+const OPEN_WAIT: Duration = Duration::from_secs(60);
+
+/// How many times a read-only open starts again when a live writer's
+/// rollback changed the files under it.
+const READ_ONLY_ATTEMPTS: u32 = 8;
+
+/// Takes the open lock on `cairn.meta` (shared for a read-only open,
+/// exclusive for a writer's recovery), waiting up to [`OPEN_WAIT`].
+///
+/// Why `cairn.meta`: every store has it, it is never written after
+/// creation, and a read-only open can lock it without creating anything.
+/// Writers exclude each other with `LOCK` for their whole life; this lock
+/// is held only while opening, so readers never block a running writer.
+fn take_open_lock(fs: &dyn Fs, meta_path: &Path, shared: bool) -> Result<Box<dyn FsLock>> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match fs.lock_existing(meta_path, shared) {
+            Ok(lock) => return Ok(lock),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if started.elapsed() >= OPEN_WAIT {
+                    return Err(StoreError::OpenBusy {
+                        path: meta_path.into(),
+                        waited_seconds: OPEN_WAIT.as_secs(),
+                        waiting_for: if shared {
+                            "a writer's recovery"
+                        } else {
+                            "read-only opens"
+                        },
+                    });
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(e) => return Err(StoreError::io("lock", meta_path, e)),
+        }
+    }
+}
+
+/// Whether a writer holds `dir`'s `LOCK` right now (probed with an
+/// exclusive lock, released at once). Asked under the shared open lock:
+/// no writer can finish opening meanwhile, so "no" stays true while the
+/// read-only open reads.
+fn writer_present(fs: &dyn Fs, dir: &Path) -> Result<bool> {
+    let path = dir.join(LOCK);
+    match fs.lock_existing(&path, false) {
+        Ok(_probe) => Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(StoreError::io("lock", &path, e)),
+    }
+}
+
+/// The path of `dir`'s `cairn.meta`, if `dir` holds a store.
+fn require_store(fs: &dyn Fs, dir: &Path) -> Result<PathBuf> {
+    require_dir(fs, dir)?;
+    let meta_path = dir.join(META);
+    if !fs
+        .exists(&meta_path)
+        .map_err(|e| StoreError::io("stat", &meta_path, e))?
+    {
+        return Err(StoreError::NotAStore { path: dir.into() });
+    }
+    Ok(meta_path)
 }
 
 /// [`StoreError::Missing`] unless `dir` exists.

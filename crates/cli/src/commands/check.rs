@@ -21,8 +21,9 @@ offset.
 
 Exit status: 0 every check passed; 1 verification found a stored node or set entry that is \
 wrong (a node that is not the hash of its children, a leaf missing from the set); 4 the \
-database could not be opened: a file is unreadable, malformed or fails its checksum, or another \
-process holds the database (\"locked\"). A flipped leaf byte in the log is caught by the log's \
+database could not be opened: a file is unreadable, malformed or fails its checksum. The check \
+opens the database read-only, so it runs beside a server or an ingest on the same directory (on \
+what was durable when it started). A flipped leaf byte in the log is caught by the log's \
 checksums when the leaf was appended after the last checkpoint (exit 4, naming the log file), \
 and by recomputing level 1 otherwise (exit 1, naming the level file and the node's offset).
 
@@ -163,7 +164,7 @@ impl CheckCmd {
             background: false,
             verify: true,
         };
-        let db = match database::open_raw(&self.dir, verify) {
+        let db = match database::open_read_only_raw(&self.dir, verify) {
             Ok(db) => db,
             Err(error) => {
                 // Tell a node the verification found wrong (1) from a
@@ -171,7 +172,7 @@ impl CheckCmd {
                 // without recomputing the levels.
                 let location = database::corrupt_location(&error);
                 let reopened = match &location {
-                    Some(_) => database::open_raw(&self.dir, Options::default()).ok(),
+                    Some(_) => database::open_read_only_raw(&self.dir, Options::default()).ok(),
                     None => None,
                 };
                 let code = match (reopened, location) {

@@ -44,7 +44,7 @@ pub struct ContainsCmd {
 
 impl ContainsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let db = database::open(&self.dir, Options::default())?;
+        let db = database::open_read_only(&self.dir, Options::default())?;
         let snapshot = db.snapshot();
         let index = snapshot
             .index_of(&self.leaf)

@@ -44,7 +44,7 @@ pub struct HeadsCmd {
 
 impl HeadsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let db = database::open(&self.dir, Options::default())?;
+        let db = database::open_read_only(&self.dir, Options::default())?;
         let heads = db.heads(self.from_block, self.limit);
         let finalized = db.finalized_size();
         db.close().map_err(database::db_failure)?;

@@ -11,6 +11,7 @@
 //! `--leaves` is a count, and its model is public for reuse. `completions`
 //! and `man` print what clap generates from the parser.
 
+mod backup;
 mod check;
 mod checkpoint;
 mod completions;
@@ -34,6 +35,7 @@ mod verify_consistency;
 
 use crate::failure::Failure;
 
+pub use backup::BackupCmd;
 pub use check::CheckCmd;
 pub use checkpoint::CheckpointCmd;
 pub use completions::CompletionsCmd;
@@ -103,6 +105,9 @@ pub enum Command {
     /// List the block-tagged heads (block, size, root).
     #[command(long_about = heads::LONG_ABOUT)]
     Heads(HeadsCmd),
+    /// Copy a database consistently, also while it is served.
+    #[command(long_about = backup::LONG_ABOUT)]
+    Backup(BackupCmd),
     /// Write a database's leaves to stdout, raw or hex.
     #[command(long_about = export::LONG_ABOUT)]
     Export(ExportCmd),
@@ -139,6 +144,7 @@ impl Command {
             Command::Checkpoint(cmd) => cmd.run(),
             Command::Check(cmd) => cmd.run(),
             Command::Export(cmd) => cmd.run(),
+            Command::Backup(cmd) => cmd.run(),
             Command::Truncate(cmd) => cmd.run(),
             Command::Finalize(cmd) => cmd.run(),
             Command::Heads(cmd) => cmd.run(),

@@ -116,7 +116,7 @@ fn size_of_root(
     if snapshot.root().as_ref() == Some(root) {
         return Ok(snapshot.size());
     }
-    let db = database::open(dir, database::Options::default())?;
+    let db = database::open_read_only(dir, database::Options::default())?;
     let found = db.size_of_root(root);
     db.close().map_err(database::db_failure)?;
     match found {
@@ -208,7 +208,7 @@ impl ProveCmd {
                 (snapshot, index)
             }
             (None, Some(leaf)) => {
-                let db = database::open(dir, database::Options::default())?;
+                let db = database::open_read_only(dir, database::Options::default())?;
                 let snapshot = db.snapshot();
                 let at = snapshot.index_of(leaf).map_err(database::db_failure)?;
                 db.close().map_err(database::db_failure)?;

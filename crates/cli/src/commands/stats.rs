@@ -63,7 +63,7 @@ struct LevelFigures {
 impl StatsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let meta = database::stored(&self.dir)?;
-        let db = database::open(&self.dir, Options::default())?;
+        let db = database::open_read_only(&self.dir, Options::default())?;
         let stats = db.stats();
         let snapshot = db.snapshot();
         db.close().map_err(database::db_failure)?;

@@ -465,18 +465,82 @@ fn check_finds_a_flipped_log_byte_through_the_frames_or_level_1() {
 }
 
 #[test]
-fn a_locked_database_is_exit_4_with_the_stores_message() {
+fn reading_commands_run_beside_a_writer_and_writing_ones_get_exit_4() {
     let dir = Dir::new();
     let (db, l) = database(&dir, 2, HashKind::Blake3, 10);
+    cairn(&["ingest", &db, "--block", "7", "-"]).success();
+    let root = cairn(&["root", &db]).success();
+    cairn(&["prove", &db, "--index", "3"]).success();
+    std::fs::write(
+        dir.path("proof.json"),
+        cairn(&["prove", &db, "--index", "3"]).stdout,
+    )
+    .unwrap();
+    // A writer (the test process) holds the directory, as `cairn serve` would.
     let held = cairn_db::Db::open(&db).expect("open in the test process");
-    cairn(&["root", &db]).error(4, &["locked", "another process"]);
-    ingest(&db, &cairn_testkit::leaves(3, 2), &[]).error(4, &["locked"]);
-    cairn(&["stats", &db]).error(4, &["locked"]);
-    cairn(&["check", &db]).error(4, &["locked"]);
-    cairn(&["contains", &db, &to_hex(&l[0])]).error(4, &["locked"]);
+    let leaf = to_hex(&l[3]);
+    assert_eq!(cairn(&["root", &db]).success(), root);
+    assert_eq!(cairn(&["contains", &db, &leaf]).success(), "3\n");
+    cairn(&["stats", &db, "--json"]).success();
+    cairn(&["check", &db]).success();
+    cairn(&["prove", &db, "--leaf", &leaf]).success();
+    cairn(&["consistency", &db, "--from", "2", "--to", "10"]).success();
+    cairn(&[
+        "export", &db, "--from", "0", "--to", "10", "--format", "hex",
+    ])
+    .success();
+    cairn(&["verify", "--db", &db, &dir.path("proof.json")]).success();
+    assert!(
+        cairn(&["heads", &db])
+            .success()
+            .starts_with("block 7 size 10 ")
+    );
+    // What the reader saw is what the writer holds; writing still excludes.
+    ingest(&db, &cairn_testkit::leaves(3, 2), &[]).error(4, &["locked", "another process"]);
     cairn(&["checkpoint", &db]).error(4, &["locked"]);
+    cairn(&["truncate", &db, "--to", "5"]).error(4, &["locked"]);
+    held.append([0x42; 32])
+        .unwrap()
+        .token
+        .wait(std::time::Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(
+        cairn(&["contains", &db, &to_hex(&[0x42; 32])]).success(),
+        "10\n"
+    );
     drop(held);
     assert_eq!(cairn(&["contains", &db, &to_hex(&l[0])]).success(), "0\n");
+}
+
+#[test]
+fn backup_copies_a_database_held_by_a_writer_and_the_copy_checks() {
+    let dir = Dir::new();
+    let (db, l) = database(&dir, 2, HashKind::Blake3, 300);
+    let held = cairn_db::Db::open(&db).expect("open in the test process");
+    let copy = dir.path("copy");
+    let json = cairn(&["backup", "--json", &db, &copy]).json();
+    assert_eq!(json["size"], 300);
+    assert_eq!(json["root"], root_hex(2, HashKind::Blake3, &l).as_str());
+    assert!(json["bytes"].as_u64().unwrap() >= 32 * 300);
+    drop(held);
+    assert!(
+        cairn(&["check", &copy])
+            .success()
+            .starts_with("ok: 300 leaves")
+    );
+    assert_eq!(
+        cairn(&["root", &copy]).success(),
+        cairn(&["root", &db]).success()
+    );
+    assert_eq!(
+        cairn(&["contains", &copy, &to_hex(&l[299])]).success(),
+        "299\n"
+    );
+    // The copy's files are not sparse giants: its bytes on disk are the
+    // bytes written.
+    let stats = cairn(&["stats", "--json", &copy]).json();
+    assert!(stats["disk_bytes"]["total"].as_u64().unwrap() < 1 << 20);
+    cairn(&["backup", &db, &copy]).error(2, &["not empty"]);
 }
 
 #[test]
@@ -494,6 +558,7 @@ fn every_command_has_help_with_examples() {
         "checkpoint",
         "check",
         "export",
+        "backup",
         "demo",
         "plan",
         "serve",

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use cairn_store::StoreError;
 use cairn_store::fs::{Fs, FsFile};
-use cairn_store::replace::{open_published, remove_stale, replace_file};
+use cairn_store::replace::{open_published, replace_file};
 
 use super::table::Table;
 use super::{Key, NullifierSet, SHARD_BITS};
@@ -172,23 +172,29 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// The set's checkpoint in `dir`, if there is one; every byte is checked
+/// The published set file of `dir`, opened (not read): a read-only open
+/// takes it before it opens the store, so the file covers no leaf the
+/// store it then opens lacks (a writer publishes the set only after the
+/// leaves it covers are durable). Leaves a leftover temporary in place.
+pub(crate) fn open(fs: &dyn Fs, dir: &Path) -> Result<Option<Box<dyn FsFile>>, StoreError> {
+    open_published(fs, &dir.join(SET_FILE))
+}
+
+/// The set's checkpoint read from `published` (opened by [`open`]), if there is one; every byte is checked
 /// (CRCs, counts, the store it belongs to, indices below `covered`, no
 /// more than `size` leaves covered). With `floor` (the lowest size the
 /// store was rolled back to since the file was written), entries at or
 /// above it are dropped and the file covers only `floor` leaves: they were
 /// removed, and other leaves may hold those indices now.
-pub(crate) fn read(
-    fs: &dyn Fs,
+pub(crate) fn read_from(
+    published: Option<Box<dyn FsFile>>,
     dir: &Path,
     store_id: u64,
     size: u64,
     floor: Option<u64>,
 ) -> Result<Option<Loaded>, StoreError> {
-    // Never published: a checkpoint that crashed.
-    remove_stale(fs, &dir.join(SET_TMP))?;
     let path: PathBuf = dir.join(SET_FILE);
-    let Some(file) = open_published(fs, &path)? else {
+    let Some(file) = published else {
         return Ok(None);
     };
     let len = file.len().map_err(|e| StoreError::io("stat", &path, e))?;

@@ -1,10 +1,12 @@
 //! cairn-db's integration tests: one binary, one module per concern.
 
 mod adversarial;
+mod backup;
 mod basics;
 mod concurrency;
 mod crash;
 mod model;
+mod read_only;
 mod rollback;
 mod setfile;
 mod support;

@@ -85,7 +85,7 @@ impl AsRef<[Hash]> for dyn MappedNodes {
     }
 }
 
-/// A held exclusive lock on a directory; released on drop.
+/// A held lock (exclusive or shared); released on drop.
 pub trait FsLock: Send + Sync + std::fmt::Debug {}
 
 /// The file-system operations the engine uses.
@@ -109,4 +109,11 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Takes an exclusive lock on `path` (created if missing), without
     /// waiting: `WouldBlock` if another holder has it.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>>;
+    /// Takes a lock on the existing file `path`, opened read-only (never
+    /// created), without waiting: shared locks coexist with each other,
+    /// an exclusive one with nothing. `WouldBlock` if a conflicting holder
+    /// has it (another handle of this process included), `NotFound` if
+    /// the file does not exist. Independent of [`Fs::lock`]'s locks on
+    /// other files.
+    fn lock_existing(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FsLock>>;
 }

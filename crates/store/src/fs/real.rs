@@ -41,6 +41,12 @@ impl Drop for StdLock {
 
 impl FsLock for StdLock {}
 
+/// A lock taken by [`Fs::lock_existing`]: the open file holds it.
+#[derive(Debug)]
+struct ExistingLock(#[allow(dead_code)] File);
+
+impl FsLock for ExistingLock {}
+
 /// A read-only mapping of nodes.
 #[derive(Debug)]
 struct Mapped(memmap2::Mmap);
@@ -164,6 +170,25 @@ impl Fs for StdFs {
             Err(TryLockError::WouldBlock) => Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!("{} is held by another process", path.display()),
+            )),
+            Err(TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    fn lock_existing(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FsLock>> {
+        // `flock` locks belong to the open file description: a second
+        // handle of this process conflicts like another process's would.
+        let file = File::open(path)?;
+        let taken = if shared {
+            file.try_lock_shared()
+        } else {
+            file.try_lock()
+        };
+        match taken {
+            Ok(()) => Ok(Box::new(ExistingLock(file))),
+            Err(TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked by another holder", path.display()),
             )),
             Err(TryLockError::Error(e)) => Err(e),
         }

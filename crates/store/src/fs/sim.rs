@@ -794,6 +794,8 @@ struct Shared {
     counters: SimCounters,
     /// Inodes locked by a live [`SimLock`].
     locks: BTreeSet<Ino>,
+    /// Inodes with shared locks, and how many holders each has.
+    shared_locks: BTreeMap<Ino, usize>,
 }
 
 #[derive(Debug, Default)]
@@ -831,6 +833,7 @@ impl Shared {
             faults: Faults::default(),
             counters: SimCounters::default(),
             locks: BTreeSet::new(),
+            shared_locks: BTreeMap::new(),
         }
     }
 
@@ -1031,6 +1034,8 @@ struct SimLock {
     shared: Arc<Mutex<Shared>>,
     ino: Ino,
     path: String,
+    /// Taken shared by [`Fs::lock_existing`].
+    is_shared: bool,
 }
 
 impl fmt::Debug for SimLock {
@@ -1043,7 +1048,17 @@ impl FsLock for SimLock {}
 
 impl Drop for SimLock {
     fn drop(&mut self) {
-        self.shared.lock().locks.remove(&self.ino);
+        let mut shared = self.shared.lock();
+        if !self.is_shared {
+            shared.locks.remove(&self.ino);
+            return;
+        }
+        if let Some(count) = shared.shared_locks.get_mut(&self.ino) {
+            *count -= 1;
+            if *count == 0 {
+                shared.shared_locks.remove(&self.ino);
+            }
+        }
     }
 }
 
@@ -1353,7 +1368,7 @@ impl Fs for SimFs {
             Err(e) if e.kind() == io::ErrorKind::NotFound => shared.create(path, false)?,
             Err(e) => return Err(e),
         };
-        if !shared.locks.insert(ino) {
+        if shared.shared_locks.contains_key(&ino) || !shared.locks.insert(ino) {
             return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!("{} is held by another holder", path.display()),
@@ -1363,6 +1378,34 @@ impl Fs for SimFs {
             shared: self.shared.clone(),
             ino,
             path: path.display().to_string(),
+            is_shared: false,
+        }))
+    }
+
+    fn lock_existing(&self, path: &Path, is_shared: bool) -> io::Result<Box<dyn FsLock>> {
+        let mut shared = self.shared.lock();
+        let ino = shared.model.resolve(path)?;
+        if shared.model.is_dir(ino) {
+            return Err(is_a_directory(path));
+        }
+        let busy =
+            shared.locks.contains(&ino) || (!is_shared && shared.shared_locks.contains_key(&ino));
+        if busy {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is held by another holder", path.display()),
+            ));
+        }
+        if is_shared {
+            *shared.shared_locks.entry(ino).or_insert(0) += 1;
+        } else {
+            shared.locks.insert(ino);
+        }
+        Ok(Box::new(SimLock {
+            shared: self.shared.clone(),
+            ino,
+            path: path.display().to_string(),
+            is_shared,
         }))
     }
 }
