@@ -180,6 +180,29 @@ struct History {
     heads: Mutex<HashSet<(u64, Option<Hash>)>>,
     durable: AtomicU64,
     rollbacks: AtomicU64,
+    /// Writer iterations finished (every head of one is recorded by its end).
+    rounds: AtomicU64,
+}
+
+impl History {
+    /// Whether the writer had `head`: a head becomes readable on disk a
+    /// moment before the writer records it (a background group commit
+    /// after an append, a published rollback before `truncate` returns),
+    /// so a miss waits until the writer finished the iteration that was
+    /// running when the reader looked (bounded).
+    fn had(&self, head: (u64, Option<Hash>), rounds_seen: u64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let recorded = self.rounds.load(Ordering::Acquire) >= rounds_seen + 2;
+            if self.heads.lock().unwrap().contains(&head) {
+                return true;
+            }
+            if recorded || Instant::now() > deadline {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// Readers open the database read-only over and over while a writer
@@ -243,6 +266,7 @@ fn read_only_opens_racing_a_writer_see_consistent_durable_states() {
                     // Odd while a rollback runs: readers skip the check.
                     history.rollbacks.fetch_add(1, Ordering::AcqRel);
                 }
+                history.rounds.fetch_add(1, Ordering::AcqRel);
             }
             db.close().unwrap();
         })
@@ -256,6 +280,9 @@ fn read_only_opens_racing_a_writer_see_consistent_durable_states() {
         let reader = Db::open_read_only(&path).unwrap();
         let snapshot = reader.snapshot();
         let head = snapshot.head();
+        // Every head the open could see was made by an iteration finished
+        // by now or running now.
+        let rounds_seen = history.rounds.load(Ordering::Acquire);
         if rollbacks_before.is_multiple_of(2)
             && history.rollbacks.load(Ordering::Acquire) == rollbacks_before
         {
@@ -266,11 +293,7 @@ fn read_only_opens_racing_a_writer_see_consistent_durable_states() {
             );
         }
         assert!(
-            history
-                .heads
-                .lock()
-                .unwrap()
-                .contains(&(head.size, head.root)),
+            history.had((head.size, head.root), rounds_seen),
             "open {opens}: head {head:?} is none the writer had"
         );
         if head.size > 0 {
