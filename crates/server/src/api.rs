@@ -109,7 +109,7 @@ impl Shared {
     /// is then of one tree, and that tree is the current one or one every
     /// later rollback began after. `read` must be cheap: it holds nothing,
     /// but may run more than once.
-    async fn consistent<T>(&self, mut read: impl FnMut(u64) -> T) -> T {
+    pub(crate) async fn consistent<T>(&self, mut read: impl FnMut(u64) -> T) -> T {
         loop {
             let generation = *self.rollbacks.borrow();
             if generation % 2 == 1 {
@@ -128,7 +128,7 @@ impl Shared {
     /// The durable size and a snapshot that holds at least that many
     /// leaves (answers are views of it at the durable size); inside
     /// `consistent` only.
-    fn durable(&self, generation: u64) -> (DbSnapshot, u64) {
+    pub(crate) fn durable(&self, generation: u64) -> (DbSnapshot, u64) {
         let durable = self.db.durable_size();
         let snapshot = self.snapshot_covering(durable, generation);
         let size = durable.min(snapshot.size());
@@ -212,13 +212,13 @@ impl Drop for RollbackWindow<'_> {
     }
 }
 
-fn json<T: Serialize>(status: StatusCode, value: &T) -> Response {
+pub(crate) fn json<T: Serialize>(status: StatusCode, value: &T) -> Response {
     let body =
         serde_json::to_vec(value).unwrap_or_else(|e| unreachable!("serialising plain data: {e}"));
     with_type(status, body.into(), "application/json")
 }
 
-fn with_type(status: StatusCode, body: Body, content_type: &'static str) -> Response {
+pub(crate) fn with_type(status: StatusCode, body: Body, content_type: &'static str) -> Response {
     let mut response = (status, body).into_response();
     response
         .headers_mut()
@@ -562,7 +562,7 @@ fn find<'a>(pairs: &'a [(&'static str, String)], name: &str) -> Option<&'a str> 
 
 /// The query's parameters, each at most once and each one of `allowed`,
 /// as non-negative integers.
-fn parameters(
+pub(crate) fn parameters(
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
     allowed: &[&'static str],
 ) -> Result<Vec<(&'static str, u64)>, ApiError> {
@@ -578,14 +578,14 @@ fn parse_u64(what: &str, text: &str) -> Result<u64, ApiError> {
     })
 }
 
-fn get(parameters: &[(&'static str, u64)], name: &str) -> Option<u64> {
+pub(crate) fn get(parameters: &[(&'static str, u64)], name: &str) -> Option<u64> {
     parameters
         .iter()
         .find(|&&(known, _)| known == name)
         .map(|&(_, value)| value)
 }
 
-fn check_size(size: u64, durable: u64, what: &str) -> Result<(), ApiError> {
+pub(crate) fn check_size(size: u64, durable: u64, what: &str) -> Result<(), ApiError> {
     if size > durable {
         return Err(ApiError::not_found(format!(
             "{what} {size} is beyond the tree's durable size {durable}"

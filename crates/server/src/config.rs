@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::ServerError;
+use crate::mirror::DEFAULT_MAX_LEAVES_PER_READ;
 
 /// Everything the server needs besides the database.
 #[derive(Clone)]
@@ -22,6 +23,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Batches above this many leaves are refused with 413.
     pub max_batch_leaves: usize,
+    /// `GET /v1/leaves` answers at most this many leaves (400 above it).
+    pub max_leaves_per_read: usize,
     /// How long an append waits for its leaves to become durable before
     /// answering 503 (the leaves stay appended and may still become durable).
     pub durability_timeout: Duration,
@@ -41,7 +44,7 @@ pub const DEFAULT_DURABILITY_TIMEOUT_SECONDS: u64 = 30;
 
 impl ServerConfig {
     /// Defaults for `listen`: no token, 64 MiB bodies, batches of up to
-    /// 2^20 leaves, a 30 s durability wait, a 30 s shutdown grace, a
+    /// 2^20 leaves, reads of up to 2^16 leaves, a 30 s durability wait, a 30 s shutdown grace, a
     /// checkpoint on shutdown.
     pub fn new(listen: SocketAddr) -> ServerConfig {
         ServerConfig {
@@ -49,6 +52,7 @@ impl ServerConfig {
             token: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_batch_leaves: DEFAULT_MAX_BATCH_LEAVES,
+            max_leaves_per_read: DEFAULT_MAX_LEAVES_PER_READ,
             durability_timeout: Duration::from_secs(DEFAULT_DURABILITY_TIMEOUT_SECONDS),
             shutdown_grace: Duration::from_secs(30),
             checkpoint_on_shutdown: true,
@@ -63,6 +67,7 @@ impl fmt::Debug for ServerConfig {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch_leaves", &self.max_batch_leaves)
+            .field("max_leaves_per_read", &self.max_leaves_per_read)
             .field("durability_timeout", &self.durability_timeout)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("checkpoint_on_shutdown", &self.checkpoint_on_shutdown)
@@ -167,6 +172,9 @@ pub struct ServeOptions {
     /// Refuse batches above this many leaves (413).
     #[arg(long, value_name = "LEAVES", default_value_t = DEFAULT_MAX_BATCH_LEAVES)]
     pub max_batch_leaves: usize,
+    /// Answer at most this many leaves per `GET /v1/leaves` (400 above it).
+    #[arg(long, value_name = "LEAVES", default_value_t = DEFAULT_MAX_LEAVES_PER_READ)]
+    pub max_leaves_per_read: usize,
     /// Seconds an append waits to become durable before answering 503.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DURABILITY_TIMEOUT_SECONDS)]
     pub durability_timeout: u64,
@@ -184,6 +192,7 @@ impl ServeOptions {
         }
         config.max_body_bytes = self.max_body_bytes;
         config.max_batch_leaves = self.max_batch_leaves;
+        config.max_leaves_per_read = self.max_leaves_per_read;
         config.durability_timeout = Duration::from_secs(self.durability_timeout);
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
         Ok(config)

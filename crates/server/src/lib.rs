@@ -35,6 +35,7 @@ mod config;
 mod error;
 mod json;
 mod metrics;
+mod mirror;
 mod process;
 mod routes;
 mod server;
@@ -44,5 +45,6 @@ pub use config::{
     ServeOptions, ServerConfig, read_token_file,
 };
 pub use error::ServerError;
+pub use mirror::DEFAULT_MAX_LEAVES_PER_READ;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};

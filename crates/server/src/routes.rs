@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 
 use crate::api::{self, AppState};
 use crate::error::ServerFailure;
+use crate::mirror;
 
 /// One route: what the router serves and the OpenAPI document describes.
 #[derive(Clone, Copy, Debug)]
@@ -38,6 +39,12 @@ pub const ROUTES: &[Route] = &[
         path: "/v1/leaves",
         statuses: &[200, 400, 401, 409, 413, 415, 500, 503, 507],
         needs_token: true,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/leaves",
+        statuses: &[200, 400, 404],
+        needs_token: false,
     },
     Route {
         method: "GET",
@@ -115,6 +122,7 @@ pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
 fn handler(route: &Route) -> MethodRouter<AppState> {
     match (route.method, route.path) {
         ("POST", "/v1/leaves") => post(api::append),
+        ("GET", "/v1/leaves") => get(mirror::leaves),
         ("GET", "/v1/root") => get(api::root),
         ("GET", "/v1/leaves/{value}") => get(api::leaf_index),
         ("GET", "/v1/proofs/{index}") => get(api::proof),

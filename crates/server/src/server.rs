@@ -74,6 +74,12 @@ impl Server {
             write_token = config.token.is_some(),
             "listening"
         );
+        if config.token.is_none() && !local_addr.ip().is_loopback() {
+            tracing::warn!(
+                addr = %local_addr,
+                "listening beyond loopback without a write token: anyone who can reach {local_addr} can append, roll back and finalize; give --token-file, or listen on 127.0.0.1"
+            );
+        }
         let grace = config.shutdown_grace;
         let (signalled, on_signal) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {

@@ -276,7 +276,7 @@ async fn unknown_routes_and_methods_answer_json_errors() {
     let error = reply.error(405);
     assert!(error.contains("/v1/root does not accept DELETE"), "{error}");
     let reply = client
-        .request(Method::GET, "/v1/leaves", &[], Vec::new())
+        .request(Method::PUT, "/v1/leaves", &[], Vec::new())
         .await;
     reply.error(405);
 }

@@ -87,3 +87,54 @@ async fn without_a_token_writes_are_open() {
         .await
         .ok();
 }
+
+/// Starts `cairn-server DIR --listen 0.0.0.0:0 ARGS..`, stops it with
+/// SIGTERM once it listens, and returns what it logged.
+fn log_of_a_server_on_every_interface(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cairn-server"))
+        .arg(dir.path().join("db"))
+        .args(["--create-arity", "2", "--create-hash", "blake3"])
+        .args(["--listen", "0.0.0.0:0"])
+        .args(args)
+        .env("CAIRN_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.starts_with("listening on 0.0.0.0:"), "{line:?}");
+    let pid = child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    assert!(killed.unwrap().success());
+    assert!(child.wait().unwrap().success());
+    std::fs::read_to_string(&log).unwrap()
+}
+
+#[test]
+fn listening_beyond_loopback_without_a_token_logs_a_warning() {
+    let log = log_of_a_server_on_every_interface(&[]);
+    assert!(log.contains("WARN"), "{log}");
+    assert!(
+        log.contains("listening beyond loopback without a write token"),
+        "{log}"
+    );
+    assert!(log.contains("--token-file"), "{log}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let log = log_of_a_server_on_every_interface(&["--token-file", token.to_str().unwrap()]);
+    assert!(log.contains("listening"), "{log}");
+    assert!(!log.contains("WARN"), "{log}");
+}

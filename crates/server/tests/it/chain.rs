@@ -611,6 +611,33 @@ async fn a_rollback_racing_appends_never_serves_a_removed_head() {
                         ),
                         status => panic!("proof answered {status}: {}", reply.text()),
                     }
+                    // The last leaves below that head, by index: none a
+                    // rollback answered before the request removed.
+                    let from = head.size.saturating_sub(8);
+                    let reply = client
+                        .request(
+                            Method::GET,
+                            &format!("/v1/leaves?from={from}&to={}", head.size),
+                            &[("accept", "application/json")],
+                            Vec::new(),
+                        )
+                        .await;
+                    match reply.status {
+                        200 => {
+                            for value in reply.json()["leaves"].as_array().unwrap() {
+                                let value =
+                                    cairn_core::hex::parse_hash(value.as_str().unwrap()).unwrap();
+                                check_alive(&value, sent_after, "mirrored leaf");
+                            }
+                        }
+                        // Only once a rollback begun since shrank the tree.
+                        404 => assert!(
+                            begun.load(Ordering::Acquire) > sent_after,
+                            "{}",
+                            reply.text()
+                        ),
+                        status => panic!("leaves answered {status}: {}", reply.text()),
+                    }
                     // By value: the size of that root, if still there.
                     let reply = client.get(&format!("/v1/roots/{}", to_hex(&root))).await;
                     match reply.status {

@@ -8,6 +8,7 @@ mod chain;
 mod concurrency;
 mod crash;
 mod limits;
+mod mirror;
 mod openapi;
 mod shutdown;
 mod support;

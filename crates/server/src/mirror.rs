@@ -1,0 +1,140 @@
+//! `GET /v1/leaves?from=&to=`: the durable leaves by index, for mirrors and
+//! indexers that copy a served database. Raw 32-byte leaves by default (the
+//! bytes `cairn export` writes for the same range), JSON on request.
+//!
+//! Invariant: every leaf answered is durable and of one tree: the range is
+//! checked against the durable size and copied inside the read window that
+//! keeps reads consistent with rollbacks (`Shared::consistent`).
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use cairn_core::Hash;
+use cairn_core::hex::to_hex;
+use serde::Serialize;
+
+use crate::api::{self, AppState};
+use crate::error::ApiError;
+
+/// The default of [`crate::ServerConfig::max_leaves_per_read`]: 2^16
+/// leaves, 2 MiB of binary body.
+pub const DEFAULT_MAX_LEAVES_PER_READ: usize = 1 << 16;
+
+#[derive(Serialize)]
+struct LeavesJson {
+    from: u64,
+    leaves: Vec<String>,
+}
+
+/// Whether the client asked for JSON: the first of `application/json` and
+/// `application/octet-stream` its `Accept` header names decides; binary if
+/// it names neither.
+fn wants_json(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|item| item.split(';').next())
+        .map(str::trim)
+        .find_map(|media| {
+            if media.eq_ignore_ascii_case("application/json") {
+                Some(true)
+            } else if media.eq_ignore_ascii_case("application/octet-stream") {
+                Some(false)
+            } else {
+                None
+            }
+        })
+        .unwrap_or(false)
+}
+
+pub(crate) async fn leaves(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let shared = state.shared();
+    let parameters = api::parameters(query, &["from", "to"])?;
+    let from = api::get(&parameters, "from").unwrap_or(0);
+    let to = api::get(&parameters, "to");
+    let limit = shared.config.max_leaves_per_read as u64;
+    if let Some(to) = to {
+        if from > to {
+            return Err(ApiError::bad_request(format!(
+                "from {from} is larger than to {to}: the range is leaves from..to, from <= to"
+            )));
+        }
+        if to - from > limit {
+            return Err(ApiError::bad_request(format!(
+                "leaves {from}..{to} are {} leaves, more than the server's limit of {limit} per read (--max-leaves-per-read): ask for fewer",
+                to - from
+            )));
+        }
+    }
+    let leaves: Vec<Hash> = shared
+        .consistent(|generation| {
+            let (snapshot, durable) = shared.durable(generation);
+            api::check_size(from, durable, "from")?;
+            // Without `to`: as many as the limit allows, up to the durable size.
+            let to = to.unwrap_or_else(|| durable.min(from.saturating_add(limit)));
+            api::check_size(to, durable, "to")?;
+            (from..to)
+                .map(|index| {
+                    snapshot.leaf(index).ok_or_else(|| {
+                        ApiError::internal(format!(
+                            "leaf {index} is below the durable size {durable} but not in the snapshot of size {}",
+                            snapshot.size()
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<Hash>, ApiError>>()
+        })
+        .await?;
+    if wants_json(&headers) {
+        return Ok(api::json(
+            StatusCode::OK,
+            &LeavesJson {
+                from,
+                leaves: leaves.iter().map(to_hex).collect(),
+            },
+        ));
+    }
+    Ok(api::with_type(
+        StatusCode::OK,
+        leaves.as_flattened().to_vec().into(),
+        "application/octet-stream",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn accepting(values: &[&'static str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(header::ACCEPT, HeaderValue::from_static(value));
+        }
+        headers
+    }
+
+    #[test]
+    fn accept_header_picks_the_first_known_media_type() {
+        assert!(!wants_json(&accepting(&[])));
+        assert!(!wants_json(&accepting(&["*/*"])));
+        assert!(wants_json(&accepting(&["application/json"])));
+        assert!(wants_json(&accepting(&[
+            "text/html, Application/JSON;q=0.9"
+        ])));
+        assert!(!wants_json(&accepting(&[
+            "application/octet-stream, application/json"
+        ])));
+        assert!(wants_json(&accepting(&[
+            "application/json",
+            "application/octet-stream"
+        ])));
+    }
+}
