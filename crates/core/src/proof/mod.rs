@@ -8,12 +8,14 @@
 mod binary;
 mod consistency;
 pub mod error;
+mod interop;
 mod json;
 mod membership;
 
 pub use binary::{FORMAT_VERSION, KIND_CONSISTENCY, KIND_MEMBERSHIP};
 pub use consistency::ConsistencyProof;
 pub use error::{DecodeError, VerifyError};
+pub use interop::{InteropError, MAX_CIRCUIT_DEPTH};
 pub use membership::MembershipProof;
 
 use crate::Arity;
