@@ -20,6 +20,8 @@ const includes = ["node_modules/circomlib/circuits", "node_modules/@zk-kit/binar
 export function compile(name, body) {
   const dir = `build/${name}`;
   mkdirSync(`${root}${dir}`, { recursive: true });
+  // circom writes its witness calculator as CommonJS.
+  writeFileSync(`${root}build/package.json`, '{"type": "commonjs"}\n');
   writeFileSync(`${root}${dir}/${name}.circom`, `pragma circom 2.1.5;\n${body}\n`);
   const started = performance.now();
   const output = execFileSync(
@@ -32,6 +34,7 @@ export function compile(name, body) {
   return {
     r1cs: `${root}${dir}/${name}.r1cs`,
     wasm: `${root}${dir}/${name}_js/${name}.wasm`,
+    calculator: `${root}${dir}/${name}_js/witness_calculator.js`,
     nonLinear: count("non-linear constraints"),
     linear: count("linear constraints"),
     wires: count("wires"),

@@ -1,4 +1,5 @@
-//! Decoding an append's body: `{"leaves": ["0x..", ...]}` (JSON) or raw
+//! Decoding an append's body: `{"leaves": ["0x..", ...]}` (JSON; a
+//! Poseidon database also takes decimal field elements, `"123"`) or raw
 //! 32-byte records (`application/octet-stream`). The body is untrusted
 //! network input: every refusal is a 4xx with the reason and the value,
 //! never a panic, and counts are checked before anything is allocated per
@@ -8,8 +9,9 @@
 use std::borrow::Cow;
 
 use axum::http::{HeaderMap, StatusCode, header};
-use cairn_core::Hash;
+use cairn_core::decimal::parse_field_element;
 use cairn_core::hex::parse_hash;
+use cairn_core::{Hash, HashKind};
 use serde::Deserialize;
 
 use crate::error::ApiError;
@@ -51,9 +53,10 @@ pub(crate) fn leaves(
     encoding: Encoding,
     body: &[u8],
     max_leaves: usize,
+    hash: HashKind,
 ) -> Result<Vec<Hash>, ApiError> {
     match encoding {
-        Encoding::Json => json(body, max_leaves),
+        Encoding::Json => json(body, max_leaves, hash),
         Encoding::Binary => binary(body, max_leaves),
     }
 }
@@ -94,7 +97,22 @@ struct LeavesJson<'a> {
     leaves: Vec<Cow<'a, str>>,
 }
 
-fn json(body: &[u8], max_leaves: usize) -> Result<Vec<Hash>, ApiError> {
+/// A leaf written as `0x` and 64 hex digits or, for a Poseidon database, as
+/// a decimal field element (below the modulus, canonical spelling).
+pub(crate) fn parse_leaf(text: &str, hash: HashKind) -> Result<Hash, String> {
+    if hash == HashKind::Poseidon && !text.starts_with("0x") && !text.starts_with("0X") {
+        return parse_field_element(text).map_err(|e| e.to_string());
+    }
+    parse_hash(text).map_err(|e| {
+        if hash == HashKind::Poseidon {
+            e.to_string()
+        } else {
+            format!("{e} (decimal values are taken by Poseidon databases only; this one hashes with {hash})")
+        }
+    })
+}
+
+fn json(body: &[u8], max_leaves: usize, hash: HashKind) -> Result<Vec<Hash>, ApiError> {
     let doc: LeavesJson<'_> = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!(
             "the body is not {{\"leaves\": [\"0x..\", ...]}}: {e}"
@@ -110,7 +128,7 @@ fn json(body: &[u8], max_leaves: usize) -> Result<Vec<Hash>, ApiError> {
         .iter()
         .enumerate()
         .map(|(position, text)| {
-            parse_hash(text)
+            parse_leaf(text, hash)
                 .map_err(|e| ApiError::bad_request(format!("leaf at position {position}: {e}")))
         })
         .collect()
@@ -153,34 +171,70 @@ mod tests {
             r#"{{"leaves": ["{good}", "{}"]}}"#,
             good.to_uppercase().replace("0X", "0x")
         );
-        assert_eq!(json(body.as_bytes(), 2).unwrap(), vec![[0xab; 32]; 2]);
+        assert_eq!(
+            json(body.as_bytes(), 2, HashKind::Blake3).unwrap(),
+            vec![[0xab; 32]; 2]
+        );
         check_refused(
-            json(body.as_bytes(), 1),
+            json(body.as_bytes(), 1, HashKind::Blake3),
             StatusCode::PAYLOAD_TOO_LARGE,
             "2 leaves",
         );
         let body = format!(r#"{{"leaves": ["{good}", "0x12"]}}"#);
         check_refused(
-            json(body.as_bytes(), 9),
+            json(body.as_bytes(), 9, HashKind::Blake3),
             StatusCode::BAD_REQUEST,
             "position 1",
         );
         check_refused(
-            json(body.as_bytes(), 9),
+            json(body.as_bytes(), 9, HashKind::Blake3),
             StatusCode::BAD_REQUEST,
             "\"0x12\"",
         );
         check_refused(
-            json(br#"{"leaves": []}"#, 9),
+            json(br#"{"leaves": []}"#, 9, HashKind::Blake3),
             StatusCode::BAD_REQUEST,
             "empty batch",
         );
         check_refused(
-            json(br#"{"leaf": []}"#, 9),
+            json(br#"{"leaf": []}"#, 9, HashKind::Blake3),
             StatusCode::BAD_REQUEST,
             "unknown field",
         );
-        check_refused(json(b"[1,2", 9), StatusCode::BAD_REQUEST, "not {\"leaves\"");
+        check_refused(
+            json(b"[1,2", 9, HashKind::Blake3),
+            StatusCode::BAD_REQUEST,
+            "not {\"leaves\"",
+        );
+    }
+
+    #[test]
+    fn poseidon_bodies_take_decimal_field_elements_below_p() {
+        let p = "21888242871839275222246405745257275088548364400416034343698204186575808495617";
+        let mut five = [0u8; 32];
+        five[31] = 5;
+        let hex = cairn_core::hex::to_hex(&five);
+        let body = format!(r#"{{"leaves": ["5", "{hex}"]}}"#);
+        assert_eq!(
+            json(body.as_bytes(), 9, HashKind::Poseidon).unwrap(),
+            vec![five; 2]
+        );
+        let body = format!(r#"{{"leaves": ["5", "{p}"]}}"#);
+        check_refused(
+            json(body.as_bytes(), 9, HashKind::Poseidon),
+            StatusCode::BAD_REQUEST,
+            "position 1: decimal value",
+        );
+        check_refused(
+            json(br#"{"leaves": ["05"]}"#, 9, HashKind::Poseidon),
+            StatusCode::BAD_REQUEST,
+            "leading zero",
+        );
+        check_refused(
+            json(br#"{"leaves": ["5"]}"#, 9, HashKind::Sha256),
+            StatusCode::BAD_REQUEST,
+            "Poseidon databases only",
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::cors::CorsPolicy;
 use crate::error::ServerError;
 
 /// Everything the server needs besides the database.
@@ -30,6 +31,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Checkpoint the database on graceful shutdown (a faster next open).
     pub checkpoint_on_shutdown: bool,
+    /// Which browser origins may call the server (none by default).
+    pub cors: CorsPolicy,
 }
 
 /// The default of [`ServerConfig::max_body_bytes`]: 64 MiB.
@@ -52,6 +55,7 @@ impl ServerConfig {
             durability_timeout: Duration::from_secs(DEFAULT_DURABILITY_TIMEOUT_SECONDS),
             shutdown_grace: Duration::from_secs(30),
             checkpoint_on_shutdown: true,
+            cors: CorsPolicy::None,
         }
     }
 }
@@ -66,6 +70,7 @@ impl fmt::Debug for ServerConfig {
             .field("durability_timeout", &self.durability_timeout)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("checkpoint_on_shutdown", &self.checkpoint_on_shutdown)
+            .field("cors", &self.cors)
             .finish()
     }
 }
@@ -173,6 +178,9 @@ pub struct ServeOptions {
     /// Do not checkpoint on graceful shutdown (by default the server checkpoints then).
     #[arg(long)]
     pub no_checkpoint_on_shutdown: bool,
+    /// A browser origin allowed to call the server (repeat for more): '*' lets every origin read; a named origin (https://app.example.org) may also write.
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
 }
 
 impl ServeOptions {
@@ -186,6 +194,7 @@ impl ServeOptions {
         config.max_batch_leaves = self.max_batch_leaves;
         config.durability_timeout = Duration::from_secs(self.durability_timeout);
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
+        config.cors = CorsPolicy::from_origins(&self.cors_origin).map_err(ServerError::Usage)?;
         Ok(config)
     }
 }

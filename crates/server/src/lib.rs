@@ -25,6 +25,7 @@ mod auth;
 mod body;
 mod commit;
 mod config;
+mod cors;
 mod error;
 mod json;
 mod metrics;
@@ -36,6 +37,7 @@ pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
     ServeOptions, ServerConfig, read_token_file,
 };
+pub use cors::CorsPolicy;
 pub use error::ServerError;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};

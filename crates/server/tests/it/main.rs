@@ -4,6 +4,7 @@
 
 mod api;
 mod auth;
+mod browsers;
 mod concurrency;
 mod crash;
 mod limits;
