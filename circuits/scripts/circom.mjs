@@ -30,7 +30,7 @@ export function compile(name, body) {
     { cwd: root, maxBuffer: 1 << 24, stdio: ["ignore", "pipe", "pipe"] },
   ).toString();
   const seconds = (performance.now() - started) / 1000;
-  const count = (label) => Number(new RegExp(`${label}: (\\d+)`).exec(output.replace(/\x1b\[[0-9;]*m/g, ""))?.[1]);
+  const count = (label) => Number(new RegExp(`(?:^|\\s)${label}: (\\d+)`, "m").exec(output.replace(/\x1b\[[0-9;]*m/g, ""))?.[1]);
   return {
     r1cs: `${root}${dir}/${name}.r1cs`,
     wasm: `${root}${dir}/${name}_js/${name}.wasm`,
