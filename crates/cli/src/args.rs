@@ -173,6 +173,9 @@ pub fn refuse_tree_options(
 /// Reads leaves from `source` in `format` and builds the tree. Unreadable or
 /// corrupt input, including a leaf the hash refuses, is exit code 4.
 pub fn build_tree(config: TreeConfig, source: &Source, format: Format) -> Result<LeanImt, Failure> {
+    format
+        .check_hash(config.hash)
+        .map_err(|message| Failure::new(Code::Usage, anyhow::anyhow!(message)))?;
     let input = source.read()?;
     let leaves = leaves::parse(&input, format)
         .with_context(|| source.name())

@@ -1,4 +1,5 @@
-//! Leaf input: raw 32-byte records or one 0x-hex leaf per line.
+//! Leaf input: raw 32-byte records, one 0x-hex leaf per line, or (for
+//! Poseidon trees) one decimal BN254 field element per line.
 //!
 //! Parsing never panics: any byte string either parses or gives a
 //! [`LeafError`] saying where and why. [`parse`] works on bytes already in
@@ -9,8 +10,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use cairn_core::Hash;
+use cairn_core::decimal::{DecimalError, parse_field_element};
 use cairn_core::hex::{HexError, parse_hash};
+use cairn_core::{Hash, HashKind};
 
 /// How leaves are written in a leaf file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -21,6 +23,24 @@ pub enum Format {
     /// One leaf per line as 0x followed by 64 hex digits; blank lines and
     /// whitespace around a leaf are ignored.
     Hex,
+    /// One BN254 field element per line in decimal, as snarkjs and zk-kit
+    /// print them (Poseidon trees only): digits without sign or leading
+    /// zero, below the field modulus; blank lines and whitespace around a
+    /// value are ignored.
+    Dec,
+}
+
+impl Format {
+    /// Refuses `--format dec` for a tree whose hash is not Poseidon:
+    /// decimal values are field elements.
+    pub fn check_hash(self, hash: HashKind) -> Result<(), String> {
+        if self == Format::Dec && hash != HashKind::Poseidon {
+            return Err(format!(
+                "--format dec reads BN254 field elements, for Poseidon trees; this tree hashes with {hash}: use --format hex"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Why bytes are not a list of leaves.
@@ -49,6 +69,8 @@ pub enum LineError {
     NotUtf8,
     /// The line is text but not a 0x-prefixed 64-digit hex value.
     Hex(HexError),
+    /// The line is text but not a decimal field element.
+    Decimal(DecimalError),
 }
 
 impl fmt::Display for LeafError {
@@ -74,6 +96,7 @@ impl fmt::Display for LeafError {
                     write!(f, "line {line}: not UTF-8 text, want 0x and 64 hex digits")
                 }
                 LineError::Hex(error) => write!(f, "line {line}: {error}"),
+                LineError::Decimal(error) => write!(f, "line {line}: {error}"),
             },
         }
     }
@@ -85,7 +108,17 @@ impl std::error::Error for LeafError {}
 pub fn parse(input: &[u8], format: Format) -> Result<Cow<'_, [Hash]>, LeafError> {
     match format {
         Format::Bin => parse_bin(input).map(Cow::Borrowed),
-        Format::Hex => parse_hex(input).map(Cow::Owned),
+        Format::Hex => parse_lines(input, Format::Hex).map(Cow::Owned),
+        Format::Dec => parse_lines(input, Format::Dec).map(Cow::Owned),
+    }
+}
+
+/// Parses one line's text as a leaf written in `format` (hex or decimal).
+fn parse_line(text: &[u8], format: Format) -> Result<Hash, LineError> {
+    let text = std::str::from_utf8(text).map_err(|_| LineError::NotUtf8)?;
+    match format {
+        Format::Dec => parse_field_element(text).map_err(LineError::Decimal),
+        Format::Hex | Format::Bin => parse_hash(text).map_err(LineError::Hex),
     }
 }
 
@@ -112,15 +145,18 @@ fn leaf_lines(input: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
         .filter(|(_, line)| !line.is_empty())
 }
 
-/// Parses one leaf per non-blank line.
+/// Parses one hex leaf per non-blank line.
 pub fn parse_hex(input: &[u8]) -> Result<Vec<Hash>, LeafError> {
-    // 67 bytes is the shortest a line holding a leaf can be ("0x", 64
+    parse_lines(input, Format::Hex)
+}
+
+/// Parses one leaf per non-blank line, in hex or decimal.
+fn parse_lines(input: &[u8], format: Format) -> Result<Vec<Hash>, LeafError> {
+    // 67 bytes is the shortest a hex line holding a leaf can be ("0x", 64
     // digits, "\n"); reserving for that never over-allocates much.
     let mut leaves = Vec::with_capacity(input.len() / 67);
     for (line, text) in leaf_lines(input) {
-        let error = |reason| LeafError::Line { line, reason };
-        let text = std::str::from_utf8(text).map_err(|_| error(LineError::NotUtf8))?;
-        leaves.push(parse_hash(text).map_err(|e| error(LineError::Hex(e)))?);
+        leaves.push(parse_line(text, format).map_err(|reason| LeafError::Line { line, reason })?);
     }
     Ok(leaves)
 }
@@ -133,15 +169,15 @@ pub fn locate(input: &[u8], format: Format, position: usize) -> String {
             let start = position.saturating_mul(32);
             format!("bytes {start}..{}", start.saturating_add(32))
         }
-        Format::Hex => match leaf_lines(input).nth(position) {
+        Format::Hex | Format::Dec => match leaf_lines(input).nth(position) {
             Some((line, _)) => format!("line {line}"),
             None => format!("leaf {position}"),
         },
     }
 }
 
-/// Writes `leaves` in `format` (the inverse of [`parse`]; hex is lowercase,
-/// one leaf per line).
+/// Writes `leaves` in `format` (the inverse of [`parse`] for values it
+/// accepts; hex is lowercase, one leaf per line).
 pub fn encode(leaves: &[Hash], format: Format) -> Vec<u8> {
     match format {
         Format::Bin => leaves.as_flattened().to_vec(),
@@ -149,6 +185,14 @@ pub fn encode(leaves: &[Hash], format: Format) -> Vec<u8> {
             let mut out = String::with_capacity(leaves.len() * 67);
             for leaf in leaves {
                 out.push_str(&cairn_core::hex::to_hex(leaf));
+                out.push('\n');
+            }
+            out.into_bytes()
+        }
+        Format::Dec => {
+            let mut out = String::with_capacity(leaves.len() * 78);
+            for leaf in leaves {
+                out.push_str(&cairn_core::decimal::to_decimal(leaf));
                 out.push('\n');
             }
             out.into_bytes()
@@ -233,7 +277,7 @@ impl<R: std::io::BufRead> BlockReader<R> {
         }
         match self.format {
             Format::Bin => self.next_bin(max, leaves),
-            Format::Hex => self.next_hex(max, leaves, lines),
+            Format::Hex | Format::Dec => self.next_lines(max, leaves, lines),
         }
     }
 
@@ -269,7 +313,7 @@ impl<R: std::io::BufRead> BlockReader<R> {
         Ok(())
     }
 
-    fn next_hex(
+    fn next_lines(
         &mut self,
         max: usize,
         leaves: &mut Vec<Hash>,
@@ -296,9 +340,10 @@ impl<R: std::io::BufRead> BlockReader<R> {
             if text.is_empty() {
                 continue;
             }
-            let error = |reason| ReadError::Leaf(LeafError::Line { line, reason });
-            let text = std::str::from_utf8(text).map_err(|_| error(LineError::NotUtf8))?;
-            leaves.push(parse_hash(text).map_err(|e| error(LineError::Hex(e)))?);
+            leaves.push(
+                parse_line(text, self.format)
+                    .map_err(|reason| ReadError::Leaf(LeafError::Line { line, reason }))?,
+            );
             lines.push(line);
         }
         Ok(())

@@ -8,6 +8,7 @@
 
 pub mod arity;
 mod build;
+pub mod decimal;
 pub mod error;
 pub mod hash;
 pub mod hex;

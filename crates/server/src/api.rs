@@ -226,12 +226,6 @@ pub(crate) fn with_type(status: StatusCode, body: Body, content_type: &'static s
     response
 }
 
-/// A proof, as the CLI prints it: the core's JSON encoding and a newline.
-fn proof_json(mut text: Vec<u8>) -> Response {
-    text.push(b'\n');
-    with_type(StatusCode::OK, text.into(), "application/json")
-}
-
 // -- POST /v1/leaves ----------------------------------------------------------
 
 #[derive(Serialize)]
@@ -309,6 +303,7 @@ pub(crate) async fn append(
         &bytes,
         shared.config.max_batch_leaves,
         query_block,
+        shared.db.config().tree().hash,
     )?;
     drop(bytes);
     let block = batch.block;
@@ -506,7 +501,9 @@ pub(crate) async fn leaf_index(
 ) -> Result<Response, ApiError> {
     let shared = state.shared();
     let Path(text) = value.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let value = parse_hash(&text).map_err(|e| ApiError::bad_request(format!("leaf: {e}")))?;
+    let hash = shared.db.config().tree().hash;
+    let value =
+        body::parse_leaf(&text, hash).map_err(|e| ApiError::bad_request(format!("leaf: {e}")))?;
     let (found, durable) = shared
         .consistent(|_| {
             let found = shared.db.index_of(&value);
@@ -594,52 +591,168 @@ pub(crate) fn check_size(size: u64, durable: u64, what: &str) -> Result<(), ApiE
     Ok(())
 }
 
+/// What `?format=` asks a membership proof to be printed as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProofFormat {
+    Json,
+    Zkkit,
+    Circom,
+    ZkkitCircom,
+}
+
+const PROOF_FORMATS: &str = "json, zkkit, circom or zkkit-circom";
+
+/// Takes `format` out of the query's pairs (at most once).
+fn take_format(pairs: &mut Vec<(String, String)>) -> Result<ProofFormat, ApiError> {
+    let mut found = None;
+    let mut refused = None;
+    pairs.retain(|(name, value)| {
+        if name != "format" {
+            return true;
+        }
+        if found.is_some() {
+            refused = Some(ApiError::bad_request(
+                "query parameter format is given more than once",
+            ));
+        }
+        found = Some(match value.as_str() {
+            "json" => ProofFormat::Json,
+            "zkkit" => ProofFormat::Zkkit,
+            "circom" => ProofFormat::Circom,
+            "zkkit-circom" => ProofFormat::ZkkitCircom,
+            other => {
+                refused = Some(ApiError::bad_request(format!(
+                    "format {other:?} is not a proof format: want {PROOF_FORMATS}"
+                )));
+                ProofFormat::Json
+            }
+        });
+        false
+    });
+    match refused {
+        Some(error) => Err(error),
+        None => Ok(found.unwrap_or(ProofFormat::Json)),
+    }
+}
+
 pub(crate) async fn proof(
     State(state): State<AppState>,
     index: Result<Path<String>, PathRejection>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let shared = state.shared();
     let Path(index) = index.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let index = parse_u64("leaf index", &index)?;
-    let pairs = query_pairs(query, &["size", "root"])?;
-    let size = find(&pairs, "size")
+    let Query(mut raw) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let format = take_format(&mut raw)?;
+    let pairs = query_pairs(Ok(Query(raw)), &["size", "root", "circuit_depth"])?;
+    let explicit = find(&pairs, "size")
         .map(|text| parse_u64("size", text))
         .transpose()?;
     let root = find(&pairs, "root")
         .map(|text| parse_hash(text).map_err(|e| ApiError::bad_request(format!("root: {e}"))))
         .transpose()?;
-    if let Some(root) = root {
-        if size.is_some() {
+    let circuit_depth = match find(&pairs, "circuit_depth") {
+        None => None,
+        Some(_) if !matches!(format, ProofFormat::Circom | ProofFormat::ZkkitCircom) => {
             return Err(ApiError::bad_request(
-                "give size or root, not both: a root names its size",
+                "circuit_depth is for format=circom or format=zkkit-circom",
             ));
         }
-        let (snapshot, size) = shared
-            .consistent(|generation| {
-                let (snapshot, durable) = shared.durable(generation);
-                let size = durable_root(shared, &root, durable)?.size;
-                Ok::<_, ApiError>((snapshot, size))
-            })
-            .await?;
-        if index >= size {
-            return Err(ApiError::bad_request(format!(
-                "leaf index {index} is not below {size}, the size of root {}",
-                hex(&root)
-            )));
-        }
-        let proof = snapshot
-            .prove_at(index, size)
-            .map_err(ApiError::from_proof)?;
-        return Ok(proof_json(proof_text::membership(&proof)));
+        Some(text) => Some(u32::try_from(parse_u64("circuit_depth", text)?).unwrap_or(u32::MAX)),
+    };
+    if root.is_some() && explicit.is_some() {
+        return Err(ApiError::bad_request(
+            "give size or root, not both: a root names its size",
+        ));
     }
-    let (snapshot, durable) = shared.consistent(|g| shared.durable(g)).await;
-    let size = size.unwrap_or(durable);
+    let (snapshot, durable, size) = match root {
+        Some(root) => {
+            let (snapshot, durable, size) = shared
+                .consistent(|generation| {
+                    let (snapshot, durable) = shared.durable(generation);
+                    let size = durable_root(shared, &root, durable)?.size;
+                    Ok::<_, ApiError>((snapshot, durable, size))
+                })
+                .await?;
+            if index >= size {
+                return Err(ApiError::bad_request(format!(
+                    "leaf index {index} is not below {size}, the size of root {}",
+                    hex(&root)
+                )));
+            }
+            (snapshot, durable, size)
+        }
+        None => {
+            let (snapshot, durable) = shared.consistent(|g| shared.durable(g)).await;
+            (snapshot, durable, explicit.unwrap_or(durable))
+        }
+    };
+    // A proof by root names its size as surely as one by size.
+    let explicit = explicit.or(root.map(|_| size));
     check_size(size, durable, "size")?;
     let proof = snapshot
         .prove_at(index, size)
         .map_err(ApiError::from_proof)?;
-    Ok(proof_json(proof_text::membership(&proof)))
+    let text = match format {
+        ProofFormat::Json => proof_text::membership(&proof),
+        other => {
+            let rendered = match other {
+                ProofFormat::Zkkit => proof.to_zkkit_json(),
+                ProofFormat::Circom => proof.to_circom_json(circuit_depth),
+                _ => proof.to_zkkit_circom_json(circuit_depth),
+            };
+            rendered
+                .map_err(|e| {
+                    ApiError::bad_request(format!("the proof of leaf {index} at size {size}: {e}"))
+                })?
+                .into_bytes()
+        }
+    };
+    Ok(cached(&headers, text, shared.is_final(explicit)))
+}
+
+impl Shared {
+    /// Whether an answer about the tree of `size` leaves, asked for
+    /// explicitly, can never change: no rollback can reach below the
+    /// finalized size. An answer at the current size follows the tree.
+    fn is_final(&self, explicit: Option<u64>) -> bool {
+        explicit.is_some_and(|size| size <= self.db.finalized_size())
+    }
+}
+
+/// A proof answer with a validator: an `ETag` (a digest of the body), `304`
+/// when the request's `If-None-Match` holds it, and `Cache-Control:
+/// immutable` when the answer can never change (`no-cache` otherwise, so a
+/// cache revalidates).
+fn cached(request: &HeaderMap, mut text: Vec<u8>, immutable: bool) -> Response {
+    text.push(b'\n');
+    let digest = blake3::hash(&text);
+    let tag = format!("\"{}\"", &digest.to_hex()[..32]);
+    let cache = if immutable {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    let matches = request
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.trim().trim_start_matches("W/"))
+        .any(|v| v == tag || v == "*");
+    let mut response = if matches {
+        (StatusCode::NOT_MODIFIED, Body::empty()).into_response()
+    } else {
+        with_type(StatusCode::OK, text.into(), "application/json")
+    };
+    let headers = response.headers_mut();
+    if let Ok(tag) = HeaderValue::from_str(&tag) {
+        headers.insert(header::ETAG, tag);
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    response
 }
 
 // -- GET /v1/consistency?from=S1&to=S2 -----------------------------------------
@@ -647,6 +760,7 @@ pub(crate) async fn proof(
 pub(crate) async fn consistency(
     State(state): State<AppState>,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let shared = state.shared();
     let parameters = parameters(query, &["from", "to"])?;
@@ -654,7 +768,8 @@ pub(crate) async fn consistency(
         ApiError::bad_request("missing query parameter from (the older size): ?from=S1[&to=S2]")
     })?;
     let (snapshot, durable) = shared.consistent(|g| shared.durable(g)).await;
-    let to = get(&parameters, "to").unwrap_or(durable);
+    let explicit = get(&parameters, "to");
+    let to = explicit.unwrap_or(durable);
     if from > to {
         return Err(ApiError::bad_request(format!(
             "from {from} is larger than to {to}: a consistency proof goes from an older size to a newer one"
@@ -664,7 +779,11 @@ pub(crate) async fn consistency(
     let proof = snapshot
         .prove_consistency(from, to)
         .map_err(ApiError::from_proof)?;
-    Ok(proof_json(proof_text::consistency(&proof)))
+    Ok(cached(
+        &headers,
+        proof_text::consistency(&proof),
+        shared.is_final(explicit),
+    ))
 }
 
 // -- GET /v1/roots/{root} -------------------------------------------------------

@@ -10,8 +10,9 @@
 use std::borrow::Cow;
 
 use axum::http::{HeaderMap, StatusCode, header};
-use cairn_core::Hash;
+use cairn_core::decimal::parse_field_element;
 use cairn_core::hex::parse_hash;
+use cairn_core::{Hash, HashKind};
 use cairn_db::BlockTag;
 use serde::Deserialize;
 
@@ -63,9 +64,10 @@ pub(crate) fn batch(
     body: &[u8],
     max_leaves: usize,
     query_block: Option<BlockTag>,
+    hash: HashKind,
 ) -> Result<Batch, ApiError> {
     let (leaves, body_block) = match encoding {
-        Encoding::Json => json(body, max_leaves)?,
+        Encoding::Json => json(body, max_leaves, hash)?,
         Encoding::Binary => (binary(body, max_leaves)?, None),
     };
     let block = match (body_block, query_block) {
@@ -132,7 +134,26 @@ struct BlockJson<'a> {
     hash: Option<Cow<'a, str>>,
 }
 
-fn json(body: &[u8], max_leaves: usize) -> Result<(Vec<Hash>, Option<BlockTag>), ApiError> {
+/// A leaf written as `0x` and 64 hex digits or, for a Poseidon database, as
+/// a decimal field element (below the modulus, canonical spelling).
+pub(crate) fn parse_leaf(text: &str, hash: HashKind) -> Result<Hash, String> {
+    if hash == HashKind::Poseidon && !text.starts_with("0x") && !text.starts_with("0X") {
+        return parse_field_element(text).map_err(|e| e.to_string());
+    }
+    parse_hash(text).map_err(|e| {
+        if hash == HashKind::Poseidon {
+            e.to_string()
+        } else {
+            format!("{e} (decimal values are taken by Poseidon databases only; this one hashes with {hash})")
+        }
+    })
+}
+
+fn json(
+    body: &[u8],
+    max_leaves: usize,
+    hash: HashKind,
+) -> Result<(Vec<Hash>, Option<BlockTag>), ApiError> {
     let doc: LeavesJson<'_> = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!(
             "the body is not {{\"leaves\": [\"0x..\", ...], \"block\": {{\"number\": N, \"hash\": \"0x..\"}}}} (block optional): {e}"
@@ -153,7 +174,7 @@ fn json(body: &[u8], max_leaves: usize) -> Result<(Vec<Hash>, Option<BlockTag>),
         .iter()
         .enumerate()
         .map(|(position, text)| {
-            parse_hash(text)
+            parse_leaf(text, hash)
                 .map_err(|e| ApiError::bad_request(format!("leaf at position {position}: {e}")))
         })
         .collect::<Result<_, _>>()?;
@@ -192,13 +213,13 @@ mod tests {
         body.push(0);
         check_refused(binary(&body, 9), StatusCode::BAD_REQUEST, "65 bytes");
         check_refused(
-            batch(Encoding::Binary, &[], 9, None),
+            batch(Encoding::Binary, &[], 9, None, HashKind::Blake3),
             StatusCode::BAD_REQUEST,
             "empty batch",
         );
         let tag = BlockTag::number(5);
         assert_eq!(
-            batch(Encoding::Binary, &[], 9, Some(tag)).unwrap(),
+            batch(Encoding::Binary, &[], 9, Some(tag), HashKind::Blake3).unwrap(),
             Batch {
                 leaves: Vec::new(),
                 block: Some(tag)
@@ -212,7 +233,7 @@ mod tests {
         let hash = format!("0x{}", "cd".repeat(32));
         let body =
             format!(r#"{{"leaves": ["{good}"], "block": {{"number": 7, "hash": "{hash}"}}}}"#);
-        let got = batch(Encoding::Json, body.as_bytes(), 9, None).unwrap();
+        let got = batch(Encoding::Json, body.as_bytes(), 9, None, HashKind::Blake3).unwrap();
         assert_eq!(got.leaves, vec![[0xab; 32]]);
         assert_eq!(
             got.block,
@@ -226,6 +247,7 @@ mod tests {
             br#"{"leaves": [], "block": {"number": 8}}"#,
             9,
             None,
+            HashKind::Blake3,
         )
         .unwrap();
         assert_eq!(alone.block, Some(BlockTag::number(8)));
@@ -236,6 +258,7 @@ mod tests {
                 body.as_bytes(),
                 9,
                 Some(BlockTag::number(7)),
+                HashKind::Blake3,
             ),
             StatusCode::BAD_REQUEST,
             "given twice",
@@ -246,6 +269,7 @@ mod tests {
                 br#"{"leaves": [], "block": {"number": 8, "hash": "0x12"}}"#,
                 9,
                 None,
+                HashKind::Blake3,
             ),
             StatusCode::BAD_REQUEST,
             "block hash",
@@ -256,6 +280,7 @@ mod tests {
                 br#"{"leaves": [], "block": {"number": -1}}"#,
                 9,
                 None,
+                HashKind::Blake3,
             ),
             StatusCode::BAD_REQUEST,
             "not {\"leaves\"",
@@ -266,6 +291,7 @@ mod tests {
                 br#"{"leaves": [], "block": {"number": 1, "extra": 2}}"#,
                 9,
                 None,
+                HashKind::Blake3,
             ),
             StatusCode::BAD_REQUEST,
             "unknown field",
@@ -279,34 +305,47 @@ mod tests {
             r#"{{"leaves": ["{good}", "{}"]}}"#,
             good.to_uppercase().replace("0X", "0x")
         );
-        assert_eq!(json(body.as_bytes(), 2).unwrap().0, vec![[0xab; 32]; 2]);
+        assert_eq!(
+            json(body.as_bytes(), 2, HashKind::Blake3).unwrap().0,
+            vec![[0xab; 32]; 2]
+        );
         check_refused(
-            json(body.as_bytes(), 1),
+            json(body.as_bytes(), 1, HashKind::Blake3),
             StatusCode::PAYLOAD_TOO_LARGE,
             "2 leaves",
         );
         let body = format!(r#"{{"leaves": ["{good}", "0x12"]}}"#);
         check_refused(
-            json(body.as_bytes(), 9),
+            json(body.as_bytes(), 9, HashKind::Blake3),
             StatusCode::BAD_REQUEST,
             "position 1",
         );
         check_refused(
-            json(body.as_bytes(), 9),
+            json(body.as_bytes(), 9, HashKind::Blake3),
             StatusCode::BAD_REQUEST,
             "\"0x12\"",
         );
         check_refused(
-            batch(Encoding::Json, br#"{"leaves": []}"#, 9, None),
+            batch(
+                Encoding::Json,
+                br#"{"leaves": []}"#,
+                9,
+                None,
+                HashKind::Blake3,
+            ),
             StatusCode::BAD_REQUEST,
             "empty batch",
         );
         check_refused(
-            json(br#"{"leaf": []}"#, 9),
+            json(br#"{"leaf": []}"#, 9, HashKind::Blake3),
             StatusCode::BAD_REQUEST,
             "unknown field",
         );
-        check_refused(json(b"[1,2", 9), StatusCode::BAD_REQUEST, "not {\"leaves\"");
+        check_refused(
+            json(b"[1,2", 9, HashKind::Blake3),
+            StatusCode::BAD_REQUEST,
+            "not {\"leaves\"",
+        );
     }
 
     #[test]
@@ -328,6 +367,35 @@ mod tests {
                 .unwrap_err()
                 .message
                 .contains("text/plain")
+        );
+    }
+
+    #[test]
+    fn poseidon_bodies_take_decimal_field_elements_below_p() {
+        let p = "21888242871839275222246405745257275088548364400416034343698204186575808495617";
+        let mut five = [0u8; 32];
+        five[31] = 5;
+        let hex = cairn_core::hex::to_hex(&five);
+        let body = format!(r#"{{"leaves": ["5", "{hex}"]}}"#);
+        assert_eq!(
+            json(body.as_bytes(), 9, HashKind::Poseidon).unwrap().0,
+            vec![five; 2]
+        );
+        let body = format!(r#"{{"leaves": ["5", "{p}"]}}"#);
+        check_refused(
+            json(body.as_bytes(), 9, HashKind::Poseidon),
+            StatusCode::BAD_REQUEST,
+            "position 1: decimal value",
+        );
+        check_refused(
+            json(br#"{"leaves": ["05"]}"#, 9, HashKind::Poseidon),
+            StatusCode::BAD_REQUEST,
+            "leading zero",
+        );
+        check_refused(
+            json(br#"{"leaves": ["5"]}"#, 9, HashKind::Sha256),
+            StatusCode::BAD_REQUEST,
+            "Poseidon databases only",
         );
     }
 }

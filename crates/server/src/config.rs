@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::cors::CorsPolicy;
 use crate::error::ServerError;
 use crate::mirror::DEFAULT_MAX_LEAVES_PER_READ;
 
@@ -33,6 +34,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Checkpoint the database on graceful shutdown (a faster next open).
     pub checkpoint_on_shutdown: bool,
+    /// Which browser origins may call the server (none by default).
+    pub cors: CorsPolicy,
 }
 
 /// The default of [`ServerConfig::max_body_bytes`]: 64 MiB.
@@ -56,6 +59,7 @@ impl ServerConfig {
             durability_timeout: Duration::from_secs(DEFAULT_DURABILITY_TIMEOUT_SECONDS),
             shutdown_grace: Duration::from_secs(30),
             checkpoint_on_shutdown: true,
+            cors: CorsPolicy::None,
         }
     }
 }
@@ -71,6 +75,7 @@ impl fmt::Debug for ServerConfig {
             .field("durability_timeout", &self.durability_timeout)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("checkpoint_on_shutdown", &self.checkpoint_on_shutdown)
+            .field("cors", &self.cors)
             .finish()
     }
 }
@@ -181,6 +186,9 @@ pub struct ServeOptions {
     /// Do not checkpoint on graceful shutdown (by default the server checkpoints then).
     #[arg(long)]
     pub no_checkpoint_on_shutdown: bool,
+    /// A browser origin allowed to call the server (repeat for more): '*' lets every origin read; a named origin (https://app.example.org) may also write.
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
 }
 
 impl ServeOptions {
@@ -195,6 +203,7 @@ impl ServeOptions {
         config.max_leaves_per_read = self.max_leaves_per_read;
         config.durability_timeout = Duration::from_secs(self.durability_timeout);
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
+        config.cors = CorsPolicy::from_origins(&self.cors_origin).map_err(ServerError::Usage)?;
         Ok(config)
     }
 }

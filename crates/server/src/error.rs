@@ -44,6 +44,9 @@ pub enum ServerError {
         /// The operating system's error.
         source: io::Error,
     },
+    /// An option's value the server cannot use (such as a `--cors-origin`).
+    #[error("{0}")]
+    Usage(String),
     /// A background task still held the database after the runtime stopped.
     #[error("the database is still in use after shutdown: it was not closed")]
     StillInUse,

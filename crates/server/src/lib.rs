@@ -32,6 +32,7 @@ mod auth;
 mod body;
 mod commit;
 mod config;
+mod cors;
 mod error;
 mod json;
 mod metrics;
@@ -44,6 +45,7 @@ pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
     ServeOptions, ServerConfig, read_token_file,
 };
+pub use cors::CorsPolicy;
 pub use error::ServerError;
 pub use mirror::DEFAULT_MAX_LEAVES_PER_READ;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};

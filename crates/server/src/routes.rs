@@ -61,13 +61,13 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "GET",
         path: "/v1/proofs/{index}",
-        statuses: &[200, 400, 404],
+        statuses: &[200, 304, 400, 404],
         needs_token: false,
     },
     Route {
         method: "GET",
         path: "/v1/consistency",
-        statuses: &[200, 400, 404],
+        statuses: &[200, 304, 400, 404],
         needs_token: false,
     },
     Route {
@@ -148,6 +148,10 @@ pub(crate) fn router(state: AppState) -> Router {
     router
         .fallback(api::no_route)
         .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::cors::cors,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
 }

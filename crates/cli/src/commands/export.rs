@@ -14,8 +14,9 @@ pub(crate) const LONG_ABOUT: &str = "\
 Write the leaves of the cairn database DIR to stdout, in order: those with indices from --from \
 (default 0) up to but not including --to (default: the size), that is, the leaves appended \
 between the tree of size S1 and the tree of size S2. --format bin (the default) writes raw 32-byte \
-leaves (refused when stdout is a terminal), --format hex one 0x-hex leaf per line: both are what \
-`cairn ingest` and the leaf-file commands read.
+leaves (refused when stdout is a terminal), --format hex one 0x-hex leaf per line, --format dec \
+(Poseidon databases) one decimal field element per line: each is what `cairn ingest` and the \
+leaf-file commands read.
 
 Examples:
   cairn export db > leaves.bin
@@ -55,6 +56,12 @@ impl ExportCmd {
         let store = database::open_tree(&self.dir)?;
         let snapshot = store.snapshot();
         store.close().map_err(database::store_failure)?;
+        if let Err(message) = self.format.check_hash(snapshot.config().hash) {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!("{}: {message}", self.dir.display()),
+            ));
+        }
         let size = snapshot.size();
         let to = self.to.unwrap_or(size);
         if self.from > to || to > size {

@@ -68,6 +68,7 @@ Examples:
   cairn ingest db leaves.bin
   cairn ingest db leaves.bin --block 19000000
   cairn ingest db --format hex leaves.hex
+  cairn init posdb --arity 2 --hash poseidon && printf '1\\n2\\n' | cairn ingest posdb --format dec
   generate-leaves | cairn ingest db --block-size 100000 -
   cairn ingest db --skip-duplicates --json leaves.bin";
 
@@ -194,6 +195,7 @@ fn settle(pending: &mut Option<cairn_db::Appended>, done: &mut Progressed) -> Re
 fn waiting_notice(format: Format) -> String {
     let what = match format {
         Format::Hex => "one 0x-prefixed 64-digit hex leaf per line",
+        Format::Dec => "one decimal field element per line",
         Format::Bin => "raw 32-byte leaves (--format hex for typed hex lines)",
     };
     format!("reading leaves from the terminal: {what}; end the input with Ctrl-D")
@@ -235,6 +237,12 @@ impl IngestCmd {
                     "{} keeps no nullifier set (it was created with --no-unique), so it has no duplicates to skip: drop --skip-duplicates",
                     self.dir.display()
                 ),
+            ));
+        }
+        if let Err(message) = self.format.check_hash(db.config().tree().hash) {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!("{}: {message}", self.dir.display()),
             ));
         }
         let mut done = Progressed::default();

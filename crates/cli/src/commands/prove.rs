@@ -12,6 +12,7 @@ use crate::database;
 use crate::failure::{Code, Failure, OrExit as _};
 use crate::leaves::Format;
 use crate::output;
+use clap::ValueEnum as _;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
@@ -33,12 +34,21 @@ is computed from the published tiles alone, fetching only those it needs, and ch
 the head in DEST's checkpoint before it is printed (a tile that is short, missing or does not \
 hash to that head exits 4, naming the object).
 
+--proof-format picks what is printed: `json` (the default, cairn's proof JSON), `zkkit` (arity 2: \
+exactly what @zk-kit/lean-imt's generateProof returns for the same tree, {\"root\",\"leaf\",\"index\",\
+\"siblings\"} with decimal values and zk-kit's compressed path index), `circom` (Poseidon: the input \
+JSON of cairn's LeanIMTInclusion(N, D) circom template in circuits/, D = --circuit-depth, default \
+the tree's depth) or `zkkit-circom` (arity 2, Poseidon: the inputs of zk-kit's \
+BinaryMerkleRoot(D) template). A format the tree cannot have exits 2.
+
 Examples:
   cairn prove --arity 3 --hash sha256 --format hex --leaves leaves.hex --index 4 > proof.json
   cairn prove db --index 4
   cairn prove db --leaf 0x0000000000000000000000000000000000000000000000000000000000000005
   cairn prove db --index 4 --size 7 --binary > proof.bin
   cairn prove db --index 4 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920
+  seq 1 5 | cairn prove --arity 2 --hash poseidon --format dec --index 4 --proof-format zkkit
+  seq 1 9 | cairn prove --arity 3 --hash poseidon --format dec --index 4 --proof-format circom --circuit-depth 4
   cairn publish db --to public && cairn prove --tiles public --index 4";
 
 /// Print the membership proof of one leaf.
@@ -80,8 +90,42 @@ pub struct ProveCmd {
     #[arg(long, value_name = "0x..", value_parser = parse_root, requires = "dir")]
     root: Option<Hash>,
     /// Write the binary encoding instead of JSON (refused when stdout is a terminal).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "proof_format")]
     binary: bool,
+    /// What to print: cairn's proof JSON, zk-kit's LeanIMT proof, or circuit inputs.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    proof_format: Option<ProofFormat>,
+    /// The circuit's maximum depth D, for --proof-format circom or zkkit-circom [default: the tree's depth].
+    #[arg(long, value_name = "D")]
+    circuit_depth: Option<u32>,
+}
+
+/// What `cairn prove` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProofFormat {
+    /// cairn's proof JSON (docs/spec.md).
+    Json,
+    /// @zk-kit/lean-imt's proof {root, leaf, index, siblings} (arity 2).
+    Zkkit,
+    /// The inputs of cairn's LeanIMTInclusion circom template (Poseidon).
+    Circom,
+    /// The inputs of zk-kit's BinaryMerkleRoot circom template (arity 2, Poseidon).
+    ZkkitCircom,
+}
+
+/// `proof` rendered in `format`; a format the tree cannot have is a usage
+/// error. `circuit_depth` without a circuit format is one too.
+pub fn render(
+    proof: &MembershipProof,
+    format: ProofFormat,
+    circuit_depth: Option<u32>,
+) -> Result<String, cairn_core::proof::InteropError> {
+    match format {
+        ProofFormat::Json => Ok(proof.to_json()),
+        ProofFormat::Zkkit => proof.to_zkkit_json(),
+        ProofFormat::Circom => proof.to_circom_json(circuit_depth),
+        ProofFormat::ZkkitCircom => proof.to_zkkit_circom_json(circuit_depth),
+    }
 }
 
 /// Where a leaf looked up by value is.
@@ -137,16 +181,39 @@ impl ProveCmd {
         if self.binary {
             output::check_binary_allowed()?;
         }
+        let format = self.proof_format.unwrap_or(ProofFormat::Json);
+        if self.circuit_depth.is_some()
+            && !matches!(format, ProofFormat::Circom | ProofFormat::ZkkitCircom)
+        {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "--circuit-depth is for --proof-format circom or zkkit-circom, not {}",
+                    format
+                        .to_possible_value()
+                        .map_or("json".into(), |v| v.get_name().to_owned())
+                ),
+            ));
+        }
         let proof = match (&self.dir, &self.tiles) {
             (Some(dir), _) => self.prove_db(dir)?,
             (None, Some(tiles)) => self.prove_tiles(tiles)?,
             (None, None) => self.prove_file()?,
         };
         if self.binary {
-            output::binary(&proof.to_bytes())
-        } else {
-            output::line(&proof.to_json())
+            return output::binary(&proof.to_bytes());
         }
+        let text = render(&proof, format, self.circuit_depth).map_err(|error| {
+            Failure::new(
+                Code::Usage,
+                anyhow::Error::new(error).context(format!(
+                    "cannot print the proof of leaf {} at size {}",
+                    proof.index(),
+                    proof.size()
+                )),
+            )
+        })?;
+        output::line(&text)
     }
 
     fn prove_tiles(&self, tiles: &str) -> Result<MembershipProof, Failure> {

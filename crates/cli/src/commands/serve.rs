@@ -18,9 +18,15 @@ Serve the cairn database DIR over HTTP until SIGTERM or SIGINT.
 
 Routes: POST /v1/leaves (JSON {\"leaves\":[\"0x..\"]} or application/octet-stream raw 32-byte \
 records; answers once the batch is durable; 409 lists duplicates), GET /v1/root, \
-GET /v1/leaves/{0xhex}, GET /v1/proofs/{index}?size=S, GET /v1/consistency?from=S1&to=S2, \
-GET /healthz, GET /metrics (Prometheus), GET /openapi.json (the API document). Reads answer at \
-the durable size, so nothing served can be lost by a crash.
+GET /v1/leaves/{0xhex}, GET /v1/proofs/{index}?size=S[&format=zkkit|circom|zkkit-circom], \
+GET /v1/consistency?from=S1&to=S2, GET /healthz, GET /metrics (Prometheus), GET /openapi.json \
+(the API document). Reads answer at the durable size, so nothing served can be lost by a crash. \
+A Poseidon database also takes leaves as decimal field elements (\"123\").
+
+Browsers: --cors-origin '*' lets pages on every origin read; --cors-origin ORIGIN (repeatable, \
+such as https://app.example.org) lets that origin read and write. Proof answers carry an ETag \
+(If-None-Match answers 304), and Cache-Control: immutable when asked at an explicit size at or \
+below the finalized size, which no rollback can change.
 
 With --token-file, writes need `Authorization: Bearer <token>` (the file's first line); reads \
 never do. On shutdown the server stops accepting, finishes in-flight requests, flushes, \
@@ -36,6 +42,7 @@ Examples:
   cairn serve db
   cairn serve db --create --arity 4 --hash blake3 --listen 127.0.0.1:0
   cairn serve db --listen 0.0.0.0:7878 --token-file /etc/cairn/token
+  cairn serve db --cors-origin https://app.example.org --token-file /etc/cairn/token
   curl -s localhost:7878/v1/root";
 
 /// Serve a database over HTTP.
@@ -112,7 +119,7 @@ fn create_or_check(dir: &Path, arity: Arity, hash: HashKind) -> Result<(), Failu
 fn server_failure(error: ServerError) -> Failure {
     match error {
         ServerError::Db(error) => database::db_failure(error),
-        ServerError::TokenFile { .. } | ServerError::Bind { .. } => {
+        ServerError::TokenFile { .. } | ServerError::Bind { .. } | ServerError::Usage(_) => {
             Failure::new(Code::Usage, anyhow!("{error}"))
         }
         error => Failure::new(Code::Input, anyhow!("{error}")),

@@ -83,6 +83,20 @@ fn hexish_text() -> impl Strategy<Value = String> {
     prop::collection::vec(line, 0..12).prop_map(|lines| lines.join("\n"))
 }
 
+/// Lines that are mostly decimal field elements, with values at and above
+/// the modulus, leading zeros, signs and junk mixed in.
+fn decish_text() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        4 => "[ \t]{0,2}(0|[1-9][0-9]{0,75})[ \t\r]{0,2}",
+        1 => "2188824287183927522224640574525727508854836440041603434369820418657580849561[6-9]",
+        1 => "[0-9]{77,80}",
+        1 => "[-+]?0[0-9]{1,3}",
+        1 => "[ \t\r]*",
+        1 => "\\PC{0,80}",
+    ];
+    prop::collection::vec(line, 0..12).prop_map(|lines| lines.join("\n"))
+}
+
 proptest! {
     #[test]
     fn arbitrary_bytes_never_panic_and_parse_or_err(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
@@ -135,10 +149,15 @@ proptest! {
     fn streamed_blocks_agree_with_parsing_the_whole_input(
         bytes in prop::collection::vec(any::<u8>(), 0..400),
         text in hexish_text(),
+        decimals in decish_text(),
         block in 1usize..6,
         buffer in 1usize..70,
     ) {
-        for (input, format) in [(&bytes[..], Format::Bin), (text.as_bytes(), Format::Hex)] {
+        for (input, format) in [
+            (&bytes[..], Format::Bin),
+            (text.as_bytes(), Format::Hex),
+            (decimals.as_bytes(), Format::Dec),
+        ] {
             // A small buffer splits lines and leaves across reads.
             let stream = std::io::BufReader::with_capacity(buffer, input);
             let mut reader = BlockReader::new(stream, format);
@@ -161,7 +180,7 @@ proptest! {
                 (Ok(whole), Ok(())) => {
                     prop_assert_eq!(&streamed[..], &whole[..]);
                     prop_assert_eq!(reader.bytes(), input.len() as u64);
-                    if format == Format::Hex {
+                    if format != Format::Bin {
                         for (position, line) in streamed_lines.iter().enumerate() {
                             prop_assert_eq!(locate(input, format, position), format!("line {line}"));
                         }
@@ -172,7 +191,7 @@ proptest! {
                     // What came before the error is a prefix of the input's leaves.
                     let prefix = match format {
                         Format::Bin => parse_bin(&input[..streamed.len() * 32]).map(<[Hash]>::to_vec),
-                        Format::Hex => Ok(streamed.clone()),
+                        Format::Hex | Format::Dec => Ok(streamed.clone()),
                     };
                     prop_assert_eq!(prefix, Ok(streamed.clone()));
                 }

@@ -7,6 +7,7 @@ mod db;
 mod demo;
 mod help_examples;
 mod ingest;
+mod interop;
 mod leaves;
 mod plan;
 mod proofs;

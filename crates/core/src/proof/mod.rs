@@ -9,6 +9,7 @@ mod binary;
 mod consistency;
 pub mod error;
 mod from_nodes;
+mod interop;
 mod json;
 mod membership;
 
@@ -16,6 +17,7 @@ pub use binary::{FORMAT_VERSION, KIND_CONSISTENCY, KIND_MEMBERSHIP};
 pub use consistency::ConsistencyProof;
 pub use error::{DecodeError, VerifyError};
 pub use from_nodes::FromNodesError;
+pub use interop::{InteropError, MAX_CIRCUIT_DEPTH};
 pub use membership::MembershipProof;
 
 use crate::Arity;

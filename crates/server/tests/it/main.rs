@@ -4,6 +4,7 @@
 
 mod api;
 mod auth;
+mod browsers;
 mod chain;
 mod concurrency;
 mod crash;

@@ -1,0 +1,51 @@
+// Compiles a circom main component with the npm circom2 (circom compiled to
+// wasm), which sees only the current directory: sources live under
+// circuits/, outputs go to circuits/build/<name>/.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+export const root = fileURLToPath(new URL("../", import.meta.url));
+const require = createRequire(import.meta.url);
+const circom = require.resolve("circom2/cli.js");
+
+const includes = ["node_modules/circomlib/circuits", "node_modules/@zk-kit/binary-merkle-root.circom/src"];
+
+/**
+ * Writes build/<name>/<name>.circom holding `body` (after the pragma),
+ * compiles it to R1CS and a witness-generator wasm, and returns the paths
+ * and the compiler's counts.
+ */
+export function compile(name, body) {
+  const dir = `build/${name}`;
+  mkdirSync(`${root}${dir}`, { recursive: true });
+  // circom writes its witness calculator as CommonJS.
+  writeFileSync(`${root}build/package.json`, '{"type": "commonjs"}\n');
+  writeFileSync(`${root}${dir}/${name}.circom`, `pragma circom 2.1.5;\n${body}\n`);
+  const started = performance.now();
+  const output = execFileSync(
+    process.execPath,
+    [circom, `${dir}/${name}.circom`, "--r1cs", "--wasm", "-o", dir, ...includes.flatMap((l) => ["-l", l])],
+    { cwd: root, maxBuffer: 1 << 24, stdio: ["ignore", "pipe", "pipe"] },
+  ).toString();
+  const seconds = (performance.now() - started) / 1000;
+  const count = (label) => Number(new RegExp(`(?:^|\\s)${label}: (\\d+)`, "m").exec(output.replace(/\x1b\[[0-9;]*m/g, ""))?.[1]);
+  return {
+    r1cs: `${root}${dir}/${name}.r1cs`,
+    wasm: `${root}${dir}/${name}_js/${name}.wasm`,
+    calculator: `${root}${dir}/${name}_js/witness_calculator.js`,
+    nonLinear: count("non-linear constraints"),
+    linear: count("linear constraints"),
+    wires: count("wires"),
+    seconds,
+  };
+}
+
+/** The n-ary membership template as a main component with public root and size. */
+export const inclusion = (arity, depth) =>
+  `include "../../leanimt.circom";\ncomponent main {public [root, size]} = LeanIMTInclusion(${arity}, ${depth});`;
+
+/** zk-kit's BinaryMerkleRoot as a main component. */
+export const binaryMerkleRoot = (depth) =>
+  `include "binary-merkle-root.circom";\ncomponent main = BinaryMerkleRoot(${depth});`;
