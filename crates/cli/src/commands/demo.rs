@@ -75,7 +75,7 @@ pub struct DemoCmd {
     /// Children per internal node, 2 to 16.
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, default_value = "2")]
     arity: Arity,
-    /// Node hash: blake3, sha256, keccak256 or poseidon.
+    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge.
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, default_value = "poseidon")]
     hash: HashKind,
     /// Leaves in the first batch (default: the Tornado Cash mainnet deposit count).
