@@ -188,12 +188,12 @@ fn follow(o: &Options, reorgs: bool) -> Run {
             hash: Some(block.hash),
         };
         let appended_block = db.append_tagged(&block.leaves, tag).expect("append");
-        if number % o.wait_every.max(1) == 0 {
+        if number.is_multiple_of(o.wait_every.max(1)) {
             appended_block.token.wait(WAIT).expect("durable");
         }
         canonical.push(block);
         appended += 1;
-        if number % 16 == 0 && number > o.finality && number - o.finality > finalized_block {
+        if number.is_multiple_of(16) && number > o.finality && number - o.finality > finalized_block {
             finalized_block = number - o.finality;
             db.finalize_to_block(finalized_block).expect("finalize");
         }
