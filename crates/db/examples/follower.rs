@@ -193,7 +193,8 @@ fn follow(o: &Options, reorgs: bool) -> Run {
         }
         canonical.push(block);
         appended += 1;
-        if number.is_multiple_of(16) && number > o.finality && number - o.finality > finalized_block {
+        if number.is_multiple_of(16) && number > o.finality && number - o.finality > finalized_block
+        {
             finalized_block = number - o.finality;
             db.finalize_to_block(finalized_block).expect("finalize");
         }
