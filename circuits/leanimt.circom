@@ -28,7 +28,7 @@ pragma circom 2.1.5;
 // `cairn prove --proof-format circom` prints these inputs (and the root).
 //
 // A verifier must trust the pair (size, root), not the root alone (see
-// docs/spec.md section 8): make both public.
+// docs/spec.md section 9): make both public.
 
 include "poseidon.circom";
 include "comparators.circom";

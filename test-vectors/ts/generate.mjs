@@ -13,8 +13,9 @@
 //   - arity 3..16: the plain n-ary reference in this file (`naryTree`), written straight
 //     from the definition (no library implements an n-ary LeanIMT);
 //   - Poseidon: poseidon-lite (circomlib-compatible constants), checked against a
-//     circomlib known answer; blake3/sha256/keccak256: @noble/hashes, checked against
-//     known answers.
+//     circomlib known answer; MiMCSponge: circomlibjs's `multiHash(inputs, 0, 1)`, checked
+//     against Tornado Cash's published zeros(1); blake3/sha256/keccak256: @noble/hashes,
+//     checked against known answers.
 // Only package.json, package-lock.json and this script are committed (node_modules is
 // git-ignored).
 
@@ -26,14 +27,16 @@ import poseidonLite from 'poseidon-lite'; // CommonJS: take the whole exports ob
 import { blake3 } from '@noble/hashes/blake3.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
+import { buildMimcSponge } from 'circomlibjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const LEAVES_PATH = join(HERE, '..', 'leaves.json');
 const OUT_PATH = join(HERE, '..', 'typescript.json');
-const PACKAGES = ['@noble/hashes', '@zk-kit/lean-imt', 'poseidon-lite'];
+const PACKAGES = ['@noble/hashes', '@zk-kit/lean-imt', 'circomlibjs', 'poseidon-lite'];
 const ARITIES = Array.from({ length: 15 }, (_, i) => i + 2); // 2..=16
-const HASHES = ['blake3', 'sha256', 'keccak256', 'poseidon'];
+const HASHES = ['blake3', 'sha256', 'keccak256', 'poseidon', 'mimcsponge'];
 const BN254_P = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
+const TORNADO_ZERO = 0x2fe54c60d3acabf3343a35b6eba15db4821b340f76e741e2249685ed4899af6cn;
 
 function fail(msg) {
   console.error(`generate.mjs: ${msg}`);
@@ -59,11 +62,15 @@ function concat(parts) {
 // ---- H over a group of 2..16 children (Uint8Array(32) each) ---------------------------
 
 const poseidonK = (k) => poseidonLite[`poseidon${k}`];
+// circomlibjs builds its field asynchronously: main() sets this before anything hashes.
+let mimcSponge = null;
+const mimcMultiHash = (inputs) => mimcSponge.F.toObject(mimcSponge.multiHash(inputs, 0, 1));
 const HASH_FNS = {
   blake3: (children) => blake3(concat(children)),
   sha256: (children) => sha256(concat(children)),
   keccak256: (children) => keccak_256(concat(children)),
   poseidon: (children) => bigToBytes(poseidonK(children.length)(children.map(bytesToBig))),
+  mimcsponge: (children) => bigToBytes(mimcMultiHash(children.map(bytesToBig))),
 };
 
 // Known answers, so a wrong hash (e.g. SHA3-256 instead of Keccak) cannot slip through.
@@ -78,6 +85,12 @@ function checkKnownAnswers() {
     // circomlib's poseidon([1, 2]) test vector.
     ['poseidon2([1,2])', bigToHex(poseidonLite.poseidon2([1n, 2n])),
       '0x115cc0f5e7d690413df64c6b9662e9cf2a3617f2743245519e19607a4417189a'],
+    // Tornado Cash's MerkleTreeWithHistory: zeros(0) = keccak256("tornado") mod p and
+    // zeros(1) = MiMCSponge(zeros(0), zeros(0)), both published in the contract.
+    ['mimcsponge(z, z)', bigToHex(mimcMultiHash([TORNADO_ZERO, TORNADO_ZERO])),
+      '0x256a6135777eee2fd26f54b8b7037a25439d5235caee224154186d2b8a52e31d'],
+    ['keccak256("tornado") mod p', bigToHex(bytesToBig(keccak_256(new TextEncoder().encode('tornado'))) % BN254_P),
+      bigToHex(TORNADO_ZERO)],
   ];
   for (const [name, got, want] of kat) {
     if (got !== want) fail(`known answer ${name} mismatch: got ${got}, want ${want}`);
@@ -196,6 +209,31 @@ function computePoseidonVectors(leafBigs) {
   return vectors;
 }
 
+// ---- direct MiMCSponge vectors ----------------------------------------------------------------
+
+// The same input tuples as the Poseidon vectors, through circomlibjs's sponge (key 0, one
+// output), for every group size a tree hashes and for a single input.
+function computeMimcSpongeVectors(leafBigs) {
+  const vectors = [];
+  for (let k = 1; k <= 16; k++) {
+    const tuples = [
+      Array.from({ length: k }, (_, i) => BigInt(i + 1)),
+      Array(k).fill(0n),
+      Array(k).fill(BN254_P - 1n),
+      leafBigs.slice(0, k),
+      leafBigs.slice(leafBigs.length - k),
+    ];
+    for (const inputs of tuples) {
+      vectors.push({
+        inputs: inputs.map(bigToHex),
+        output: bigToHex(mimcMultiHash(inputs)),
+        function: 'multiHash(inputs, 0, 1)',
+      });
+    }
+  }
+  return vectors;
+}
+
 // ---- main ---------------------------------------------------------------------------------
 
 function installedVersions() {
@@ -238,21 +276,23 @@ function firstDifference(a, b, path = '') {
   return null;
 }
 
-function main() {
+async function main() {
   const check = process.argv.includes('--check');
   const start = performance.now();
+  mimcSponge = await buildMimcSponge();
   checkKnownAnswers();
   const leaves = loadLeaves();
   const versions = installedVersions();
   const output = {
     description: 'Roots of n-ary LeanIMTs (arity 2..16) over prefixes of leaves.json under ' +
-      'blake3/sha256/keccak256/poseidon, plus direct poseidon-lite hash vectors, from independent ' +
-      'JavaScript implementations.',
+      'blake3/sha256/keccak256/poseidon/mimcsponge, plus direct poseidon-lite and circomlibjs ' +
+      'mimcsponge hash vectors, from independent JavaScript implementations.',
     generator: 'test-vectors/ts/generate.mjs',
     implementations: versions,
     leaves: 'leaves.json',
     roots: computeRoots(leaves, versions),
     poseidon: computePoseidonVectors(leaves.map(bytesToBig)),
+    mimcsponge: computeMimcSpongeVectors(leaves.map(bytesToBig)),
   };
   const text = JSON.stringify(output, null, 1) + '\n';
   const secs = ((performance.now() - start) / 1000).toFixed(1);
@@ -284,8 +324,8 @@ function main() {
   } else {
     writeFileSync(OUT_PATH, text);
     console.log(`wrote ${OUT_PATH} (${output.roots.length} roots, ` +
-      `${output.poseidon.length} poseidon vectors, ${secs}s)`);
+      `${output.poseidon.length} poseidon vectors, ${output.mimcsponge.length} mimcsponge vectors, ${secs}s)`);
   }
 }
 
-main();
+await main();

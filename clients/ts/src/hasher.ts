@@ -3,7 +3,7 @@
 // Hashers are passed in, so a build only carries the ones it imports.
 
 /** The hash names of docs/spec.md section 3. */
-export type HashName = "blake3" | "sha256" | "keccak256" | "poseidon";
+export type HashName = "blake3" | "sha256" | "keccak256" | "poseidon" | "mimcsponge";
 
 /** Hash ids of the binary encoding. */
 export const HASH_IDS: Readonly<Record<HashName, number>> = {
@@ -11,16 +11,17 @@ export const HASH_IDS: Readonly<Record<HashName, number>> = {
   sha256: 2,
   keccak256: 3,
   poseidon: 4,
+  mimcsponge: 5,
 };
 
-export const HASH_NAMES: readonly HashName[] = ["blake3", "sha256", "keccak256", "poseidon"];
+export const HASH_NAMES: readonly HashName[] = ["blake3", "sha256", "keccak256", "poseidon", "mimcsponge"];
 
 /** A node hash H(c_1, .., c_k) for groups of 2..16 children. */
 export interface Hasher {
   readonly name: HashName;
   /** H of the children, each 32 bytes, in order; 32 bytes out. */
   hashChildren(children: readonly Uint8Array[]): Uint8Array;
-  /** Whether a leaf or node value is acceptable (Poseidon: below the BN254 modulus). */
+  /** Whether a leaf or node value is acceptable (Poseidon, MiMCSponge: below the BN254 modulus). */
   accepts(value: Uint8Array): boolean;
 }
 

@@ -1,15 +1,16 @@
-// Everything: the verifier, all four hashes and the HTTP client. Import
+// Everything: the verifier, all five hashes and the HTTP client. Import
 // `cairn-verify/core` plus one hash (`cairn-verify/blake3`, ...) for a
 // smaller bundle.
 import { blake3 } from "./hashes/blake3.js";
 import { keccak256 } from "./hashes/keccak256.js";
+import { mimcsponge } from "./hashes/mimcsponge.js";
 import { poseidon } from "./hashes/poseidon.js";
 import { sha256 } from "./hashes/sha256.js";
 import type { Hasher, HashName } from "./hasher.js";
 
 export * from "./core.js";
 export { CairnClient, type ClientOptions, type ServerHead } from "./client.js";
-export { blake3, keccak256, poseidon, sha256 };
+export { blake3, keccak256, mimcsponge, poseidon, sha256 };
 
 /** Every hash by name. */
-export const hashers: Readonly<Record<HashName, Hasher>> = Object.freeze({ blake3, sha256, keccak256, poseidon });
+export const hashers: Readonly<Record<HashName, Hasher>> = Object.freeze({ blake3, sha256, keccak256, poseidon, mimcsponge });

@@ -43,7 +43,7 @@ function checkTree(tree: TrustedTree): void {
     throw inputError(`trusted arity ${String(arity)} is out of range, want 2..=16`);
   }
   if (typeof hash !== "object" || hash === null || !HASH_NAMES.includes(hash.name) || typeof hash.hashChildren !== "function") {
-    throw inputError("trusted hash must be a Hasher (blake3, sha256, keccak256 or poseidon from this package)");
+    throw inputError("trusted hash must be a Hasher (blake3, sha256, keccak256, poseidon or mimcsponge from this package)");
   }
 }
 

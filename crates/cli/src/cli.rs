@@ -13,11 +13,11 @@ const LONG_ABOUT: &str = "\
 Build n-ary Lean Incremental Merkle Trees (LeanIMT), keep them in durable append-only databases, \
 and prove and verify membership and consistency.
 
-A tree has an arity N (2 to 16 children per node) and a node hash (blake3, sha256, keccak256 or
-poseidon). Leaves are 32-byte values. A leaf file is raw 32-byte leaves back to back (--format
-bin, the default) or one 0x-prefixed 64-digit hex leaf per line (--format hex; blank lines and
-surrounding whitespace are allowed). A file argument of - or an omitted one means stdin. Poseidon
-leaves must be canonical BN254 field elements.
+A tree has an arity N (2 to 16 children per node) and a node hash (blake3, sha256, keccak256,
+poseidon or mimcsponge). Leaves are 32-byte values. A leaf file is raw 32-byte leaves back to back
+(--format bin, the default) or one 0x-prefixed 64-digit hex leaf per line (--format hex; blank
+lines and surrounding whitespace are allowed). A file argument of - or an omitted one means stdin.
+Poseidon and mimcsponge leaves must be canonical BN254 field elements.
 
 Two ways to work:
   leaf files: root, prove, consistency take --arity and --hash and build the tree in memory;

@@ -39,11 +39,12 @@ pub(crate) fn rehash_level(
         fill_parents(hash, n, children, *start, piece);
     };
     let threads = rayon::current_num_threads();
-    if hash == HashKind::Poseidon && len - first >= 2 && threads > 1 {
-        // One Poseidon hash costs 20 to 250 us, more than splitting work
-        // across threads, so every level of two or more parents is shared,
-        // one parent per piece (a 128-parent chunk would leave the top
-        // levels of a tree on one core: a third of a 2^12-leaf N = 16 build).
+    if hash.is_field_hash() && len - first >= 2 && threads > 1 {
+        // One field hash (Poseidon, MiMCSponge) costs 20 to 250 us, more
+        // than splitting work across threads, so every level of two or more
+        // parents is shared, one parent per piece (a 128-parent chunk would
+        // leave the top levels of a tree on one core: a third of a 2^12-leaf
+        // N = 16 build).
         let mut singles: Vec<Piece<'_>> = pieces
             .iter_mut()
             .flat_map(|(start, piece)| {

@@ -13,7 +13,7 @@ pub enum TreeError {
     /// A batch append with no leaves.
     #[error("empty batch: append at least one leaf")]
     EmptyBatch,
-    /// A Poseidon tree was given a leaf that is not a canonical BN254 scalar.
+    /// A Poseidon or MiMCSponge tree was given a leaf that is not a canonical BN254 scalar.
     #[error(
         "leaf at batch position {position} ({}) is not a canonical BN254 field element: it must be below the modulus 0x30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001",
         Hex(leaf)

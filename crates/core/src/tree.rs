@@ -124,10 +124,10 @@ impl LeanImt {
     /// empty tree).
     pub fn from_leaves(config: TreeConfig, leaves: &[Hash]) -> Result<LeanImt, TreeError> {
         let mut tree = LeanImt::new(config);
-        // Poseidon is bound by field arithmetic, not by memory: it gains
-        // nothing from hashing the leaves while they are in cache, and its
+        // The field hashes are bound by arithmetic, not by memory: they gain
+        // nothing from hashing the leaves while they are in cache, and their
         // commit spreads each level across threads at a finer grain.
-        if leaves.len() < 2 || config.hash == HashKind::Poseidon {
+        if leaves.len() < 2 || config.hash.is_field_hash() {
             if !leaves.is_empty() {
                 tree.append_batch(leaves)?;
             }

@@ -369,11 +369,11 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         Decode,
     );
     add(
-        "unknown-hash-id-5",
+        "unknown-hash-id-6",
         B3,
         4,
         h10,
-        bin(with_byte(p3.clone(), 3, 5)),
+        bin(with_byte(p3.clone(), 3, 6)),
         Decode,
     );
     let mut t2 = t.tree(2, B3, 2)?;

@@ -125,12 +125,21 @@ impl PeerHashes {
                 sha3::Keccak256::digest(bytes).into()
             }
             HashKind::Poseidon => return self.poseidon.hash(children),
+            // No Rust crate implements circomlib's MiMCSponge: its only
+            // independent check is circomlibjs, through typescript.json.
+            HashKind::MiMCSponge => {
+                return Err("no independent rust implementation of mimcsponge".to_owned());
+            }
         })
     }
 
     /// Whether a peer can hash every group of a tree of `arity` under `kind`.
     pub fn covers(kind: HashKind, arity: usize) -> bool {
-        kind != HashKind::Poseidon || arity <= LIGHT_POSEIDON_MAX_INPUTS
+        match kind {
+            HashKind::Poseidon => arity <= LIGHT_POSEIDON_MAX_INPUTS,
+            HashKind::MiMCSponge => false,
+            HashKind::Blake3 | HashKind::Sha256 | HashKind::Keccak256 => true,
+        }
     }
 }
 
@@ -315,6 +324,7 @@ macro_rules! with_hasher {
                 let $h = PoseidonHasher($peers.poseidon.clone());
                 $body
             }
+            HashKind::MiMCSponge => unreachable!("no peer covers mimcsponge"),
         }
     };
 }

@@ -132,7 +132,7 @@ fn membership(peers: &PeerHashes, trees: &mut Trees<'_>, index: u64, size: u64) 
         );
         agreed.push(Json::from(peers::ROTORTREE));
     }
-    if arity == Arity::BINARY {
+    if arity == Arity::BINARY && PeerHashes::covers(kind, 2) {
         let peer =
             peers::zk_kit_membership(peers, kind, prefix, index).map_err(anyhow::Error::msg)?;
         ensure!(

@@ -101,7 +101,7 @@ fn group(
     let sizes = case_sizes(n, leaves.len() as u64);
     let rotortree = peers::rotortree_roots(peers, kind, arity.get(), leaves, &sizes)
         .map_err(anyhow::Error::msg)?;
-    let zk_kit = if n == 2 {
+    let zk_kit = if n == 2 && PeerHashes::covers(kind, 2) {
         Some(peers::zk_kit_roots(peers, kind, leaves, &sizes).map_err(anyhow::Error::msg)?)
     } else {
         None

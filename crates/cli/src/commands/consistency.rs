@@ -35,7 +35,7 @@ pub struct ConsistencyCmd {
     /// Children per internal node, 2 to 16 (for a leaf file).
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "dir")]
     arity: Option<Arity>,
-    /// Node hash: blake3, sha256, keccak256 or poseidon (for a leaf file).
+    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge (for a leaf file).
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "dir")]
     hash: Option<HashKind>,
     /// How the leaf file is written [default: bin].

@@ -48,8 +48,11 @@ Run the main job end to end on a real, durable database and print each step's ti
   refuse      a batch holding a value already present (`cairn ingest` exits 3): nothing appended
   reopen      the database after closing it (timed), check its root, and look a value up
 
-The defaults (arity 2, Poseidon) are a Tornado-style deposit tree: a binary tree of a \
-circuit-friendly hash, which is what privacy protocols prove membership in. Poseidon costs about \
+The defaults (arity 2, Poseidon) are a LeanIMT of the shape Semaphore v4 and Privacy Pools \
+use: a binary tree of a circuit-friendly hash, which is what privacy protocols prove membership \
+in. It holds as many leaves as Tornado Cash's deposit history, but it is not Tornado's tree \
+(MiMCSponge over a fixed depth of 20, empty positions zero-padded), so its roots differ from \
+Tornado's. Poseidon costs about \
 20 us a hash on one core, so hashing the 278,827 leaves dominates: the demo takes about 3 s on \
 an idle two-core machine (release build), more on a busy one. --hash blake3 --arity 4 runs it \
 in about 0.2 s.
@@ -75,7 +78,7 @@ pub struct DemoCmd {
     /// Children per internal node, 2 to 16.
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, default_value = "2")]
     arity: Arity,
-    /// Node hash: blake3, sha256, keccak256 or poseidon.
+    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge.
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, default_value = "poseidon")]
     hash: HashKind,
     /// Leaves in the first batch (default: the Tornado Cash mainnet deposit count).

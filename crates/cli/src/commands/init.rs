@@ -63,7 +63,7 @@ pub struct InitCmd {
     /// Children per internal node, 2 to 16.
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity)]
     arity: Arity,
-    /// Node hash: blake3, sha256, keccak256 or poseidon.
+    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge.
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind)]
     hash: HashKind,
     /// Refuse appends that would make the tree deeper than D levels (1 to 64).

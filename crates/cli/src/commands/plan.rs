@@ -93,7 +93,7 @@ pub struct PlanCmd {
     /// Model only this arity (2 to 16) instead of 2, 4, 8 and 16.
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity)]
     arity: Option<Arity>,
-    /// Node hash: blake3, sha256, keccak256 or poseidon; decides what the recommendation weighs.
+    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge; decides what the recommendation weighs.
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, default_value = "blake3")]
     hash: HashKind,
     /// Print the figures as one line of JSON (its fields are listed in --help).
@@ -215,6 +215,8 @@ pub fn hash_blocks(hash: HashKind, children: u64) -> u64 {
         HashKind::Keccak256 => bytes / 136 + 1,
         // One permutation of width children + 1.
         HashKind::Poseidon => 1,
+        // The sponge absorbs one child per 220-round Feistel permutation.
+        HashKind::MiMCSponge => children,
     }
 }
 
@@ -225,6 +227,7 @@ pub fn hash_work_unit(hash: HashKind) -> &'static str {
         HashKind::Sha256 => "sha256 compressions",
         HashKind::Keccak256 => "keccak256 permutations",
         HashKind::Poseidon => "poseidon permutations",
+        HashKind::MiMCSponge => "mimcsponge permutations",
     }
 }
 

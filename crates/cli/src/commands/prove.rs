@@ -63,7 +63,7 @@ pub struct ProveCmd {
     /// Children per internal node, 2 to 16 (for a leaf file).
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present_any = ["dir", "tiles"])]
     arity: Option<Arity>,
-    /// Node hash: blake3, sha256, keccak256 or poseidon (for a leaf file).
+    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge (for a leaf file).
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present_any = ["dir", "tiles"])]
     hash: Option<HashKind>,
     /// How the leaf file is written [default: bin].

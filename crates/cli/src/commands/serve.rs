@@ -57,7 +57,7 @@ pub struct ServeCmd {
     /// With --create: children per internal node, 2 to 16.
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, requires = "create")]
     arity: Option<Arity>,
-    /// With --create: node hash (blake3, sha256, keccak256 or poseidon).
+    /// With --create: node hash (blake3, sha256, keccak256, poseidon or mimcsponge).
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, requires = "create")]
     hash: Option<HashKind>,
     /// Listening, token and limits.

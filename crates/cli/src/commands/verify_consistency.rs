@@ -41,7 +41,7 @@ pub struct VerifyConsistencyCmd {
     /// Children per internal node, 2 to 16.
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "db")]
     arity: Option<Arity>,
-    /// Node hash: blake3, sha256, keccak256 or poseidon.
+    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge.
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "db")]
     hash: Option<HashKind>,
     /// The trusted older root; omitted when --old-size is 0.

@@ -116,7 +116,10 @@ fn unknown_hash_and_out_of_range_arity_are_usage_errors_naming_the_value() {
             args.extend(["--arity", arity, "--hash", hash]);
             cairn(&args)
         };
-        with("2", "sha3").error(2, &["sha3", "blake3, sha256, keccak256, poseidon"]);
+        with("2", "sha3").error(
+            2,
+            &["sha3", "blake3, sha256, keccak256, poseidon, mimcsponge"],
+        );
         with("2", "BLAKE3").error(2, &["BLAKE3"]);
         with("1", "blake3").error(2, &["arity 1", "2"]);
         with("17", "blake3").error(2, &["arity 17"]);

@@ -32,7 +32,7 @@ fn the_default_demo_runs_in_seconds_on_a_temporary_directory_and_prints_its_tabl
     let started = Instant::now();
     let out = cairn(&["demo"]).success();
     let took = started.elapsed();
-    // Poseidon at arity 2, the Tornado-style default: its roots are pinned,
+    // Poseidon at arity 2, the default (a LeanIMT, as Semaphore v4 uses): its roots are pinned,
     // since the leaves are deterministic (and the same as the tornado
     // example's); a change here changes what the README shows.
     let lines: Vec<&str> = out.lines().collect();

@@ -2,10 +2,13 @@
 //!
 //! A parent is the hash of exactly its children's 32-byte values concatenated
 //! (no padding, no domain tag, no length prefix); Poseidon instead reads each
-//! child as a big-endian BN254 scalar and applies circomlib's `poseidon_k`.
+//! child as a big-endian BN254 scalar and applies circomlib's `poseidon_k`,
+//! and MiMCSponge reads them the same way and absorbs them into circomlib's
+//! `MiMCSponge(k, 220, 1)`.
 //! The set of hashes is closed: a [`HashKind`] is a value a database stores.
 
 pub mod lanes;
+mod mimcsponge;
 mod poseidon;
 
 use std::fmt;
@@ -31,15 +34,20 @@ pub enum HashKind {
     Keccak256,
     /// circomlib Poseidon over BN254: `poseidon_k(children)` for a group of k.
     Poseidon,
+    /// circomlib MiMCSponge over BN254 (220 rounds, key 0, one output):
+    /// `MiMCSponge(k, 220, 1)(children)` for a group of k; Tornado Cash's hash
+    /// at k = 2.
+    MiMCSponge,
 }
 
 impl HashKind {
     /// Every kind, in id order.
-    pub const ALL: [HashKind; 4] = [
+    pub const ALL: [HashKind; 5] = [
         HashKind::Blake3,
         HashKind::Sha256,
         HashKind::Keccak256,
         HashKind::Poseidon,
+        HashKind::MiMCSponge,
     ];
 
     /// The lowercase name used by the CLI, JSON encodings and test vectors.
@@ -49,6 +57,7 @@ impl HashKind {
             HashKind::Sha256 => "sha256",
             HashKind::Keccak256 => "keccak256",
             HashKind::Poseidon => "poseidon",
+            HashKind::MiMCSponge => "mimcsponge",
         }
     }
 
@@ -59,6 +68,7 @@ impl HashKind {
             HashKind::Sha256 => 2,
             HashKind::Keccak256 => 3,
             HashKind::Poseidon => 4,
+            HashKind::MiMCSponge => 5,
         }
     }
 
@@ -69,17 +79,28 @@ impl HashKind {
             2 => Some(HashKind::Sha256),
             3 => Some(HashKind::Keccak256),
             4 => Some(HashKind::Poseidon),
+            5 => Some(HashKind::MiMCSponge),
             _ => None,
         }
     }
 
+    /// Whether this hash reads values as BN254 scalars (Poseidon and
+    /// MiMCSponge): every leaf and proof value must then be canonical, and
+    /// one hash costs tens of microseconds of field arithmetic rather than
+    /// a memory-bound byte hash.
+    #[inline]
+    pub const fn is_field_hash(self) -> bool {
+        matches!(self, HashKind::Poseidon | HashKind::MiMCSponge)
+    }
+
     /// Whether `value` may appear as a leaf or node under this hash. Only
-    /// Poseidon restricts values: they must be canonical BN254 scalars
-    /// (strictly below the modulus), never reduced silently.
+    /// the field hashes (Poseidon, MiMCSponge) restrict values: they must be
+    /// canonical BN254 scalars (strictly below the modulus), never reduced
+    /// silently.
     #[inline]
     pub fn accepts(self, value: &Hash) -> bool {
         match self {
-            HashKind::Poseidon => is_canonical_field_element(value),
+            HashKind::Poseidon | HashKind::MiMCSponge => is_canonical_field_element(value),
             _ => true,
         }
     }
@@ -87,7 +108,7 @@ impl HashKind {
     /// The parent of `children` (2..=16 of them).
     ///
     /// # Panics
-    /// If `children.len()` is outside 2..=16, or, for Poseidon, a child is not
+    /// If `children.len()` is outside 2..=16, or, for a field hash, a child is not
     /// a canonical field element. Both are programmer errors: the tree checks
     /// leaves on append and the verifiers check every proof value with
     /// [`HashKind::accepts`] before hashing.
@@ -116,6 +137,12 @@ impl HashKind {
                     "poseidon child {position} is not a canonical field element; callers must check values with HashKind::accepts"
                 ),
             },
+            HashKind::MiMCSponge => match mimcsponge::hash(children) {
+                Ok(parent) => parent,
+                Err(position) => panic!(
+                    "mimcsponge child {position} is not a canonical field element; callers must check values with HashKind::accepts"
+                ),
+            },
         }
     }
 }
@@ -125,7 +152,7 @@ impl HashKind {
     /// contiguously: `out[i] = hash_children(&children[i * group..(i + 1) * group])`.
     /// This is the tree's bulk path: the byte hashes run multi-lane SIMD
     /// kernels (one parent per lane, chosen for this CPU at first use);
-    /// Poseidon hashes one group after another.
+    /// the field hashes hash one group after another.
     ///
     /// # Panics
     /// As [`HashKind::hash_children`], or if `children.len() != out.len() * group`.
@@ -140,7 +167,7 @@ impl HashKind {
             HashKind::Blake3 => lanes::blake3::hash_groups(children, group, out),
             HashKind::Sha256 => lanes::sha256::hash_groups(children, group, out),
             HashKind::Keccak256 => lanes::keccak::hash_groups(children, group, out),
-            HashKind::Poseidon => {
+            HashKind::Poseidon | HashKind::MiMCSponge => {
                 for (parent, members) in out.iter_mut().zip(children.chunks_exact(group)) {
                     *parent = self.hash_children(members);
                 }
@@ -154,7 +181,7 @@ impl HashKind {
             HashKind::Blake3 => lanes::blake3::kernel_name(),
             HashKind::Sha256 => lanes::sha256::kernel_name(),
             HashKind::Keccak256 => lanes::keccak::kernel_name(),
-            HashKind::Poseidon => "scalar (montgomery, ark-bn254)",
+            HashKind::Poseidon | HashKind::MiMCSponge => "scalar (montgomery, ark-bn254)",
         }
     }
 }
@@ -165,9 +192,10 @@ impl fmt::Display for HashKind {
     }
 }
 
-/// A hash name that is not one of `blake3`, `sha256`, `keccak256`, `poseidon`.
+/// A hash name that is not one of `blake3`, `sha256`, `keccak256`,
+/// `poseidon`, `mimcsponge`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown hash {got:?}, want one of blake3, sha256, keccak256, poseidon")]
+#[error("unknown hash {got:?}, want one of blake3, sha256, keccak256, poseidon, mimcsponge")]
 pub struct UnknownHash {
     /// The name that was given.
     pub got: String,
@@ -195,7 +223,7 @@ mod tests {
             assert_eq!(HashKind::from_id(kind.id()), Some(kind));
         }
         assert_eq!(HashKind::from_id(0), None);
-        assert_eq!(HashKind::from_id(5), None);
+        assert_eq!(HashKind::from_id(6), None);
         assert!("sha3".parse::<HashKind>().is_err());
     }
 

@@ -177,7 +177,7 @@ pub enum VerifyError {
         /// The old size.
         old_size: u64,
     },
-    /// A Poseidon proof value is not a canonical field element.
+    /// A Poseidon or MiMCSponge proof value is not a canonical field element.
     #[error("proof {what} {} is not a canonical BN254 field element", Hex(value))]
     NonCanonical {
         /// Which value ("leaf", "sibling 3", ...).

@@ -162,7 +162,16 @@ async fn malformed_bodies_are_refused_with_400_naming_the_value() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poseidon_refuses_non_canonical_field_elements_with_400() {
-    let server = limited(HashKind::Poseidon).await;
+    refuses_non_canonical_field_elements(HashKind::Poseidon).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mimcsponge_refuses_non_canonical_field_elements_with_400() {
+    refuses_non_canonical_field_elements(HashKind::MiMCSponge).await;
+}
+
+async fn refuses_non_canonical_field_elements(hash: HashKind) {
+    let server = limited(hash).await;
     let client = server.client();
     let mut above = [0xffu8; 32];
     above[0] = 0x30; // above the BN254 modulus 0x3064..
@@ -176,4 +185,8 @@ async fn poseidon_refuses_non_canonical_field_elements_with_400() {
     );
     assert_eq!(client.head().await.size, 0);
     client.post_binary(&batch[..1], None).await.ok();
+    client.post_binary(&[leaf(34, 0)], None).await.ok();
+    let mut tree = cairn_core::LeanImt::new(tree(2, hash));
+    tree.append_batch(&[leaf(33, 0), leaf(34, 0)]).unwrap();
+    assert_eq!(client.head().await.root, tree.root(), "{hash}");
 }

@@ -179,7 +179,7 @@ fn mix_sparse<const T: usize>(state: &mut [Fr; T], row: &[Fr; T], column: &[Fr; 
 
 /// A canonical big-endian value as a field element, or `None` if it is
 /// `>=` the modulus.
-fn field_from_be(bytes: &Hash) -> Option<Fr> {
+pub(in crate::hash) fn field_from_be(bytes: &Hash) -> Option<Fr> {
     if !is_canonical_field_element(bytes) {
         return None;
     }
@@ -193,7 +193,7 @@ fn field_from_be(bytes: &Hash) -> Option<Fr> {
 }
 
 /// A field element as its canonical 32-byte big-endian encoding.
-fn field_to_be(value: Fr) -> Hash {
+pub(in crate::hash) fn field_to_be(value: Fr) -> Hash {
     let limbs = value.into_bigint().0;
     let mut out = [0u8; 32];
     let (chunks, _) = out.as_chunks_mut::<8>();
