@@ -186,7 +186,7 @@ pub struct ServeOptions {
     /// Do not checkpoint on graceful shutdown (by default the server checkpoints then).
     #[arg(long)]
     pub no_checkpoint_on_shutdown: bool,
-    /// A browser origin allowed to call the server (repeat for more): '*' lets every origin read; a named origin (https://app.example.org) may also write.
+    /// A browser origin allowed to call the server (repeat for more): '*' lets every origin read; a named origin (`https://app.example.org`) may also write.
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
 }
