@@ -201,8 +201,7 @@ impl Inner {
             let written_kept = kept.min(self.heads_writer.lock().written()) as u64;
             {
                 let mut durable = self.durable.lock();
-                durable.epoch += 1;
-                let epoch = durable.epoch;
+                let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
                 durable.cuts.push((epoch, to, kept as u64));
                 durable.end = durable.end.min(to);
                 durable.tags = durable.tags.min(written_kept);

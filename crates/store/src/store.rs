@@ -89,6 +89,10 @@ pub(crate) struct Inner {
     pub(crate) durable_changed: Condvar,
     /// Set with `durable.failure`: appends check it without the lock.
     pub(crate) poisoned: AtomicBool,
+    /// Rollbacks so far (tokens remember the epoch they were made in).
+    /// Changed only under the tree and durable locks, so an append reads
+    /// it under the tree lock without taking the durable one.
+    pub(crate) epoch: AtomicU64,
     pub(crate) published: ArcSwap<Snapshot>,
     pub(crate) checkpoints: Mutex<Checkpoints>,
     /// See [`CheckpointMeta::rollback_floor`] (`u64::MAX`: none).
@@ -152,8 +156,6 @@ pub(crate) struct Durable {
     pub(crate) flushing: bool,
     /// The first write or sync failure: nothing is acknowledged after it.
     pub(crate) failure: Option<StoreError>,
-    /// Rollbacks so far (tokens remember the epoch they were made in).
-    pub(crate) epoch: u64,
     /// (epoch, size, tags kept) of every rollback: a token of an earlier
     /// epoch whose leaves reach past such a size, or whose block tag is
     /// not among the tags kept, was rolled back.
@@ -551,9 +553,9 @@ impl Store {
                 tags: durable_tags,
                 flushing: false,
                 failure: None,
-                epoch: 0,
                 cuts: Vec::new(),
             }),
+            epoch: AtomicU64::new(0),
             heads: Mutex::new(heads),
             heads_writer: Mutex::new(heads_writer),
             tree: Mutex::new(tree),
@@ -622,7 +624,7 @@ impl Store {
             inner.appends.fetch_add(1, Ordering::Relaxed);
             inner.heads.lock().note_append(tree.size());
             // Read under the tree lock: a rollback changes both together.
-            (first, inner.durable.lock().epoch)
+            (first, inner.epoch.load(Ordering::Acquire))
         };
         let count = leaves.len() as u64;
         Ok(Appended {
@@ -681,7 +683,7 @@ impl Store {
                 root: head.root,
             });
             let tags = heads.tags().len() as u64;
-            (first, tags, inner.durable.lock().epoch)
+            (first, tags, inner.epoch.load(Ordering::Acquire))
         };
         let count = leaves.len() as u64;
         Ok(Appended {
@@ -892,7 +894,7 @@ impl Inner {
         Want {
             end: self.size.load(Ordering::Acquire),
             tags,
-            epoch: self.durable.lock().epoch,
+            epoch: self.epoch.load(Ordering::Acquire),
         }
     }
 
@@ -917,7 +919,7 @@ impl Inner {
             }
             if !durable.flushing {
                 durable.flushing = true;
-                let epoch = durable.epoch;
+                let epoch = self.epoch.load(Ordering::Acquire);
                 drop(durable);
                 let result = self.flush_log(None);
                 durable = self.durable.lock();
@@ -928,7 +930,7 @@ impl Inner {
                     // removed since, and recording it would claim leaves
                     // appended after the rollback are durable. The next
                     // flush (from the rolled-back log) says what is.
-                    Ok(_) if durable.epoch != epoch => {
+                    Ok(_) if self.epoch.load(Ordering::Acquire) != epoch => {
                         self.durable_changed.notify_all();
                     }
                     // The store was dropped: nothing was written, nothing failed.

@@ -107,36 +107,14 @@ impl ConsistencyProof {
     }
 
     pub(crate) fn generate(view: &View<'_>, old_size: u64) -> Result<ConsistencyProof, TreeError> {
-        let new_size = view.size();
-        if old_size > new_size {
-            return Err(TreeError::OldSizeAboveNew { old_size, new_size });
-        }
-        let config = view.config();
-        let mut proof = ConsistencyProof {
-            arity: config.arity,
-            hash: config.hash,
-            old_size,
-            new_size,
-            edge_leaf: None,
-            hashes: Vec::with_capacity(shape::consistency_hash_count(
-                old_size,
-                new_size,
-                config.arity,
-            )),
-        };
-        if old_size == 0 {
-            return Ok(proof);
-        }
-        proof.edge_leaf = Some(view.node(0, old_size - 1));
-        let mut buffer = [[0u8; 32]; MAX_GROUP];
-        for step in shape::consistency_steps(old_size, new_size, config.arity) {
-            let group_start = step.edge - step.left as u64;
-            view.nodes_into(step.level, group_start, &mut buffer[..step.left]);
-            proof.hashes.extend_from_slice(&buffer[..step.left]);
-            view.nodes_into(step.level, step.edge + 1, &mut buffer[..step.right]);
-            proof.hashes.extend_from_slice(&buffer[..step.right]);
-        }
-        Ok(proof)
+        let read =
+            |level: u32, index: u64| Ok::<Hash, std::convert::Infallible>(view.node(level, index));
+        ConsistencyProof::from_nodes(view.config(), old_size, view.size(), read).map_err(|error| {
+            match error {
+                crate::proof::FromNodesError::Tree(error) => error,
+                crate::proof::FromNodesError::Source(never) => match never {},
+            }
+        })
     }
 
     /// Checks that `old` and `new`, both trusted heads of a tree of `arity`
