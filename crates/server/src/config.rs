@@ -4,7 +4,10 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
+
+use cairn_note::Signer;
 
 use crate::cors::CorsPolicy;
 use crate::error::ServerError;
@@ -36,7 +39,16 @@ pub struct ServerConfig {
     pub checkpoint_on_shutdown: bool,
     /// Which browser origins may call the server (none by default).
     pub cors: CorsPolicy,
+    /// The key that signs `GET /v1/checkpoint` (404 without one).
+    pub signer: Option<Arc<Signer>>,
+    /// Sign the finalized head instead of the durable one (a head no
+    /// rollback can undo, for chain followers).
+    pub sign_finalized: bool,
 }
+
+/// The file in a database directory that holds its signer key, if it has
+/// one (`cairn init --sign-key`, `cairn sign-key`; docs/file-format.md).
+pub const SIGNER_KEY_FILE: &str = "signer.key";
 
 /// The default of [`ServerConfig::max_body_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
@@ -60,6 +72,8 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(30),
             checkpoint_on_shutdown: true,
             cors: CorsPolicy::None,
+            signer: None,
+            sign_finalized: false,
         }
     }
 }
@@ -76,6 +90,8 @@ impl fmt::Debug for ServerConfig {
             .field("shutdown_grace", &self.shutdown_grace)
             .field("checkpoint_on_shutdown", &self.checkpoint_on_shutdown)
             .field("cors", &self.cors)
+            .field("signer", &self.signer)
+            .field("sign_finalized", &self.sign_finalized)
             .finish()
     }
 }
@@ -189,6 +205,12 @@ pub struct ServeOptions {
     /// A browser origin allowed to call the server (repeat for more): '*' lets every origin read; a named origin (`https://app.example.org`) may also write.
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
+    /// A signer key file (`cairn keygen`): GET /v1/checkpoint serves the head signed with it (default: DIR/signer.key, if the database has one).
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<std::path::PathBuf>,
+    /// Sign the finalized head instead of the durable one (a chain follower's heads above the finalized size may be rolled back).
+    #[arg(long)]
+    pub sign_finalized: bool,
 }
 
 impl ServeOptions {
@@ -204,6 +226,39 @@ impl ServeOptions {
         config.durability_timeout = Duration::from_secs(self.durability_timeout);
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
         config.cors = CorsPolicy::from_origins(&self.cors_origin).map_err(ServerError::Usage)?;
+        if let Some(path) = &self.sign_key {
+            config.signer = Some(Arc::new(read_signer_key_file(path)?));
+        }
+        config.sign_finalized = self.sign_finalized;
         Ok(config)
     }
+
+    /// [`ServeOptions::config`] for the database in `dir`: without
+    /// `--sign-key`, the database's own signer key, if it has one.
+    pub fn config_for(&self, dir: &Path) -> Result<ServerConfig, ServerError> {
+        let mut config = self.config()?;
+        let in_database = dir.join(SIGNER_KEY_FILE);
+        if config.signer.is_none() && in_database.exists() {
+            config.signer = Some(Arc::new(read_signer_key_file(&in_database)?));
+        }
+        if config.sign_finalized && config.signer.is_none() {
+            return Err(ServerError::Usage(format!(
+                "--sign-finalized needs a signer key: give --sign-key FILE, or add one to {} with `cairn sign-key`",
+                dir.display()
+            )));
+        }
+        Ok(config)
+    }
+}
+
+/// Reads a signer key file, warning when other users can read it.
+pub fn read_signer_key_file(path: &Path) -> Result<Signer, ServerError> {
+    let signer = cairn_note::file::read_signer_key(path)?;
+    if cairn_note::file::readable_by_others(path) {
+        tracing::warn!(
+            path = %path.display(),
+            "the signer key file is readable by other users; chmod 600 it"
+        );
+    }
+    Ok(signer)
 }

@@ -18,6 +18,8 @@
 //!   between rollbacks, see `api.rs`); `GET /v1/heads`, `GET
 //!   /v1/roots/{root}` and proofs by root serve what a wallet needs to
 //!   prove against the root a contract holds.
+//! - **Signed checkpoints**: with a signer key, `GET /v1/checkpoint`
+//!   answers the durable head as a C2SP signed note (`cairn-note`).
 //! - **Routes are one table** ([`ROUTES`]): the router is built from it and
 //!   a test checks it against the committed OpenAPI document
 //!   (`openapi.json`, served at `/openapi.json`).
@@ -40,10 +42,11 @@ mod mirror;
 mod process;
 mod routes;
 mod server;
+mod signed;
 
 pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
-    ServeOptions, ServerConfig, read_token_file,
+    SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file, read_token_file,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;

@@ -17,7 +17,7 @@ use tracing::Instrument as _;
 
 use crate::api::{self, AppState};
 use crate::error::ServerFailure;
-use crate::mirror;
+use crate::{mirror, signed};
 
 /// One route: what the router serves and the OpenAPI document describes.
 #[derive(Clone, Copy, Debug)]
@@ -112,6 +112,12 @@ pub const ROUTES: &[Route] = &[
         statuses: &[200],
         needs_token: false,
     },
+    Route {
+        method: "GET",
+        path: "/v1/checkpoint",
+        statuses: &[200, 404],
+        needs_token: false,
+    },
 ];
 
 /// The OpenAPI 3 document of [`ROUTES`], as committed and served.
@@ -134,6 +140,7 @@ fn handler(route: &Route) -> MethodRouter<AppState> {
         ("GET", "/healthz") => get(api::health),
         ("GET", "/metrics") => get(api::metrics),
         ("GET", "/openapi.json") => get(api::openapi),
+        ("GET", "/v1/checkpoint") => get(signed::checkpoint),
         (method, path) => panic!("route {method} {path} is in ROUTES but has no handler"),
     }
 }

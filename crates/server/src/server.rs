@@ -74,6 +74,13 @@ impl Server {
             write_token = config.token.is_some(),
             "listening"
         );
+        if let Some(signer) = &config.signer {
+            tracing::info!(
+                verifier_key = %signer.verifier(),
+                head = if config.sign_finalized { "finalized" } else { "durable" },
+                "signing checkpoints (GET /v1/checkpoint)"
+            );
+        }
         if config.token.is_none() && !local_addr.ip().is_loopback() {
             tracing::warn!(
                 addr = %local_addr,
