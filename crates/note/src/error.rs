@@ -38,6 +38,14 @@ pub enum KeyError {
     /// The operating system's random source failed.
     #[error("cannot draw a random key: {0}")]
     Random(String),
+    /// A key file holds no usable signer key.
+    #[error("key file {path} does not hold a signer key: {reason}")]
+    FileContent {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong (never the key).
+        reason: String,
+    },
     /// Reading or writing a key file failed.
     #[error("key file {path}: {reason}")]
     File {

@@ -25,6 +25,13 @@ fn file_error(path: &Path, reason: impl Into<String>) -> KeyError {
     }
 }
 
+fn content_error(path: &Path, reason: impl Into<String>) -> KeyError {
+    KeyError::FileContent {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
 /// Reads a signer key file: the key text, surrounding white space ignored.
 /// Errors name the file, never its content.
 pub fn read_signer_key(path: &Path) -> Result<Signer, KeyError> {
@@ -32,21 +39,21 @@ pub fn read_signer_key(path: &Path) -> Result<Signer, KeyError> {
         .map_err(|e| file_error(path, e.to_string()))?
         .len();
     if length > MAX_KEY_FILE_BYTES {
-        return Err(file_error(
+        return Err(content_error(
             path,
-            format!("{length} bytes, want at most {MAX_KEY_FILE_BYTES}: not a signer key"),
+            format!("it has {length} bytes, want at most {MAX_KEY_FILE_BYTES}"),
         ));
     }
     let text = Zeroizing::new(fs::read(path).map_err(|e| file_error(path, e.to_string()))?);
-    let text = std::str::from_utf8(&text)
-        .map_err(|_| file_error(path, "not UTF-8 text: not a signer key"))?;
+    let text =
+        std::str::from_utf8(&text).map_err(|_| content_error(path, "it is not UTF-8 text"))?;
     Signer::parse(text.trim()).map_err(|e| match e {
         // A format error may quote the text: say only what was wrong.
-        KeyError::Format { what, .. } => file_error(
+        KeyError::Format { .. } => content_error(
             path,
-            format!("not a {what} (want PRIVATE+KEY+name+hash+keydata, as `cairn keygen` writes)"),
+            "want PRIVATE+KEY+name+hash+keydata, as `cairn keygen` writes",
         ),
-        other => file_error(path, other.to_string()),
+        other => content_error(path, other.to_string()),
     })
 }
 

@@ -22,6 +22,7 @@ mod export;
 mod heads;
 mod ingest;
 mod init;
+mod keygen;
 mod man;
 pub mod plan;
 mod prove;
@@ -29,8 +30,11 @@ pub(crate) mod publish;
 mod rollback;
 mod root;
 mod serve;
+mod sign_key;
+mod signed_checkpoint;
 mod stats;
 mod verify;
+mod verify_checkpoint;
 mod verify_consistency;
 
 use crate::failure::Failure;
@@ -46,6 +50,7 @@ pub use export::ExportCmd;
 pub use heads::HeadsCmd;
 pub use ingest::IngestCmd;
 pub use init::InitCmd;
+pub use keygen::KeygenCmd;
 pub use man::ManCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
@@ -53,8 +58,11 @@ pub use publish::PublishCmd;
 pub use rollback::{FinalizeCmd, TruncateCmd};
 pub use root::RootCmd;
 pub use serve::ServeCmd;
+pub use sign_key::SignKeyCmd;
+pub use signed_checkpoint::SignedCheckpointCmd;
 pub use stats::StatsCmd;
 pub use verify::VerifyCmd;
+pub use verify_checkpoint::VerifyCheckpointCmd;
 pub use verify_consistency::VerifyConsistencyCmd;
 
 /// A `cairn` subcommand.
@@ -120,6 +128,18 @@ pub enum Command {
     /// Serve a database over HTTP (appends, proofs, lookups, metrics).
     #[command(long_about = serve::LONG_ABOUT)]
     Serve(ServeCmd),
+    /// Generate an Ed25519 key that signs a database's checkpoints.
+    #[command(long_about = keygen::LONG_ABOUT)]
+    Keygen(KeygenCmd),
+    /// Make a database sign its checkpoints with a key.
+    #[command(long_about = sign_key::LONG_ABOUT)]
+    SignKey(SignKeyCmd),
+    /// Print a database's durable head as a signed checkpoint (C2SP signed note).
+    #[command(long_about = signed_checkpoint::LONG_ABOUT)]
+    SignedCheckpoint(SignedCheckpointCmd),
+    /// Check a signed checkpoint with a verifier key.
+    #[command(long_about = verify_checkpoint::LONG_ABOUT)]
+    VerifyCheckpoint(VerifyCheckpointCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = completions::LONG_ABOUT)]
     Completions(CompletionsCmd),
@@ -152,6 +172,10 @@ impl Command {
             Command::Plan(cmd) => cmd.run(),
             Command::Demo(cmd) => cmd.run(),
             Command::Serve(cmd) => cmd.run(),
+            Command::Keygen(cmd) => cmd.run(),
+            Command::SignKey(cmd) => cmd.run(),
+            Command::SignedCheckpoint(cmd) => cmd.run(),
+            Command::VerifyCheckpoint(cmd) => cmd.run(),
             Command::Completions(cmd) => cmd.run(),
             Command::Man(cmd) => cmd.run(),
         }

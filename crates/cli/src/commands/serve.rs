@@ -19,7 +19,9 @@ Serve the cairn database DIR over HTTP until SIGTERM or SIGINT.
 Routes: POST /v1/leaves (JSON {\"leaves\":[\"0x..\"]} or application/octet-stream raw 32-byte \
 records; answers once the batch is durable; 409 lists duplicates), GET /v1/root, \
 GET /v1/leaves/{0xhex}, GET /v1/proofs/{index}?size=S[&format=zkkit|circom|zkkit-circom], \
-GET /v1/consistency?from=S1&to=S2, GET /healthz, GET /metrics (Prometheus), GET /openapi.json \
+GET /v1/consistency?from=S1&to=S2, GET /v1/checkpoint (the durable head as a signed note, with \
+a signer key: --sign-key FILE, else DIR/signer.key if the database has one; --sign-finalized \
+signs the finalized head instead), GET /healthz, GET /metrics (Prometheus), GET /openapi.json \
 (the API document). Reads answer at the durable size, so nothing served can be lost by a crash. \
 A Poseidon database also takes leaves as decimal field elements (\"123\").
 
@@ -67,7 +69,7 @@ pub struct ServeCmd {
 
 impl ServeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let config = self.options.config().map_err(server_failure)?;
+        let config = self.options.config_for(&self.dir).map_err(server_failure)?;
         if let (true, Some(arity), Some(hash)) = (self.create, self.arity, self.hash) {
             create_or_check(&self.dir, arity, hash)?;
         }
@@ -119,6 +121,7 @@ fn create_or_check(dir: &Path, arity: Arity, hash: HashKind) -> Result<(), Failu
 fn server_failure(error: ServerError) -> Failure {
     match error {
         ServerError::Db(error) => database::db_failure(error),
+        ServerError::SignerKey(error) => crate::signing::key_failure(error),
         ServerError::TokenFile { .. } | ServerError::Bind { .. } | ServerError::Usage(_) => {
             Failure::new(Code::Usage, anyhow!("{error}"))
         }

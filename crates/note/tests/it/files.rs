@@ -54,7 +54,7 @@ fn bad_key_files_are_refused_without_quoting_them() {
     std::fs::write(&path, signer.verifier().to_string()).unwrap();
     refused(
         read_signer_key(&path),
-        &["not a signer key", "cairn keygen"],
+        &["does not hold a signer key", "cairn keygen"],
     );
     // A damaged signer key: the error does not show the seed.
     let damaged = format!("{}x", &secret[..secret.len() - 1]);
@@ -65,7 +65,7 @@ fn bad_key_files_are_refused_without_quoting_them() {
         "{message}"
     );
     std::fs::write(&path, vec![b'x'; 5000]).unwrap();
-    refused(read_signer_key(&path), &["5000 bytes"]);
+    refused(read_signer_key(&path), &["5000 bytes, want at most 4096"]);
     // Surrounding white space is ignored.
     std::fs::write(&path, format!("\n  {secret}\r\n")).unwrap();
     assert_eq!(
