@@ -82,14 +82,12 @@ impl VerifyCheckpointCmd {
             );
         }
         output::line(&format!(
-            "valid: {} signed size {}, root {}, arity {}, hash {} (key {}+{:08x})",
+            "valid: {} signed size {}, root {}, arity {}, hash {}",
             head.origin,
             head.size,
             to_hex(&head.root),
             head.tree.arity,
             head.tree.hash,
-            verifier.name(),
-            verifier.id()
         ))
     }
 }

@@ -93,10 +93,7 @@ fn a_signed_database_prints_checkpoints_that_verify() {
     let valid = cairn_stdin(&["verify-checkpoint", "--key", &vkey], note.as_bytes()).success();
     assert_eq!(
         valid.trim(),
-        format!(
-            "valid: example.org/deposits signed size 5, root {root}, arity 4, hash sha256 (key {})",
-            &vkey[..vkey.find('+').unwrap() + 9]
-        )
+        format!("valid: example.org/deposits signed size 5, root {root}, arity 4, hash sha256")
     );
     let json = cairn_stdin(
         &["verify-checkpoint", "--key", &vkey, "-", "--json"],
