@@ -9,7 +9,7 @@
 //!   body, signed and opened.
 //! - [`tree`]: cairn's `cairn-tree` extension line and the signed heads of
 //!   cairn trees ([`sign_head`], [`open_head`]).
-//! - [`file`]: signer key files (mode 0600, written atomically).
+//! - [`file`](mod@file): signer key files (mode 0600, written atomically).
 //!
 //! ```
 //! use cairn_core::{Arity, HashKind, TreeConfig};
