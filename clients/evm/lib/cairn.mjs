@@ -56,9 +56,23 @@ export class CairnTree {
 
   /** Appends `leaves` (bigints) durably, as one `cairn ingest`; returns its JSON report. */
   ingest(leaves) {
+    return JSON.parse(run("ingest", this.dir, this.leafFile(leaves), "--format", "hex", "--json"));
+  }
+
+  /** `cairn ingest` of `leaves` that must fail: its exit status and stderr. */
+  ingestRefused(leaves) {
+    try {
+      run("ingest", this.dir, this.leafFile(leaves), "--format", "hex");
+    } catch (error) {
+      return { status: error.status, stderr: error.stderr.toString() };
+    }
+    throw new Error(`cairn ingest of ${leaves.length} leaves into ${this.dir}: accepted, want a refusal`);
+  }
+
+  leafFile(leaves) {
     const file = join(this.work, `batch-${this.batches++}.hex`);
     writeFileSync(file, leaves.map(hex32).join("\n") + "\n");
-    return JSON.parse(run("ingest", this.dir, file, "--format", "hex", "--json"));
+    return file;
   }
 
   /** The current root as a bigint (null for a tree without one) and the size. */
@@ -75,16 +89,6 @@ export class CairnTree {
   /** `cairn prove DIR --index I --proof-format zkkit`, parsed. */
   proveZkkit(index) {
     return JSON.parse(run("prove", this.dir, "--index", String(index), "--proof-format", "zkkit"));
-  }
-
-  /** Runs a cairn command on the database that must fail; returns its stderr. */
-  refuses(...args) {
-    try {
-      run(...args.map((arg) => (arg === "DIR" ? this.dir : arg)));
-    } catch (error) {
-      return { status: error.status, stderr: error.stderr.toString() };
-    }
-    throw new Error(`cairn ${args.join(" ")}: succeeded, want a refusal`);
   }
 
   remove() {

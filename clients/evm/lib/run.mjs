@@ -1,7 +1,7 @@
 // What the tests share: the size knob, and the figures a run reports.
 
 /** Leaves per tree: CAIRN_EVM_LEAVES, else a few hundred (what CI runs). */
-export const LEAVES = Number(process.env.CAIRN_EVM_LEAVES ?? 300);
+export const LEAVES = Number(process.env.CAIRN_EVM_LEAVES ?? 200);
 if (!Number.isSafeInteger(LEAVES) || LEAVES < 1) throw new Error(`CAIRN_EVM_LEAVES=${process.env.CAIRN_EVM_LEAVES}: want a whole number of leaves, at least 1`);
 
 /** Gas and time spent, summed per kind of operation, and a one-line summary. */
