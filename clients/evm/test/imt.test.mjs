@@ -15,7 +15,7 @@ import { test } from "node:test";
 import { binary, hasImtKind } from "../lib/cairn.mjs";
 import { random, seed } from "../lib/random.mjs";
 import { LEAVES } from "../lib/run.mjs";
-import { inWorker } from "../lib/worker.mjs";
+import { inChild } from "../lib/child.mjs";
 
 const withCairn = hasImtKind();
 const required = process.env.CAIRN_EVM_REQUIRE_IMT === "1";
@@ -35,12 +35,12 @@ for (const shape of SHAPES) {
   const name = `IMT N=${shape.arity} depth ${shape.depth} zero ${shape.zero === 0n ? 0 : "random"}, Poseidon: @zk-kit/imt.sol${withCairn ? ", @zk-kit/imt and cairn" : " and @zk-kit/imt"} agree (seed ${seed})`;
   test(name, async (t) => {
     const args = { ...shape, zero: shape.zero.toString(), seed: seed + shape.arity * 100 + shape.depth, withCairn };
-    for (const line of await inWorker("imt", "agree", args)) t.diagnostic(line);
+    for (const line of await inChild("imt", "agree", args)) t.diagnostic(line);
   });
 }
 
 test(`BinaryIMT's default zeroes equal the Poseidon zero chain of 0 at depths 1 to 32 (seed ${seed})`, async (t) => {
-  for (const line of await inWorker("imt", "defaultZeroes", { seed, withCairn })) t.diagnostic(line);
+  for (const line of await inChild("imt", "defaultZeroes", { seed, withCairn })) t.diagnostic(line);
 });
 
 test("cairn's --kind imt is compared with the contracts", { skip: !withCairn && !required && `${binary ?? "no cairn binary"} has no --kind imt (cairn init --help): the contracts were compared with @zk-kit/imt only` }, () => {

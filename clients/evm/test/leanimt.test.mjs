@@ -9,8 +9,8 @@ import { test } from "node:test";
 import { binary } from "../lib/cairn.mjs";
 import { seed } from "../lib/random.mjs";
 import { LEAVES } from "../lib/run.mjs";
-import { inWorker } from "../lib/worker.mjs";
+import { inChild } from "../lib/child.mjs";
 
 test(`LeanIMT N=2 Poseidon: @zk-kit/lean-imt.sol and cairn agree on ${LEAVES} leaves (seed ${seed})`, { skip: binary === null && "no cairn binary" }, async (t) => {
-  for (const line of await inWorker("leanimt", "agree", { seed, leaves: LEAVES })) t.diagnostic(line);
+  for (const line of await inChild("leanimt", "agree", { seed, leaves: LEAVES })) t.diagnostic(line);
 });
