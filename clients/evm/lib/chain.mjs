@@ -13,6 +13,12 @@ import { contracts } from "./compile.mjs";
 const KEY = hexToBytes("0x" + "42".repeat(32));
 const GAS_LIMIT = 30_000_000n;
 
+// Libraries whose published source has empty bodies, for the deployer to
+// link a generated contract in their place (Semaphore v3 links circomlibjs's
+// Poseidon contracts where @zk-kit/incremental-merkle-tree.sol declares
+// PoseidonT3 and PoseidonT6): deploying the empty bodies would give zeros.
+const STUBS = new Set(["@zk-kit/incremental-merkle-tree.sol/Hashes.sol:PoseidonT3", "@zk-kit/incremental-merkle-tree.sol/Hashes.sol:PoseidonT6"]);
+
 export class Chain {
   static async create() {
     const vm = await createVM();
@@ -36,16 +42,18 @@ export class Chain {
   }
 
   /**
-   * Deploys the compiled contract `name` with constructor `args`, first
-   * deploying (once per chain) and linking the libraries it references.
+   * Deploys the compiled contract `name` (a name or "source:Name") with
+   * constructor `args`, first deploying (once per chain) and linking the
+   * libraries it references.
    */
   async deploy(name, args = []) {
     const artifact = contracts()[name];
-    if (artifact === undefined) throw new Error(`no compiled contract ${name}`);
+    if (artifact === undefined) throw new Error(`no compiled contract ${name} (or more than one of that name: qualify it as source:Name)`);
+    if (/^0*$/.test(artifact.bytecode)) throw new Error(`${name} has no code (an interface or an abstract contract)`);
     let code = artifact.bytecode;
-    for (const [, byName] of Object.entries(artifact.linkReferences)) {
+    for (const [source, byName] of Object.entries(artifact.linkReferences)) {
       for (const [library, places] of Object.entries(byName)) {
-        const address = (await this.library(library)).slice(2);
+        const address = (await this.library(`${source}:${library}`)).slice(2);
         for (const { start, length } of places) {
           code = code.slice(0, start * 2) + address + code.slice((start + length) * 2);
         }
@@ -55,13 +63,27 @@ export class Chain {
     const abi = new Interface(artifact.abi);
     const result = await this.transact(undefined, hexToBytes("0x" + code + abi.encodeDeploy(args).slice(2)));
     failOnRevert(result, abi, `deploy ${name}`);
-    return new Deployed(this, name, abi, result.createdAddress, result.totalGasSpent);
+    return new Deployed(this, artifact.name, abi, result.createdAddress, result.totalGasSpent);
   }
 
-  /** The address of library `name` on this chain, deployed on first use. */
-  async library(name) {
-    if (!this.libraries.has(name)) this.libraries.set(name, (await this.deploy(name)).address.toString());
-    return this.libraries.get(name);
+  /**
+   * The address of library `qualified` ("source:Name") on this chain: the
+   * one `provide` gave, else the compiled library, deployed on first use.
+   * A library whose source only declares it (a stub that the deployer
+   * replaces at link time) must be provided.
+   */
+  async library(qualified) {
+    if (!this.libraries.has(qualified)) {
+      if (STUBS.has(qualified)) throw new Error(`${qualified} is a declaration only: provide the library to link (Chain.provide)`);
+      this.libraries.set(qualified, (await this.deploy(qualified)).address.toString());
+    }
+    return this.libraries.get(qualified);
+  }
+
+  /** Links library `qualified` ("source:Name") to the contract at `address` from now on. */
+  provide(qualified, address) {
+    if (this.libraries.has(qualified)) throw new Error(`${qualified} is already linked on this chain`);
+    this.libraries.set(qualified, address.toString());
   }
 
   /** Deploys raw creation code (a contract not compiled from Solidity) with `abi`. */
