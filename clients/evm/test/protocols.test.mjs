@@ -18,10 +18,16 @@
 // (addMember or addMembers) the roots must be equal, and cairn's proofs must
 // pass removeMember's membership check while a changed sibling must not.
 //
+// Semaphore v4: its Semaphore.sol as @semaphore-protocol/contracts@4
+// publishes it (a LeanIMT of @zk-kit/lean-imt.sol with poseidon-solidity's
+// PoseidonT3), against a plain cairn database (`--arity 2 --hash poseidon`)
+// and @zk-kit/lean-imt: roots after every batch of members, and cairn's
+// zkkit proofs through removeMember's check of the siblings.
+//
 // Until this cairn has `--kind`, the contracts are compared with @zk-kit/imt
 // alone (test/imt.test.mjs reports the cairn comparison as skipped).
 import { test } from "node:test";
-import { hasImtKind } from "../lib/cairn.mjs";
+import { binary, hasImtKind } from "../lib/cairn.mjs";
 import { inChild } from "../lib/child.mjs";
 import { seed } from "../lib/random.mjs";
 
@@ -38,5 +44,9 @@ test(`Tornado Cash tree (MiMCSponge, depth 20): the contract${also} agree on ${L
 });
 
 test(`Semaphore v3 group (Poseidon, depth 20, zero keccak256(groupId) >> 8): the contract${also} agree on ${LEAVES} members (seed ${seed})`, async (t) => {
-  for (const line of await inChild("semaphore", "agree", { seed: seed + 11, leaves: LEAVES, withCairn })) t.diagnostic(line);
+  for (const line of await inChild("semaphore", "agreeV3", { seed: seed + 11, leaves: LEAVES, withCairn })) t.diagnostic(line);
+});
+
+test(`Semaphore v4 group (LeanIMT, Poseidon): the contract, @zk-kit/lean-imt and cairn agree on ${LEAVES} members (seed ${seed})`, { skip: binary === null && "no cairn binary" }, async (t) => {
+  for (const line of await inChild("semaphore", "agreeV4", { seed: seed + 13, leaves: LEAVES })) t.diagnostic(line);
 });
