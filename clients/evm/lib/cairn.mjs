@@ -81,9 +81,9 @@ export class CairnTree {
     return { size: report.size, root: report.root === null ? null : BigInt(report.root) };
   }
 
-  /** The root of the tree of the first `size` leaves (from a historical proof's root). */
+  /** The root of the tree of the first `size` leaves (the root of a historical zkkit proof). */
   rootAt(size) {
-    return BigInt(JSON.parse(run("prove", this.dir, "--index", "0", "--size", String(size))).root);
+    return BigInt(JSON.parse(run("prove", this.dir, "--index", "0", "--size", String(size), "--proof-format", "zkkit")).root);
   }
 
   /** `cairn prove DIR --index I --proof-format zkkit`, parsed. */
