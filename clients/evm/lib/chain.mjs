@@ -4,7 +4,7 @@
 // and calldata included. Reads and throwaway calls run on a checkpoint of
 // the state that is then reverted.
 import { createLegacyTx } from "@ethereumjs/tx";
-import { Account, bytesToHex, createAddressFromPrivateKey, createAddressFromString, hexToBytes } from "@ethereumjs/util";
+import { Account, bytesToHex, createAddressFromPrivateKey, hexToBytes } from "@ethereumjs/util";
 import { createVM, runTx } from "@ethereumjs/vm";
 import { Interface } from "ethers";
 import { contracts } from "./compile.mjs";
@@ -172,4 +172,3 @@ export class Deployed {
   }
 }
 
-export { createAddressFromString };
