@@ -55,7 +55,7 @@ export async function agree({ seed, leaves: count }, note) {
         }
       }
     }
-    note(`${count} leaves in ${((performance.now() - start) / 1000).toFixed(1)} s: ${tally.summary()}`);
+    note(`LeanIMT N=2: ${count} leaves in ${((performance.now() - start) / 1000).toFixed(1)} s: ${tally.summary()}`);
   } finally {
     cairn.remove();
   }
