@@ -10,8 +10,7 @@ contract BinaryIMTHarness {
     BinaryIMTData internal tree;
 
     /// `depth` levels with `zero` in empty leaves; or, with
-    /// `defaultZeroes`, the library's built-in zero table (zero 0), as
-    /// Semaphore before v4 initialised its groups.
+    /// `defaultZeroes`, the library's built-in zero table (zero 0).
     constructor(uint256 depth, uint256 zero, bool defaultZeroes) {
         if (defaultZeroes) {
             BinaryIMT.initWithDefaultZeroes(tree, depth);

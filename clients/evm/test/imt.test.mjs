@@ -21,8 +21,8 @@ const withCairn = hasImtKind();
 const required = process.env.CAIRN_EVM_REQUIRE_IMT === "1";
 const rng = random(seed);
 
-// The shapes the trees are checked at: zero 0 (zk-kit's and Semaphore's
-// choice) at a depth the run stays inside, and small trees with a random
+// The shapes the trees are checked at: zero 0 (what zk-kit's built-in zero
+// table starts from) at a depth the run stays inside, and small trees with a random
 // non-zero zero value that the run fills.
 const SHAPES = [
   { arity: 2, depth: 10, zero: 0n, leaves: LEAVES },

@@ -120,9 +120,9 @@ export async function agree({ seed, leaves: wanted, arity, depth, zero, withCair
 }
 
 /**
- * BinaryIMT's built-in zero table (initWithDefaultZeroes, what Semaphore
- * before v4 used) is the zero chain of 0: at every depth 1..32 the empty
- * root and the root of one leaf equal @zk-kit/imt's and cairn's with zero 0.
+ * BinaryIMT's built-in zero table (initWithDefaultZeroes) is the zero
+ * chain of 0: at every depth 1..32 the empty root and the root of one leaf
+ * equal @zk-kit/imt's and cairn's with zero 0.
  */
 export async function defaultZeroes({ seed, withCairn }, note) {
   const rng = random(seed);
