@@ -10,10 +10,12 @@ mod checkpoint;
 mod client;
 mod layout;
 mod publish;
+mod remote;
 mod store;
 
 pub use checkpoint::{Checkpoint, MAGIC};
-pub use client::{TileError, TileTree};
+pub use client::{DEFAULT_CACHED_TILES, TileError, TileTree, read_checkpoint};
 pub use layout::{Layout, MAX_TILE_NODES, TileId};
 pub use publish::{CHECKPOINT, PublishError, Published, publish, publish_at};
-pub use store::{DirStore, ObjectError, TileSink, TileSource};
+pub use remote::{Location, RemoteOptions, RemoteStore, open_sink, open_source};
+pub use store::{CHECKPOINT_MAX_BYTES, DirStore, ObjectError, TileSink, TileSource};
