@@ -2,5 +2,6 @@
 //! real S3-protocol server, compute
 //! proofs from the tiles alone, and refuse tiles that are wrong.
 
+mod mirror;
 mod proofs;
 mod s3;
