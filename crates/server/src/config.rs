@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::companions::{MirrorSettings, PublishSettings};
 use crate::cors::CorsPolicy;
 use crate::error::ServerError;
 use crate::mirror::DEFAULT_MAX_LEAVES_PER_READ;
@@ -36,6 +37,12 @@ pub struct ServerConfig {
     pub checkpoint_on_shutdown: bool,
     /// Which browser origins may call the server (none by default).
     pub cors: CorsPolicy,
+    /// Refuse every write route (403): a mirror, or a copy served for reads.
+    pub read_only: bool,
+    /// Publish tiles in the background (`--publish`).
+    pub publish: Option<PublishSettings>,
+    /// Follow an upstream as a verifying mirror (`--mirror-from`).
+    pub mirror: Option<MirrorSettings>,
 }
 
 /// The default of [`ServerConfig::max_body_bytes`]: 64 MiB.
@@ -60,6 +67,9 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(30),
             checkpoint_on_shutdown: true,
             cors: CorsPolicy::None,
+            read_only: false,
+            publish: None,
+            mirror: None,
         }
     }
 }
@@ -76,6 +86,9 @@ impl fmt::Debug for ServerConfig {
             .field("shutdown_grace", &self.shutdown_grace)
             .field("checkpoint_on_shutdown", &self.checkpoint_on_shutdown)
             .field("cors", &self.cors)
+            .field("read_only", &self.read_only)
+            .field("publish", &self.publish)
+            .field("mirror", &self.mirror)
             .finish()
     }
 }
@@ -189,6 +202,30 @@ pub struct ServeOptions {
     /// A browser origin allowed to call the server (repeat for more): '*' lets every origin read; a named origin (`https://app.example.org`) may also write.
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
+    /// Refuse every write route with 403 (a mirror, or a copy served for reads).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Publish tiles in the background to a directory, file://DIR or s3://BUCKET/PREFIX.
+    #[arg(long, value_name = "STORE")]
+    pub publish: Option<String>,
+    /// With --publish: publish the finalized size only (for databases that are rolled back).
+    #[arg(long, requires = "publish")]
+    pub publish_finalized: bool,
+    /// With --publish: milliseconds between looks for new durable leaves.
+    #[arg(long, value_name = "MS", default_value_t = 200, requires = "publish")]
+    pub publish_interval_ms: u64,
+    /// With --publish or --mirror-from: seconds within which a failed request to a remote store is retried (the background work then tries again later).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub publish_retry_seconds: u64,
+    /// The endpoint of an S3-compatible server (http://HOST:PORT) for s3:// stores.
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// Follow a tile store or cairn server as a verifying mirror (needs --read-only).
+    #[arg(long, value_name = "URL", requires = "read_only")]
+    pub mirror_from: Option<String>,
+    /// With --mirror-from: milliseconds between looks at upstream.
+    #[arg(long, value_name = "MS", default_value_t = 1000, requires = "mirror_from")]
+    pub mirror_interval_ms: u64,
 }
 
 impl ServeOptions {
@@ -204,6 +241,30 @@ impl ServeOptions {
         config.durability_timeout = Duration::from_secs(self.durability_timeout);
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
         config.cors = CorsPolicy::from_origins(&self.cors_origin).map_err(ServerError::Usage)?;
+        config.read_only = self.read_only;
+        // Background work retries on its own: a request gives up sooner
+        // than a one-shot command's would.
+        let remote = cairn_tiles::RemoteOptions {
+            s3_endpoint: self.s3_endpoint.clone(),
+            retry_timeout: Duration::from_secs(self.publish_retry_seconds),
+            ..cairn_tiles::RemoteOptions::default()
+        };
+        if let Some(store) = &self.publish {
+            config.publish = Some(PublishSettings {
+                location: cairn_tiles::Location::parse(store).map_err(ServerError::Usage)?,
+                remote: remote.clone(),
+                finalized: self.publish_finalized,
+                interval: Duration::from_millis(self.publish_interval_ms.max(1)),
+            });
+        }
+        if let Some(from) = &self.mirror_from {
+            config.mirror = Some(MirrorSettings {
+                from: from.clone(),
+                remote,
+                interval: Duration::from_millis(self.mirror_interval_ms.max(1)),
+                chunk_leaves: cairn_tiles::DEFAULT_CHUNK_LEAVES,
+            });
+        }
         Ok(config)
     }
 }

@@ -226,6 +226,15 @@ impl RemoteStore {
                 }
                 let mut allow_http = false;
                 if let Some(endpoint) = &options.s3_endpoint {
+                    // An S3-compatible server has no instance metadata to
+                    // take credentials from: say so rather than ask it.
+                    let from_env = std::env::var_os("AWS_ACCESS_KEY_ID").is_some()
+                        && std::env::var_os("AWS_SECRET_ACCESS_KEY").is_some();
+                    if options.s3_credentials.is_none() && !from_env {
+                        return Err(format!(
+                            "{location} at {endpoint}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+                        ));
+                    }
                     allow_http = endpoint.starts_with("http://");
                     // S3-compatible servers are addressed path-style
                     // (http://endpoint/bucket/key).

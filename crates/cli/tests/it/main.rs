@@ -13,6 +13,7 @@ mod plan;
 mod proofs;
 mod readme;
 mod rollback;
+mod scale_out;
 mod root;
 mod serve;
 mod support;
