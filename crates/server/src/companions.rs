@@ -60,7 +60,9 @@ impl MirrorTarget for DbTarget {
     fn adopt(&mut self, leaves: &[Hash]) -> Result<(), String> {
         self.0.append_batch(leaves).map(|_| ()).map_err(|e| {
             if matches!(e, cairn_db::DbError::Duplicates { .. }) {
-                format!("{e} (upstream repeats values: mirror it into a database made with --no-unique)")
+                format!(
+                    "{e} (upstream repeats values: mirror it into a database made with --no-unique)"
+                )
             } else {
                 e.to_string()
             }

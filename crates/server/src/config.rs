@@ -224,7 +224,12 @@ pub struct ServeOptions {
     #[arg(long, value_name = "URL", requires = "read_only")]
     pub mirror_from: Option<String>,
     /// With --mirror-from: milliseconds between looks at upstream.
-    #[arg(long, value_name = "MS", default_value_t = 1000, requires = "mirror_from")]
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 1000,
+        requires = "mirror_from"
+    )]
     pub mirror_interval_ms: u64,
 }
 

@@ -46,11 +46,11 @@ mod process;
 mod routes;
 mod server;
 
+pub use companions::{DbTarget, MirrorSettings, PublishSettings, open_upstream};
 pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
     ServeOptions, ServerConfig, read_token_file,
 };
-pub use companions::{DbTarget, MirrorSettings, PublishSettings, open_upstream};
 pub use cors::CorsPolicy;
 pub use error::ServerError;
 pub use mirror::DEFAULT_MAX_LEAVES_PER_READ;

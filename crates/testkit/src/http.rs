@@ -94,7 +94,9 @@ fn answer(dir: &Path, mut stream: TcpStream) -> Option<u64> {
     let mut words = line.split_whitespace();
     let (method, target) = (words.next()?, words.next()?);
     if method != "GET" && method != "HEAD" {
-        let _ = stream.write_all(b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        let _ = stream.write_all(
+            b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        );
         return None;
     }
     let path = target.split('?').next()?.trim_start_matches('/');
@@ -116,5 +118,9 @@ fn answer(dir: &Path, mut stream: TcpStream) -> Option<u64> {
     if method == "GET" {
         stream.write_all(&body).ok()?;
     }
-    Some(if method == "GET" { body.len() as u64 } else { 0 })
+    Some(if method == "GET" {
+        body.len() as u64
+    } else {
+        0
+    })
 }

@@ -80,24 +80,67 @@ impl PublisherStatus {
         let published = load(&self.published_size);
         let durable = load(&self.durable_size);
         let metrics = [
-            ("cairn_publish_published_size", "gauge", "Leaves the tile store's checkpoint names (written by this server).", published),
-            ("cairn_publish_durable_size", "gauge", "The database's durable size when the publisher last looked.", durable),
-            ("cairn_publish_target_size", "gauge", "The size the publisher publishes toward (durable or finalized).", load(&self.target_size)),
-            ("cairn_publish_lag_leaves", "gauge", "Durable leaves not yet named by the published checkpoint.", durable.saturating_sub(published)),
-            ("cairn_publications_total", "counter", "Publications completed (tiles, then the checkpoint).", load(&self.publications)),
-            ("cairn_publish_failures_total", "counter", "Publications that failed after the store's retries (retried with backoff).", load(&self.failures)),
-            ("cairn_publish_objects_total", "counter", "Objects written to the tile store.", load(&self.objects)),
-            ("cairn_publish_bytes_total", "counter", "Bytes written to the tile store.", load(&self.bytes)),
-            ("cairn_publish_last_seconds", "gauge", "How long the last completed publication took.", 0),
+            (
+                "cairn_publish_published_size",
+                "gauge",
+                "Leaves the tile store's checkpoint names (written by this server).",
+                published,
+            ),
+            (
+                "cairn_publish_durable_size",
+                "gauge",
+                "The database's durable size when the publisher last looked.",
+                durable,
+            ),
+            (
+                "cairn_publish_target_size",
+                "gauge",
+                "The size the publisher publishes toward (durable or finalized).",
+                load(&self.target_size),
+            ),
+            (
+                "cairn_publish_lag_leaves",
+                "gauge",
+                "Durable leaves not yet named by the published checkpoint.",
+                durable.saturating_sub(published),
+            ),
+            (
+                "cairn_publications_total",
+                "counter",
+                "Publications completed (tiles, then the checkpoint).",
+                load(&self.publications),
+            ),
+            (
+                "cairn_publish_failures_total",
+                "counter",
+                "Publications that failed after the store's retries (retried with backoff).",
+                load(&self.failures),
+            ),
+            (
+                "cairn_publish_objects_total",
+                "counter",
+                "Objects written to the tile store.",
+                load(&self.objects),
+            ),
+            (
+                "cairn_publish_bytes_total",
+                "counter",
+                "Bytes written to the tile store.",
+                load(&self.bytes),
+            ),
         ];
         for (name, kind, help, value) in metrics {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            if name == "cairn_publish_last_seconds" {
-                let _ = writeln!(out, "{name} {}", load(&self.last_millis) as f64 / 1e3);
-            } else {
-                let _ = writeln!(out, "{name} {value}");
-            }
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         }
+        let name = "cairn_publish_last_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} How long the last completed publication took.\n# TYPE {name} gauge\n{name} {}",
+            load(&self.last_millis) as f64 / 1e3
+        );
     }
 }
 
@@ -161,8 +204,11 @@ impl Publisher {
                         } else {
                             tracing::warn!(store = %self.sink.location(), error = %message, "publishing failed; retrying");
                         }
-                        *self.status.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
-                            Some(message);
+                        *self
+                            .status
+                            .last_error
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner()) = Some(message);
                         wait = backoff(
                             self.interval,
                             self.max_backoff,
@@ -203,13 +249,36 @@ impl FollowerStatus {
     pub fn render(&self, out: &mut String) {
         let load = |v: &AtomicU64| v.load(Ordering::Relaxed);
         let metrics = [
-            ("cairn_mirror_adopted_size", "gauge", "Leaves of the upstream head adopted last (verified).", load(&self.adopted_size)),
-            ("cairn_mirror_adopted_leaves_total", "counter", "Leaves adopted from upstream by this process.", load(&self.adopted_leaves)),
-            ("cairn_mirror_refusals_total", "counter", "Upstream heads refused: forks, rewritten history, wrong objects.", load(&self.refusals)),
-            ("cairn_mirror_failures_total", "counter", "Looks at upstream that failed (unreachable after retries).", load(&self.failures)),
+            (
+                "cairn_mirror_adopted_size",
+                "gauge",
+                "Leaves of the upstream head adopted last (verified).",
+                load(&self.adopted_size),
+            ),
+            (
+                "cairn_mirror_adopted_leaves_total",
+                "counter",
+                "Leaves adopted from upstream by this process.",
+                load(&self.adopted_leaves),
+            ),
+            (
+                "cairn_mirror_refusals_total",
+                "counter",
+                "Upstream heads refused: forks, rewritten history, wrong objects.",
+                load(&self.refusals),
+            ),
+            (
+                "cairn_mirror_failures_total",
+                "counter",
+                "Looks at upstream that failed (unreachable after retries).",
+                load(&self.failures),
+            ),
         ];
         for (name, kind, help, value) in metrics {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         }
     }
 }
@@ -257,7 +326,11 @@ impl Follower {
                         .adopted_leaves
                         .fetch_add(done.adopted, Ordering::Relaxed);
                     if done.adopted > 0 {
-                        tracing::info!(size = done.head.size, adopted = done.adopted, "mirror caught up");
+                        tracing::info!(
+                            size = done.head.size,
+                            adopted = done.adopted,
+                            "mirror caught up"
+                        );
                     }
                 }
                 Err(error) => {
@@ -273,8 +346,11 @@ impl Follower {
                             tracing::warn!(upstream = %self.upstream.describe(), error = %message, "mirror could not catch up; retrying");
                         }
                     }
-                    *self.status.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
-                        Some(message);
+                    *self
+                        .status
+                        .last_error
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = Some(message);
                     wait = backoff(self.interval, self.max_backoff, failures);
                 }
             }

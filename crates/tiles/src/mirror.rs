@@ -236,25 +236,26 @@ fn verify_chunk(
     leaves: &[Hash],
 ) -> Result<(), MirrorError> {
     let at = snapshot.size();
-    let check = |upstream: &mut dyn Upstream, len: usize| -> Result<Result<(), String>, MirrorError> {
-        let root = root_after(snapshot, &leaves[..len]);
-        let head = TreeHead {
-            size: at + len as u64,
-            root,
+    let check =
+        |upstream: &mut dyn Upstream, len: usize| -> Result<Result<(), String>, MirrorError> {
+            let root = root_after(snapshot, &leaves[..len]);
+            let head = TreeHead {
+                size: at + len as u64,
+                root,
+            };
+            if head.size == new.head.size {
+                return Ok(if head == new.head {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "they hash to root {}, the head's root is {}",
+                        show(&head),
+                        show(&new.head)
+                    ))
+                });
+            }
+            upstream.prove_prefix(new, &head)
         };
-        if head.size == new.head.size {
-            return Ok(if head == new.head {
-                Ok(())
-            } else {
-                Err(format!(
-                    "they hash to root {}, the head's root is {}",
-                    show(&head),
-                    show(&new.head)
-                ))
-            });
-        }
-        upstream.prove_prefix(new, &head)
-    };
     let Err(why) = check(upstream, leaves.len())? else {
         return Ok(());
     };
@@ -279,7 +280,12 @@ fn verify_chunk(
             Err(_) => bad = mid,
         }
     }
-    let first = at + if good < 0 { 0 } else { ends[good as usize] as u64 };
+    let first = at
+        + if good < 0 {
+            0
+        } else {
+            ends[good as usize] as u64
+        };
     let end = at + ends[bad as usize] as u64;
     Err(MirrorError::Refused {
         object: leaf_object(new, first).map_or_else(
@@ -296,9 +302,7 @@ fn verify_chunk(
 }
 
 fn leaf_object(new: &Checkpoint, index: u64) -> Option<String> {
-    let tile = new
-        .layout
-        .tile_of(new.head.size, 0, index)?;
+    let tile = new.layout.tile_of(new.head.size, 0, index)?;
     Some(new.layout.path(tile))
 }
 
@@ -466,9 +470,9 @@ impl Upstream for TilesUpstream {
         let mut tree = TileTree::new(config, new.head, &*self.source);
         match tree.prove_consistency(old) {
             Ok(_) => Ok(Ok(())),
-            Err(TileError::Mismatch { reason, objects, .. }) => {
-                Ok(Err(format!("{reason} (tiles read: {objects})")))
-            }
+            Err(TileError::Mismatch {
+                reason, objects, ..
+            }) => Ok(Err(format!("{reason} (tiles read: {objects})"))),
             Err(error) => Err(tile_refusal(error)),
         }
     }
@@ -606,8 +610,8 @@ impl Upstream for ServerUpstream {
         if status != 200 {
             return Err(refused(format!("status {status}")));
         }
-        let answer: RootAnswer =
-            serde_json::from_slice(&body).map_err(|e| refused(format!("not a root answer: {e}")))?;
+        let answer: RootAnswer = serde_json::from_slice(&body)
+            .map_err(|e| refused(format!("not a root answer: {e}")))?;
         let root = match &answer.root {
             None => "none".to_owned(),
             Some(root) => root.clone(),
@@ -643,7 +647,12 @@ impl Upstream for ServerUpstream {
             if body.len() as u64 != (end - at) * 32 {
                 return Err(MirrorError::Refused {
                     object: format!("{}{path}", self.base),
-                    reason: format!("{} bytes, {} leaves are {}", body.len(), end - at, (end - at) * 32),
+                    reason: format!(
+                        "{} bytes, {} leaves are {}",
+                        body.len(),
+                        end - at,
+                        (end - at) * 32
+                    ),
                 });
             }
             out.extend(

@@ -61,9 +61,7 @@ impl Location {
                 return Err(format!("{text}: s3:// needs a bucket (s3://BUCKET/PREFIX)"));
             }
             let prefix = prefix.trim_matches('/');
-            if prefix.split('/').any(|part| part == "." || part == "..")
-                || prefix.contains("//")
-            {
+            if prefix.split('/').any(|part| part == "." || part == "..") || prefix.contains("//") {
                 return Err(format!(
                     "{text}: the prefix {prefix:?} has an empty, . or .. part"
                 ));
@@ -171,7 +169,10 @@ pub fn open_source(
 
 /// Opens the store at `location` for publishing (an `http(s)://` URL is
 /// read-only).
-pub fn open_sink(location: &Location, options: &RemoteOptions) -> Result<Box<dyn TileSink>, String> {
+pub fn open_sink(
+    location: &Location,
+    options: &RemoteOptions,
+) -> Result<Box<dyn TileSink>, String> {
     match location {
         Location::Dir(path) => Ok(Box::new(DirStore::new(path))),
         Location::Http(url) => Err(format!(
@@ -379,7 +380,8 @@ impl TileSource for RemoteStore {
         self.runtime.block_on(async {
             let mut out = Vec::with_capacity(paths.len());
             for chunk in paths.chunks(CONCURRENCY) {
-                let answers = futures_join(chunk.iter().map(|p| self.get_async(p, max_bytes))).await;
+                let answers =
+                    futures_join(chunk.iter().map(|p| self.get_async(p, max_bytes))).await;
                 out.extend(answers);
             }
             out
@@ -397,7 +399,9 @@ impl TileSink for RemoteStore {
             for chunk in objects.chunks(CONCURRENCY) {
                 let answers =
                     futures_join(chunk.iter().map(|(p, b)| self.put_async(p, b.clone()))).await;
-                answers.into_iter().collect::<Result<Vec<()>, ObjectError>>()?;
+                answers
+                    .into_iter()
+                    .collect::<Result<Vec<()>, ObjectError>>()?;
             }
             Ok(())
         })
@@ -411,6 +415,9 @@ impl TileSink for RemoteStore {
 
 /// Runs `futures` concurrently on the current task and returns their
 /// outputs in order (a handful at a time: no spawning needed).
+/// Hand-written because tokio's `JoinSet` takes only `'static` futures
+/// (these borrow the store) and this is the one join the crate needs,
+/// not worth the `futures` crate.
 async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
     let mut pinned: Vec<_> = futures.map(Box::pin).collect();
     let mut out: Vec<Option<F::Output>> = (0..pinned.len()).map(|_| None).collect();
@@ -443,17 +450,41 @@ mod tests {
     #[test]
     fn locations_parse_and_show_as_given() {
         let cases = [
-            ("s3://bucket/a/b", Location::S3 { bucket: "bucket".into(), prefix: "a/b".into() }),
-            ("s3://bucket", Location::S3 { bucket: "bucket".into(), prefix: String::new() }),
-            ("s3://bucket/", Location::S3 { bucket: "bucket".into(), prefix: String::new() }),
+            (
+                "s3://bucket/a/b",
+                Location::S3 {
+                    bucket: "bucket".into(),
+                    prefix: "a/b".into(),
+                },
+            ),
+            (
+                "s3://bucket",
+                Location::S3 {
+                    bucket: "bucket".into(),
+                    prefix: String::new(),
+                },
+            ),
+            (
+                "s3://bucket/",
+                Location::S3 {
+                    bucket: "bucket".into(),
+                    prefix: String::new(),
+                },
+            ),
             ("file:///tmp/x", Location::Dir("/tmp/x".into())),
             ("public", Location::Dir("public".into())),
-            ("https://cdn.example.org/tiles/", Location::Http("https://cdn.example.org/tiles".into())),
+            (
+                "https://cdn.example.org/tiles/",
+                Location::Http("https://cdn.example.org/tiles".into()),
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(Location::parse(text), Ok(want), "{text}");
         }
-        assert_eq!(Location::parse("s3://bucket/a/b").unwrap().to_string(), "s3://bucket/a/b");
+        assert_eq!(
+            Location::parse("s3://bucket/a/b").unwrap().to_string(),
+            "s3://bucket/a/b"
+        );
         for bad in ["gs://bucket/x", "s3:///x", "s3://b/a/../c", "file://", ""] {
             assert!(Location::parse(bad).is_err(), "{bad}");
         }

@@ -72,7 +72,9 @@ pub trait TileSink: TileSource {
     /// [`TileSink::put`] of several objects (concurrently where the store
     /// can); the first error, if any, after every write has ended.
     fn put_many(&self, objects: &[(String, Vec<u8>)]) -> Result<(), ObjectError> {
-        objects.iter().try_for_each(|(path, bytes)| self.put(path, bytes))
+        objects
+            .iter()
+            .try_for_each(|(path, bytes)| self.put(path, bytes))
     }
 
     /// Makes every object put so far durable (before a checkpoint names
@@ -149,7 +151,12 @@ impl TileSource for DirStore {
             .map_err(|e| self.error("get", path, &e))?;
         if bytes.len() as u64 > max_bytes {
             let got = std::fs::metadata(self.file(path)).map_or(bytes.len() as u64, |m| m.len());
-            return Err(ObjectError::too_large(self.location(), path, got, max_bytes));
+            return Err(ObjectError::too_large(
+                self.location(),
+                path,
+                got,
+                max_bytes,
+            ));
         }
         Ok(bytes)
     }

@@ -127,9 +127,8 @@ impl MirrorCmd {
             std::thread::sleep(std::time::Duration::from_secs_f64(self.interval.max(0.01)));
         };
         drop(target);
-        let db = Arc::try_unwrap(db).map_err(|_| {
-            Failure::new(Code::Input, anyhow!("the database is still in use"))
-        })?;
+        let db = Arc::try_unwrap(db)
+            .map_err(|_| Failure::new(Code::Input, anyhow!("the database is still in use")))?;
         db.close().map_err(database::db_failure)?;
         let head = result?;
         if self.json {

@@ -98,10 +98,7 @@ pub(crate) fn open_sink(text: &str, remote: &RemoteArgs) -> Result<Box<dyn TileS
 }
 
 /// The store to read tiles from.
-pub(crate) fn open_source(
-    text: &str,
-    remote: &RemoteArgs,
-) -> Result<Box<dyn TileSource>, Failure> {
+pub(crate) fn open_source(text: &str, remote: &RemoteArgs) -> Result<Box<dyn TileSource>, Failure> {
     cairn_tiles::open_source(&location(text)?, &remote.options())
         .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))
 }

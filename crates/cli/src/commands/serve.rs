@@ -86,7 +86,11 @@ impl ServeCmd {
         }
         if let Some(from) = &self.options.mirror_from {
             // A new mirror takes upstream's arity and hash.
-            let remote = config.mirror.as_ref().map(|m| m.remote.clone()).unwrap_or_default();
+            let remote = config
+                .mirror
+                .as_ref()
+                .map(|m| m.remote.clone())
+                .unwrap_or_default();
             let mut upstream = cairn_server::open_upstream(from, &remote)
                 .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
             crate::commands::mirror::create_for(&self.dir, &mut *upstream, false)?;

@@ -17,7 +17,13 @@ use cairn_testkit::s3::S3Server;
 use crate::support::{Dir, bin, cairn, cairn_env, ingest, init, leaves, root_hex};
 
 /// One request on a fresh connection: (status, body).
-fn request(addr: &str, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Vec<u8>) {
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Vec<u8>) {
     let mut stream = TcpStream::connect(addr).unwrap();
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
@@ -27,7 +33,10 @@ fn request(addr: &str, method: &str, path: &str, content_type: &str, body: &[u8]
     stream.write_all(body).unwrap();
     let mut response = Vec::new();
     stream.read_to_end(&mut response).unwrap();
-    let status = std::str::from_utf8(&response[9..12]).unwrap().parse().unwrap();
+    let status = std::str::from_utf8(&response[9..12])
+        .unwrap()
+        .parse()
+        .unwrap();
     let at = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     (status, response[at..].to_vec())
 }
@@ -52,7 +61,10 @@ fn metric(addr: &str, name: &str) -> u64 {
 fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
-        assert!(start.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -80,7 +92,13 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
 
 fn stop(mut child: Child) {
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     assert!(child.wait().unwrap().success());
 }
 
@@ -106,33 +124,67 @@ fn published_to_s3_proven_over_s3_and_http_mirrored_and_served_read_only() {
     ingest(&db, &l, &[]).success();
     let root = root_hex(4, HashKind::Sha256, &l);
     let published = cairn_env(
-        &["publish", &db, "--to", "s3://tiles/n", "--s3-endpoint", &endpoint, "--json"],
+        &[
+            "publish",
+            &db,
+            "--to",
+            "s3://tiles/n",
+            "--s3-endpoint",
+            &endpoint,
+            "--json",
+        ],
         b"",
         &env,
     )
     .json();
     assert_eq!(published["root"], root.as_str());
     // Without credentials: a usage error naming what to set.
-    cairn(&["publish", &db, "--to", "s3://tiles/n", "--s3-endpoint", &endpoint])
-        .error(2, &["AWS_ACCESS_KEY_ID"]);
+    cairn(&[
+        "publish",
+        &db,
+        "--to",
+        "s3://tiles/n",
+        "--s3-endpoint",
+        &endpoint,
+    ])
+    .error(2, &["AWS_ACCESS_KEY_ID"]);
     // With wrong ones the server refuses: exit 4, naming the object.
     let wrong = [env[0], ("AWS_SECRET_ACCESS_KEY", "wrong"), env[2]];
     cairn_env(
-        &["publish", &db, "--to", "s3://tiles/n", "--s3-endpoint", &endpoint, "--retries", "0"],
+        &[
+            "publish",
+            &db,
+            "--to",
+            "s3://tiles/n",
+            "--s3-endpoint",
+            &endpoint,
+            "--retries",
+            "0",
+        ],
         b"",
         &wrong,
     )
     .error(4, &["s3://tiles/n/checkpoint"]);
     // A proof over S3.
     let proof = cairn_env(
-        &["prove", "--tiles", "s3://tiles/n", "--s3-endpoint", &endpoint, "--index", "4321"],
+        &[
+            "prove",
+            "--tiles",
+            "s3://tiles/n",
+            "--s3-endpoint",
+            &endpoint,
+            "--index",
+            "4321",
+        ],
         b"",
         &env,
     )
     .success();
     let file = dir.file("p.json", proof);
-    cairn(&["verify", "--arity", "4", "--hash", "sha256", "--root", &root, "--size", "5000", &file])
-        .success();
+    cairn(&[
+        "verify", "--arity", "4", "--hash", "sha256", "--root", &root, "--size", "5000", &file,
+    ])
+    .success();
     // The same objects over plain HTTP, as a public bucket or CDN serves them.
     let http = StaticServer::start(s3.dir());
     let url = format!("{}/tiles/n", http.url());
@@ -140,14 +192,26 @@ fn published_to_s3_proven_over_s3_and_http_mirrored_and_served_read_only() {
     assert_eq!(over_http, std::fs::read_to_string(&file).unwrap());
     // A mirror of the tile store, over HTTP.
     let replica = dir.path("replica");
-    let json = cairn(&["mirror", "--from", &url, &replica, "--chunk", "1000", "--json"]).json();
-    assert_eq!((json["size"].as_u64(), json["adopted"].as_u64()), (Some(5_000), Some(5_000)));
+    let json = cairn(&[
+        "mirror", "--from", &url, &replica, "--chunk", "1000", "--json",
+    ])
+    .json();
+    assert_eq!(
+        (json["size"].as_u64(), json["adopted"].as_u64()),
+        (Some(5_000), Some(5_000))
+    );
     assert_eq!(json["root"], root.as_str());
     cairn(&["check", &replica]).success();
     // Served read-only: reads as the primary's, writes refused with 403.
     let (child, addr) = serve(&[&replica, "--read-only"], &[]);
     assert_eq!(root_of(&addr), (5_000, root.clone()));
-    let (status, body) = request(&addr, "POST", "/v1/leaves", "application/octet-stream", &bin(&leaves(5_001)[5_000..]));
+    let (status, body) = request(
+        &addr,
+        "POST",
+        "/v1/leaves",
+        "application/octet-stream",
+        &bin(&leaves(5_001)[5_000..]),
+    );
     assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
     assert!(String::from_utf8_lossy(&body).contains("read-only"));
     stop(child);
@@ -171,24 +235,54 @@ fn a_mirror_follows_a_server_and_refuses_a_rewritten_history() {
     let (primary, addr) = serve(&[&db], &[]);
     let replica = dir.path("replica");
     let url = format!("http://{addr}");
-    let json = cairn(&["mirror", "--from", &url, &replica, "--chunk", "300", "--json"]).json();
+    let json = cairn(&[
+        "mirror", "--from", &url, &replica, "--chunk", "300", "--json",
+    ])
+    .json();
     assert_eq!(json["size"].as_u64(), Some(2_000));
     // A read-only server that follows the primary.
     let (mirror, mirror_addr) = serve(
-        &[&replica, "--read-only", "--mirror-from", &url, "--mirror-interval-ms", "50"],
+        &[
+            &replica,
+            "--read-only",
+            "--mirror-from",
+            &url,
+            "--mirror-interval-ms",
+            "50",
+        ],
         &[],
     );
-    let (status, _) = request(&addr, "POST", "/v1/leaves", "application/octet-stream", &bin(&l[2_000..]));
+    let (status, _) = request(
+        &addr,
+        "POST",
+        "/v1/leaves",
+        "application/octet-stream",
+        &bin(&l[2_000..]),
+    );
     assert_eq!(status, 200);
     let want = (3_000, root_hex(2, HashKind::Blake3, &l));
-    eventually("the mirror to adopt 3,000 leaves", || root_of(&mirror_addr) == want);
+    eventually("the mirror to adopt 3,000 leaves", || {
+        root_of(&mirror_addr) == want
+    });
     assert_eq!(metric(&mirror_addr, "cairn_mirror_adopted_size"), 3_000);
     assert_eq!(metric(&mirror_addr, "cairn_mirror_refusals_total"), 0);
     stop(mirror);
     // The primary rewrites its last 500 leaves: the mirror refuses, loudly.
-    let (status, body) = request(&addr, "POST", "/v1/rollback", "application/json", br#"{"to_size":2500}"#);
+    let (status, body) = request(
+        &addr,
+        "POST",
+        "/v1/rollback",
+        "application/json",
+        br#"{"to_size":2500}"#,
+    );
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let (status, _) = request(&addr, "POST", "/v1/leaves", "application/octet-stream", &bin(&cairn_testkit::leaves(5, 800)));
+    let (status, _) = request(
+        &addr,
+        "POST",
+        "/v1/leaves",
+        "application/octet-stream",
+        &bin(&cairn_testkit::leaves(5, 800)),
+    );
     assert_eq!(status, 200);
     cairn(&["mirror", "--from", &url, &replica]).error(1, &["FORK", "does not extend"]);
     assert_eq!(cairn(&["root", &replica]).success().trim(), want.1);
@@ -206,7 +300,17 @@ fn serve_publishes_in_the_background_and_survives_the_s3_server_dying() {
     let db = dir.path("db");
     init(&db, 16, HashKind::Blake3, &[]);
     let (child, addr) = serve(
-        &[&db, "--publish", "s3://tiles/live", "--s3-endpoint", &endpoint, "--publish-interval-ms", "20", "--publish-retry-seconds", "1"],
+        &[
+            &db,
+            "--publish",
+            "s3://tiles/live",
+            "--s3-endpoint",
+            &endpoint,
+            "--publish-interval-ms",
+            "20",
+            "--publish-retry-seconds",
+            "1",
+        ],
         &env,
     );
     let l = leaves(40_000);
@@ -232,7 +336,9 @@ fn serve_publishes_in_the_background_and_survives_the_s3_server_dying() {
     for _ in 0..10 {
         append(1_000);
     }
-    eventually("a failed publication", || metric(&addr, "cairn_publish_failures_total") > 0);
+    eventually("a failed publication", || {
+        metric(&addr, "cairn_publish_failures_total") > 0
+    });
     assert_eq!(metric(&addr, "cairn_publish_published_size"), 10_000);
     assert_eq!(metric(&addr, "cairn_publish_durable_size"), 20_000);
     assert_eq!(metric(&addr, "cairn_publish_lag_leaves"), 10_000);
@@ -246,21 +352,44 @@ fn serve_publishes_in_the_background_and_survives_the_s3_server_dying() {
     let root = root_hex(16, HashKind::Blake3, &l);
     for index in ["0", "39999"] {
         let proof = cairn_env(
-            &["prove", "--tiles", "s3://tiles/live", "--s3-endpoint", &endpoint, "--index", index],
+            &[
+                "prove",
+                "--tiles",
+                "s3://tiles/live",
+                "--s3-endpoint",
+                &endpoint,
+                "--index",
+                index,
+            ],
             b"",
             &env,
         )
         .success();
         let file = dir.file("p.json", proof);
-        cairn(&["verify", "--arity", "16", "--hash", "blake3", "--root", &root, "--size", "40000", &file])
-            .success();
+        cairn(&[
+            "verify", "--arity", "16", "--hash", "blake3", "--root", &root, "--size", "40000",
+            &file,
+        ])
+        .success();
     }
     // A restarted server resumes from the published checkpoint.
     let (child, addr) = serve(
-        &[&db, "--publish", "s3://tiles/live", "--s3-endpoint", &endpoint, "--publish-interval-ms", "20", "--publish-retry-seconds", "1"],
+        &[
+            &db,
+            "--publish",
+            "s3://tiles/live",
+            "--s3-endpoint",
+            &endpoint,
+            "--publish-interval-ms",
+            "20",
+            "--publish-retry-seconds",
+            "1",
+        ],
         &env,
     );
-    eventually("the restarted publisher", || metric(&addr, "cairn_publications_total") >= 1);
+    eventually("the restarted publisher", || {
+        metric(&addr, "cairn_publications_total") >= 1
+    });
     // Only the checkpoint was written again.
     assert_eq!(metric(&addr, "cairn_publish_objects_total"), 1);
     stop(child);

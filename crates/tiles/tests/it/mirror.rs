@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use cairn_core::{Arity, Hash, HashKind, LeanImt, Snapshot, TreeConfig};
 use cairn_tiles::{
-    CHECKPOINT, Checkpoint, CheckpointSignature, DirStore, MirrorError, MirrorTarget, TileSink as _,
-    TilesUpstream, Unsigned, catch_up, publish, root_after,
+    CHECKPOINT, Checkpoint, CheckpointSignature, DirStore, MirrorError, MirrorTarget,
+    TileSink as _, TilesUpstream, Unsigned, catch_up, publish, root_after,
 };
 use proptest::prelude::*;
 
@@ -112,7 +112,10 @@ fn a_fork_a_rewritten_history_and_a_shrinking_store_are_refused_and_nothing_is_a
         matches!(&err, MirrorError::Refused { reason, .. } if reason.contains("FORK")),
         "{err}"
     );
-    assert!(err.to_string().contains("checkpoint"), "names the object: {err}");
+    assert!(
+        err.to_string().contains("checkpoint"),
+        "names the object: {err}"
+    );
     assert_eq!(mirror.snapshot.head(), adopted, "nothing adopted");
 
     // The same size with another root: rewritten history.
@@ -168,13 +171,19 @@ fn wrong_short_or_oversized_leaf_tiles_are_refused_by_name_and_never_adopted() {
     // Short.
     store.put(path, &good[..640]).unwrap();
     let err = catch_up(&mut upstream(dir.path()), &mut mirror, 1_024).unwrap_err();
-    assert!(err.to_string().contains(path) && err.to_string().contains("640 bytes"), "{err}");
+    assert!(
+        err.to_string().contains(path) && err.to_string().contains("640 bytes"),
+        "{err}"
+    );
     // Oversized.
     let mut long = good.clone();
     long.extend_from_slice(&[0; 32]);
     store.put(path, &long).unwrap();
     let err = catch_up(&mut upstream(dir.path()), &mut mirror, 1_024).unwrap_err();
-    assert!(err.to_string().contains(path) && err.to_string().contains("8224 bytes"), "{err}");
+    assert!(
+        err.to_string().contains(path) && err.to_string().contains("8224 bytes"),
+        "{err}"
+    );
     assert_eq!(mirror.snapshot.size(), 2_048);
     // Repaired: adopted to the end.
     store.put(path, &good).unwrap();
@@ -186,10 +195,17 @@ fn wrong_short_or_oversized_leaf_tiles_are_refused_by_name_and_never_adopted() {
 struct EvenOnly;
 
 impl CheckpointSignature for EvenOnly {
-    fn verify_checkpoint_signature(&self, object: &[u8], checkpoint: &Checkpoint) -> Result<(), String> {
+    fn verify_checkpoint_signature(
+        &self,
+        object: &[u8],
+        checkpoint: &Checkpoint,
+    ) -> Result<(), String> {
         assert_eq!(Checkpoint::decode(object).unwrap(), *checkpoint);
         if checkpoint.head.size % 2 == 1 {
-            return Err(format!("no signature on the head of {} leaves", checkpoint.head.size));
+            return Err(format!(
+                "no signature on the head of {} leaves",
+                checkpoint.head.size
+            ));
         }
         Ok(())
     }
@@ -204,7 +220,8 @@ fn a_checkpoint_the_signature_hook_rejects_is_refused() {
     let mut signed = TilesUpstream::new(Box::new(DirStore::new(dir.path())), Box::new(EvenOnly));
     let err = catch_up(&mut signed, &mut mirror, 4_096).unwrap_err();
     assert!(
-        err.to_string().contains("signature: no signature on the head of 1001 leaves"),
+        err.to_string()
+            .contains("signature: no signature on the head of 1001 leaves"),
         "{err}"
     );
     assert!(err.to_string().contains(CHECKPOINT), "{err}");

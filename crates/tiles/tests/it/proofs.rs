@@ -4,8 +4,8 @@
 
 use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig, TreeHead};
 use cairn_tiles::{
-    CHECKPOINT, CHECKPOINT_MAX_BYTES, Checkpoint, DirStore, Layout, PublishError, TileError, TileSink, TileSource,
-    TileTree, publish,
+    CHECKPOINT, CHECKPOINT_MAX_BYTES, Checkpoint, DirStore, Layout, PublishError, TileError,
+    TileSink, TileSource, TileTree, publish,
 };
 
 fn leaves(count: u64) -> Vec<Hash> {
@@ -43,7 +43,8 @@ fn proofs_from_tiles_equal_the_trees_at_every_arity_and_after_each_publication()
             let snapshot = tree.snapshot();
             let done = publish(&snapshot, &store).unwrap();
             assert!(done.objects >= 1, "the checkpoint at least");
-            let checkpoint = Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
+            let checkpoint =
+                Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
             assert_eq!(checkpoint.head, snapshot.head());
             assert_eq!(
                 checkpoint.layout,
@@ -114,7 +115,10 @@ fn wrong_short_or_missing_tiles_are_refused_naming_the_object() {
     // A leaf that does not use that tile is still proven, and its tiles kept.
     client.prove(10).unwrap();
     assert!(client.cached_tiles() > 0);
-    assert!(client.prove(300).is_err(), "the wrong tile is fetched again, and refused again");
+    assert!(
+        client.prove(300).is_err(),
+        "the wrong tile is fetched again, and refused again"
+    );
     // A short tile.
     store.put(path, &bytes[..100]).unwrap();
     let err = TileTree::new(config(4), head, &store)
@@ -173,6 +177,7 @@ fn a_tree_that_forked_below_the_published_size_is_refused() {
         Err(PublishError::Foreign(_))
     ));
     // The store still holds the first publication.
-    let checkpoint = Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
+    let checkpoint =
+        Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
     assert_eq!(checkpoint.head.size, 1_500);
 }

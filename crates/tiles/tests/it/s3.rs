@@ -130,7 +130,10 @@ fn a_server_killed_mid_publish_leaves_no_checkpoint_naming_a_missing_tile() {
     assert_eq!(after.head, snapshot.head());
     let s3 = store(&server, "s3://tiles/x");
     let mut client = TileTree::new(config(2), after.head, &s3);
-    assert_eq!(client.prove(150_000).unwrap(), snapshot.prove(150_000).unwrap());
+    assert_eq!(
+        client.prove(150_000).unwrap(),
+        snapshot.prove(150_000).unwrap()
+    );
 }
 
 #[test]
@@ -157,9 +160,15 @@ fn a_server_down_past_the_retries_fails_the_publication_and_the_next_one_complet
     }
     server.kill();
     let error = publisher.join().unwrap().unwrap_err();
-    assert!(error.contains("s3://tiles/tile/"), "names the object: {error}");
+    assert!(
+        error.contains("s3://tiles/tile/"),
+        "names the object: {error}"
+    );
     assert_eq!(
-        assert_checkpoint_complete(&server, "tiles").unwrap().head.size,
+        assert_checkpoint_complete(&server, "tiles")
+            .unwrap()
+            .head
+            .size,
         3_000
     );
     let s3 = RemoteStore::open(&Location::parse("s3://tiles").unwrap(), &impatient).unwrap();
