@@ -285,6 +285,11 @@ impl Metrics {
             histogram.render(name, &labels, &mut out);
         }
         if let Some(status) = self.publisher.get() {
+            // The lag against the durable size now, not when the publisher
+            // last looked (it may be stuck retrying a dead store).
+            status
+                .durable_size
+                .store(stats.store.durable, Ordering::Relaxed);
             status.render(&mut out);
         }
         if let Some(status) = self.follower.get() {

@@ -24,8 +24,8 @@ more leaves writes what changed. Serve the directory or bucket with any static H
 CDN: every tile can be cached forever, only `checkpoint` changes. `cairn prove --tiles` computes \
 proofs from it, `cairn mirror --from` copies it.
 
-S3: credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN) \
-and AWS_REGION (default us-east-1); --s3-endpoint URL names an S3-compatible server (addressed \
+S3: credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and a temporary \
+credential's token) and AWS_REGION (default us-east-1); --s3-endpoint URL names an S3-compatible server (addressed \
 path-style). A failed request is retried with exponential backoff (--retries, --retry-seconds); \
 a publication that still fails exits 4 naming the object, and the store's old checkpoint stands.
 

@@ -107,14 +107,15 @@ fn a_server_killed_mid_publish_leaves_no_checkpoint_naming_a_missing_tile() {
     tree.append_batch(&all[1_000..]).unwrap();
     let snapshot = tree.snapshot();
     let bucket = server.dir().join("tiles/x/tile/0");
+    let before = count_files(&bucket);
     let publisher = {
         let snapshot = snapshot.clone();
         let s3 = store(&server, "s3://tiles/x");
         std::thread::spawn(move || publish(&snapshot, &s3))
     };
-    // Kill it once the new publication is under way.
+    // Kill it as soon as the new publication has written a tile.
     let started = std::time::Instant::now();
-    while count_files(&bucket) < 60 && started.elapsed() < Duration::from_secs(30) {
+    while count_files(&bucket) <= before && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(2));
     }
     server.kill();
@@ -148,14 +149,15 @@ fn a_server_down_past_the_retries_fails_the_publication_and_the_next_one_complet
     let mut impatient = options(&server);
     impatient.max_retries = 2;
     impatient.retry_timeout = Duration::from_millis(200);
+    let bucket = server.dir().join("tiles/tile/0");
+    let before = count_files(&bucket);
     let publisher = {
         let snapshot = tree.snapshot();
         let s3 = RemoteStore::open(&Location::parse("s3://tiles").unwrap(), &impatient).unwrap();
         std::thread::spawn(move || publish(&snapshot, &s3).map_err(|e| e.to_string()))
     };
-    let bucket = server.dir().join("tiles/tile/0");
     let started = std::time::Instant::now();
-    while count_files(&bucket) < 60 && started.elapsed() < Duration::from_secs(30) {
+    while count_files(&bucket) <= before && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(2));
     }
     server.kill();
