@@ -49,7 +49,10 @@ export type ErrorKind =
   // fetch: the server could not be reached or answered an error
   | "Network"
   | "Http"
-  | "BadResponse";
+  | "BadResponse"
+  // fetch: a tile store's object is not what its name says
+  | "BadTile"
+  | "BadCheckpoint";
 
 /** A rejected proof or argument, or a failed request. */
 export class CairnError extends Error {

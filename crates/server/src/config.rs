@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use cairn_note::Signer;
 
+use crate::companions::{MirrorSettings, PublishSettings};
 use crate::cors::CorsPolicy;
 use crate::error::ServerError;
 use crate::mirror::DEFAULT_MAX_LEAVES_PER_READ;
@@ -44,6 +45,12 @@ pub struct ServerConfig {
     /// Sign the finalized head instead of the durable one (a head no
     /// rollback can undo, for chain followers).
     pub sign_finalized: bool,
+    /// Refuse every write route (403): a mirror, or a copy served for reads.
+    pub read_only: bool,
+    /// Publish tiles in the background (`--publish`).
+    pub publish: Option<PublishSettings>,
+    /// Follow an upstream as a verifying mirror (`--mirror-from`).
+    pub mirror: Option<MirrorSettings>,
 }
 
 /// The file in a database directory that holds its signer key, if it has
@@ -74,6 +81,9 @@ impl ServerConfig {
             cors: CorsPolicy::None,
             signer: None,
             sign_finalized: false,
+            read_only: false,
+            publish: None,
+            mirror: None,
         }
     }
 }
@@ -92,6 +102,9 @@ impl fmt::Debug for ServerConfig {
             .field("cors", &self.cors)
             .field("signer", &self.signer)
             .field("sign_finalized", &self.sign_finalized)
+            .field("read_only", &self.read_only)
+            .field("publish", &self.publish)
+            .field("mirror", &self.mirror)
             .finish()
     }
 }
@@ -211,6 +224,35 @@ pub struct ServeOptions {
     /// Sign the finalized head instead of the durable one (a chain follower's heads above the finalized size may be rolled back).
     #[arg(long)]
     pub sign_finalized: bool,
+    /// Refuse every write route with 403 (a mirror, or a copy served for reads).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Publish tiles in the background to a directory, file://DIR or s3://BUCKET/PREFIX.
+    #[arg(long, value_name = "STORE")]
+    pub publish: Option<String>,
+    /// With --publish: publish the finalized size only (for databases that are rolled back).
+    #[arg(long, requires = "publish")]
+    pub publish_finalized: bool,
+    /// With --publish: milliseconds between looks for new durable leaves.
+    #[arg(long, value_name = "MS", default_value_t = 200, requires = "publish")]
+    pub publish_interval_ms: u64,
+    /// With --publish or --mirror-from: seconds within which a failed request to a remote store is retried (the background work then tries again later).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub publish_retry_seconds: u64,
+    /// The endpoint of an S3-compatible server (http://HOST:PORT) for s3:// stores.
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// Follow a tile store or cairn server as a verifying mirror (needs --read-only).
+    #[arg(long, value_name = "URL", requires = "read_only")]
+    pub mirror_from: Option<String>,
+    /// With --mirror-from: milliseconds between looks at upstream.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 1000,
+        requires = "mirror_from"
+    )]
+    pub mirror_interval_ms: u64,
 }
 
 impl ServeOptions {
@@ -226,6 +268,30 @@ impl ServeOptions {
         config.durability_timeout = Duration::from_secs(self.durability_timeout);
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
         config.cors = CorsPolicy::from_origins(&self.cors_origin).map_err(ServerError::Usage)?;
+        config.read_only = self.read_only;
+        // Background work retries on its own: a request gives up sooner
+        // than a one-shot command's would.
+        let remote = cairn_tiles::RemoteOptions {
+            s3_endpoint: self.s3_endpoint.clone(),
+            retry_timeout: Duration::from_secs(self.publish_retry_seconds),
+            ..cairn_tiles::RemoteOptions::default()
+        };
+        if let Some(store) = &self.publish {
+            config.publish = Some(PublishSettings {
+                location: cairn_tiles::Location::parse(store).map_err(ServerError::Usage)?,
+                remote: remote.clone(),
+                finalized: self.publish_finalized,
+                interval: Duration::from_millis(self.publish_interval_ms.max(1)),
+            });
+        }
+        if let Some(from) = &self.mirror_from {
+            config.mirror = Some(MirrorSettings {
+                from: from.clone(),
+                remote,
+                interval: Duration::from_millis(self.mirror_interval_ms.max(1)),
+                chunk_leaves: cairn_tiles::DEFAULT_CHUNK_LEAVES,
+            });
+        }
         if let Some(path) = &self.sign_key {
             config.signer = Some(Arc::new(read_signer_key_file(path)?));
         }

@@ -24,6 +24,7 @@ mod ingest;
 mod init;
 mod keygen;
 mod man;
+mod mirror;
 pub mod plan;
 mod prove;
 pub(crate) mod publish;
@@ -52,6 +53,7 @@ pub use ingest::IngestCmd;
 pub use init::InitCmd;
 pub use keygen::KeygenCmd;
 pub use man::ManCmd;
+pub use mirror::MirrorCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
 pub use publish::PublishCmd;
@@ -107,7 +109,7 @@ pub enum Command {
     /// Mark a database's first leaves final: never rolled back.
     #[command(long_about = rollback::FINALIZE_ABOUT)]
     Finalize(FinalizeCmd),
-    /// Publish a database as immutable tiles to a directory (for any static server or CDN).
+    /// Publish a database as immutable tiles to a directory or S3 (for any static server or CDN).
     #[command(long_about = publish::LONG_ABOUT)]
     Publish(PublishCmd),
     /// List the block-tagged heads (block, size, root).
@@ -146,6 +148,9 @@ pub enum Command {
     /// Print or write the manual pages.
     #[command(long_about = man::LONG_ABOUT)]
     Man(ManCmd),
+    /// Copy a tile store or a cairn server into a database, verifying every head (a mirror).
+    #[command(long_about = mirror::LONG_ABOUT)]
+    Mirror(MirrorCmd),
 }
 
 impl Command {
@@ -178,6 +183,7 @@ impl Command {
             Command::VerifyCheckpoint(cmd) => cmd.run(),
             Command::Completions(cmd) => cmd.run(),
             Command::Man(cmd) => cmd.run(),
+            Command::Mirror(cmd) => cmd.run(),
         }
     }
 }

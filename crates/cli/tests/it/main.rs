@@ -15,6 +15,7 @@ mod proofs;
 mod readme;
 mod rollback;
 mod root;
+mod scale_out;
 mod serve;
 mod signing;
 mod support;
