@@ -14,6 +14,7 @@ const rows = [
   ["verifier, Poseidon for arity 2 (poseidon2 only)", `export { ${core}, poseidonHasher } from "cairn-verify/core"; export { poseidon2 } from "poseidon-lite/poseidon2";`],
   ["verifier, Poseidon for arity 4 (poseidon2..4)", `export { ${core}, poseidonHasher } from "cairn-verify/core"; export { poseidon2 } from "poseidon-lite/poseidon2"; export { poseidon3 } from "poseidon-lite/poseidon3"; export { poseidon4 } from "poseidon-lite/poseidon4";`],
   ["verifier + HTTP client, BLAKE3 only", `export { ${core} } from "cairn-verify/core"; export { CairnClient } from "cairn-verify/client"; export { blake3 } from "cairn-verify/blake3";`],
+  ["signed checkpoints (`verifyCheckpoint`: Ed25519, SHA-256)", `export { verifyCheckpoint } from "cairn-verify/checkpoint";`],
   ["everything (`cairn-verify`)", `export * from "cairn-verify";`],
 ];
 

@@ -19,3 +19,17 @@ export {
 export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 export { isCanonicalFieldElement, poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
 export { consistencySteps, depth, path, type ConsistencyStep, type PathStep } from "./shape.js";
+export {
+  CHECKPOINT_MAGIC,
+  consistencyFromTiles,
+  fetchCheckpoint,
+  parseCheckpoint,
+  proveFromTiles,
+  TileClient,
+  tileHeight,
+  tilePath,
+  type TileCheckpoint,
+  type TileOptions,
+  type TileStats,
+  type TrustedTileHead,
+} from "./tiles.js";

@@ -35,12 +35,24 @@ export type ErrorKind =
   | "NonCanonical"
   | "RootMismatch"
   | "LeafMismatch"
-  // input: a malformed argument (arity, hasher, head, leaf)
+  // signed checkpoints: decode (a malformed note, checkpoint or tree line),
+  // verify (no signature by the key, a signature that fails, another origin)
+  | "Note"
+  | "Checkpoint"
+  | "TreeLine"
+  | "NoKnownSignature"
+  | "BadSignature"
+  | "Origin"
+  // input: a malformed argument (arity, hasher, head, leaf, verifier key)
   | "InvalidArgument"
+  | "VerifierKey"
   // fetch: the server could not be reached or answered an error
   | "Network"
   | "Http"
-  | "BadResponse";
+  | "BadResponse"
+  // fetch: a tile store's object is not what its name says
+  | "BadTile"
+  | "BadCheckpoint";
 
 /** A rejected proof or argument, or a failed request. */
 export class CairnError extends Error {

@@ -1,4 +1,4 @@
-// Everything: the verifier, all five hashes and the HTTP client. Import
+// Everything: the verifier, all five hashes, signed checkpoints and the HTTP client. Import
 // `cairn-verify/core` plus one hash (`cairn-verify/blake3`, ...) for a
 // smaller bundle.
 import { blake3 } from "./hashes/blake3.js";
@@ -9,6 +9,7 @@ import { sha256 } from "./hashes/sha256.js";
 import type { Hasher, HashName } from "./hasher.js";
 
 export * from "./core.js";
+export { keyId, MAX_SIGNATURES, openNote, parseVerifierKey, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
 export { CairnClient, type ClientOptions, type ServerHead } from "./client.js";
 export { blake3, keccak256, mimcsponge, poseidon, sha256 };
 

@@ -17,4 +17,5 @@ test("require() loads the CommonJS build and verifies a proof", () => {
   assert.throws(() => verifyMembership(bytes.slice(1), { arity: entry.arity, hash: blake3 }, { size: entry.size, root: entry.root }), CairnError);
   assert.equal(typeof everything.CairnClient, "function");
   assert.equal(everything.hashers.poseidon.name, "poseidon");
+  assert.equal(require("cairn-verify/checkpoint").verifyCheckpoint, everything.verifyCheckpoint);
 });

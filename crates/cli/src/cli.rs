@@ -26,7 +26,7 @@ Two ways to work:
               stats, prove, consistency, contains, checkpoint, check and export read it;
               verify and verify-consistency take --db DIR for the trusted head.
 Commands that only read a database (root, stats, contains, prove, consistency, export, check,
-heads, verify --db, backup) open it read-only, also while `cairn serve` or an ingest runs on it,
+heads, verify --db, backup, signed-checkpoint) open it read-only, also while `cairn serve` or an ingest runs on it,
 and see what was durable when they started; commands that write lock it while they run: a
 second writer gets a \"locked\" error.
 `cairn demo` runs the whole job on a temporary database and prints each step's figures.

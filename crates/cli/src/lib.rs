@@ -7,7 +7,8 @@
 //! streamed in blocks), [`proof_file`] reading proof files, [`database`]
 //! opening database directories and mapping their errors to exit codes,
 //! [`output`] writing to stdout, [`json`] the one-line JSON reports,
-//! [`progress`] the ingest progress bar, [`failure`] exit codes and the
+//! [`progress`] the ingest progress bar, [`signing`] signer keys
+//! (files and a database's own), [`failure`] exit codes and the
 //! one-line error report, and [`commands`] one file per subcommand.
 
 pub mod args;
@@ -20,6 +21,7 @@ pub mod leaves;
 pub mod output;
 pub mod progress;
 pub mod proof_file;
+pub mod signing;
 
 pub use cli::Cli;
 pub use failure::{Code, Failure};

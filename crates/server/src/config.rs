@@ -4,8 +4,12 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use cairn_note::Signer;
+
+use crate::companions::{MirrorSettings, PublishSettings};
 use crate::cors::CorsPolicy;
 use crate::error::ServerError;
 use crate::mirror::DEFAULT_MAX_LEAVES_PER_READ;
@@ -36,7 +40,22 @@ pub struct ServerConfig {
     pub checkpoint_on_shutdown: bool,
     /// Which browser origins may call the server (none by default).
     pub cors: CorsPolicy,
+    /// The key that signs `GET /v1/checkpoint` (404 without one).
+    pub signer: Option<Arc<Signer>>,
+    /// Sign the finalized head instead of the durable one (a head no
+    /// rollback can undo, for chain followers).
+    pub sign_finalized: bool,
+    /// Refuse every write route (403): a mirror, or a copy served for reads.
+    pub read_only: bool,
+    /// Publish tiles in the background (`--publish`).
+    pub publish: Option<PublishSettings>,
+    /// Follow an upstream as a verifying mirror (`--mirror-from`).
+    pub mirror: Option<MirrorSettings>,
 }
+
+/// The file in a database directory that holds its signer key, if it has
+/// one (`cairn init --sign-key`, `cairn sign-key`; docs/file-format.md).
+pub const SIGNER_KEY_FILE: &str = "signer.key";
 
 /// The default of [`ServerConfig::max_body_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
@@ -60,6 +79,11 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(30),
             checkpoint_on_shutdown: true,
             cors: CorsPolicy::None,
+            signer: None,
+            sign_finalized: false,
+            read_only: false,
+            publish: None,
+            mirror: None,
         }
     }
 }
@@ -76,6 +100,11 @@ impl fmt::Debug for ServerConfig {
             .field("shutdown_grace", &self.shutdown_grace)
             .field("checkpoint_on_shutdown", &self.checkpoint_on_shutdown)
             .field("cors", &self.cors)
+            .field("signer", &self.signer)
+            .field("sign_finalized", &self.sign_finalized)
+            .field("read_only", &self.read_only)
+            .field("publish", &self.publish)
+            .field("mirror", &self.mirror)
             .finish()
     }
 }
@@ -189,6 +218,41 @@ pub struct ServeOptions {
     /// A browser origin allowed to call the server (repeat for more): '*' lets every origin read; a named origin (`https://app.example.org`) may also write.
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
+    /// A signer key file (`cairn keygen`): GET /v1/checkpoint serves the head signed with it (default: DIR/signer.key, if the database has one).
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<std::path::PathBuf>,
+    /// Sign the finalized head instead of the durable one (a chain follower's heads above the finalized size may be rolled back).
+    #[arg(long)]
+    pub sign_finalized: bool,
+    /// Refuse every write route with 403 (a mirror, or a copy served for reads).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Publish tiles in the background to a directory, file://DIR or s3://BUCKET/PREFIX.
+    #[arg(long, value_name = "STORE")]
+    pub publish: Option<String>,
+    /// With --publish: publish the finalized size only (for databases that are rolled back).
+    #[arg(long, requires = "publish")]
+    pub publish_finalized: bool,
+    /// With --publish: milliseconds between looks for new durable leaves.
+    #[arg(long, value_name = "MS", default_value_t = 200, requires = "publish")]
+    pub publish_interval_ms: u64,
+    /// With --publish or --mirror-from: seconds within which a failed request to a remote store is retried (the background work then tries again later).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub publish_retry_seconds: u64,
+    /// The endpoint of an S3-compatible server (http://HOST:PORT) for s3:// stores.
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// Follow a tile store or cairn server as a verifying mirror (needs --read-only).
+    #[arg(long, value_name = "URL", requires = "read_only")]
+    pub mirror_from: Option<String>,
+    /// With --mirror-from: milliseconds between looks at upstream.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 1000,
+        requires = "mirror_from"
+    )]
+    pub mirror_interval_ms: u64,
 }
 
 impl ServeOptions {
@@ -204,6 +268,63 @@ impl ServeOptions {
         config.durability_timeout = Duration::from_secs(self.durability_timeout);
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
         config.cors = CorsPolicy::from_origins(&self.cors_origin).map_err(ServerError::Usage)?;
+        config.read_only = self.read_only;
+        // Background work retries on its own: a request gives up sooner
+        // than a one-shot command's would.
+        let remote = cairn_tiles::RemoteOptions {
+            s3_endpoint: self.s3_endpoint.clone(),
+            retry_timeout: Duration::from_secs(self.publish_retry_seconds),
+            ..cairn_tiles::RemoteOptions::default()
+        };
+        if let Some(store) = &self.publish {
+            config.publish = Some(PublishSettings {
+                location: cairn_tiles::Location::parse(store).map_err(ServerError::Usage)?,
+                remote: remote.clone(),
+                finalized: self.publish_finalized,
+                interval: Duration::from_millis(self.publish_interval_ms.max(1)),
+            });
+        }
+        if let Some(from) = &self.mirror_from {
+            config.mirror = Some(MirrorSettings {
+                from: from.clone(),
+                remote,
+                interval: Duration::from_millis(self.mirror_interval_ms.max(1)),
+                chunk_leaves: cairn_tiles::DEFAULT_CHUNK_LEAVES,
+            });
+        }
+        if let Some(path) = &self.sign_key {
+            config.signer = Some(Arc::new(read_signer_key_file(path)?));
+        }
+        config.sign_finalized = self.sign_finalized;
         Ok(config)
     }
+
+    /// [`ServeOptions::config`] for the database in `dir`: without
+    /// `--sign-key`, the database's own signer key, if it has one.
+    pub fn config_for(&self, dir: &Path) -> Result<ServerConfig, ServerError> {
+        let mut config = self.config()?;
+        let in_database = dir.join(SIGNER_KEY_FILE);
+        if config.signer.is_none() && in_database.exists() {
+            config.signer = Some(Arc::new(read_signer_key_file(&in_database)?));
+        }
+        if config.sign_finalized && config.signer.is_none() {
+            return Err(ServerError::Usage(format!(
+                "--sign-finalized needs a signer key: give --sign-key FILE, or add one to {} with `cairn sign-key`",
+                dir.display()
+            )));
+        }
+        Ok(config)
+    }
+}
+
+/// Reads a signer key file, warning when other users can read it.
+pub fn read_signer_key_file(path: &Path) -> Result<Signer, ServerError> {
+    let signer = cairn_note::file::read_signer_key(path)?;
+    if cairn_note::file::readable_by_others(path) {
+        tracing::warn!(
+            path = %path.display(),
+            "the signer key file is readable by other users; chmod 600 it"
+        );
+    }
+    Ok(signer)
 }

@@ -44,6 +44,9 @@ pub enum ServerError {
         /// The operating system's error.
         source: io::Error,
     },
+    /// The signer key file is missing or unusable.
+    #[error(transparent)]
+    SignerKey(#[from] cairn_note::KeyError),
     /// An option's value the server cannot use (such as a `--cors-origin`).
     #[error("{0}")]
     Usage(String),

@@ -18,6 +18,12 @@
 //!   between rollbacks, see `api.rs`); `GET /v1/heads`, `GET
 //!   /v1/roots/{root}` and proofs by root serve what a wallet needs to
 //!   prove against the root a contract holds.
+//! - **Signed checkpoints**: with a signer key, `GET /v1/checkpoint`
+//!   answers the durable head as a C2SP signed note (`cairn-note`).
+//! - **Reads scale out**: `--publish` keeps a tile store (a directory or
+//!   S3) at the durable size in the background, `--read-only` refuses
+//!   writes (403), and `--mirror-from` makes the server a verifying
+//!   mirror of a tile store or another server (`companions.rs`).
 //! - **Routes are one table** ([`ROUTES`]): the router is built from it and
 //!   a test checks it against the committed OpenAPI document
 //!   (`openapi.json`, served at `/openapi.json`).
@@ -31,6 +37,7 @@ mod api;
 mod auth;
 mod body;
 mod commit;
+mod companions;
 mod config;
 mod cors;
 mod error;
@@ -40,10 +47,12 @@ mod mirror;
 mod process;
 mod routes;
 mod server;
+mod signed;
 
+pub use companions::{DbTarget, MirrorSettings, PublishSettings, open_upstream};
 pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
-    ServeOptions, ServerConfig, read_token_file,
+    SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file, read_token_file,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;

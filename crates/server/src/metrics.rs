@@ -102,6 +102,10 @@ pub(crate) struct Metrics {
     /// How long each of them took.
     pub checkpoint_seconds: Histogram,
     requests: RwLock<BTreeMap<RequestKey, Arc<Histogram>>>,
+    /// The background publisher's figures, when it runs.
+    pub publisher: std::sync::OnceLock<Arc<cairn_tiles::PublisherStatus>>,
+    /// The mirror follower's figures, when it runs.
+    pub follower: std::sync::OnceLock<Arc<cairn_tiles::FollowerStatus>>,
 }
 
 impl Metrics {
@@ -279,6 +283,17 @@ impl Metrics {
         for ((method, route, status), histogram) in self.requests.read().iter() {
             let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
             histogram.render(name, &labels, &mut out);
+        }
+        if let Some(status) = self.publisher.get() {
+            // The lag against the durable size now, not when the publisher
+            // last looked (it may be stuck retrying a dead store).
+            status
+                .durable_size
+                .store(stats.store.durable, Ordering::Relaxed);
+            status.render(&mut out);
+        }
+        if let Some(status) = self.follower.get() {
+            status.render(&mut out);
         }
         crate::process::render(&mut out);
         out

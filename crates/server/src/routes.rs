@@ -17,7 +17,7 @@ use tracing::Instrument as _;
 
 use crate::api::{self, AppState};
 use crate::error::ServerFailure;
-use crate::mirror;
+use crate::{mirror, signed};
 
 /// One route: what the router serves and the OpenAPI document describes.
 #[derive(Clone, Copy, Debug)]
@@ -37,7 +37,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "POST",
         path: "/v1/leaves",
-        statuses: &[200, 400, 401, 409, 413, 415, 500, 503, 507],
+        statuses: &[200, 400, 401, 403, 409, 413, 415, 500, 503, 507],
         needs_token: true,
     },
     Route {
@@ -85,13 +85,13 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "POST",
         path: "/v1/rollback",
-        statuses: &[200, 400, 401, 404, 409, 413, 500, 503],
+        statuses: &[200, 400, 401, 403, 404, 409, 413, 500, 503],
         needs_token: true,
     },
     Route {
         method: "POST",
         path: "/v1/finalize",
-        statuses: &[200, 400, 401, 404, 413, 500, 503],
+        statuses: &[200, 400, 401, 403, 404, 413, 500, 503],
         needs_token: true,
     },
     Route {
@@ -110,6 +110,12 @@ pub const ROUTES: &[Route] = &[
         method: "GET",
         path: "/openapi.json",
         statuses: &[200],
+        needs_token: false,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/checkpoint",
+        statuses: &[200, 404],
         needs_token: false,
     },
 ];
@@ -134,6 +140,7 @@ fn handler(route: &Route) -> MethodRouter<AppState> {
         ("GET", "/healthz") => get(api::health),
         ("GET", "/metrics") => get(api::metrics),
         ("GET", "/openapi.json") => get(api::openapi),
+        ("GET", "/v1/checkpoint") => get(signed::checkpoint),
         (method, path) => panic!("route {method} {path} is in ROUTES but has no handler"),
     }
 }
@@ -148,12 +155,25 @@ pub(crate) fn router(state: AppState) -> Router {
     router
         .fallback(api::no_route)
         .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), read_only))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             crate::cors::cors,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
+}
+
+/// Refuses every write with 403 on a read-only server (`--read-only`),
+/// before the handler runs: nothing about the database changes.
+async fn read_only(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if state.shared().config.read_only && request.method() == Method::POST {
+        return axum::response::IntoResponse::into_response(crate::error::ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "this server is read-only (--read-only): send writes to the primary",
+        ));
+    }
+    next.run(request).await
 }
 
 /// The `x-request-id` header: taken from the request when it is a short

@@ -64,6 +64,13 @@ impl Server {
         } = self;
         let shared = state.shared();
         let config = &shared.config;
+        let mut companions = crate::companions::Companions::start(&shared.db, config).await?;
+        if let Some(status) = &companions.publisher {
+            let _ = shared.metrics.publisher.set(Arc::clone(status));
+        }
+        if let Some(status) = &companions.follower {
+            let _ = shared.metrics.follower.set(Arc::clone(status));
+        }
         let tree = shared.db.config().tree();
         tracing::info!(
             addr = %local_addr,
@@ -72,9 +79,17 @@ impl Server {
             hash = tree.hash.name(),
             size = shared.db.size(),
             write_token = config.token.is_some(),
+            read_only = config.read_only,
             "listening"
         );
-        if config.token.is_none() && !local_addr.ip().is_loopback() {
+        if let Some(signer) = &config.signer {
+            tracing::info!(
+                verifier_key = %signer.verifier(),
+                head = if config.sign_finalized { "finalized" } else { "durable" },
+                "signing checkpoints (GET /v1/checkpoint)"
+            );
+        }
+        if config.token.is_none() && !config.read_only && !local_addr.ip().is_loopback() {
             tracing::warn!(
                 addr = %local_addr,
                 "listening beyond loopback without a write token: anyone who can reach {local_addr} can append, roll back and finalize; give --token-file, or listen on 127.0.0.1"
@@ -108,6 +123,13 @@ impl Server {
                 "requests still in flight after the grace period: closing their connections"
             ),
         }
+        // The publisher's last round publishes the last durable size.
+        tokio::task::spawn_blocking(move || companions.stop_and_join())
+            .await
+            .map_err(|e| ServerError::Io {
+                what: "stopping the companions",
+                source: std::io::Error::other(e.to_string()),
+            })?;
         finish(state).await
     }
 }

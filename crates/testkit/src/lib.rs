@@ -2,7 +2,9 @@
 //! of the tree spec, deterministic leaf generators, and the loader of the
 //! committed vectors under `test-vectors/`. Never used by production code.
 
+pub mod http;
 pub mod reference;
+pub mod s3;
 pub mod vectors;
 
 use cairn_core::Hash;

@@ -5,15 +5,20 @@
 //! before handing it out. A tile of the wrong length is refused naming
 //! the object; tiles that do not hash to the head make the proof fail,
 //! and the error names every object it read.
+//!
+//! Invariant: the cache only keeps tiles a verified proof was computed
+//! from; a proof that fails drops every tile it fetched.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use cairn_core::proof::FromNodesError;
 use cairn_core::{ConsistencyProof, Hash, MembershipProof, TreeConfig, TreeError, TreeHead};
 
+use crate::checkpoint::Checkpoint;
 use crate::layout::{Layout, TileId};
-use crate::store::{ObjectError, TileSource};
+use crate::publish::CHECKPOINT;
+use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSource};
 
 /// Why a proof could not be computed from tiles.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +55,27 @@ pub enum TileError {
     /// The request does not fit the trusted tree.
     #[error(transparent)]
     Tree(#[from] TreeError),
+    /// The checkpoint object is not one.
+    #[error("{store}/checkpoint: {reason}")]
+    Checkpoint {
+        /// The store.
+        store: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// Tiles a [`TileTree`] keeps by default (8 KiB each at most).
+pub const DEFAULT_CACHED_TILES: usize = 64;
+
+/// Reads and parses the checkpoint of the store `source`, naming the
+/// object when it is missing, oversized or not a checkpoint.
+pub fn read_checkpoint(source: &dyn TileSource) -> Result<Checkpoint, TileError> {
+    let bytes = source.get(CHECKPOINT, CHECKPOINT_MAX_BYTES)?;
+    Checkpoint::decode(&bytes).map_err(|reason| TileError::Checkpoint {
+        store: source.location(),
+        reason,
+    })
 }
 
 /// A tree read through tiles, at one trusted head.
@@ -58,7 +84,11 @@ pub struct TileTree<'s> {
     layout: Layout,
     head: TreeHead,
     source: &'s dyn TileSource,
-    tiles: HashMap<TileId, Arc<Vec<Hash>>>,
+    /// Tiles by id, with whether a verified proof used them.
+    tiles: HashMap<TileId, (Arc<Vec<Hash>>, bool)>,
+    /// Verified tiles in the order they were verified (eviction order).
+    order: VecDeque<TileId>,
+    capacity: usize,
     nodes: HashMap<(u32, u64), Hash>,
     /// Objects fetched, in order (for errors and figures).
     fetched: Vec<(String, usize)>,
@@ -83,9 +113,28 @@ impl<'s> TileTree<'s> {
             head,
             source,
             tiles: HashMap::new(),
+            order: VecDeque::new(),
+            capacity: DEFAULT_CACHED_TILES,
             nodes: HashMap::new(),
             fetched: Vec::new(),
         }
+    }
+
+    /// Keeps at most `tiles` tiles between proofs (at least the ones one
+    /// proof needs are kept while it is computed).
+    pub fn with_cache_capacity(mut self, tiles: usize) -> TileTree<'s> {
+        self.capacity = tiles;
+        self
+    }
+
+    /// The trusted head.
+    pub fn head(&self) -> TreeHead {
+        self.head
+    }
+
+    /// Tiles held now (all of them from verified proofs).
+    pub fn cached_tiles(&self) -> usize {
+        self.tiles.len()
     }
 
     /// Objects fetched so far and their bytes (a tile is fetched once).
@@ -97,11 +146,42 @@ impl<'s> TileTree<'s> {
     pub fn prove(&mut self, index: u64) -> Result<MembershipProof, TileError> {
         let (config, size) = (self.config, self.head.size);
         let proof = MembershipProof::from_nodes(config, index, size, |l, i| self.node(l, i))
-            .map_err(unwrap_nodes)?;
-        proof
-            .verify(config.arity, config.hash, &self.head)
-            .map_err(|e| self.mismatch(e.to_string()))?;
-        Ok(proof)
+            .map_err(unwrap_nodes);
+        let verified = proof.and_then(|proof| {
+            proof
+                .verify(config.arity, config.hash, &self.head)
+                .map_err(|e| self.mismatch(e.to_string()))?;
+            Ok(proof)
+        });
+        self.settle(verified.is_ok());
+        verified
+    }
+
+    /// After a proof: on success its tiles join the cache (evicting the
+    /// oldest beyond the capacity); on failure every tile it fetched is
+    /// dropped, with the nodes computed from them.
+    fn settle(&mut self, verified: bool) {
+        if verified {
+            for (id, (_, ok)) in self.tiles.iter_mut() {
+                if !*ok {
+                    *ok = true;
+                    self.order.push_back(*id);
+                }
+            }
+            while self.order.len() > self.capacity {
+                if let Some(old) = self.order.pop_front() {
+                    self.tiles.remove(&old);
+                    // Nodes may come from it: recompute them when needed.
+                    self.nodes.clear();
+                }
+            }
+            if self.nodes.len() > 1 << 16 {
+                self.nodes.clear();
+            }
+        } else {
+            self.tiles.retain(|_, (_, ok)| *ok);
+            self.nodes.clear();
+        }
     }
 
     /// The consistency proof from `old` (a head the caller trusts too) to
@@ -109,11 +189,15 @@ impl<'s> TileTree<'s> {
     pub fn prove_consistency(&mut self, old: &TreeHead) -> Result<ConsistencyProof, TileError> {
         let (config, size) = (self.config, self.head.size);
         let proof = ConsistencyProof::from_nodes(config, old.size, size, |l, i| self.node(l, i))
-            .map_err(unwrap_nodes)?;
-        proof
-            .verify(config.arity, config.hash, old, &self.head)
-            .map_err(|e| self.mismatch(e.to_string()))?;
-        Ok(proof)
+            .map_err(unwrap_nodes);
+        let verified = proof.and_then(|proof| {
+            proof
+                .verify(config.arity, config.hash, old, &self.head)
+                .map_err(|e| self.mismatch(e.to_string()))?;
+            Ok(proof)
+        });
+        self.settle(verified.is_ok());
+        verified
     }
 
     fn mismatch(&self, reason: String) -> TileError {
@@ -170,11 +254,11 @@ impl<'s> TileTree<'s> {
     }
 
     fn tile(&mut self, tile: TileId) -> Result<Arc<Vec<Hash>>, TileError> {
-        if let Some(nodes) = self.tiles.get(&tile) {
+        if let Some((nodes, _)) = self.tiles.get(&tile) {
             return Ok(Arc::clone(nodes));
         }
         let path = self.layout.path(tile);
-        let bytes = self.source.get(&path)?;
+        let bytes = self.source.get(&path, tile.width * 32)?;
         let want = tile.width as usize * 32;
         if bytes.len() != want {
             return Err(TileError::Malformed {
@@ -190,7 +274,7 @@ impl<'s> TileTree<'s> {
             .map(|c| c.try_into().expect("32 bytes"))
             .collect();
         let nodes = Arc::new(nodes);
-        self.tiles.insert(tile, Arc::clone(&nodes));
+        self.tiles.insert(tile, (Arc::clone(&nodes), false));
         Ok(nodes)
     }
 }

@@ -5,15 +5,31 @@
 //! that computes verified proofs from only the tiles it needs. Reads scale
 //! by serving the objects from any static store or CDN; the layout is in
 //! docs/spec.md ("Tiles").
+//!
+//! Stores: a directory, S3-compatible object storage and HTTP(S) GET
+//! (`remote.rs`, through `object_store`). A verifying mirror (`mirror.rs`)
+//! copies a tile store or a cairn server into a local tree, adopting a
+//! head only once it is proven to extend the one adopted before; the
+//! long-running publisher and follower of a served database are in
+//! `background.rs`.
 
+mod background;
 mod checkpoint;
 mod client;
 mod layout;
+mod mirror;
 mod publish;
+mod remote;
 mod store;
 
+pub use background::{Follower, FollowerStatus, Publisher, PublisherStatus, Stop};
 pub use checkpoint::{Checkpoint, MAGIC};
-pub use client::{TileError, TileTree};
+pub use client::{DEFAULT_CACHED_TILES, TileError, TileTree, read_checkpoint};
 pub use layout::{Layout, MAX_TILE_NODES, TileId};
+pub use mirror::{
+    CaughtUp, CheckpointSignature, DEFAULT_CHUNK_LEAVES, DEFAULT_POLL, MirrorError, MirrorTarget,
+    ServerUpstream, TilesUpstream, Unsigned, Upstream, catch_up, root_after,
+};
 pub use publish::{CHECKPOINT, PublishError, Published, publish, publish_at};
-pub use store::{DirStore, ObjectError, TileSink, TileSource};
+pub use remote::{Location, RemoteOptions, RemoteStore, open_sink, open_source};
+pub use store::{CHECKPOINT_MAX_BYTES, DirStore, ObjectError, TileSink, TileSource};

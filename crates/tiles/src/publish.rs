@@ -6,7 +6,7 @@ use cairn_core::{Snapshot, TreeError};
 
 use crate::checkpoint::Checkpoint;
 use crate::layout::Layout;
-use crate::store::{ObjectError, TileSink};
+use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSink};
 
 /// What a publication wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -15,15 +15,19 @@ pub struct Published {
     pub objects: u64,
     /// Their bytes.
     pub bytes: u64,
-    /// Tiles already in the store, skipped.
+    /// Tiles already in the store with the right content, skipped.
     pub skipped: u64,
+    /// Tiles the store held with other content, written over (left by an
+    /// interrupted publication of a tree since rolled back; no published
+    /// checkpoint ever named them).
+    pub replaced: u64,
 }
 
 /// Why a publication failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
-    /// Writing an object failed (nothing after it was written; the old
-    /// checkpoint still stands).
+    /// Reading or writing an object failed (the old checkpoint still
+    /// stands: it is written last).
     #[error(transparent)]
     Object(#[from] ObjectError),
     /// The store's checkpoint is not one of this tree's (another arity,
@@ -35,9 +39,13 @@ pub enum PublishError {
     Tree(#[from] TreeError),
 }
 
+/// Tiles read and written per round trip to the store.
+const BATCH_TILES: usize = 64;
+
 /// Publishes `snapshot` to `sink`: the tiles added since the store's
 /// checkpoint (all of them if it has none), then the checkpoint. A tile
-/// that already exists is not written again (it is immutable).
+/// the store already holds with the same content is not written again
+/// (it is immutable).
 pub fn publish(snapshot: &Snapshot, sink: &dyn TileSink) -> Result<Published, PublishError> {
     publish_at(snapshot, snapshot.size(), sink)
 }
@@ -55,21 +63,45 @@ pub fn publish_at(
     let from = published_size(sink, snapshot, size, layout)?;
     let width = layout.width();
     let mut done = Published::default();
-    for tile in layout.tiles_since(from, size) {
-        let path = layout.path(tile);
-        if sink.exists(&path)? {
-            done.skipped += 1;
-            continue;
+    let tiles = layout.tiles_since(from, size);
+    for batch in tiles.chunks(BATCH_TILES) {
+        let objects: Vec<(String, Vec<u8>)> = batch
+            .iter()
+            .map(|tile| {
+                let level = layout.height() * tile.level;
+                let first = tile.index * width;
+                let mut bytes = Vec::with_capacity((tile.width * 32) as usize);
+                for node in first..first + tile.width {
+                    bytes.extend_from_slice(&view.node(level, node));
+                }
+                (layout.path(*tile), bytes)
+            })
+            .collect();
+        // Tiles past the published checkpoint may exist from a publication
+        // that stopped before its checkpoint, possibly of a tree since
+        // rolled back: compare, never trust a name alone.
+        let paths: Vec<String> = objects.iter().map(|(path, _)| path.clone()).collect();
+        let held = sink.get_many(&paths, crate::MAX_TILE_NODES * 32);
+        let mut writes = Vec::new();
+        for ((path, bytes), held) in objects.into_iter().zip(held) {
+            match held {
+                Ok(old) if old == bytes => done.skipped += 1,
+                Ok(_) => {
+                    done.replaced += 1;
+                    writes.push((path, bytes));
+                }
+                Err(e) if e.missing => writes.push((path, bytes)),
+                // An oversized object is other content, written over.
+                Err(e) if e.too_large => {
+                    done.replaced += 1;
+                    writes.push((path, bytes));
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
-        let level = layout.height() * tile.level;
-        let first = tile.index * width;
-        let mut bytes = Vec::with_capacity((tile.width * 32) as usize);
-        for node in first..first + tile.width {
-            bytes.extend_from_slice(&view.node(level, node));
-        }
-        sink.put(&path, &bytes)?;
-        done.objects += 1;
-        done.bytes += bytes.len() as u64;
+        sink.put_many(&writes)?;
+        done.objects += writes.len() as u64;
+        done.bytes += writes.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
     }
     sink.sync()?;
     let checkpoint = Checkpoint {
@@ -97,7 +129,7 @@ fn published_size(
     size: u64,
     layout: Layout,
 ) -> Result<u64, PublishError> {
-    let bytes = match sink.get(CHECKPOINT) {
+    let bytes = match sink.get(CHECKPOINT, CHECKPOINT_MAX_BYTES) {
         Ok(bytes) => bytes,
         Err(e) if e.missing => return Ok(0),
         Err(e) => return Err(e.into()),

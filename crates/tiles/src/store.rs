@@ -1,39 +1,110 @@
 //! Where tiles live: a [`TileSource`] reads objects by path, a
-//! [`TileSink`] writes them. A plain directory is both (publish it with any
-//! static HTTP server or CDN).
+//! [`TileSink`] writes them. A plain directory ([`DirStore`]) is both
+//! (serve it with any static HTTP server or CDN); object storage and
+//! HTTP(S) are in `remote.rs`. Every read names the largest object it
+//! accepts, so a store that answers with more is refused before the bytes
+//! are read.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The largest checkpoint object read: the five lines are under 200 bytes;
+/// the rest is room for signatures.
+pub const CHECKPOINT_MAX_BYTES: u64 = 64 << 10;
+
 /// A failed read or write of one object, naming it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{op} {path}: {message}")]
+#[error("{op} {store}/{path}: {message}")]
 pub struct ObjectError {
-    /// "get" or "put".
+    /// "get", "put" or "sync".
     pub op: &'static str,
-    /// The object's path.
+    /// The store (a directory, `s3://bucket/prefix`, a URL).
+    pub store: String,
+    /// The object's path in the store.
     pub path: String,
     /// What went wrong.
     pub message: String,
     /// Whether the object does not exist.
     pub missing: bool,
+    /// Whether the object has more bytes than the reader accepts.
+    pub too_large: bool,
+}
+
+impl ObjectError {
+    /// The error of a read that got `got` bytes (or a header saying so)
+    /// where at most `max_bytes` are accepted.
+    pub fn too_large(store: String, path: &str, got: u64, max_bytes: u64) -> ObjectError {
+        ObjectError {
+            op: "get",
+            store,
+            path: path.to_owned(),
+            message: format!("the object has {got} bytes, at most {max_bytes} are accepted here"),
+            missing: false,
+            too_large: true,
+        }
+    }
 }
 
 /// Reads objects by path.
-pub trait TileSource {
-    /// The bytes of object `path`.
-    fn get(&self, path: &str) -> Result<Vec<u8>, ObjectError>;
+pub trait TileSource: Send + Sync {
+    /// The bytes of object `path`: refused, naming it, when it does not
+    /// exist ([`ObjectError::missing`]) or has more than `max_bytes` bytes.
+    fn get(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, ObjectError>;
+
+    /// Where the objects are, for messages: a directory, `s3://bucket/prefix`
+    /// or a URL.
+    fn location(&self) -> String;
+
+    /// [`TileSource::get`] of several objects (concurrently where the store
+    /// can), each answered on its own.
+    fn get_many(&self, paths: &[String], max_bytes: u64) -> Vec<Result<Vec<u8>, ObjectError>> {
+        paths.iter().map(|path| self.get(path, max_bytes)).collect()
+    }
 }
 
 /// Writes objects by path (and reads them back: a publisher resumes from
 /// the checkpoint it published).
 pub trait TileSink: TileSource {
-    /// Whether object `path` exists (immutable objects are written once).
-    fn exists(&self, path: &str) -> Result<bool, ObjectError>;
-    /// Writes object `path`, replacing it atomically if it exists.
+    /// Writes object `path` whole: a reader sees the old object or the new
+    /// one, never part of one.
     fn put(&self, path: &str, bytes: &[u8]) -> Result<(), ObjectError>;
-    /// Makes every object put so far durable (before a checkpoint names them).
+
+    /// [`TileSink::put`] of several objects (concurrently where the store
+    /// can); the first error, if any, after every write has ended.
+    fn put_many(&self, objects: &[(String, Vec<u8>)]) -> Result<(), ObjectError> {
+        objects
+            .iter()
+            .try_for_each(|(path, bytes)| self.put(path, bytes))
+    }
+
+    /// Makes every object put so far durable (before a checkpoint names
+    /// them). Object storage acknowledges a write once it is durable, so
+    /// only directories do anything here.
     fn sync(&self) -> Result<(), ObjectError>;
+}
+
+impl<T: TileSource + ?Sized> TileSource for &T {
+    fn get(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, ObjectError> {
+        (**self).get(path, max_bytes)
+    }
+    fn location(&self) -> String {
+        (**self).location()
+    }
+    fn get_many(&self, paths: &[String], max_bytes: u64) -> Vec<Result<Vec<u8>, ObjectError>> {
+        (**self).get_many(paths, max_bytes)
+    }
+}
+
+impl<T: TileSource + ?Sized> TileSource for Box<T> {
+    fn get(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, ObjectError> {
+        (**self).get(path, max_bytes)
+    }
+    fn location(&self) -> String {
+        (**self).location()
+    }
+    fn get_many(&self, paths: &[String], max_bytes: u64) -> Vec<Result<Vec<u8>, ObjectError>> {
+        (**self).get_many(paths, max_bytes)
+    }
 }
 
 /// A directory of objects (`file://` stores).
@@ -56,41 +127,58 @@ impl DirStore {
     fn file(&self, path: &str) -> PathBuf {
         self.root.join(path)
     }
-}
 
-fn error(op: &'static str, path: &str, e: &std::io::Error) -> ObjectError {
-    ObjectError {
-        op,
-        path: path.to_owned(),
-        message: e.to_string(),
-        missing: e.kind() == std::io::ErrorKind::NotFound,
+    fn error(&self, op: &'static str, path: &str, e: &std::io::Error) -> ObjectError {
+        ObjectError {
+            op,
+            store: self.location(),
+            path: path.to_owned(),
+            message: e.to_string(),
+            missing: e.kind() == std::io::ErrorKind::NotFound,
+            too_large: false,
+        }
     }
 }
 
 impl TileSource for DirStore {
-    fn get(&self, path: &str) -> Result<Vec<u8>, ObjectError> {
-        std::fs::read(self.file(path)).map_err(|e| error("get", path, &e))
+    fn get(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, ObjectError> {
+        use std::io::Read as _;
+        let file = std::fs::File::open(self.file(path)).map_err(|e| self.error("get", path, &e))?;
+        let mut bytes = Vec::new();
+        // One byte more than allowed tells an oversized file from a full one.
+        file.take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.error("get", path, &e))?;
+        if bytes.len() as u64 > max_bytes {
+            let got = std::fs::metadata(self.file(path)).map_or(bytes.len() as u64, |m| m.len());
+            return Err(ObjectError::too_large(
+                self.location(),
+                path,
+                got,
+                max_bytes,
+            ));
+        }
+        Ok(bytes)
+    }
+
+    fn location(&self) -> String {
+        self.root.display().to_string()
     }
 }
 
 impl TileSink for DirStore {
-    fn exists(&self, path: &str) -> Result<bool, ObjectError> {
-        self.file(path)
-            .try_exists()
-            .map_err(|e| error("stat", path, &e))
-    }
-
     /// Write a temporary beside it, `fsync` it, rename it over the object:
     /// a reader sees the old object or the new one, never part of one.
     fn put(&self, path: &str, bytes: &[u8]) -> Result<(), ObjectError> {
         let target = self.file(path);
         let dir = target.parent().expect("objects live in a directory");
-        std::fs::create_dir_all(dir).map_err(|e| error("put", path, &e))?;
+        std::fs::create_dir_all(dir).map_err(|e| self.error("put", path, &e))?;
         let tmp = target.with_extension("tmp-cairn");
-        let mut file = std::fs::File::create(&tmp).map_err(|e| error("put", path, &e))?;
-        file.write_all(bytes).map_err(|e| error("put", path, &e))?;
-        file.sync_data().map_err(|e| error("put", path, &e))?;
-        std::fs::rename(&tmp, &target).map_err(|e| error("put", path, &e))
+        let mut file = std::fs::File::create(&tmp).map_err(|e| self.error("put", path, &e))?;
+        file.write_all(bytes)
+            .map_err(|e| self.error("put", path, &e))?;
+        file.sync_data().map_err(|e| self.error("put", path, &e))?;
+        std::fs::rename(&tmp, &target).map_err(|e| self.error("put", path, &e))
     }
 
     /// `fsync`s every directory under the root (renames are durable once
@@ -108,6 +196,6 @@ impl TileSink for DirStore {
         if !self.root.exists() {
             return Ok(());
         }
-        walk(&self.root).map_err(|e| error("sync", &self.root.display().to_string(), &e))
+        walk(&self.root).map_err(|e| self.error("sync", "", &e))
     }
 }

@@ -10,6 +10,7 @@ use crate::database::{self, Options};
 use crate::failure::Failure;
 use crate::json::Object;
 use crate::output;
+use crate::signing;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
@@ -21,10 +22,15 @@ are never stopped. Only used bytes are written: a backup is about as large as th
 allocated size, never its sparse log files' apparent size. DEST is a normal database: `cairn \
 check DEST` verifies it, `cairn serve DEST` serves it (restore by serving or moving DEST).
 
+The database's signer key (DIR/signer.key) is a secret, and stays out of the copy unless \
+--with-sign-key (then DEST/signer.key, mode 0600): a restored copy signs again once given the \
+key (`cairn sign-key DEST FILE` with the file from `cairn keygen`, or `cairn serve DEST \
+--sign-key FILE`).
+
 Prints the size and root of the copy and the bytes written.
 
 --json prints {\"dest\":\"..\",\"size\":S,\"root\":\"0x..\"|null,\"tagged_heads\":T,\"bytes\":B,\
-\"seconds\":s}.
+\"seconds\":s,\"signer_key\":\"copied\"|\"left out\"|null} (null: DIR has no key).
 
 Examples:
   cairn backup db db-backup
@@ -39,6 +45,9 @@ pub struct BackupCmd {
     /// Where the copy goes (created; must not exist or be empty).
     #[arg(value_name = "DEST")]
     dest: PathBuf,
+    /// Copy the database's signer key too (by default a backup leaves the secret out).
+    #[arg(long)]
+    with_sign_key: bool,
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -50,6 +59,16 @@ impl BackupCmd {
         let db = database::open_read_only(&self.dir, Options::default())?;
         let backup = db.backup_to(&self.dest).map_err(database::db_failure)?;
         db.close().map_err(database::db_failure)?;
+        let key = signing::database_key_path(&self.dir);
+        let signer_key = if !key.exists() {
+            None
+        } else if self.with_sign_key {
+            let signer = signing::read_key(&key)?;
+            signing::install(&self.dest, &signer, false)?;
+            Some("copied")
+        } else {
+            Some("left out")
+        };
         let seconds = started.elapsed().as_secs_f64();
         let root = backup.head.root.map(|r| to_hex(&r));
         if self.json {
@@ -61,6 +80,7 @@ impl BackupCmd {
                     .field("tagged_heads", backup.tagged_heads)
                     .field("bytes", backup.bytes)
                     .field("seconds", seconds)
+                    .field("signer_key", signer_key)
                     .finish(),
             );
         }
@@ -70,6 +90,13 @@ impl BackupCmd {
             self.dest.display(),
             root.as_deref().unwrap_or("none (empty tree)"),
             group(backup.bytes)
-        ))
+        ))?;
+        if signer_key == Some("left out") {
+            output::line(&format!(
+                "the signer key was left out (a secret): give the copy one with `cairn sign-key {} FILE`, or back up with --with-sign-key",
+                self.dest.display()
+            ))?;
+        }
+        Ok(())
     }
 }

@@ -26,6 +26,10 @@ which accepts repeated values and looks nothing up by value.
 
 --finality says what makes leaves final, which `cairn truncate` (a rollback) never goes below: checkpoint (the default) finalizes what each checkpoint covers, so a rollback reaches back to the last checkpoint only; explicit finalizes only what `cairn finalize` names, so a chain follower can roll back any block it has not finalized, whatever was checkpointed.
 
+--sign-key FILE (a signer key from `cairn keygen`) makes the database sign its checkpoints \
+(`cairn signed-checkpoint`, GET /v1/checkpoint of `cairn serve`): a copy goes to DIR/signer.key, \
+mode 0600; `cairn sign-key` adds one later.
+
 --json prints {\"dir\":\"..\",\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,\
 \"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1}.
 
@@ -33,7 +37,9 @@ Examples:
   cairn init db --arity 4 --hash blake3
   cairn init deposits --arity 2 --hash poseidon --max-depth 32
   cairn init commitments --arity 16 --hash keccak256 --no-unique
-  cairn init follower --arity 2 --hash poseidon --finality explicit";
+  cairn init follower --arity 2 --hash poseidon --finality explicit
+  cairn keygen --name example.org/signed --out signed.key
+  cairn init signed --arity 4 --hash blake3 --sign-key signed.key";
 
 /// What makes leaves final.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +81,9 @@ pub struct InitCmd {
     /// What makes leaves final (never rolled back): each checkpoint, or only `cairn finalize`.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = Finality::Checkpoint)]
     finality: Finality,
+    /// Sign checkpoints with this signer key file (`cairn keygen`): copied to DIR/signer.key.
+    #[arg(long, value_name = "FILE")]
+    sign_key: Option<PathBuf>,
     /// Print what was created as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -91,6 +100,12 @@ impl InitCmd {
                 ),
             ));
         }
+        // Read before anything is created: a bad key creates nothing.
+        let signer = self
+            .sign_key
+            .as_deref()
+            .map(crate::signing::read_key)
+            .transpose()?;
         let mut tree = TreeConfig::new(self.arity, self.hash);
         if let Some(depth) = self.max_depth {
             tree = tree.with_max_depth(depth);
@@ -103,6 +118,9 @@ impl InitCmd {
         let db = Db::create(&self.dir, config).map_err(database::db_failure)?;
         let log_file_leaves = 1u64 << db.config().store.log_shift;
         db.close().map_err(database::db_failure)?;
+        if let Some(signer) = &signer {
+            crate::signing::install(&self.dir, signer, false)?;
+        }
         if self.json {
             return output::line(
                 &Object::new()

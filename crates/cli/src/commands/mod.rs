@@ -22,15 +22,20 @@ mod export;
 mod heads;
 mod ingest;
 mod init;
+mod keygen;
 mod man;
+mod mirror;
 pub mod plan;
 mod prove;
 pub(crate) mod publish;
 mod rollback;
 mod root;
 mod serve;
+mod sign_key;
+mod signed_checkpoint;
 mod stats;
 mod verify;
+mod verify_checkpoint;
 mod verify_consistency;
 
 use crate::failure::Failure;
@@ -46,15 +51,20 @@ pub use export::ExportCmd;
 pub use heads::HeadsCmd;
 pub use ingest::IngestCmd;
 pub use init::InitCmd;
+pub use keygen::KeygenCmd;
 pub use man::ManCmd;
+pub use mirror::MirrorCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
 pub use publish::PublishCmd;
 pub use rollback::{FinalizeCmd, TruncateCmd};
 pub use root::RootCmd;
 pub use serve::ServeCmd;
+pub use sign_key::SignKeyCmd;
+pub use signed_checkpoint::SignedCheckpointCmd;
 pub use stats::StatsCmd;
 pub use verify::VerifyCmd;
+pub use verify_checkpoint::VerifyCheckpointCmd;
 pub use verify_consistency::VerifyConsistencyCmd;
 
 /// A `cairn` subcommand.
@@ -99,7 +109,7 @@ pub enum Command {
     /// Mark a database's first leaves final: never rolled back.
     #[command(long_about = rollback::FINALIZE_ABOUT)]
     Finalize(FinalizeCmd),
-    /// Publish a database as immutable tiles to a directory (for any static server or CDN).
+    /// Publish a database as immutable tiles to a directory or S3 (for any static server or CDN).
     #[command(long_about = publish::LONG_ABOUT)]
     Publish(PublishCmd),
     /// List the block-tagged heads (block, size, root).
@@ -120,12 +130,27 @@ pub enum Command {
     /// Serve a database over HTTP (appends, proofs, lookups, metrics).
     #[command(long_about = serve::LONG_ABOUT)]
     Serve(ServeCmd),
+    /// Generate an Ed25519 key that signs a database's checkpoints.
+    #[command(long_about = keygen::LONG_ABOUT)]
+    Keygen(KeygenCmd),
+    /// Make a database sign its checkpoints with a key.
+    #[command(long_about = sign_key::LONG_ABOUT)]
+    SignKey(SignKeyCmd),
+    /// Print a database's durable head as a signed checkpoint (C2SP signed note).
+    #[command(long_about = signed_checkpoint::LONG_ABOUT)]
+    SignedCheckpoint(SignedCheckpointCmd),
+    /// Check a signed checkpoint with a verifier key.
+    #[command(long_about = verify_checkpoint::LONG_ABOUT)]
+    VerifyCheckpoint(VerifyCheckpointCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(long_about = completions::LONG_ABOUT)]
     Completions(CompletionsCmd),
     /// Print or write the manual pages.
     #[command(long_about = man::LONG_ABOUT)]
     Man(ManCmd),
+    /// Copy a tile store or a cairn server into a database, verifying every head (a mirror).
+    #[command(long_about = mirror::LONG_ABOUT)]
+    Mirror(MirrorCmd),
 }
 
 impl Command {
@@ -152,8 +177,13 @@ impl Command {
             Command::Plan(cmd) => cmd.run(),
             Command::Demo(cmd) => cmd.run(),
             Command::Serve(cmd) => cmd.run(),
+            Command::Keygen(cmd) => cmd.run(),
+            Command::SignKey(cmd) => cmd.run(),
+            Command::SignedCheckpoint(cmd) => cmd.run(),
+            Command::VerifyCheckpoint(cmd) => cmd.run(),
             Command::Completions(cmd) => cmd.run(),
             Command::Man(cmd) => cmd.run(),
+            Command::Mirror(cmd) => cmd.run(),
         }
     }
 }

@@ -29,10 +29,12 @@ proof, for a verifier that trusts that older root). With --root 0x.. (a database
 against the tree whose root that is: a root of a block-tagged head (`cairn heads`) or the \
 current one; an unknown root exits 2.
 
-With --tiles DEST (a directory or file://PATH that `cairn publish` wrote) the proof of --index I \
-is computed from the published tiles alone, fetching only those it needs, and checked against \
-the head in DEST's checkpoint before it is printed (a tile that is short, missing or does not \
-hash to that head exits 4, naming the object).
+With --tiles STORE (what `cairn publish` wrote: a directory or file://PATH, an http(s):// URL \
+serving it, or s3://BUCKET/PREFIX with --s3-endpoint for S3-compatible servers) the proof of \
+--index I is computed from the published tiles alone, fetching only those it needs (failed \
+requests are retried with backoff), and checked against the head in STORE's checkpoint before \
+it is printed (a tile that is short, oversized, missing or does not hash to that head exits 4, \
+naming the object).
 
 --proof-format picks what is printed: `json` (the default, cairn's proof JSON), `zkkit` (arity 2: \
 exactly what @zk-kit/lean-imt's generateProof returns for the same tree, {\"root\",\"leaf\",\"index\",\
@@ -49,7 +51,8 @@ Examples:
   cairn prove db --index 4 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920
   seq 1 5 | cairn prove --arity 2 --hash poseidon --format dec --index 4 --proof-format zkkit
   seq 1 9 | cairn prove --arity 3 --hash poseidon --format dec --index 4 --proof-format circom --circuit-depth 4
-  cairn publish db --to public && cairn prove --tiles public --index 4";
+  cairn publish db --to public && cairn prove --tiles public --index 4
+  cairn prove --tiles https://tiles.example.org/nullifiers --index 4";
 
 /// Print the membership proof of one leaf.
 #[derive(clap::Args, Debug)]
@@ -57,9 +60,12 @@ pub struct ProveCmd {
     /// A cairn database directory (instead of --leaves, --arity and --hash).
     #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "format"])]
     dir: Option<PathBuf>,
-    /// Published tiles (a directory or file://PATH) to compute the proof from.
-    #[arg(long, value_name = "DEST", conflicts_with_all = ["dir", "leaves", "arity", "hash", "format", "leaf", "size", "root"])]
+    /// Published tiles to compute the proof from: a directory, file://PATH, http(s)://URL or s3://BUCKET/PREFIX.
+    #[arg(long, value_name = "STORE", conflicts_with_all = ["dir", "leaves", "arity", "hash", "format", "leaf", "size", "root"])]
     tiles: Option<String>,
+    /// With --tiles: how a remote store is reached.
+    #[command(flatten)]
+    remote: crate::commands::publish::RemoteArgs,
     /// Children per internal node, 2 to 16 (for a leaf file).
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present_any = ["dir", "tiles"])]
     arity: Option<Arity>,
@@ -217,28 +223,20 @@ impl ProveCmd {
     }
 
     fn prove_tiles(&self, tiles: &str) -> Result<MembershipProof, Failure> {
-        use cairn_tiles::{CHECKPOINT, Checkpoint, DirStore, TileSource as _, TileTree};
-        let dir = crate::commands::publish::tile_dir(tiles)?;
-        let store = DirStore::new(&dir);
-        let bytes = store
-            .get(CHECKPOINT)
-            .map_err(|e| Failure::new(Code::Input, e))?;
-        let checkpoint = Checkpoint::decode(&bytes).map_err(|why| {
-            Failure::new(
-                Code::Input,
-                anyhow!("{}: {why}", dir.join(CHECKPOINT).display()),
-            )
-        })?;
+        use cairn_tiles::{TileTree, read_checkpoint};
+        let store = crate::commands::publish::open_source(tiles, &self.remote)?;
+        let checkpoint =
+            read_checkpoint(&*store).map_err(|error| Failure::new(Code::Input, error))?;
         let config = cairn_core::TreeConfig::new(checkpoint.layout.arity, checkpoint.layout.hash);
         let index = self.index.expect("clap requires --index with --tiles");
-        let mut tree = TileTree::new(config, checkpoint.head, &store);
+        let mut tree = TileTree::new(config, checkpoint.head, &*store);
         tree.prove(index).map_err(|error| match error {
             cairn_tiles::TileError::Tree(error) => Failure::new(
                 Code::Usage,
                 anyhow::Error::new(error)
                     .context(format!("cannot prove leaf {index} from {tiles}")),
             ),
-            error => Failure::new(Code::Input, anyhow!("{}: {error}", dir.display())),
+            error => Failure::new(Code::Input, error),
         })
     }
 

@@ -1,10 +1,11 @@
 //! `cairn publish`: write a database's tiles and checkpoint to a directory
-//! any static HTTP server or CDN can serve.
+//! any static HTTP server or CDN can serve, or to S3-compatible object
+//! storage.
 
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use cairn_tiles::{DirStore, publish_at};
+use cairn_tiles::{Location, RemoteOptions, TileSink, TileSource, publish_at};
 
 use crate::commands::plan::group;
 use crate::database::{self, Options};
@@ -14,12 +15,19 @@ use crate::output;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
-Publish the cairn database DIR as immutable tiles to the directory --to (a path or file://PATH): \
-the tree's final nodes cut into objects of at most 256 nodes (tile/L/N for full tiles, \
-tile/L/N.p/W for partial ones) and, last, a checkpoint object naming the head they belong to. \
-Only the tiles the directory lacks are written, so publishing again after more leaves writes \
-what changed. Serve the directory with any static HTTP server or CDN: every tile can be cached \
-forever, only `checkpoint` changes. `cairn prove --tiles` computes proofs from it.
+Publish the cairn database DIR as immutable tiles to --to: a directory (a path or file://PATH) \
+or S3-compatible object storage (s3://BUCKET/PREFIX): the tree's final nodes cut into objects of \
+at most 256 nodes (tile/L/N for full tiles, tile/L/N.p/W for partial ones) and, last, once every \
+tile it names is written, a checkpoint object naming the head they belong to. Publishing resumes \
+from the store's checkpoint: only the tiles added since are written, so publishing again after \
+more leaves writes what changed. Serve the directory or bucket with any static HTTP server or \
+CDN: every tile can be cached forever, only `checkpoint` changes. `cairn prove --tiles` computes \
+proofs from it, `cairn mirror --from` copies it.
+
+S3: credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and a temporary \
+credential's token) and AWS_REGION (default us-east-1); --s3-endpoint URL names an S3-compatible server (addressed \
+path-style). A failed request is retried with exponential backoff (--retries, --retry-seconds); \
+a publication that still fails exits 4 naming the object, and the store's old checkpoint stands.
 
 A directory published from a tree that was rolled back below its checkpoint, or from another \
 tree, is refused (exit 2): published tiles never change. Chain followers publish finalized sizes \
@@ -29,7 +37,8 @@ tree, is refused (exit 2): published tiles never change. Chain followers publish
 
 Examples:
   cairn publish db --to public
-  cairn publish db --to file://public --json";
+  cairn publish db --to file://public --json
+  cairn publish db --to s3://tiles/nullifiers --s3-endpoint http://127.0.0.1:9000";
 
 /// Publish a database's tiles to a directory.
 #[derive(clap::Args, Debug)]
@@ -37,9 +46,12 @@ pub struct PublishCmd {
     /// The database directory.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
-    /// Where to publish: a directory, or file://DIRECTORY.
+    /// Where to publish: a directory, file://DIRECTORY or s3://BUCKET/PREFIX.
     #[arg(long, value_name = "DEST")]
     to: String,
+    /// How remote stores are reached.
+    #[command(flatten)]
+    remote: RemoteArgs,
     /// Publish the finalized size only (what a rollback can never undo).
     #[arg(long)]
     finalized: bool,
@@ -48,23 +60,52 @@ pub struct PublishCmd {
     json: bool,
 }
 
-/// The directory a `--to`/`--tiles` argument names.
-pub(crate) fn tile_dir(dest: &str) -> Result<PathBuf, Failure> {
-    if let Some(path) = dest.strip_prefix("file://") {
-        return Ok(PathBuf::from(path));
+/// The options of commands that reach a remote tile store.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct RemoteArgs {
+    /// The endpoint of an S3-compatible server (http://HOST:PORT), for s3:// stores.
+    #[arg(long, value_name = "URL")]
+    pub(crate) s3_endpoint: Option<String>,
+    /// Retries of a failed request to a remote store (with exponential backoff).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) retries: usize,
+    /// Seconds after a request's first try within which it is retried.
+    #[arg(long, value_name = "SECONDS", default_value_t = 180)]
+    pub(crate) retry_seconds: u64,
+}
+
+impl RemoteArgs {
+    pub(crate) fn options(&self) -> RemoteOptions {
+        RemoteOptions {
+            s3_endpoint: self.s3_endpoint.clone(),
+            max_retries: self.retries,
+            retry_timeout: std::time::Duration::from_secs(self.retry_seconds),
+            ..RemoteOptions::default()
+        }
     }
-    if dest.contains("://") {
-        return Err(Failure::new(
-            Code::Usage,
-            anyhow!("{dest}: only directories and file:// are supported here"),
-        ));
-    }
-    Ok(PathBuf::from(dest))
+}
+
+/// The location a `--to`/`--tiles`/`--from` argument names (exit 2 if it
+/// names none).
+pub(crate) fn location(text: &str) -> Result<Location, Failure> {
+    Location::parse(text).map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))
+}
+
+/// The store to publish to.
+pub(crate) fn open_sink(text: &str, remote: &RemoteArgs) -> Result<Box<dyn TileSink>, Failure> {
+    cairn_tiles::open_sink(&location(text)?, &remote.options())
+        .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))
+}
+
+/// The store to read tiles from.
+pub(crate) fn open_source(text: &str, remote: &RemoteArgs) -> Result<Box<dyn TileSource>, Failure> {
+    cairn_tiles::open_source(&location(text)?, &remote.options())
+        .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))
 }
 
 impl PublishCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let to = tile_dir(&self.to)?;
+        let to = open_sink(&self.to, &self.remote)?;
         let db = database::open(&self.dir, Options::default())?;
         let snapshot = db.snapshot();
         let finalized = db.finalized_size();
@@ -75,7 +116,7 @@ impl PublishCmd {
         } else {
             tree.size()
         };
-        let (published, head) = self.publish(tree, size, &to)?;
+        let (published, head) = self.publish(tree, size, &*to)?;
         if self.json {
             return output::line(
                 &Object::new()
@@ -91,7 +132,7 @@ impl PublishCmd {
             "published {} objects ({} bytes) to {}: size {}, root {}",
             group(published.objects),
             group(published.bytes),
-            to.display(),
+            to.location(),
             head.size,
             head.root
                 .map_or_else(|| "none".to_owned(), |r| cairn_core::hex::to_hex(&r))
@@ -102,18 +143,17 @@ impl PublishCmd {
         &self,
         snapshot: &cairn_core::Snapshot,
         size: u64,
-        to: &std::path::Path,
+        to: &dyn TileSink,
     ) -> Result<(cairn_tiles::Published, cairn_core::TreeHead), Failure> {
-        let store = DirStore::new(to);
         let head = snapshot
             .view(size)
             .map_err(|e| Failure::new(Code::Input, e))?
             .head();
-        match publish_at(snapshot, size, &store) {
+        match publish_at(snapshot, size, to) {
             Ok(done) => Ok((done, head)),
             Err(cairn_tiles::PublishError::Foreign(why)) => Err(Failure::new(
                 Code::Usage,
-                anyhow!("{}: {why}", to.display()),
+                anyhow!("{}: {why}", to.location()),
             )),
             Err(error) => Err(Failure::new(Code::Input, error)),
         }

@@ -19,7 +19,9 @@ Serve the cairn database DIR over HTTP until SIGTERM or SIGINT.
 Routes: POST /v1/leaves (JSON {\"leaves\":[\"0x..\"]} or application/octet-stream raw 32-byte \
 records; answers once the batch is durable; 409 lists duplicates), GET /v1/root, \
 GET /v1/leaves/{0xhex}, GET /v1/proofs/{index}?size=S[&format=zkkit|circom|zkkit-circom], \
-GET /v1/consistency?from=S1&to=S2, GET /healthz, GET /metrics (Prometheus), GET /openapi.json \
+GET /v1/consistency?from=S1&to=S2, GET /v1/checkpoint (the durable head as a signed note, with \
+a signer key: --sign-key FILE, else DIR/signer.key if the database has one; --sign-finalized \
+signs the finalized head instead), GET /healthz, GET /metrics (Prometheus), GET /openapi.json \
 (the API document). Reads answer at the durable size, so nothing served can be lost by a crash. \
 A Poseidon database also takes leaves as decimal field elements (\"123\").
 
@@ -34,6 +36,17 @@ checkpoints (unless --no-checkpoint-on-shutdown) and releases the directory. Pri
 `listening on ADDR` on stdout once it accepts requests (--listen 127.0.0.1:0 picks a free \
 port); logs go to stderr (CAIRN_LOG=debug for every request, CAIRN_LOG_FORMAT=json).
 
+Scaling reads: --publish STORE keeps a tile store (a directory, file://DIR or s3://BUCKET/PREFIX \
+with --s3-endpoint and the AWS_* credentials) at the durable size in the background, never \
+holding up an append: the tiles added since the store's checkpoint, then the checkpoint, retried \
+with backoff, resumed from the store's checkpoint after a restart (--publish-finalized publishes \
+the finalized size, for databases that are rolled back). /metrics then shows \
+cairn_publish_published_size, cairn_publish_durable_size, cairn_publish_lag_leaves and \
+cairn_publish_failures_total. --read-only answers every write with 403. --read-only \
+--mirror-from URL makes the server a verifying mirror of a tile store or a cairn server (see \
+`cairn mirror --help`), creating DIR from upstream's arity and hash if it holds no database; \
+/metrics then shows cairn_mirror_adopted_size and cairn_mirror_refusals_total.
+
 With --create --arity N --hash H, a DIR holding no database is created first (as `cairn init \
 DIR --arity N --hash H` would); a DIR already holding one is opened if its arity and hash are \
 N and H, refused otherwise (exit 2).
@@ -43,6 +56,8 @@ Examples:
   cairn serve db --create --arity 4 --hash blake3 --listen 127.0.0.1:0
   cairn serve db --listen 0.0.0.0:7878 --token-file /etc/cairn/token
   cairn serve db --cors-origin https://app.example.org --token-file /etc/cairn/token
+  cairn serve db --publish s3://tiles/nullifiers --s3-endpoint http://127.0.0.1:9000
+  cairn serve replica --read-only --mirror-from https://tiles.example.org/nullifiers
   curl -s localhost:7878/v1/root";
 
 /// Serve a database over HTTP.
@@ -67,9 +82,20 @@ pub struct ServeCmd {
 
 impl ServeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let config = self.options.config().map_err(server_failure)?;
+        let config = self.options.config_for(&self.dir).map_err(server_failure)?;
         if let (true, Some(arity), Some(hash)) = (self.create, self.arity, self.hash) {
             create_or_check(&self.dir, arity, hash)?;
+        }
+        if let Some(from) = &self.options.mirror_from {
+            // A new mirror takes upstream's arity and hash.
+            let remote = config
+                .mirror
+                .as_ref()
+                .map(|m| m.remote.clone())
+                .unwrap_or_default();
+            let mut upstream = cairn_server::open_upstream(from, &remote)
+                .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
+            crate::commands::mirror::create_for(&self.dir, &mut *upstream, false)?;
         }
         // The store's background flush and automatic checkpoints run while
         // serving.
@@ -119,6 +145,7 @@ fn create_or_check(dir: &Path, arity: Arity, hash: HashKind) -> Result<(), Failu
 fn server_failure(error: ServerError) -> Failure {
     match error {
         ServerError::Db(error) => database::db_failure(error),
+        ServerError::SignerKey(error) => crate::signing::key_failure(error),
         ServerError::TokenFile { .. } | ServerError::Bind { .. } | ServerError::Usage(_) => {
             Failure::new(Code::Usage, anyhow!("{error}"))
         }

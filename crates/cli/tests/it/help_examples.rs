@@ -27,6 +27,15 @@ const SKIPPED: &[(&str, &str)] = &[
     ("cairn demo", "takes seconds: the demo tests run it"),
     ("~/", "writes into the home directory"),
     ("man -l", "needs man(1)"),
+    ("s3://", "needs an S3 server: the tile tests start one"),
+    (
+        "https://",
+        "needs a remote tile store: the tile tests serve one over HTTP",
+    ),
+    (
+        "http://127.0.0.1",
+        "needs a running server: the mirror tests run one",
+    ),
 ];
 
 /// The example lines of `help` (after `Examples:`, up to the first blank

@@ -231,6 +231,71 @@ fn served_leaves_are_the_bytes_export_writes_for_the_same_range() {
 }
 
 #[test]
+fn serve_signs_checkpoints_with_the_database_key_or_the_given_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    let key = dir.path().join("db.key");
+    let key = key.to_str().unwrap();
+    let vkey = cairn(&["keygen", "--name", "example.org/served", "--out", key]).success();
+    cairn(&[
+        "init",
+        db,
+        "--arity",
+        "2",
+        "--hash",
+        "blake3",
+        "--sign-key",
+        key,
+    ])
+    .success();
+
+    let (child, addr) = spawn_serve(&[db, "--listen", "127.0.0.1:0"]);
+    let (status, body) = request(&addr, "GET", "/v1/checkpoint", &[], "");
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("empty"), "{body}");
+    let leaf = format!("0x{:064x}", 9);
+    let (status, body) = request(
+        &addr,
+        "POST",
+        "/v1/leaves",
+        &["content-type: application/json"],
+        &format!(r#"{{"leaves":["{leaf}"]}}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, note) = request(&addr, "GET", "/v1/checkpoint", &[], "");
+    assert_eq!(status, 200, "{note}");
+    stop(child);
+    let verdict = crate::support::cairn_stdin(
+        &["verify-checkpoint", "--key", vkey.trim()],
+        note.as_bytes(),
+    )
+    .success();
+    assert!(
+        verdict.contains(&format!("signed size 1, root {leaf}")),
+        "{verdict}"
+    );
+    // The server's answer is the CLI's note of the same head.
+    assert_eq!(note, cairn(&["signed-checkpoint", db]).success());
+
+    // --sign-key overrides the database's key; a missing one stops the start.
+    let other = dir.path().join("other.key");
+    let other = other.to_str().unwrap();
+    let other_vkey = cairn(&["keygen", "--name", "other.example", "--out", other]).success();
+    let (child, addr) = spawn_serve(&[db, "--listen", "127.0.0.1:0", "--sign-key", other]);
+    let (status, note) = request(&addr, "GET", "/v1/checkpoint", &[], "");
+    stop(child);
+    assert_eq!(status, 200, "{note}");
+    crate::support::cairn_stdin(
+        &["verify-checkpoint", "--key", other_vkey.trim()],
+        note.as_bytes(),
+    )
+    .success();
+    let missing = dir.path().join("missing.key");
+    cairn(&["serve", db, "--sign-key", missing.to_str().unwrap()]).error(4, &["missing.key"]);
+}
+
+#[test]
 fn serve_help_shows_every_default() {
     let help = cairn(&["serve", "--help"]).success();
     for default in [

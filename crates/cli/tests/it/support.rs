@@ -23,8 +23,14 @@ pub fn cairn(args: &[&str]) -> Run {
 
 /// Runs `cairn args` with `stdin` as its standard input.
 pub fn cairn_stdin(args: &[&str], stdin: &[u8]) -> Run {
+    cairn_env(args, stdin, &[])
+}
+
+/// Runs `cairn args` with `stdin` and the environment variables `env` set.
+pub fn cairn_env(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(args)
+        .envs(env.iter().copied())
         .env_remove("RUST_BACKTRACE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -64,6 +64,6 @@ fn proofs_from_published_tiles_verify_and_damage_is_refused() {
         fin["root"],
         root_hex(4, HashKind::Blake3, &l[..1_000]).as_str()
     );
-    cairn(&["publish", &db, "--to", "s3://bucket/prefix"])
-        .error(2, &["only directories and file://"]);
+    cairn(&["publish", &db, "--to", "gs://bucket/prefix"]).error(2, &["gs:// is not supported"]);
+    cairn(&["publish", &db, "--to", "https://example.org/x"]).error(2, &["read-only"]);
 }

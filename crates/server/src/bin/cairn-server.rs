@@ -51,7 +51,7 @@ fn main() -> ExitCode {
     init_logging();
     let result = args
         .options
-        .config()
+        .config_for(&args.dir)
         .map_err(anyhow::Error::from)
         .and_then(|config| {
             let db = open(&args)?;

@@ -6,6 +6,7 @@ mod api;
 mod auth;
 mod browsers;
 mod chain;
+mod checkpoint;
 mod concurrency;
 mod crash;
 mod limits;

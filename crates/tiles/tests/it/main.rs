@@ -1,4 +1,7 @@
-//! cairn-tiles' integration tests: publish trees to a directory, compute
+//! cairn-tiles' integration tests: publish trees to a directory and to a
+//! real S3-protocol server, compute
 //! proofs from the tiles alone, and refuse tiles that are wrong.
 
+mod mirror;
 mod proofs;
+mod s3;

@@ -4,8 +4,8 @@
 
 use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig, TreeHead};
 use cairn_tiles::{
-    CHECKPOINT, Checkpoint, DirStore, Layout, PublishError, TileError, TileSink, TileSource,
-    TileTree, publish,
+    CHECKPOINT, CHECKPOINT_MAX_BYTES, Checkpoint, DirStore, Layout, PublishError, TileError,
+    TileSink, TileSource, TileTree, publish,
 };
 
 fn leaves(count: u64) -> Vec<Hash> {
@@ -43,7 +43,8 @@ fn proofs_from_tiles_equal_the_trees_at_every_arity_and_after_each_publication()
             let snapshot = tree.snapshot();
             let done = publish(&snapshot, &store).unwrap();
             assert!(done.objects >= 1, "the checkpoint at least");
-            let checkpoint = Checkpoint::decode(&store.get(CHECKPOINT).unwrap()).unwrap();
+            let checkpoint =
+                Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
             assert_eq!(checkpoint.head, snapshot.head());
             assert_eq!(
                 checkpoint.layout,
@@ -99,18 +100,25 @@ fn wrong_short_or_missing_tiles_are_refused_naming_the_object() {
     let head = snapshot.head();
     // One flipped bit in a leaf tile: the proof does not verify.
     let path = "tile/0/001";
-    let mut bytes = store.get(path).unwrap();
+    let mut bytes = store.get(path, 8192).unwrap();
     bytes[40] ^= 1;
     store.put(path, &bytes).unwrap();
-    let err = TileTree::new(config(4), head, &store)
-        .prove(300)
-        .unwrap_err();
+    let mut client = TileTree::new(config(4), head, &store);
+    let err = client.prove(300).unwrap_err();
     match &err {
         TileError::Mismatch { objects, .. } => assert!(objects.contains(path), "{err}"),
         other => panic!("want a mismatch, got {other:?}"),
     }
-    // A leaf that does not use that tile is still proven.
-    TileTree::new(config(4), head, &store).prove(10).unwrap();
+    // Nothing of the failed proof is kept: not the wrong tile, not the
+    // good ones fetched with it.
+    assert_eq!(client.cached_tiles(), 0);
+    // A leaf that does not use that tile is still proven, and its tiles kept.
+    client.prove(10).unwrap();
+    assert!(client.cached_tiles() > 0);
+    assert!(
+        client.prove(300).is_err(),
+        "the wrong tile is fetched again, and refused again"
+    );
     // A short tile.
     store.put(path, &bytes[..100]).unwrap();
     let err = TileTree::new(config(4), head, &store)
@@ -120,6 +128,18 @@ fn wrong_short_or_missing_tiles_are_refused_naming_the_object() {
         matches!(&err, TileError::Malformed { path: p, got: 100, want: 8192, .. } if p == path),
         "{err}"
     );
+    // An oversized one: refused from its announced length, naming it.
+    let mut long = store.get(path, 8192).unwrap_or_else(|_| bytes.clone());
+    long.resize(8192 + 32, 0);
+    store.put(path, &long).unwrap();
+    let err = TileTree::new(config(4), head, &store)
+        .prove(300)
+        .unwrap_err();
+    assert!(
+        matches!(&err, TileError::Fetch(e) if e.too_large && e.path == path),
+        "{err}"
+    );
+    assert!(err.to_string().contains(path), "{err}");
     // A missing one.
     std::fs::remove_file(dir.path().join(path)).unwrap();
     let err = TileTree::new(config(4), head, &store)
@@ -157,6 +177,7 @@ fn a_tree_that_forked_below_the_published_size_is_refused() {
         Err(PublishError::Foreign(_))
     ));
     // The store still holds the first publication.
-    let checkpoint = Checkpoint::decode(&store.get(CHECKPOINT).unwrap()).unwrap();
+    let checkpoint =
+        Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
     assert_eq!(checkpoint.head.size, 1_500);
 }

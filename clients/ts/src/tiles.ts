@@ -1,0 +1,376 @@
+// Proofs from a published tile store (docs/spec.md section 8): for a head
+// the caller trusts, fetch only the tiles a proof needs over HTTP(S) GET,
+// recompute the levels between tile-levels, build the proof, and verify it
+// against the head before returning it. A tile of the wrong length, an
+// oversized or missing one is refused naming it; tiles that do not hash to
+// the head fail verification, naming every tile read. The cache keeps
+// only tiles of verified proofs.
+
+import { u64Argument, type Hash } from "./bytes.js";
+import { CairnError, inputError } from "./errors.js";
+import { HASH_NAMES, type HashName } from "./hasher.js";
+import { isCanonicalFieldElement } from "./hashes/poseidon-core.js";
+import { ConsistencyProof, MembershipProof } from "./proof.js";
+import { consistencySteps, path } from "./shape.js";
+import { verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
+
+/** The first line of a checkpoint object. */
+export const CHECKPOINT_MAGIC = "cairn tiles v1";
+const MAX_TILE_NODES = 256n;
+const CHECKPOINT_MAX_BYTES = 64 * 1024;
+
+/** A tile store's checkpoint: the head its tiles belong to. */
+export interface TileCheckpoint {
+  readonly arity: number;
+  readonly hash: HashName;
+  readonly size: bigint;
+  readonly root: Uint8Array | null;
+}
+
+/** A head the caller trusts, with the tree's arity and hash. */
+export type TrustedTileHead = TrustedTree & TreeHead;
+
+export interface TileOptions {
+  /** The fetch to use; default: the global one. */
+  readonly fetch?: typeof fetch;
+  /** Tiles kept between proofs (8 KiB each at most); default 64. */
+  readonly cacheTiles?: number;
+  /** Tries of a GET that fails to connect or answers 5xx; default 4 (backoff from 100 ms, doubling). */
+  readonly attempts?: number;
+  /** The first backoff in milliseconds; default 100. */
+  readonly backoffMs?: number;
+}
+
+function tileError(message: string, status?: number): CairnError {
+  return new CairnError("fetch", "BadTile", message, status);
+}
+
+/**
+ * Parses a checkpoint object, refusing anything cairn's publisher would not
+ * write (strictly: five lines, decimal without leading zeros, 0x and
+ * lowercase hex).
+ */
+export function parseCheckpoint(text: string): TileCheckpoint {
+  const bad = (why: string) => new CairnError("fetch", "BadCheckpoint", `checkpoint: ${why}`);
+  const lines = text.split("\n");
+  if (lines.length !== 6 || lines[5] !== "") throw bad(`${Math.max(lines.length - 1, 0)} lines, want 5 each ending in a newline`);
+  if (lines[0] !== CHECKPOINT_MAGIC) throw bad(`first line ${JSON.stringify(lines[0])}, want ${JSON.stringify(CHECKPOINT_MAGIC)}`);
+  const field = (line: string, name: string): string => {
+    if (!line.startsWith(`${name} `)) throw bad(`line ${JSON.stringify(line)}, want "${name} ..."`);
+    return line.slice(name.length + 1);
+  };
+  const decimal = /^(0|[1-9][0-9]*)$/;
+  const arityText = field(lines[1]!, "arity");
+  const arity = Number(arityText);
+  if (!decimal.test(arityText) || arity < 2 || arity > 16) throw bad(`arity ${JSON.stringify(arityText)} is not 2..=16`);
+  const hash = field(lines[2]!, "hash");
+  if (!HASH_NAMES.includes(hash as HashName)) throw bad(`unknown hash ${JSON.stringify(hash)}`);
+  const sizeText = field(lines[3]!, "size");
+  if (!decimal.test(sizeText) || BigInt(sizeText) >= 1n << 64n) throw bad(`size ${JSON.stringify(sizeText)} is not a decimal count`);
+  const size = BigInt(sizeText);
+  const rootText = field(lines[4]!, "root");
+  let root: Uint8Array | null = null;
+  if (rootText !== "none") {
+    if (!/^0x[0-9a-f]{64}$/.test(rootText)) throw bad(`root ${JSON.stringify(rootText)} is not 0x and 64 lowercase hex digits`);
+    root = Uint8Array.from(rootText.slice(2).match(/../g)!, (pair) => parseInt(pair, 16));
+    if ((hash === "poseidon" || hash === "mimcsponge") && !isCanonicalFieldElement(root)) {
+      throw bad(`root ${rootText} is not a canonical ${hash} value`);
+    }
+  }
+  if ((root !== null) !== size > 0n) throw bad(`size ${size} with ${root === null ? "no" : "a"} root`);
+  return Object.freeze({ arity, hash: hash as HashName, size, root });
+}
+
+/** Tree levels per tile-level: the largest h with N^h <= 256. */
+export function tileHeight(arity: number): number {
+  let height = 1;
+  while (BigInt(arity) ** BigInt(height + 1) <= MAX_TILE_NODES) height++;
+  return height;
+}
+
+/** `1234067` as `x001/x234/067`. */
+function indexPath(index: bigint): string {
+  let digits = index.toString();
+  digits = "0".repeat((3 - (digits.length % 3)) % 3) + digits;
+  const groups = digits.match(/.../g)!;
+  return groups.map((group, i) => (i < groups.length - 1 ? `x${group}` : group)).join("/");
+}
+
+/** The object path of tile `index` of tile-level `level` holding `width` nodes (spec section 8). */
+export function tilePath(arity: number, level: number, index: bigint, width: bigint): string {
+  const full = BigInt(arity) ** BigInt(tileHeight(arity));
+  return `tile/${level}/${indexPath(index)}${width < full ? `.p/${width}` : ""}`;
+}
+
+/** What a [`TileClient`] fetched: GETs answered, body bytes, tiles cached now. */
+export interface TileStats {
+  readonly requests: number;
+  readonly bytes: number;
+  readonly cachedTiles: number;
+}
+
+/** A tree read through tiles at one trusted head. */
+export class TileClient {
+  readonly baseUrl: string;
+  readonly head: { readonly size: bigint; readonly root: Uint8Array | null };
+  private readonly tree: TrustedTree;
+  private readonly fetcher: typeof fetch;
+  private readonly capacity: number;
+  private readonly attempts: number;
+  private readonly backoffMs: number;
+  private readonly height: number;
+  private readonly width: bigint;
+  /** Verified tiles by path, oldest first (a Map keeps insertion order). */
+  private readonly cache = new Map<string, Uint8Array>();
+  /** Tiles fetched by the proof being computed: cached only once it verifies. */
+  private pending = new Map<string, Uint8Array>();
+  private requests = 0;
+  private bytes = 0;
+
+  /** `baseUrl` serves what `cairn publish` wrote; `head` and its arity and hash are trusted. */
+  constructor(baseUrl: string, head: TrustedTileHead, options: TileOptions = {}) {
+    this.baseUrl = String(baseUrl).replace(/\/+$/, "");
+    this.tree = { arity: head.arity, hash: head.hash };
+    const size = u64Argument(head.size, "trusted head size");
+    const root = head.root === null || head.root === undefined ? null : typeof head.root === "string" ? fromHex(head.root) : head.root;
+    this.head = Object.freeze({ size, root });
+    const fetcher = options.fetch ?? globalThis.fetch;
+    if (typeof fetcher !== "function") throw inputError("no fetch available: pass options.fetch");
+    this.fetcher = fetcher;
+    this.capacity = options.cacheTiles ?? 64;
+    this.attempts = Math.max(1, options.attempts ?? 4);
+    this.backoffMs = options.backoffMs ?? 100;
+    if (!Number.isInteger(head.arity) || head.arity < 2 || head.arity > 16) throw inputError(`trusted arity ${String(head.arity)} is out of range, want 2..=16`);
+    this.height = tileHeight(head.arity);
+    this.width = BigInt(head.arity) ** BigInt(this.height);
+  }
+
+  /** What this client fetched so far. */
+  stats(): TileStats {
+    return { requests: this.requests, bytes: this.bytes, cachedTiles: this.cache.size };
+  }
+
+  /** The membership proof of leaf `index` at the trusted head, verified against it. */
+  async prove(index: bigint | number): Promise<MembershipProof> {
+    const i = u64Argument(index, "leaf index");
+    const { size } = this.head;
+    if (i >= size) throw inputError(`leaf index ${i} is out of range for a tree of size ${size}`);
+    return this.settle(async (node) => {
+      const siblings: Hash[] = [];
+      for (const step of path(i, size, this.tree.arity)) {
+        if (step.groupLen < 2) continue;
+        for (let member = 0; member < step.groupLen; member++) {
+          if (member !== step.position) siblings.push(await node(step.level, step.groupStart + BigInt(member)));
+        }
+      }
+      const proof = new MembershipProof(this.tree.arity, this.tree.hash.name, i, size, await node(0, i), siblings);
+      return verifyMembership(proof.toBytes(), this.tree, this.head);
+    });
+  }
+
+  /** The consistency proof from `old` (a head the caller trusts too) to the trusted head, verified against both. */
+  async proveConsistency(old: TreeHead): Promise<ConsistencyProof> {
+    const oldSize = u64Argument(old.size, "old head size");
+    const { size } = this.head;
+    if (oldSize > size) throw inputError(`old size ${oldSize} is above the trusted size ${size}`);
+    return this.settle(async (node) => {
+      const hashes: Hash[] = [];
+      let edgeLeaf: Hash | null = null;
+      if (oldSize > 0n) {
+        edgeLeaf = await node(0, oldSize - 1n);
+        for (const step of consistencySteps(oldSize, size, this.tree.arity)) {
+          for (let k = step.edge - BigInt(step.left); k < step.edge; k++) hashes.push(await node(step.level, k));
+          for (let k = 1n; k <= BigInt(step.right); k++) hashes.push(await node(step.level, step.edge + k));
+        }
+      }
+      const proof = new ConsistencyProof(this.tree.arity, this.tree.hash.name, oldSize, size, edgeLeaf, hashes);
+      return verifyConsistency(proof.toBytes(), this.tree, old, this.head);
+    });
+  }
+
+  /**
+   * Runs `build` with a node reader; on success the tiles it fetched join
+   * the cache (the oldest beyond the capacity leave it); on failure they
+   * are dropped, and a verification failure names every tile read.
+   */
+  private async settle<T>(build: (node: (level: number, index: bigint) => Promise<Hash>) => Promise<T>): Promise<T> {
+    this.pending = new Map();
+    const read: string[] = [];
+    const memo = new Map<string, Hash>();
+    const node = async (level: number, index: bigint): Promise<Hash> => {
+      const key = `${level}/${index}`;
+      const known = memo.get(key);
+      if (known !== undefined) return known;
+      const value = await this.node(level, index, node, read);
+      memo.set(key, value);
+      return value;
+    };
+    try {
+      const out = await build(node);
+      for (const [path, tile] of this.pending) {
+        this.cache.delete(path);
+        this.cache.set(path, tile);
+      }
+      while (this.cache.size > this.capacity) this.cache.delete(this.cache.keys().next().value!);
+      return out;
+    } catch (error) {
+      if (error instanceof CairnError && error.stage === "verify") {
+        throw new CairnError("verify", error.kind, `${error.message}; tiles read: ${read.join(", ")}`);
+      }
+      throw error;
+    } finally {
+      this.pending = new Map();
+    }
+  }
+
+  /** Node `index` of tree `level` (spec section 8, "Proofs from tiles"). */
+  private async node(
+    level: number,
+    index: bigint,
+    node: (level: number, index: bigint) => Promise<Hash>,
+    read: string[],
+  ): Promise<Hash> {
+    const n = BigInt(this.tree.arity);
+    const size = this.head.size;
+    const span = n ** BigInt(level);
+    const finals = size / span;
+    if (level % this.height === 0 && index < finals) {
+      const tileIndex = index / this.width;
+      const width = finals - tileIndex * this.width < this.width ? finals - tileIndex * this.width : this.width;
+      const tile = await this.tile(level / this.height, tileIndex, width, read);
+      const at = Number(index - tileIndex * this.width) * 32;
+      return tile.slice(at, at + 32);
+    }
+    if (level === 0) throw inputError(`leaf ${index} is out of range for a tree of size ${size}`);
+    const below = levelLen(size, n, level - 1);
+    const first = index * n;
+    const end = first + n < below ? first + n : below;
+    if (first >= end) throw inputError(`node ${index} of level ${level} is out of range for a tree of size ${size}`);
+    if (end - first === 1n) return node(level - 1, first);
+    const children: Hash[] = [];
+    for (let child = first; child < end; child++) children.push(await node(level - 1, child));
+    return this.tree.hash.hashChildren(children);
+  }
+
+  private async tile(level: number, index: bigint, width: bigint, read: string[]): Promise<Uint8Array> {
+    const path = tilePath(this.tree.arity, level, index, width);
+    const cached = this.cache.get(path) ?? this.pending.get(path);
+    if (cached !== undefined) return cached;
+    const want = Number(width) * 32;
+    const body = await this.get(path, want);
+    if (body.length !== want) throw tileError(`${this.baseUrl}/${path}: ${body.length} bytes, a tile of ${width} nodes has ${want}`);
+    read.push(path);
+    this.pending.set(path, body);
+    return body;
+  }
+
+  /** GETs `path`, refusing bodies over `maxBytes`; retries connection failures and 5xx with backoff. */
+  async get(path: string, maxBytes: number): Promise<Uint8Array> {
+    return getObject(this.fetcher, `${this.baseUrl}/${path}`, maxBytes, this.attempts, this.backoffMs, (bytes) => {
+      this.requests++;
+      this.bytes += bytes;
+    });
+  }
+}
+
+function levelLen(size: bigint, n: bigint, level: number): bigint {
+  let len = size;
+  for (let l = 0; l < level; l++) len = (len + n - 1n) / n;
+  return len;
+}
+
+function fromHex(text: string): Uint8Array {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw inputError(`root ${text} is not 0x and 64 hex digits`);
+  return Uint8Array.from(text.slice(2).match(/../g)!, (pair) => parseInt(pair, 16));
+}
+
+async function getObject(
+  fetcher: typeof fetch,
+  url: string,
+  maxBytes: number,
+  attempts: number,
+  backoffMs: number,
+  count: (bytes: number) => void,
+): Promise<Uint8Array> {
+  let delay = backoffMs;
+  for (let attempt = 1; ; attempt++) {
+    let response: Response | null = null;
+    let failure: string;
+    try {
+      response = await fetcher.call(globalThis, url);
+    } catch (error) {
+      failure = `GET ${url}: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    if (response !== null) {
+      if (response.status === 404) {
+        await response.body?.cancel();
+        count(0);
+        throw tileError(`${url}: missing (404)`, 404);
+      }
+      if (response.status < 500) {
+        if (!response.ok) {
+          await response.body?.cancel();
+          throw tileError(`${url}: status ${response.status}`, response.status);
+        }
+        const declared = Number(response.headers.get("content-length") ?? "-1");
+        if (declared > maxBytes) {
+          await response.body?.cancel();
+          throw tileError(`${url}: the object has ${declared} bytes, at most ${maxBytes} are accepted here`, response.status);
+        }
+        const body = new Uint8Array(await response.arrayBuffer());
+        count(body.length);
+        if (body.length > maxBytes) throw tileError(`${url}: the object has ${body.length} bytes, at most ${maxBytes} are accepted here`, response.status);
+        return body;
+      }
+      await response.body?.cancel();
+      failure = `GET ${url}: status ${response.status}`;
+    }
+    if (attempt >= attempts) throw new CairnError("fetch", "Network", `${failure!} (after ${attempt} tries)`);
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay *= 2;
+  }
+}
+
+/** Fetches and parses the checkpoint of the tile store at `baseUrl` (trust it only as far as you trust that place). */
+export async function fetchCheckpoint(baseUrl: string, options: TileOptions = {}): Promise<TileCheckpoint> {
+  const fetcher = options.fetch ?? globalThis.fetch;
+  const base = String(baseUrl).replace(/\/+$/, "");
+  const body = await getObject(fetcher, `${base}/checkpoint`, CHECKPOINT_MAX_BYTES, Math.max(1, options.attempts ?? 4), options.backoffMs ?? 100, () => {});
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(body);
+  } catch {
+    throw new CairnError("fetch", "BadCheckpoint", `${base}/checkpoint: not UTF-8`);
+  }
+  try {
+    return parseCheckpoint(text);
+  } catch (error) {
+    if (error instanceof CairnError) throw new CairnError("fetch", "BadCheckpoint", `${base}/${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * The membership proof of leaf `index` at the trusted `head` (its arity and
+ * hash too), computed from the tiles at `baseUrl` and verified against the
+ * head. Pass a [`TileClient`] as `options.client` to share its tile cache
+ * across proofs.
+ */
+export async function proveFromTiles(
+  baseUrl: string,
+  head: TrustedTileHead,
+  index: bigint | number,
+  options: TileOptions & { client?: TileClient } = {},
+): Promise<MembershipProof> {
+  return (options.client ?? new TileClient(baseUrl, head, options)).prove(index);
+}
+
+/** The consistency proof from `old` to `head`, computed from the tiles at `baseUrl` and verified against both. */
+export async function consistencyFromTiles(
+  baseUrl: string,
+  head: TrustedTileHead,
+  old: TreeHead,
+  options: TileOptions & { client?: TileClient } = {},
+): Promise<ConsistencyProof> {
+  return (options.client ?? new TileClient(baseUrl, head, options)).proveConsistency(old);
+}

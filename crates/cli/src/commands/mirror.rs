@@ -1,0 +1,153 @@
+//! `cairn mirror`: copy a published tile store or a cairn server into a
+//! local database, verifying every head before adopting it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use cairn_core::TreeConfig;
+use cairn_db::{Db, DbConfig};
+use cairn_server::{DbTarget, open_upstream};
+use cairn_tiles::{DEFAULT_CHUNK_LEAVES, MirrorError, Upstream, catch_up};
+
+use crate::commands::publish::RemoteArgs;
+use crate::database::{self, Options};
+use crate::failure::{Code, Failure};
+use crate::json::Object;
+use crate::output;
+
+/// The long help of the command.
+pub(crate) const LONG_ABOUT: &str = "\
+Mirror the tree at --from into the cairn database DIR, verifying it: --from is a tile store that \
+`cairn publish` wrote (a directory, file://PATH, http(s)://URL or s3://BUCKET/PREFIX) or the URL \
+of a cairn server (its GET /v1/root, /v1/leaves and /v1/consistency). An http(s) URL is a tile \
+store if it serves `checkpoint`, else a server.
+
+A DIR without a database is created with the upstream's arity and hash (--no-unique for a tree \
+that repeats values). Leaves are fetched in chunks (--chunk); for each, the mirror hashes the root \
+its own tree would have with them and adopts them only if upstream proves that root is a prefix \
+of its head (a consistency proof; the head's root itself for the last chunk). A head that does \
+not extend what the mirror adopted before (a fork, a rewritten history, a size going backwards) \
+and a leaf tile that is wrong, short or oversized are refused loudly, naming the object, and \
+nothing of them is adopted (exit 1). An upstream that cannot be reached after the retries exits 4; \
+run again to resume from the adopted size.
+
+With --follow the mirror keeps following (every --interval seconds) until SIGINT/SIGTERM; to \
+serve a mirror while it follows, run `cairn serve DIR --read-only --mirror-from URL`.
+
+--json prints {\"size\":S,\"root\":\"0x..\"|null,\"adopted\":A,\"from\":\"..\"}.
+
+Examples:
+  cairn publish db --to public && cairn mirror --from public replica
+  cairn mirror --from https://tiles.example.org/nullifiers replica --json
+  cairn mirror --from http://127.0.0.1:7878 replica --follow";
+
+/// Copy and verify a tile store or a cairn server into a database.
+#[derive(clap::Args, Debug)]
+pub struct MirrorCmd {
+    /// What to mirror: a tile store (path, file://, http(s)://, s3://) or a cairn server's URL.
+    #[arg(long, value_name = "URL")]
+    from: String,
+    /// The mirror's database directory (created if it holds none).
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// Keep following upstream until interrupted.
+    #[arg(long)]
+    follow: bool,
+    /// With --follow: seconds between looks at upstream.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    interval: f64,
+    /// Leaves fetched, verified and adopted at once.
+    #[arg(long, value_name = "LEAVES", default_value_t = DEFAULT_CHUNK_LEAVES)]
+    chunk: u64,
+    /// When creating DIR: keep no nullifier set (for trees that repeat values).
+    #[arg(long)]
+    no_unique: bool,
+    /// How remote stores are reached.
+    #[command(flatten)]
+    remote: RemoteArgs,
+    /// Print the result as one line of JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Maps a mirror's error to an exit code: refused is a failed check (1),
+/// unreachable or a database fault is I/O (4).
+fn mirror_failure(error: MirrorError) -> Failure {
+    match error {
+        MirrorError::Refused { .. } => Failure::new(Code::Invalid, error),
+        _ => Failure::new(Code::Input, error),
+    }
+}
+
+/// Creates the mirror's database in `dir` from upstream's arity and hash,
+/// unless `dir` holds one.
+pub(crate) fn create_for(
+    dir: &Path,
+    upstream: &mut dyn Upstream,
+    no_unique: bool,
+) -> Result<(), Failure> {
+    if database::is_database(dir) {
+        return Ok(());
+    }
+    let head = upstream.head().map_err(mirror_failure)?;
+    let mut config = DbConfig::new(TreeConfig::new(head.layout.arity, head.layout.hash));
+    config.unique = !no_unique;
+    config.store.flush_interval = None;
+    config.store.checkpoint = Default::default();
+    let db = Db::create(dir, config).map_err(database::db_failure)?;
+    db.close().map_err(database::db_failure)
+}
+
+impl MirrorCmd {
+    pub(crate) fn run(self) -> Result<(), Failure> {
+        let mut upstream = open_upstream(&self.from, &self.remote.options())
+            .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
+        create_for(&self.dir, &mut *upstream, self.no_unique)?;
+        let db = Arc::new(database::open(
+            &self.dir,
+            Options {
+                background: true,
+                verify: false,
+            },
+        )?);
+        let mut target = DbTarget(Arc::clone(&db));
+        let mut adopted = 0;
+        let result = loop {
+            match catch_up(&mut *upstream, &mut target, self.chunk) {
+                Ok(done) => {
+                    adopted += done.adopted;
+                    if !self.follow {
+                        break Ok(done.head);
+                    }
+                }
+                Err(error) if !self.follow => break Err(mirror_failure(error)),
+                Err(error) => eprintln!("warning: {error}"),
+            }
+            std::thread::sleep(std::time::Duration::from_secs_f64(self.interval.max(0.01)));
+        };
+        drop(target);
+        let db = Arc::try_unwrap(db)
+            .map_err(|_| Failure::new(Code::Input, anyhow!("the database is still in use")))?;
+        db.close().map_err(database::db_failure)?;
+        let head = result?;
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("size", head.size)
+                    .hash("root", head.root.as_ref())
+                    .field("adopted", adopted)
+                    .field("from", self.from.clone())
+                    .finish(),
+            );
+        }
+        output::line(&format!(
+            "mirrored {} leaves from {}: size {}, root {}",
+            crate::commands::plan::group(adopted),
+            self.from,
+            head.size,
+            head.root
+                .map_or_else(|| "none".to_owned(), |r| cairn_core::hex::to_hex(&r))
+        ))
+    }
+}

@@ -1,0 +1,212 @@
+//! cairn's signed heads: a checkpoint whose extension lines hold one
+//! `cairn-tree` line naming the tree's kind, arity and hash (docs/spec.md,
+//! "Signed checkpoints"), so a verifier of the note also learns how to
+//! verify proofs against its head.
+//!
+//! Invariant: [`open_head`] returns a head only from a note whose signature
+//! verified, whose origin is the key's name and which holds exactly one
+//! well-formed tree line; the line's spelling is canonical (one order, no
+//! leading zeros), so a head has one text.
+
+use std::fmt;
+
+use cairn_core::{Arity, Hash, HashKind, TreeConfig};
+
+use crate::checkpoint::Checkpoint;
+use crate::error::NoteError;
+use crate::key::{Signer, Verifier};
+
+/// The first word of cairn's extension line.
+pub const TREE_LINE_KEYWORD: &str = "cairn-tree";
+
+/// The shape of a tree, as its checkpoint names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TreeKind {
+    /// The n-ary LeanIMT of docs/spec.md section 2 (`kind=leanimt`).
+    LeanImt,
+}
+
+impl TreeKind {
+    /// The name in the tree line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TreeKind::LeanImt => "leanimt",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<TreeKind> {
+        match name {
+            "leanimt" => Some(TreeKind::LeanImt),
+            _ => None,
+        }
+    }
+}
+
+/// cairn's extension line: `cairn-tree kind=K arity=N hash=H`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeLine {
+    /// The tree's shape.
+    pub kind: TreeKind,
+    /// Children per internal node.
+    pub arity: Arity,
+    /// The node hash.
+    pub hash: HashKind,
+}
+
+fn refuse(reason: String) -> NoteError {
+    NoteError::TreeLine(reason)
+}
+
+/// The value of field `key` in `field` (`key=value`), refusing any other key.
+fn field<'a>(field: Option<&'a str>, key: &str) -> Result<&'a str, NoteError> {
+    let field = field.ok_or_else(|| refuse(format!("the field {key}= is missing")))?;
+    match field.split_once('=') {
+        Some((got, value)) if got == key => Ok(value),
+        _ => Err(refuse(format!("field {field:?} where {key}= belongs"))),
+    }
+}
+
+impl TreeLine {
+    /// The line of a LeanIMT of `config`'s arity and hash (its maximum
+    /// depth limits appends, not proofs, and is not named).
+    pub fn lean_imt(config: &TreeConfig) -> TreeLine {
+        TreeLine {
+            kind: TreeKind::LeanImt,
+            arity: config.arity,
+            hash: config.hash,
+        }
+    }
+
+    /// Whether `line` is a tree line (well formed or not).
+    pub fn is_tree_line(line: &str) -> bool {
+        line.split(' ').next() == Some(TREE_LINE_KEYWORD)
+    }
+
+    /// Parses `cairn-tree kind=K arity=N hash=H`: single spaces, these
+    /// fields in this order, nothing else.
+    pub fn parse(line: &str) -> Result<TreeLine, NoteError> {
+        let mut fields = line.split(' ');
+        if fields.next() != Some(TREE_LINE_KEYWORD) {
+            return Err(refuse(format!(
+                "{line:?} does not start with {TREE_LINE_KEYWORD:?}"
+            )));
+        }
+        let kind_name = field(fields.next(), "kind")?;
+        let kind = TreeKind::from_name(kind_name)
+            .ok_or_else(|| refuse(format!("unknown tree kind {kind_name:?}, want \"leanimt\"")))?;
+        let arity_text = field(fields.next(), "arity")?;
+        let canonical = !arity_text.is_empty()
+            && arity_text.bytes().all(|b| b.is_ascii_digit())
+            && !(arity_text.len() > 1 && arity_text.starts_with('0'));
+        if !canonical {
+            return Err(refuse(format!(
+                "arity {arity_text:?} is not a decimal number without leading zeros"
+            )));
+        }
+        let arity = arity_text
+            .parse::<u64>()
+            .map_err(|_| refuse(format!("arity {arity_text} is out of range, want 2..=16")))
+            .and_then(|n| Arity::new(n).map_err(|e| refuse(e.to_string())))?;
+        let hash = field(fields.next(), "hash")?
+            .parse::<HashKind>()
+            .map_err(|e| refuse(e.to_string()))?;
+        if let Some(extra) = fields.next() {
+            return Err(refuse(format!(
+                "unexpected {extra:?} after the hash: a {} line has kind, arity and hash only",
+                kind.name()
+            )));
+        }
+        Ok(TreeLine { kind, arity, hash })
+    }
+}
+
+impl fmt::Display for TreeLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{TREE_LINE_KEYWORD} kind={} arity={} hash={}",
+            self.kind.name(),
+            self.arity,
+            self.hash.name()
+        )
+    }
+}
+
+/// A head whose signed note verified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedHead {
+    /// The log (the key's name).
+    pub origin: String,
+    /// The number of leaves.
+    pub size: u64,
+    /// The root at `size`.
+    pub root: Hash,
+    /// The tree the head belongs to.
+    pub tree: TreeLine,
+    /// Extension lines other than the tree line (signed, not interpreted).
+    pub other_extensions: Vec<String>,
+}
+
+/// The checkpoint of the head `(size, root)` of a `tree`, named after the
+/// signer (its origin is the signer's name).
+pub fn head_checkpoint(signer: &Signer, tree: &TreeLine, size: u64, root: &Hash) -> Checkpoint {
+    Checkpoint {
+        origin: signer.name().to_owned(),
+        size,
+        root: *root,
+        extensions: vec![tree.to_string()],
+    }
+}
+
+/// The signed note of the head `(size, root)` of a `tree`. cairn's empty
+/// tree has no root, so it has no checkpoint: callers sign non-empty heads.
+pub fn sign_head(
+    signer: &Signer,
+    tree: &TreeLine,
+    size: u64,
+    root: &Hash,
+) -> Result<String, NoteError> {
+    if size == 0 && tree.kind == TreeKind::LeanImt {
+        return Err(NoteError::Checkpoint(
+            "size 0: cairn's empty tree has no root, so no checkpoint names it".into(),
+        ));
+    }
+    head_checkpoint(signer, tree, size, root).sign(signer)
+}
+
+/// Verifies a signed head with `verifier`: the signature, the origin, the
+/// checkpoint body and exactly one tree line.
+pub fn open_head(note: &str, verifier: &Verifier) -> Result<SignedHead, NoteError> {
+    let checkpoint = Checkpoint::open(note, verifier)?;
+    let (tree_lines, other): (Vec<String>, Vec<String>) = checkpoint
+        .extensions
+        .into_iter()
+        .partition(|line| TreeLine::is_tree_line(line));
+    let tree = match tree_lines.as_slice() {
+        [line] => TreeLine::parse(line)?,
+        [] => {
+            return Err(refuse(format!(
+                "the checkpoint has no {TREE_LINE_KEYWORD} extension line, want one"
+            )));
+        }
+        lines => {
+            return Err(refuse(format!(
+                "the checkpoint has {} {TREE_LINE_KEYWORD} lines, want one",
+                lines.len()
+            )));
+        }
+    };
+    if checkpoint.size == 0 && tree.kind == TreeKind::LeanImt {
+        return Err(NoteError::Checkpoint(
+            "size 0: cairn's empty tree has no root, so no checkpoint names it".into(),
+        ));
+    }
+    Ok(SignedHead {
+        origin: checkpoint.origin,
+        size: checkpoint.size,
+        root: checkpoint.root,
+        tree,
+        other_extensions: other,
+    })
+}

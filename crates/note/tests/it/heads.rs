@@ -1,0 +1,142 @@
+//! cairn's signed heads and the tree line.
+
+use cairn_core::{Arity, HashKind, TreeConfig};
+use cairn_note::{Checkpoint, NoteError, TreeKind, TreeLine, open_head, sign_head};
+
+use crate::support::{refused, signer};
+
+fn tree() -> TreeLine {
+    TreeLine::lean_imt(&TreeConfig::new(Arity::new(4).unwrap(), HashKind::Poseidon))
+}
+
+#[test]
+fn heads_round_trip_for_every_arity_and_hash() {
+    let signer = signer("example.org/log");
+    for arity in Arity::all() {
+        for hash in HashKind::ALL {
+            let tree = TreeLine::lean_imt(&TreeConfig::new(arity, hash));
+            let line = tree.to_string();
+            assert_eq!(
+                line,
+                format!("cairn-tree kind=leanimt arity={arity} hash={hash}")
+            );
+            assert_eq!(TreeLine::parse(&line).unwrap(), tree);
+            let note = sign_head(&signer, &tree, 12345, &[3; 32]).unwrap();
+            let head = open_head(&note, &signer.verifier()).unwrap();
+            assert_eq!(head.tree, tree);
+            assert_eq!((head.size, head.root), (12345, [3; 32]));
+            assert_eq!(head.origin, "example.org/log");
+            assert!(head.other_extensions.is_empty());
+        }
+    }
+}
+
+#[test]
+fn tree_line_refusals() {
+    let cases: &[(&str, &[&str])] = &[
+        ("cairn-tree", &["kind= is missing"]),
+        (
+            "cairn-tree kind=imt arity=2 hash=poseidon",
+            &["unknown tree kind \"imt\""],
+        ),
+        (
+            "cairn-tree arity=4 kind=leanimt hash=blake3",
+            &["\"arity=4\" where kind= belongs"],
+        ),
+        (
+            "cairn-tree kind=leanimt arity=04 hash=blake3",
+            &["arity \"04\"", "leading zeros"],
+        ),
+        (
+            "cairn-tree kind=leanimt arity=17 hash=blake3",
+            &["arity 17 is out of range"],
+        ),
+        (
+            "cairn-tree kind=leanimt arity=99999999999999999999 hash=blake3",
+            &["out of range"],
+        ),
+        (
+            "cairn-tree kind=leanimt arity=4 hash=sha3",
+            &["unknown hash \"sha3\""],
+        ),
+        ("cairn-tree kind=leanimt arity=4", &["hash= is missing"]),
+        (
+            "cairn-tree kind=leanimt arity=4 hash=blake3 depth=3",
+            &["unexpected \"depth=3\""],
+        ),
+        (
+            "cairn-tree  kind=leanimt arity=4 hash=blake3",
+            &["\"\" where kind= belongs"],
+        ),
+        (
+            "cairn-trees kind=leanimt arity=4 hash=blake3",
+            &["does not start with \"cairn-tree\""],
+        ),
+    ];
+    for (line, wanted) in cases {
+        refused(TreeLine::parse(line), wanted);
+    }
+}
+
+fn signed_with(extensions: Vec<String>, size: u64) -> String {
+    let signer = signer("example.org/log");
+    Checkpoint {
+        origin: "example.org/log".into(),
+        size,
+        root: [1; 32],
+        extensions,
+    }
+    .sign(&signer)
+    .unwrap()
+}
+
+#[test]
+fn open_head_needs_exactly_one_tree_line() {
+    let verifier = signer("example.org/log").verifier();
+    let line = tree().to_string();
+    refused(
+        open_head(&signed_with(vec![], 5), &verifier),
+        &["no cairn-tree extension line"],
+    );
+    refused(
+        open_head(&signed_with(vec![line.clone(), line.clone()], 5), &verifier),
+        &["2 cairn-tree lines, want one"],
+    );
+    refused(
+        open_head(
+            &signed_with(vec!["cairn-tree kind=leanimt".into()], 5),
+            &verifier,
+        ),
+        &["arity= is missing"],
+    );
+    // Other extension lines are signed, returned, and not interpreted.
+    let head = open_head(
+        &signed_with(vec!["note: hello".into(), line.clone()], 5),
+        &verifier,
+    )
+    .unwrap();
+    assert_eq!(head.other_extensions, vec!["note: hello".to_owned()]);
+    assert_eq!(head.tree.kind, TreeKind::LeanImt);
+    // The empty LeanIMT has no root, so no checkpoint.
+    refused(
+        open_head(&signed_with(vec![line], 0), &verifier),
+        &["size 0"],
+    );
+    let error = sign_head(&signer("example.org/log"), &tree(), 0, &[0; 32]).unwrap_err();
+    assert!(matches!(error, NoteError::Checkpoint(_)), "{error:?}");
+}
+
+#[test]
+fn a_tampered_head_is_refused() {
+    let signer = signer("example.org/log");
+    let note = sign_head(&signer, &tree(), 7, &[9; 32]).unwrap();
+    for (from, to) in [
+        ("\n7\n", "\n8\n"),
+        ("arity=4", "arity=2"),
+        ("hash=poseidon", "hash=blake3"),
+    ] {
+        let tampered = note.replacen(from, to, 1);
+        assert_ne!(tampered, note);
+        refused(open_head(&tampered, &signer.verifier()), &["bad signature"]);
+    }
+}

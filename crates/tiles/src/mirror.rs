@@ -1,0 +1,696 @@
+//! A verifying mirror: copies the leaves of an upstream tree (a published
+//! tile store, or a cairn server's leaf range API) into a local tree, and
+//! adopts a new upstream head only once it is proven to extend the head it
+//! adopted last.
+//!
+//! Invariant: a leaf reaches the target only inside a verified chunk. For
+//! each chunk `[a, e)` of the upstream head `(S, R)`, the mirror hashes the
+//! root at `e` itself, from its own tree of `a` leaves and the chunk
+//! (`root_after`), and checks a consistency proof from `(e, that root)` to
+//! `(S, R)` fetched from upstream (at `e = S`, the root must equal `R`). So
+//! every adopted leaf is one of the upstream head's, the target's tree is
+//! always a prefix of it, and a head that forks from what was adopted
+//! (another root at an adopted size, a size going backwards) is refused
+//! before anything is fetched.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_core::hex::to_hex;
+use cairn_core::{ConsistencyProof, Hash, Snapshot, TreeConfig, TreeHead};
+
+use crate::checkpoint::Checkpoint;
+use crate::client::{TileError, TileTree};
+use crate::layout::Layout;
+use crate::publish::CHECKPOINT;
+use crate::remote::RemoteOptions;
+use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSource};
+
+/// Why a mirror stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorError {
+    /// Upstream could not be read (after the retries): nothing was adopted
+    /// past the last verified chunk; try again later.
+    #[error("{0}")]
+    Unreachable(String),
+    /// Upstream answered something that fails verification: a fork, a
+    /// rewritten history, a size going backwards, a wrong, short or
+    /// oversized object. Nothing of it was adopted.
+    #[error("refused {object}: {reason}")]
+    Refused {
+        /// The object or answer refused (`s3://b/p/tile/0/003`, a URL).
+        object: String,
+        /// Why.
+        reason: String,
+    },
+    /// The local tree refused a write.
+    #[error("the mirror's database: {0}")]
+    Target(String),
+}
+
+impl From<ObjectError> for MirrorError {
+    fn from(error: ObjectError) -> MirrorError {
+        if error.too_large {
+            MirrorError::Refused {
+                object: format!("{}/{}", error.store, error.path),
+                reason: error.message,
+            }
+        } else {
+            MirrorError::Unreachable(error.to_string())
+        }
+    }
+}
+
+/// Checks a checkpoint's signature before a mirror adopts its head: the
+/// hook signed checkpoints plug into. `object` is the checkpoint object's
+/// bytes as fetched, `checkpoint` what [`Checkpoint::decode`] read from it.
+pub trait CheckpointSignature: Send + Sync {
+    /// `Ok` to go on with the head, `Err(reason)` to refuse it.
+    fn verify_checkpoint_signature(
+        &self,
+        object: &[u8],
+        checkpoint: &Checkpoint,
+    ) -> Result<(), String>;
+}
+
+/// Accepts every checkpoint: the head is trusted as far as the place it
+/// came from is (and its consistency with the adopted head is still
+/// checked).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unsigned;
+
+impl CheckpointSignature for Unsigned {
+    fn verify_checkpoint_signature(&self, _: &[u8], _: &Checkpoint) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What a mirror follows.
+pub trait Upstream {
+    /// Where it is, for messages.
+    fn describe(&self) -> String;
+    /// Its newest head, with the tree's arity and hash.
+    fn head(&mut self) -> Result<Checkpoint, MirrorError>;
+    /// Leaves `[from, to)` of the tree at `head` (`to <= head.size`),
+    /// checked for length only: the caller verifies them.
+    fn leaves(&mut self, head: &Checkpoint, from: u64, to: u64) -> Result<Vec<Hash>, MirrorError>;
+    /// Proves `old` is a prefix of `new` (both upstream's tree), or says
+    /// why not.
+    fn prove_prefix(
+        &mut self,
+        new: &Checkpoint,
+        old: &TreeHead,
+    ) -> Result<Result<(), String>, MirrorError>;
+}
+
+/// The tree a mirror writes to.
+pub trait MirrorTarget {
+    /// The adopted tree, as it is now.
+    fn adopted(&self) -> Arc<Snapshot>;
+    /// Appends verified leaves.
+    fn adopt(&mut self, leaves: &[Hash]) -> Result<(), String>;
+    /// Makes everything adopted durable.
+    fn sync(&mut self) -> Result<(), String>;
+}
+
+/// What one [`catch_up`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaughtUp {
+    /// The upstream head now adopted.
+    pub head: TreeHead,
+    /// Leaves adopted by this call.
+    pub adopted: u64,
+}
+
+/// Leaves fetched, verified and adopted at once by default: 2^16 (2 MiB).
+pub const DEFAULT_CHUNK_LEAVES: u64 = 1 << 16;
+
+/// Adopts upstream's newest head into `target`, chunk by chunk of at most
+/// `chunk_leaves` verified leaves (see the module's invariant).
+pub fn catch_up(
+    upstream: &mut dyn Upstream,
+    target: &mut dyn MirrorTarget,
+    chunk_leaves: u64,
+) -> Result<CaughtUp, MirrorError> {
+    let new = upstream.head()?;
+    let adopted = target.adopted();
+    let config = adopted.config();
+    let layout = Layout::new(config.arity, config.hash);
+    let name = upstream.describe();
+    let refused = |reason: String| MirrorError::Refused {
+        object: name.clone(),
+        reason,
+    };
+    if new.layout != layout {
+        return Err(refused(format!(
+            "it is a tree of arity {} under {}, the mirror holds arity {} under {}",
+            new.layout.arity, new.layout.hash, layout.arity, layout.hash
+        )));
+    }
+    let old = adopted.head();
+    if new.head.size < old.size {
+        return Err(refused(format!(
+            "its size went backwards: {} leaves, the mirror adopted {} (root {}); a published tree never shrinks",
+            new.head.size,
+            old.size,
+            show(&old)
+        )));
+    }
+    if new.head.size == old.size {
+        if new.head != old {
+            return Err(refused(format!(
+                "FORK: at {} leaves its root is {}, the adopted root is {}: history was rewritten",
+                old.size,
+                show(&new.head),
+                show(&old)
+            )));
+        }
+        return Ok(CaughtUp {
+            head: old,
+            adopted: 0,
+        });
+    }
+    if old.size > 0
+        && let Err(why) = upstream.prove_prefix(&new, &old)?
+    {
+        return Err(refused(format!(
+            "FORK: its head ({} leaves, root {}) does not extend the adopted head ({} leaves, root {}): {why}",
+            new.head.size,
+            show(&new.head),
+            old.size,
+            show(&old)
+        )));
+    }
+    let chunk_leaves = chunk_leaves.max(1);
+    let mut at = old.size;
+    let mut count = 0;
+    while at < new.head.size {
+        let snapshot = target.adopted();
+        if snapshot.size() != at {
+            return Err(MirrorError::Target(format!(
+                "the mirror's tree has {} leaves, {at} were adopted: another writer?",
+                snapshot.size()
+            )));
+        }
+        let end = (at + chunk_leaves).min(new.head.size);
+        let leaves = upstream.leaves(&new, at, end)?;
+        if leaves.len() as u64 != end - at {
+            return Err(refused(format!(
+                "asked for leaves {at}..{end}, got {}",
+                leaves.len()
+            )));
+        }
+        verify_chunk(upstream, &new, &snapshot, &leaves)?;
+        target.adopt(&leaves).map_err(MirrorError::Target)?;
+        count += end - at;
+        at = end;
+    }
+    target.sync().map_err(MirrorError::Target)?;
+    let head = target.adopted().head();
+    if head != new.head {
+        return Err(MirrorError::Target(format!(
+            "after adopting, the mirror's head is {} leaves, root {}; upstream's {} leaves, root {}",
+            head.size,
+            show(&head),
+            new.head.size,
+            show(&new.head)
+        )));
+    }
+    Ok(CaughtUp {
+        head,
+        adopted: count,
+    })
+}
+
+fn show(head: &TreeHead) -> String {
+    head.root.map_or_else(|| "none".to_owned(), |r| to_hex(&r))
+}
+
+/// Checks that `leaves` after the tree of `snapshot` make a prefix of
+/// `new`; when they do not, finds the first bad stretch by bisection to
+/// name it.
+fn verify_chunk(
+    upstream: &mut dyn Upstream,
+    new: &Checkpoint,
+    snapshot: &Snapshot,
+    leaves: &[Hash],
+) -> Result<(), MirrorError> {
+    let at = snapshot.size();
+    let check =
+        |upstream: &mut dyn Upstream, len: usize| -> Result<Result<(), String>, MirrorError> {
+            let root = root_after(snapshot, &leaves[..len]);
+            let head = TreeHead {
+                size: at + len as u64,
+                root,
+            };
+            if head.size == new.head.size {
+                return Ok(if head == new.head {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "they hash to root {}, the head's root is {}",
+                        show(&head),
+                        show(&new.head)
+                    ))
+                });
+            }
+            upstream.prove_prefix(new, &head)
+        };
+    let Err(why) = check(upstream, leaves.len())? else {
+        return Ok(());
+    };
+    // The shortest failing prefix ending on a leaf tile's edge: prefixes
+    // of good leaves pass, and once a bad leaf is in, every longer prefix
+    // fails. (Tile edges, because a proof from inside a tile reads that
+    // tile of the new tree, wrong leaves included.)
+    let width = new.layout.width();
+    let mut ends: Vec<usize> = Vec::new();
+    let mut edge = (at / width + 1) * width;
+    while edge < at + leaves.len() as u64 {
+        ends.push((edge - at) as usize);
+        edge += width;
+    }
+    ends.push(leaves.len());
+    // ends[good] passes (or good is -1, the empty prefix); ends[bad] fails.
+    let (mut good, mut bad) = (-1isize, ends.len() as isize - 1);
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        match check(upstream, ends[mid as usize])? {
+            Ok(()) => good = mid,
+            Err(_) => bad = mid,
+        }
+    }
+    let first = at
+        + if good < 0 {
+            0
+        } else {
+            ends[good as usize] as u64
+        };
+    let end = at + ends[bad as usize] as u64;
+    Err(MirrorError::Refused {
+        object: leaf_object(new, first).map_or_else(
+            || upstream.describe(),
+            |path| format!("{} ({path})", upstream.describe()),
+        ),
+        reason: format!(
+            "leaves {first}..{end}{} do not belong to the head of {} leaves (root {}): {why}",
+            leaf_object(new, first).map_or_else(String::new, |p| format!(" in {p}")),
+            new.head.size,
+            show(&new.head),
+        ),
+    })
+}
+
+fn leaf_object(new: &Checkpoint, index: u64) -> Option<String> {
+    let tile = new.layout.tile_of(new.head.size, 0, index)?;
+    Some(new.layout.path(tile))
+}
+
+/// The root of the tree of `snapshot`'s leaves followed by `leaves`,
+/// hashing only the nodes that change: the final nodes of `snapshot` are
+/// read from it (they never change), the rest recomputed level by level.
+pub fn root_after(snapshot: &Snapshot, leaves: &[Hash]) -> Option<Hash> {
+    let config: TreeConfig = snapshot.config();
+    let old = snapshot.size();
+    if leaves.is_empty() {
+        return snapshot.root();
+    }
+    let view = snapshot.view(old).expect("a snapshot's own size");
+    let n = config.arity.as_u64();
+    // Nodes [start, len) of `level`; those below `start` are final in the
+    // old tree (start is F_level(old)).
+    let mut nodes: Vec<Hash> = leaves.to_vec();
+    let mut start = old;
+    let mut len = old + leaves.len() as u64;
+    let mut level = 0u32;
+    while len > 1 {
+        let parent_start = start / n;
+        let parent_len = len.div_ceil(n);
+        let mut next = Vec::with_capacity((parent_len - parent_start) as usize);
+        let mut children = Vec::with_capacity(n as usize);
+        for parent in parent_start..parent_len {
+            let first = parent * n;
+            let end = (first + n).min(len);
+            children.clear();
+            for child in first..end {
+                children.push(if child < start {
+                    view.node(level, child)
+                } else {
+                    nodes[(child - start) as usize]
+                });
+            }
+            next.push(if children.len() == 1 {
+                children[0]
+            } else {
+                config.hash.hash_children(&children)
+            });
+        }
+        nodes = next;
+        start = parent_start;
+        len = parent_len;
+        level += 1;
+    }
+    nodes.first().copied()
+}
+
+/// A published tile store as upstream.
+pub struct TilesUpstream {
+    source: Box<dyn TileSource>,
+    signature: Box<dyn CheckpointSignature>,
+}
+
+impl std::fmt::Debug for TilesUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TilesUpstream")
+            .field("source", &self.source.location())
+            .finish()
+    }
+}
+
+impl TilesUpstream {
+    /// Follows the tile store `source`, checking each checkpoint with
+    /// `signature` ([`Unsigned`] until checkpoints are signed).
+    pub fn new(source: Box<dyn TileSource>, signature: Box<dyn CheckpointSignature>) -> Self {
+        TilesUpstream { source, signature }
+    }
+}
+
+fn tile_refusal(error: TileError) -> MirrorError {
+    match error {
+        TileError::Fetch(error) => error.into(),
+        TileError::Malformed {
+            path, got, want, ..
+        } => MirrorError::Refused {
+            object: path,
+            reason: format!("{got} bytes, want {want}"),
+        },
+        TileError::Checkpoint { store, reason } => MirrorError::Refused {
+            object: format!("{store}/{CHECKPOINT}"),
+            reason,
+        },
+        other => MirrorError::Refused {
+            object: "tiles".into(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+impl Upstream for TilesUpstream {
+    fn describe(&self) -> String {
+        format!("{}/{CHECKPOINT}", self.source.location())
+    }
+
+    fn head(&mut self) -> Result<Checkpoint, MirrorError> {
+        let bytes = self.source.get(CHECKPOINT, CHECKPOINT_MAX_BYTES)?;
+        let checkpoint = Checkpoint::decode(&bytes).map_err(|reason| MirrorError::Refused {
+            object: self.describe(),
+            reason,
+        })?;
+        self.signature
+            .verify_checkpoint_signature(&bytes, &checkpoint)
+            .map_err(|reason| MirrorError::Refused {
+                object: self.describe(),
+                reason: format!("signature: {reason}"),
+            })?;
+        Ok(checkpoint)
+    }
+
+    fn leaves(&mut self, head: &Checkpoint, from: u64, to: u64) -> Result<Vec<Hash>, MirrorError> {
+        let layout = head.layout;
+        let width = layout.width();
+        let mut tiles = Vec::new();
+        let mut index = from / width;
+        while index * width < to {
+            let tile = layout
+                .tile_of(head.head.size, 0, index * width)
+                .ok_or_else(|| MirrorError::Refused {
+                    object: self.describe(),
+                    reason: format!("leaf {} is past its size", index * width),
+                })?;
+            tiles.push(tile);
+            index += 1;
+        }
+        let paths: Vec<String> = tiles.iter().map(|t| layout.path(*t)).collect();
+        let mut out = Vec::with_capacity((to - from) as usize);
+        for (batch_tiles, batch_paths) in tiles.chunks(64).zip(paths.chunks(64)) {
+            let answers = self
+                .source
+                .get_many(batch_paths, crate::MAX_TILE_NODES * 32);
+            for ((tile, path), answer) in batch_tiles.iter().zip(batch_paths).zip(answers) {
+                let bytes = answer?;
+                let want = tile.width as usize * 32;
+                if bytes.len() != want {
+                    return Err(MirrorError::Refused {
+                        object: format!("{}/{path}", self.source.location()),
+                        reason: format!(
+                            "{} bytes, a tile of {} leaves has {want}",
+                            bytes.len(),
+                            tile.width
+                        ),
+                    });
+                }
+                let first = tile.index * width;
+                for (i, leaf) in bytes.chunks_exact(32).enumerate() {
+                    let position = first + i as u64;
+                    if (from..to).contains(&position) {
+                        out.push(leaf.try_into().expect("32 bytes"));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn prove_prefix(
+        &mut self,
+        new: &Checkpoint,
+        old: &TreeHead,
+    ) -> Result<Result<(), String>, MirrorError> {
+        let config = TreeConfig::new(new.layout.arity, new.layout.hash);
+        let mut tree = TileTree::new(config, new.head, &*self.source);
+        match tree.prove_consistency(old) {
+            Ok(_) => Ok(Ok(())),
+            Err(TileError::Mismatch {
+                reason, objects, ..
+            }) => Ok(Err(format!("{reason} (tiles read: {objects})"))),
+            Err(error) => Err(tile_refusal(error)),
+        }
+    }
+}
+
+/// A cairn server's read API as upstream: `GET /v1/root` for the head,
+/// `GET /v1/leaves?from=&to=` for leaves, `GET /v1/consistency` for
+/// proofs.
+pub struct ServerUpstream {
+    base: String,
+    client: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+    options: RemoteOptions,
+    /// Leaves asked for per request (halved when the server refuses).
+    per_request: u64,
+}
+
+impl std::fmt::Debug for ServerUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerUpstream")
+            .field("base", &self.base)
+            .finish()
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct RootAnswer {
+    size: u64,
+    root: Option<String>,
+    arity: u64,
+    hash: String,
+}
+
+impl ServerUpstream {
+    /// Follows the server at `base` (`http://host:port`).
+    pub fn new(base: &str, options: &RemoteOptions) -> Result<ServerUpstream, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("starting the I/O runtime: {e}"))?;
+        let client = reqwest::Client::builder()
+            .timeout(options.request_timeout)
+            .build()
+            .map_err(|e| format!("{base}: {e}"))?;
+        Ok(ServerUpstream {
+            base: base.trim_end_matches('/').to_owned(),
+            client,
+            runtime,
+            options: options.clone(),
+            per_request: 1 << 16,
+        })
+    }
+
+    /// GET `path`: the status and body, retried with backoff on connection
+    /// errors, timeouts and 5xx.
+    fn get(&self, path: &str, accept: &str, max_bytes: u64) -> Result<(u16, Vec<u8>), MirrorError> {
+        let url = format!("{}{path}", self.base);
+        let started = std::time::Instant::now();
+        let mut backoff = self.options.first_backoff;
+        let mut tries = 0usize;
+        loop {
+            let answer = self.runtime.block_on(async {
+                let response = self
+                    .client
+                    .get(&url)
+                    .header("accept", accept)
+                    .send()
+                    .await?;
+                let status = response.status().as_u16();
+                if let Some(len) = response.content_length()
+                    && len > max_bytes
+                {
+                    return Ok((status, None));
+                }
+                let body = response.bytes().await?;
+                Ok::<_, reqwest::Error>((status, Some(body.to_vec())))
+            });
+            let retry_why = match answer {
+                Ok((status, None)) => {
+                    return Err(MirrorError::Refused {
+                        object: url,
+                        reason: format!("status {status} with a body over {max_bytes} bytes"),
+                    });
+                }
+                Ok((status, Some(body))) if status < 500 => {
+                    if body.len() as u64 > max_bytes {
+                        return Err(MirrorError::Refused {
+                            object: url,
+                            reason: format!("{} bytes, at most {max_bytes} accepted", body.len()),
+                        });
+                    }
+                    return Ok((status, body));
+                }
+                Ok((status, Some(body))) => format!(
+                    "status {status}: {}",
+                    String::from_utf8_lossy(&body[..body.len().min(200)])
+                ),
+                Err(error) => one_line(&error),
+            };
+            tries += 1;
+            if tries > self.options.max_retries || started.elapsed() > self.options.retry_timeout {
+                return Err(MirrorError::Unreachable(format!(
+                    "GET {url}: {retry_why} (after {} retries)",
+                    tries - 1
+                )));
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(self.options.max_backoff);
+        }
+    }
+}
+
+fn one_line(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
+}
+
+impl Upstream for ServerUpstream {
+    fn describe(&self) -> String {
+        format!("{}/v1/root", self.base)
+    }
+
+    fn head(&mut self) -> Result<Checkpoint, MirrorError> {
+        let (status, body) = self.get("/v1/root", "application/json", 1 << 16)?;
+        let refused = |reason: String| MirrorError::Refused {
+            object: format!("{}/v1/root", self.base),
+            reason,
+        };
+        if status != 200 {
+            return Err(refused(format!("status {status}")));
+        }
+        let answer: RootAnswer = serde_json::from_slice(&body)
+            .map_err(|e| refused(format!("not a root answer: {e}")))?;
+        let root = match &answer.root {
+            None => "none".to_owned(),
+            Some(root) => root.clone(),
+        };
+        // One parser for heads, whatever their source: the checkpoint's.
+        let text = format!(
+            "{}\narity {}\nhash {}\nsize {}\nroot {root}\n",
+            crate::checkpoint::MAGIC,
+            answer.arity,
+            answer.hash,
+            answer.size
+        );
+        Checkpoint::decode(text.as_bytes()).map_err(refused)
+    }
+
+    fn leaves(&mut self, _: &Checkpoint, from: u64, to: u64) -> Result<Vec<Hash>, MirrorError> {
+        let mut out = Vec::with_capacity((to - from) as usize);
+        let mut at = from;
+        while at < to {
+            let end = (at + self.per_request).min(to);
+            let path = format!("/v1/leaves?from={at}&to={end}");
+            let (status, body) = self.get(&path, "application/octet-stream", (end - at) * 32)?;
+            if status == 400 && self.per_request > 1 && body.windows(5).any(|w| w == b"limit") {
+                self.per_request /= 2;
+                continue;
+            }
+            if status != 200 {
+                return Err(MirrorError::Refused {
+                    object: format!("{}{path}", self.base),
+                    reason: format!("status {status}: {}", String::from_utf8_lossy(&body)),
+                });
+            }
+            if body.len() as u64 != (end - at) * 32 {
+                return Err(MirrorError::Refused {
+                    object: format!("{}{path}", self.base),
+                    reason: format!(
+                        "{} bytes, {} leaves are {}",
+                        body.len(),
+                        end - at,
+                        (end - at) * 32
+                    ),
+                });
+            }
+            out.extend(
+                body.chunks_exact(32)
+                    .map(|leaf| -> Hash { leaf.try_into().expect("32 bytes") }),
+            );
+            at = end;
+        }
+        Ok(out)
+    }
+
+    fn prove_prefix(
+        &mut self,
+        new: &Checkpoint,
+        old: &TreeHead,
+    ) -> Result<Result<(), String>, MirrorError> {
+        let path = format!("/v1/consistency?from={}&to={}", old.size, new.head.size);
+        let (status, body) = self.get(&path, "application/json", 1 << 20)?;
+        let object = format!("{}{path}", self.base);
+        if status != 200 {
+            return Err(MirrorError::Refused {
+                object,
+                reason: format!("status {status}: {}", String::from_utf8_lossy(&body)),
+            });
+        }
+        let text = String::from_utf8(body).map_err(|_| MirrorError::Refused {
+            object: object.clone(),
+            reason: "not UTF-8".into(),
+        })?;
+        let proof = ConsistencyProof::from_json(&text).map_err(|e| MirrorError::Refused {
+            object: object.clone(),
+            reason: format!("not a consistency proof: {e}"),
+        })?;
+        Ok(proof
+            .verify(new.layout.arity, new.layout.hash, old, &new.head)
+            .map_err(|e| e.to_string()))
+    }
+}
+
+/// How long a follower waits between looks at upstream by default.
+pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
