@@ -128,8 +128,10 @@ impl Segment {
         }
     }
 
-    /// A fresh whole segment: a huge-page mapping when the system gives one,
-    /// else a zeroed heap segment of full capacity.
+    /// A fresh whole segment: a mapping from the pool (holding the nodes of
+    /// the level that released it), else a new zeroed huge-page mapping when
+    /// the system gives one, else a zeroed heap segment of full capacity.
+    /// Its contents are unspecified: the writer fills every node it exposes.
     fn whole() -> Segment {
         let pooled = POOL
             .lock()
@@ -176,7 +178,10 @@ impl Segment {
             Memory::Owned { ptr, capacity, .. } => {
                 assert!(len <= *capacity);
                 // SAFETY: `ptr` is valid for `capacity` initialised nodes
-                // (zeroed at creation) for as long as `self` lives. Readers
+                // for as long as `self` lives: a heap segment and a new
+                // anonymous mapping start zeroed, a pooled mapping holds
+                // the bytes of the level that released it, and every bit
+                // pattern is a valid `Hash` (`[u8; 32]`). Readers
                 // only ask for nodes the writer no longer writes (see the
                 // `Send`/`Sync` justification), and the writer never holds
                 // this slice across a write into the same segment.
@@ -298,8 +303,8 @@ impl Level {
     }
 
     /// Sets the length to `len`. New slots hold unspecified values (zeros,
-    /// or what a shrink left behind) until written; the caller writes every
-    /// slot below `len` that it exposes.
+    /// what a shrink left behind, or a pooled segment's earlier nodes) until
+    /// written; the caller writes every slot below `len` that it exposes.
     ///
     /// # Panics
     /// If `len` is below the frozen watermark (shared nodes never change).

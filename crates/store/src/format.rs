@@ -81,7 +81,8 @@ pub struct StoreMeta {
     pub log_shift: u8,
     /// The store's random id, in every file.
     pub store_id: u64,
-    /// Reserved flags.
+    /// Flags: bit 0 is the database's (it keeps a nullifier set), bit 1
+    /// [`crate::FLAG_EXPLICIT_FINALITY`]; other bits are written 0.
     pub flags: u64,
 }
 

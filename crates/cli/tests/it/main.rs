@@ -16,5 +16,6 @@ mod rollback;
 mod root;
 mod serve;
 mod support;
+mod tidy;
 mod tiles;
 mod usage;
