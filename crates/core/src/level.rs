@@ -46,6 +46,22 @@ const PARALLEL_COPY_FROM: usize = SEGMENT_LEN;
 /// The smallest heap segment: 16 nodes (512 bytes).
 const MIN_HEAP_NODES: usize = 16;
 
+// The relationships the addressing and the sharing rely on, checked by the
+// compiler: a chunk is one 4 KiB page of nodes; a segment is a power of two
+// (addressing is a shift and a mask), a whole number of chunks (a chunk
+// never straddles two segments, which `pieces_mut` relies on) and one 2 MiB
+// huge page (the unit the storage engine maps from files); a heap segment
+// grows from its smallest size to a whole one by doubling.
+const _: () = assert!(CHUNK_LEN * size_of::<Hash>() == 4096);
+const _: () = assert!(SEGMENT_LEN.is_power_of_two() && SEGMENT_LEN.is_multiple_of(CHUNK_LEN));
+const _: () = assert!(SEGMENT_LEN * size_of::<Hash>() == 2 << 20);
+const _: () = assert!(1 << SEGMENT_SHIFT == SEGMENT_LEN);
+const _: () = assert!(
+    MIN_HEAP_NODES.is_power_of_two()
+        && MIN_HEAP_NODES <= WHOLE_SEGMENT_FROM
+        && WHOLE_SEGMENT_FROM < SEGMENT_LEN
+);
+
 /// Final nodes kept outside the tree's own memory (a read-only mapping of a
 /// checkpoint or log file), standing in for one whole segment.
 pub trait NodeSource: Send + Sync + fmt::Debug {
