@@ -26,6 +26,8 @@ pub struct ReadmeDoctests;
 
 mod config;
 mod db;
+#[doc(hidden)]
+pub mod decoders;
 mod error;
 mod rollback;
 mod set;

@@ -24,6 +24,8 @@
 mod backup;
 mod checkpoint;
 pub mod config;
+#[doc(hidden)]
+pub mod decoders;
 pub mod error;
 pub mod format;
 pub mod fs;
