@@ -157,8 +157,10 @@ impl Segment {
             Some(map) => Some(map),
             None => memmap2::MmapMut::map_anon(SEGMENT_LEN * 32)
                 .inspect(|_map| {
-                    // Only a hint: without transparent huge pages it is 4 KiB pages.
-                    #[cfg(target_os = "linux")]
+                    // Only a hint: without transparent huge pages it is 4 KiB
+                    // pages. (Miri, which runs this module's tests, has no
+                    // `madvise`.)
+                    #[cfg(all(target_os = "linux", not(miri)))]
                     let _ = _map.advise(memmap2::Advice::HugePage);
                 })
                 .ok(),
@@ -790,6 +792,116 @@ mod tests {
             level.extend_from_slice(&[value(i)]);
         }
         reader.join().expect("reader");
+    }
+
+    /// The unsafe sharing at sizes Miri can run (CI runs this module under
+    /// Miri, which checks every access against the aliasing rules and
+    /// reports data races): batches stay below the parallel copy (rayon's
+    /// deque is not Miri-clean), and one whole segment is the largest
+    /// allocation.
+    mod shared {
+        use super::*;
+
+        fn reader(level: Level, check: impl Fn(usize) -> Hash + Send + 'static) -> impl FnOnce() {
+            let handle = std::thread::spawn(move || {
+                for _ in 0..3 {
+                    for (i, node) in level.iter().enumerate() {
+                        assert_eq!(*node, check(i), "node {i} of a shared level changed");
+                    }
+                    std::thread::yield_now();
+                }
+            });
+            move || handle.join().expect("reader")
+        }
+
+        #[test]
+        fn readers_keep_their_heap_nodes_while_the_writer_grows_and_rewrites_its_edge() {
+            let mut level = Level::default();
+            level.extend_from_slice(&(0..3).map(value).collect::<Vec<_>>());
+            let first = reader(level.share(2), value);
+            // Node 2 is above the watermark: the writer may rewrite it.
+            level.pieces_mut(2)[0].1[0] = [0xee; 32];
+            // Growth replaces the small heap segment by larger copies.
+            for i in 3..600 {
+                level.extend_from_slice(&[value(i)]);
+            }
+            let second = reader(
+                level.share(500),
+                |i| if i == 2 { [0xee; 32] } else { value(i) },
+            );
+            for piece in level.pieces_mut(500) {
+                let (at, nodes) = piece;
+                for (k, node) in nodes.iter_mut().enumerate() {
+                    *node = value(at + k + 1_000);
+                }
+            }
+            level.extend_from_slice(&(600..700).map(value).collect::<Vec<_>>());
+            first();
+            second();
+            assert_eq!(level.at(2), [0xee; 32]);
+            assert_eq!(level.at(499), value(499));
+            assert_eq!(level.at(500), value(1_500));
+            assert_eq!(level.at(699), value(699));
+            let mut out = [[0u8; 32]; 3];
+            level.copy_to(498, &mut out);
+            assert_eq!(out, [value(498), value(499), value(1_500)]);
+            Level::prefetch_nodes(level.run_from(100));
+        }
+
+        #[test]
+        fn truncating_below_a_shared_prefix_copies_the_segment_the_writer_writes_again() {
+            // A heap segment.
+            let mut level = Level::default();
+            level.extend_from_slice(&(0..1_000).map(value).collect::<Vec<_>>());
+            let old = reader(level.share(800), value);
+            level.truncate(500);
+            assert_eq!(level.frozen(), 500);
+            level.extend_from_slice(&(0..400).map(|i| value(i + 5_000)).collect::<Vec<_>>());
+            old();
+            assert_eq!(level.at(499), value(499));
+            assert_eq!(level.at(500), value(5_000));
+            // A whole (mapped or pooled) segment, truncated past the size
+            // from which its private copy is a whole segment too.
+            let len = WHOLE_SEGMENT_FROM + 100;
+            let mut whole = Level::default();
+            whole.extend_from_slice(&(0..len).map(value).collect::<Vec<_>>());
+            let old = reader(whole.share(len), value);
+            whole.truncate(len - 50);
+            whole.extend_from_slice(&[[0xaa; 32]; 80]);
+            old();
+            assert_eq!(whole.len(), len + 30);
+            assert_eq!(whole.at(len - 51), value(len - 51));
+            assert_eq!(whole.at(len - 50), [0xaa; 32]);
+        }
+
+        #[test]
+        fn a_reused_whole_segment_exposes_only_the_nodes_written_into_it() {
+            // Dropping a level returns its whole segment to the pool with
+            // its nodes still in it; the next level may get that memory.
+            let len = WHOLE_SEGMENT_FROM + 10;
+            let mut first = Level::default();
+            first.extend_from_slice(&vec![[0x55; 32]; len]);
+            drop(first);
+            let mut second = Level::default();
+            second.extend_from_slice(&(0..len - 5).map(value).collect::<Vec<_>>());
+            assert_eq!(second.len(), len - 5);
+            assert!(second.iter().enumerate().all(|(i, node)| *node == value(i)));
+            let mut filled = 0;
+            second
+                .extend_with(7, |at, run: &mut [Hash]| {
+                    for (k, node) in run.iter_mut().enumerate() {
+                        *node = value(at + k);
+                        filled += 1;
+                    }
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            assert_eq!(filled, 7);
+            assert!(second.iter().enumerate().all(|(i, node)| *node == value(i)));
+            let copy = second.clone();
+            drop(second);
+            assert!(copy.iter().enumerate().all(|(i, node)| *node == value(i)));
+        }
     }
 
     #[test]
