@@ -32,7 +32,7 @@ use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::routes::OPENAPI_JSON;
-use crate::{auth, body, json as proof_text};
+use crate::{auth, body};
 use cairn_core::hex::to_hex as hex;
 
 /// What every handler shares.
@@ -696,7 +696,7 @@ pub(crate) async fn proof(
         .prove_at(index, size)
         .map_err(ApiError::from_proof)?;
     let text = match format {
-        ProofFormat::Json => proof_text::membership(&proof),
+        ProofFormat::Json => proof.json_bytes(),
         other => {
             let rendered = match other {
                 ProofFormat::Zkkit => proof.to_zkkit_json(),
@@ -781,7 +781,7 @@ pub(crate) async fn consistency(
         .map_err(ApiError::from_proof)?;
     Ok(cached(
         &headers,
-        proof_text::consistency(&proof),
+        proof.json_bytes(),
         shared.is_final(explicit),
     ))
 }

@@ -34,7 +34,6 @@ mod commit;
 mod config;
 mod cors;
 mod error;
-mod json;
 mod metrics;
 mod mirror;
 mod process;
