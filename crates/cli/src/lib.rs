@@ -8,7 +8,8 @@
 //! opening database directories and mapping their errors to exit codes,
 //! [`output`] writing to stdout, [`json`] the one-line JSON reports,
 //! [`progress`] the ingest progress bar, [`failure`] exit codes and the
-//! one-line error report, and [`commands`] one file per subcommand.
+//! one-line error report, [`units`] leaf counts and sizes written for
+//! people, and [`commands`] one file per subcommand.
 
 pub mod args;
 pub mod cli;
@@ -20,6 +21,7 @@ pub mod leaves;
 pub mod output;
 pub mod progress;
 pub mod proof_file;
+pub mod units;
 
 pub use cli::Cli;
 pub use failure::{Code, Failure};

@@ -6,11 +6,11 @@ use cairn_core::hex::to_hex;
 use cairn_core::level::SEGMENT_LEN;
 use cairn_core::shape;
 
-use crate::commands::plan::{group, human_bytes};
 use crate::database::{self, Options, Usage};
 use crate::failure::Failure;
 use crate::json::{Object, array};
 use crate::output;
+use crate::units::{group, human_bytes};
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\

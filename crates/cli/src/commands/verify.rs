@@ -8,9 +8,9 @@ use cairn_core::hex::Hex;
 use cairn_core::{Arity, Hash, HashKind, TreeHead};
 
 use crate::args::{Source, file_tree, parse_arity, parse_hash_kind, parse_root};
-use crate::commands::plan::group;
 use crate::failure::{Code, Failure};
 use crate::json::Object;
+use crate::units::group;
 use crate::{database, output, proof_file};
 
 /// The long help of the command.
