@@ -80,7 +80,7 @@ impl CheckedLeaves<'_> {
                 kept.push(*leaf);
             }
         }
-        (!kept.is_empty()).then(|| CheckedLeaves {
+        (!kept.is_empty()).then_some(CheckedLeaves {
             leaves: Cow::Owned(kept),
             hash: self.hash,
         })
