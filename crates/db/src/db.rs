@@ -705,7 +705,11 @@ impl Db {
 
 /// `config` checked against the stored configuration of `dir`, or the
 /// stored configuration with default runtime settings.
-fn resolve_config(fs: &dyn Fs, dir: &Path, config: Option<DbConfig>) -> Result<DbConfig> {
+pub(crate) fn resolve_config(
+    fs: &dyn Fs,
+    dir: &Path,
+    config: Option<DbConfig>,
+) -> Result<DbConfig> {
     let meta = stored_config(fs, dir)?;
     let stored_unique = meta.flags & FLAG_UNIQUE != 0;
     let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;

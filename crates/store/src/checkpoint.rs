@@ -12,10 +12,12 @@ use crate::error::{Result, StoreError};
 use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
 
-/// File names in the store directory.
-pub(crate) const CHECKPOINT: &str = "checkpoint";
-pub(crate) const CHECKPOINT_TMP: &str = "checkpoint.tmp";
-pub(crate) const LEVELS_DIR: &str = "levels";
+/// The published checkpoint's name in the store directory.
+pub const CHECKPOINT: &str = "checkpoint";
+/// A checkpoint being written (removed at open: never valid).
+pub const CHECKPOINT_TMP: &str = "checkpoint.tmp";
+/// The directory of the level files.
+pub const LEVELS_DIR: &str = "levels";
 
 /// What the last published checkpoint covers, and the open level files.
 #[derive(Debug, Default)]

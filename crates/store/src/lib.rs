@@ -31,6 +31,7 @@ pub mod format;
 pub mod fs;
 mod heads;
 mod log;
+pub mod names;
 pub mod replace;
 mod rollback;
 mod store;

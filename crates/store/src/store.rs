@@ -26,10 +26,14 @@ use crate::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
 use crate::heads::{self, Heads, HeadsWriter};
 use crate::log::{self, LogWriter};
 
-pub(crate) const META: &str = "cairn.meta";
-pub(crate) const META_TMP: &str = "cairn.meta.tmp";
-pub(crate) const LOCK: &str = "LOCK";
-pub(crate) const LOG_DIR: &str = "log";
+/// What the store is: the file that makes a directory a store.
+pub const META: &str = "cairn.meta";
+/// `cairn.meta` being written at creation.
+pub const META_TMP: &str = "cairn.meta.tmp";
+/// The writers' lock file.
+pub const LOCK: &str = "LOCK";
+/// The directory of the log files (level 0).
+pub const LOG_DIR: &str = "log";
 
 /// A durable n-ary LeanIMT in a directory (without the nullifier set of
 /// `cairn_db::Db`: repeated values are accepted).
@@ -802,6 +806,20 @@ impl Store {
     /// The store's directory.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
+    }
+
+    /// Where node `index` of `level` is stored: its file and byte offset
+    /// (level 0 in the log files, the levels above in the level files).
+    pub fn node_location(&self, level: u32, index: u64) -> (PathBuf, u64) {
+        node_location(&self.inner.dir, &self.inner.meta, level, index)
+    }
+
+    /// The level and index of the node a level file holds at `offset`, if
+    /// `path` names a level file and `offset` is past its header: the
+    /// inverse of [`Store::node_location`] for levels 1 and up.
+    pub fn stored_node_at(&self, path: &Path, offset: u64) -> Option<(u32, u64)> {
+        let level = format::parse_level_name(path.file_name()?.to_str()?)?;
+        Some((level, offset.checked_sub(HEADER_LEN)? / 32))
     }
 
     /// An immutable snapshot of everything appended so far, for proofs.
