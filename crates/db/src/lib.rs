@@ -35,6 +35,7 @@ mod set;
 mod usage;
 
 pub use cairn_store::format::VERSION as FORMAT_VERSION;
+pub use cairn_store::names::META as META_FILE;
 pub use cairn_store::{
     Appended, Backup, BlockTag, CheckpointMeta, CheckpointObserver, CheckpointPolicy, RootAt,
     StoreConfig, StoreError, StoreStats, TaggedHead, Token,

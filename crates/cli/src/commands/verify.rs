@@ -90,9 +90,7 @@ pub(crate) fn db_heads(
     dir: &std::path::Path,
     sizes: &[Wanted<'_>],
 ) -> Result<(Arity, HashKind, Vec<TreeHead>), Failure> {
-    let store = database::open_tree(dir)?;
-    let snapshot = store.snapshot();
-    store.close().map_err(database::store_failure)?;
+    let snapshot = database::read_tree(dir)?;
     let config = snapshot.config();
     let mut heads = Vec::with_capacity(sizes.len());
     for &(size, given, option) in sizes {
