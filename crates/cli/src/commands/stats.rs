@@ -144,10 +144,7 @@ impl StatsCmd {
         }
         let mut rows: Vec<(&str, String)> = vec![
             ("database", self.dir.display().to_string()),
-            (
-                "format",
-                format!("version {}", cairn_db::FORMAT_VERSION),
-            ),
+            ("format", format!("version {}", cairn_db::FORMAT_VERSION)),
             ("arity", tree.arity.to_string()),
             ("hash", tree.hash.to_string()),
             (

@@ -2,6 +2,7 @@
 //! plus in-process property tests of leaf parsing.
 
 mod bad_input;
+mod boundary;
 mod consistency;
 mod db;
 mod demo;
