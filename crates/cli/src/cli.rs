@@ -69,7 +69,7 @@ Examples:
 
 /// What `cairn --version` prints after the name: the release and the
 /// on-disk format it reads and writes (a test keeps the two in step with
-/// `cairn_store::format::VERSION`).
+/// `cairn_db::FORMAT_VERSION`).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (on-disk format 1)");
 
 /// The `cairn` command line.
@@ -161,7 +161,7 @@ fn command_path(args: &[OsString]) -> String {
 mod tests {
     #[test]
     fn version_names_the_on_disk_format_the_store_writes() {
-        let format = format!("(on-disk format {})", cairn_store::format::VERSION);
+        let format = format!("(on-disk format {})", cairn_db::FORMAT_VERSION);
         assert!(super::VERSION.ends_with(&format), "{}", super::VERSION);
     }
 }

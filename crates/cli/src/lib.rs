@@ -9,7 +9,8 @@
 //! [`output`] writing to stdout, [`json`] the one-line JSON reports,
 //! [`progress`] the ingest progress bar, [`signing`] signer keys
 //! (files and a database's own), [`failure`] exit codes and the
-//! one-line error report, and [`commands`] one file per subcommand.
+//! one-line error report, [`units`] leaf counts and sizes written for
+//! people, and [`commands`] one file per subcommand.
 
 pub mod args;
 pub mod cli;
@@ -22,6 +23,7 @@ pub mod output;
 pub mod progress;
 pub mod proof_file;
 pub mod signing;
+pub mod units;
 
 pub use cli::Cli;
 pub use failure::{Code, Failure};

@@ -83,7 +83,7 @@ impl Progress {
         }
         if let Some(bar) = &self.bar {
             bar.set_position(bytes);
-            bar.set_message(format!("{} leaves", crate::commands::plan::group(leaves)));
+            bar.set_message(format!("{} leaves", crate::units::group(leaves)));
         }
     }
 

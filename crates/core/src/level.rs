@@ -46,6 +46,22 @@ const PARALLEL_COPY_FROM: usize = SEGMENT_LEN;
 /// The smallest heap segment: 16 nodes (512 bytes).
 const MIN_HEAP_NODES: usize = 16;
 
+// The relationships the addressing and the sharing rely on, checked by the
+// compiler: a chunk is one 4 KiB page of nodes; a segment is a power of two
+// (addressing is a shift and a mask), a whole number of chunks (a chunk
+// never straddles two segments, which `pieces_mut` relies on) and one 2 MiB
+// huge page (the unit the storage engine maps from files); a heap segment
+// grows from its smallest size to a whole one by doubling.
+const _: () = assert!(CHUNK_LEN * size_of::<Hash>() == 4096);
+const _: () = assert!(SEGMENT_LEN.is_power_of_two() && SEGMENT_LEN.is_multiple_of(CHUNK_LEN));
+const _: () = assert!(SEGMENT_LEN * size_of::<Hash>() == 2 << 20);
+const _: () = assert!(1 << SEGMENT_SHIFT == SEGMENT_LEN);
+const _: () = assert!(
+    MIN_HEAP_NODES.is_power_of_two()
+        && MIN_HEAP_NODES <= WHOLE_SEGMENT_FROM
+        && WHOLE_SEGMENT_FROM < SEGMENT_LEN
+);
+
 /// Final nodes kept outside the tree's own memory (a read-only mapping of a
 /// checkpoint or log file), standing in for one whole segment.
 pub trait NodeSource: Send + Sync + fmt::Debug {
@@ -128,8 +144,10 @@ impl Segment {
         }
     }
 
-    /// A fresh whole segment: a huge-page mapping when the system gives one,
-    /// else a zeroed heap segment of full capacity.
+    /// A fresh whole segment: a mapping from the pool (holding the nodes of
+    /// the level that released it), else a new zeroed huge-page mapping when
+    /// the system gives one, else a zeroed heap segment of full capacity.
+    /// Its contents are unspecified: the writer fills every node it exposes.
     fn whole() -> Segment {
         let pooled = POOL
             .lock()
@@ -139,8 +157,10 @@ impl Segment {
             Some(map) => Some(map),
             None => memmap2::MmapMut::map_anon(SEGMENT_LEN * 32)
                 .inspect(|_map| {
-                    // Only a hint: without transparent huge pages it is 4 KiB pages.
-                    #[cfg(target_os = "linux")]
+                    // Only a hint: without transparent huge pages it is 4 KiB
+                    // pages. (Miri, which runs this module's tests, has no
+                    // `madvise`.)
+                    #[cfg(all(target_os = "linux", not(miri)))]
                     let _ = _map.advise(memmap2::Advice::HugePage);
                 })
                 .ok(),
@@ -176,7 +196,10 @@ impl Segment {
             Memory::Owned { ptr, capacity, .. } => {
                 assert!(len <= *capacity);
                 // SAFETY: `ptr` is valid for `capacity` initialised nodes
-                // (zeroed at creation) for as long as `self` lives. Readers
+                // for as long as `self` lives: a heap segment and a new
+                // anonymous mapping start zeroed, a pooled mapping holds
+                // the bytes of the level that released it, and every bit
+                // pattern is a valid `Hash` (`[u8; 32]`). Readers
                 // only ask for nodes the writer no longer writes (see the
                 // `Send`/`Sync` justification), and the writer never holds
                 // this slice across a write into the same segment.
@@ -298,8 +321,8 @@ impl Level {
     }
 
     /// Sets the length to `len`. New slots hold unspecified values (zeros,
-    /// or what a shrink left behind) until written; the caller writes every
-    /// slot below `len` that it exposes.
+    /// what a shrink left behind, or a pooled segment's earlier nodes) until
+    /// written; the caller writes every slot below `len` that it exposes.
     ///
     /// # Panics
     /// If `len` is below the frozen watermark (shared nodes never change).
@@ -769,6 +792,116 @@ mod tests {
             level.extend_from_slice(&[value(i)]);
         }
         reader.join().expect("reader");
+    }
+
+    /// The unsafe sharing at sizes Miri can run (CI runs this module under
+    /// Miri, which checks every access against the aliasing rules and
+    /// reports data races): batches stay below the parallel copy (rayon's
+    /// deque is not Miri-clean), and one whole segment is the largest
+    /// allocation.
+    mod shared {
+        use super::*;
+
+        fn reader(level: Level, check: impl Fn(usize) -> Hash + Send + 'static) -> impl FnOnce() {
+            let handle = std::thread::spawn(move || {
+                for _ in 0..3 {
+                    for (i, node) in level.iter().enumerate() {
+                        assert_eq!(*node, check(i), "node {i} of a shared level changed");
+                    }
+                    std::thread::yield_now();
+                }
+            });
+            move || handle.join().expect("reader")
+        }
+
+        #[test]
+        fn readers_keep_their_heap_nodes_while_the_writer_grows_and_rewrites_its_edge() {
+            let mut level = Level::default();
+            level.extend_from_slice(&(0..3).map(value).collect::<Vec<_>>());
+            let first = reader(level.share(2), value);
+            // Node 2 is above the watermark: the writer may rewrite it.
+            level.pieces_mut(2)[0].1[0] = [0xee; 32];
+            // Growth replaces the small heap segment by larger copies.
+            for i in 3..600 {
+                level.extend_from_slice(&[value(i)]);
+            }
+            let second = reader(
+                level.share(500),
+                |i| if i == 2 { [0xee; 32] } else { value(i) },
+            );
+            for piece in level.pieces_mut(500) {
+                let (at, nodes) = piece;
+                for (k, node) in nodes.iter_mut().enumerate() {
+                    *node = value(at + k + 1_000);
+                }
+            }
+            level.extend_from_slice(&(600..700).map(value).collect::<Vec<_>>());
+            first();
+            second();
+            assert_eq!(level.at(2), [0xee; 32]);
+            assert_eq!(level.at(499), value(499));
+            assert_eq!(level.at(500), value(1_500));
+            assert_eq!(level.at(699), value(699));
+            let mut out = [[0u8; 32]; 3];
+            level.copy_to(498, &mut out);
+            assert_eq!(out, [value(498), value(499), value(1_500)]);
+            Level::prefetch_nodes(level.run_from(100));
+        }
+
+        #[test]
+        fn truncating_below_a_shared_prefix_copies_the_segment_the_writer_writes_again() {
+            // A heap segment.
+            let mut level = Level::default();
+            level.extend_from_slice(&(0..1_000).map(value).collect::<Vec<_>>());
+            let old = reader(level.share(800), value);
+            level.truncate(500);
+            assert_eq!(level.frozen(), 500);
+            level.extend_from_slice(&(0..400).map(|i| value(i + 5_000)).collect::<Vec<_>>());
+            old();
+            assert_eq!(level.at(499), value(499));
+            assert_eq!(level.at(500), value(5_000));
+            // A whole (mapped or pooled) segment, truncated past the size
+            // from which its private copy is a whole segment too.
+            let len = WHOLE_SEGMENT_FROM + 100;
+            let mut whole = Level::default();
+            whole.extend_from_slice(&(0..len).map(value).collect::<Vec<_>>());
+            let old = reader(whole.share(len), value);
+            whole.truncate(len - 50);
+            whole.extend_from_slice(&[[0xaa; 32]; 80]);
+            old();
+            assert_eq!(whole.len(), len + 30);
+            assert_eq!(whole.at(len - 51), value(len - 51));
+            assert_eq!(whole.at(len - 50), [0xaa; 32]);
+        }
+
+        #[test]
+        fn a_reused_whole_segment_exposes_only_the_nodes_written_into_it() {
+            // Dropping a level returns its whole segment to the pool with
+            // its nodes still in it; the next level may get that memory.
+            let len = WHOLE_SEGMENT_FROM + 10;
+            let mut first = Level::default();
+            first.extend_from_slice(&vec![[0x55; 32]; len]);
+            drop(first);
+            let mut second = Level::default();
+            second.extend_from_slice(&(0..len - 5).map(value).collect::<Vec<_>>());
+            assert_eq!(second.len(), len - 5);
+            assert!(second.iter().enumerate().all(|(i, node)| *node == value(i)));
+            let mut filled = 0;
+            second
+                .extend_with(7, |at, run: &mut [Hash]| {
+                    for (k, node) in run.iter_mut().enumerate() {
+                        *node = value(at + k);
+                        filled += 1;
+                    }
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            assert_eq!(filled, 7);
+            assert!(second.iter().enumerate().all(|(i, node)| *node == value(i)));
+            let copy = second.clone();
+            drop(second);
+            assert!(copy.iter().enumerate().all(|(i, node)| *node == value(i)));
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! lives in the engine crate; everything here is deterministic computation.
 
 pub mod arity;
+mod batch;
 mod build;
 pub mod decimal;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod shape;
 pub mod tree;
 
 pub use arity::{Arity, ArityError};
+pub use batch::CheckedLeaves;
 pub use error::TreeError;
 pub use hash::{Hash, HashKind};
 pub use level::{NodeSource, TierError};

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use crate::Arity;
+use crate::batch::CheckedLeaves;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
 use crate::level::Level;
@@ -253,9 +254,26 @@ impl LeanImt {
     /// nothing: a refused batch leaves the tree unchanged. Nothing is hashed
     /// until a commit.
     pub fn append_batch(&mut self, leaves: &[Hash]) -> Result<u64, TreeError> {
-        self.check_batch(leaves)?;
+        let checked = self.config.check_leaves(leaves)?;
+        self.append_checked(&checked)
+    }
+
+    /// Appends leaves already checked by [`TreeConfig::check_leaves`]
+    /// (only the capacity is checked here, against the size now); returns
+    /// the index of the first. All or nothing, like
+    /// [`LeanImt::append_batch`].
+    ///
+    /// # Panics
+    /// If the leaves were checked for another hash.
+    pub fn append_checked(&mut self, leaves: &CheckedLeaves<'_>) -> Result<u64, TreeError> {
+        assert_eq!(
+            leaves.hash(),
+            self.config.hash,
+            "leaves checked for another hash than the tree's"
+        );
+        self.check_batch_size(leaves.count() as u64)?;
         let first = self.size();
-        self.levels[0].extend_from_slice(leaves);
+        self.levels[0].extend_from_slice(leaves.leaves());
         Ok(first)
     }
 
@@ -296,18 +314,7 @@ impl LeanImt {
 
     /// Validates a batch against this tree without changing anything.
     pub fn check_batch(&self, leaves: &[Hash]) -> Result<(), TreeError> {
-        if leaves.is_empty() {
-            return Err(TreeError::EmptyBatch);
-        }
-        if let Some(position) = leaves
-            .iter()
-            .position(|leaf| !self.config.hash.accepts(leaf))
-        {
-            return Err(TreeError::NonCanonicalLeaf {
-                position,
-                leaf: leaves[position],
-            });
-        }
+        self.config.check_leaves(leaves)?;
         self.check_batch_size(leaves.len() as u64)
     }
 

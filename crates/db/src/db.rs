@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cairn_core::{Hash, Snapshot, TreeHead};
+use cairn_core::{CheckedLeaves, Hash, Snapshot, TreeHead};
 use cairn_store::fs::Fs;
 use cairn_store::{
     Appended, Backup, BlockTag, CheckpointMeta, StdFs, Store, StoreError, StoreStats, stored_config,
@@ -387,14 +387,15 @@ impl Db {
 
     fn append_checked(&self, values: &[Hash], tag: Option<BlockTag>) -> Result<Appended> {
         let _writer = self.writer.lock();
-        let to_store = |values: &[Hash]| match tag {
-            Some(tag) => self.store.append_tagged(values, tag),
-            None => self.store.append_batch(values),
-        };
         let Some(set) = self.set.as_ref().filter(|_| !values.is_empty()) else {
-            return Ok(to_store(values)?);
+            return Ok(match tag {
+                Some(tag) => self.store.append_tagged(values, tag),
+                None => self.store.append_batch(values),
+            }?);
         };
-        self.store.check_batch(values)?;
+        // Checked once, before the set's work; the store appends the
+        // checked batch without scanning it again.
+        let checked = self.store.check_batch(values)?;
         if let (Some(tag), Some(last)) = (tag, self.store.last_block())
             && tag.number <= last
         {
@@ -413,7 +414,11 @@ impl Db {
                 duplicates: refused,
             });
         }
-        match to_store(values) {
+        let appended = match tag {
+            Some(tag) => self.store.append_tagged_checked(&checked, tag),
+            None => self.store.append_checked(&checked),
+        };
+        match appended {
             Ok(appended) => {
                 assert_eq!(appended.first, first, "appends are serialised");
                 Ok(appended)
@@ -431,11 +436,11 @@ impl Db {
     pub fn append_new(&self, values: &[Hash]) -> Result<AppendedNew> {
         let _writer = self.writer.lock();
         let set = self.set.as_ref().ok_or(DbError::NoSet)?;
-        self.store.check_batch(values)?;
+        let checked = self.store.check_batch(values)?;
         let first = self.store.size();
         let skipped = self.insert(set, values, first)?;
         if skipped.is_empty() {
-            let appended = self.append_to_store(set, values, first)?;
+            let appended = self.append_to_store(set, &checked, first)?;
             return Ok(AppendedNew {
                 appended: Some(appended),
                 skipped,
@@ -448,15 +453,10 @@ impl Db {
             });
         }
         set.compact_batch(values, first, &skipped);
-        let mut refused = skipped.iter().map(|d| d.position).peekable();
-        let mut fresh = Vec::with_capacity(values.len() - skipped.len());
-        for (position, value) in values.iter().enumerate() {
-            if refused.peek() == Some(&position) {
-                refused.next();
-            } else {
-                fresh.push(*value);
-            }
-        }
+        let refused: Vec<usize> = skipped.iter().map(|d| d.position).collect();
+        let fresh = checked
+            .without(&refused)
+            .expect("fewer values were skipped than the batch holds");
         let appended = self.append_to_store(set, &fresh, first)?;
         Ok(AppendedNew {
             appended: Some(appended),
@@ -486,14 +486,19 @@ impl Db {
             .map_err(DbError::SetFull)
     }
 
-    fn append_to_store(&self, set: &NullifierSet, values: &[Hash], first: u64) -> Result<Appended> {
-        match self.store.append_batch(values) {
+    fn append_to_store(
+        &self,
+        set: &NullifierSet,
+        values: &CheckedLeaves<'_>,
+        first: u64,
+    ) -> Result<Appended> {
+        match self.store.append_checked(values) {
             Ok(appended) => {
                 assert_eq!(appended.first, first, "appends are serialised");
                 Ok(appended)
             }
             Err(error) => {
-                set.remove_batch(values, first, &[]);
+                set.remove_batch(values.leaves(), first, &[]);
                 Err(error.into())
             }
         }
@@ -700,7 +705,11 @@ impl Db {
 
 /// `config` checked against the stored configuration of `dir`, or the
 /// stored configuration with default runtime settings.
-fn resolve_config(fs: &dyn Fs, dir: &Path, config: Option<DbConfig>) -> Result<DbConfig> {
+pub(crate) fn resolve_config(
+    fs: &dyn Fs,
+    dir: &Path,
+    config: Option<DbConfig>,
+) -> Result<DbConfig> {
     let meta = stored_config(fs, dir)?;
     let stored_unique = meta.flags & FLAG_UNIQUE != 0;
     let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;

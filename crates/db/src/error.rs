@@ -1,5 +1,7 @@
 //! The database's errors.
 
+use std::path::Path;
+
 use cairn_core::hex::to_hex;
 use cairn_store::StoreError;
 
@@ -73,6 +75,83 @@ impl DbError {
     pub fn is_storage_fault(&self) -> bool {
         matches!(self, DbError::Store(e) if e.is_storage_fault())
     }
+
+    /// What kind of failure this is: what a caller maps to an exit code
+    /// or an HTTP status, without matching the storage engine's and the
+    /// tree's errors inside.
+    pub fn kind(&self) -> ErrorKind {
+        use cairn_core::TreeError as Tree;
+        match self {
+            DbError::Duplicates { .. } => ErrorKind::Duplicate,
+            DbError::NoSet | DbError::ConfigMismatch { .. } => ErrorKind::Config,
+            DbError::SetFull(_) => ErrorKind::Full,
+            DbError::Store(error) => match error {
+                StoreError::NotEmpty { .. }
+                | StoreError::ConfigMismatch { .. }
+                | StoreError::Config(_) => ErrorKind::Config,
+                StoreError::Tree(Tree::EmptyBatch | Tree::NonCanonicalLeaf { .. }) => {
+                    ErrorKind::InvalidBatch
+                }
+                StoreError::Tree(Tree::CapacityExceeded { .. }) => ErrorKind::Full,
+                StoreError::Tree(Tree::IndexOutOfRange { .. } | Tree::SizeBeyondTree { .. })
+                | StoreError::BeyondSize { .. }
+                | StoreError::NoHeadAtBlock { .. } => ErrorKind::NotFound,
+                StoreError::BlockOrder { .. } => ErrorKind::BlockOrder,
+                StoreError::RolledBack { .. } => ErrorKind::RolledBack,
+                StoreError::BelowFinalized { finalized, .. } => ErrorKind::BelowFinalized {
+                    finalized: *finalized,
+                },
+                StoreError::Poisoned { .. }
+                | StoreError::Io { .. }
+                | StoreError::Corrupt { .. }
+                | StoreError::Timeout { .. }
+                | StoreError::Closed => ErrorKind::Unavailable,
+                _ => ErrorKind::Other,
+            },
+        }
+    }
+
+    /// The file and byte offset a corruption names, if this is one.
+    pub fn corrupt_location(&self) -> Option<(&Path, u64)> {
+        match self {
+            DbError::Store(StoreError::Corrupt { path, offset, .. }) => Some((path, *offset)),
+            _ => None,
+        }
+    }
+}
+
+/// The kinds of [`DbError`] a caller tells apart (see [`DbError::kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A batch repeats values the database holds or repeats itself.
+    Duplicate,
+    /// A batch the tree refuses as given: empty, or a leaf that is not
+    /// canonical for the hash.
+    InvalidBatch,
+    /// No room: the tree's maximum depth or the nullifier set's capacity.
+    Full,
+    /// Something asked of a configuration or directory that does not
+    /// allow it: a config that contradicts the stored one, an invalid
+    /// config, a directory that is not empty, a lookup without a set.
+    Config,
+    /// An index, size, or block the tree does not hold.
+    NotFound,
+    /// A block number that does not follow the last tagged one.
+    BlockOrder,
+    /// The append a durability wait was for was rolled back.
+    RolledBack,
+    /// A rollback below the finalized size.
+    BelowFinalized {
+        /// The finalized size.
+        finalized: u64,
+    },
+    /// The storage failed (I/O, corruption, an earlier failure, a timed
+    /// out wait, a closed database): retrying later may succeed.
+    Unavailable,
+    /// Anything else (a lock held by another process, a read-only
+    /// database asked to write, ...).
+    Other,
 }
 
 /// The database's result type.

@@ -26,16 +26,24 @@ pub struct ReadmeDoctests;
 
 mod config;
 mod db;
+#[doc(hidden)]
+pub mod decoders;
 mod error;
+mod open;
 mod rollback;
 mod set;
+mod usage;
 
+pub use cairn_store::format::VERSION as FORMAT_VERSION;
+pub use cairn_store::names::META as META_FILE;
 pub use cairn_store::{
-    Appended, Backup, BlockTag, CheckpointMeta, CheckpointObserver, RootAt, StoreConfig,
-    StoreStats, TaggedHead, Token,
+    Appended, Backup, BlockTag, CheckpointMeta, CheckpointObserver, CheckpointPolicy, RootAt,
+    StoreConfig, StoreError, StoreStats, TaggedHead, Token,
 };
 pub use config::DbConfig;
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
-pub use error::{DbError, Result};
+pub use error::{DbError, ErrorKind, Result};
+pub use open::{OpenOptions, StoredChildren, is_database};
 pub use set::table::MAX_INDEX;
 pub use set::{Duplicate, DuplicateOf, SetStats};
+pub use usage::{DiskUsage, FileBytes};

@@ -21,8 +21,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use cairn_core::hex::parse_hash;
 use cairn_core::{Hash, TreeHead, shape};
-use cairn_db::{Appended, BlockTag, Db, DbError, DbSnapshot, TaggedHead};
-use cairn_store::StoreError;
+use cairn_db::StoreError;
+use cairn_db::{Appended, BlockTag, Db, DbError, DbSnapshot, ErrorKind, TaggedHead};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -32,7 +32,7 @@ use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::routes::OPENAPI_JSON;
-use crate::{auth, body, json as proof_text};
+use crate::{auth, body};
 use cairn_core::hex::to_hex as hex;
 
 /// What every handler shares.
@@ -373,7 +373,7 @@ pub(crate) async fn append(
 /// timeout).
 fn refused_append(shared: &Shared, appended: &Appended, error: DbError) -> ApiError {
     let end = appended.first + appended.count;
-    if let DbError::Store(StoreError::RolledBack { .. }) = error {
+    if error.kind() == ErrorKind::RolledBack {
         shared
             .metrics
             .rolled_back_appends
@@ -436,7 +436,7 @@ fn append_leaves(shared: &Shared, batch: &body::Batch) -> Result<(Appended, Inst
             metrics
                 .duplicate_values
                 .fetch_add(duplicates.len() as u64, Ordering::Relaxed);
-        } else if let DbError::Store(StoreError::BlockOrder { .. }) = &error {
+        } else if error.kind() == ErrorKind::BlockOrder {
             metrics.block_order_refusals.fetch_add(1, Ordering::Relaxed);
         } else {
             metrics.append_failures.fetch_add(1, Ordering::Relaxed);
@@ -696,7 +696,7 @@ pub(crate) async fn proof(
         .prove_at(index, size)
         .map_err(ApiError::from_proof)?;
     let text = match format {
-        ProofFormat::Json => proof_text::membership(&proof),
+        ProofFormat::Json => proof.json_bytes(),
         other => {
             let rendered = match other {
                 ProofFormat::Zkkit => proof.to_zkkit_json(),
@@ -781,7 +781,7 @@ pub(crate) async fn consistency(
         .map_err(ApiError::from_proof)?;
     Ok(cached(
         &headers,
-        proof_text::consistency(&proof),
+        proof.json_bytes(),
         shared.is_final(explicit),
     ))
 }

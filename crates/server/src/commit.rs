@@ -18,8 +18,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cairn_db::StoreError;
 use cairn_db::Token;
-use cairn_store::StoreError;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch;
 

@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use cairn_core::TreeError;
-use cairn_db::{DbError, Duplicate, DuplicateOf};
-use cairn_store::StoreError;
+use cairn_db::{DbError, Duplicate, DuplicateOf, ErrorKind};
 use serde::Serialize;
 
 /// Why the server could not start, or did not stop cleanly.
@@ -140,56 +139,40 @@ impl ApiError {
 
     /// The answer to a database error of an append.
     pub fn from_append(error: DbError) -> ApiError {
-        match error {
-            DbError::Duplicates { ref duplicates, .. } => ApiError {
+        let message = error.to_string();
+        match (error.kind(), error) {
+            (_, DbError::Duplicates { duplicates, .. }) => ApiError {
                 status: StatusCode::CONFLICT,
-                message: error.to_string(),
+                message,
                 duplicates: Some(duplicates.iter().map(DuplicateJson::from).collect()),
                 finalized: None,
             },
             // A block number that does not follow the last tagged one, or
             // an append a rollback removed before it was acknowledged.
-            DbError::Store(StoreError::BlockOrder { .. } | StoreError::RolledBack { .. }) => {
-                ApiError::new(StatusCode::CONFLICT, error.to_string())
+            (ErrorKind::BlockOrder | ErrorKind::RolledBack, _) => {
+                ApiError::new(StatusCode::CONFLICT, message)
             }
-            DbError::Store(StoreError::Tree(
-                TreeError::EmptyBatch | TreeError::NonCanonicalLeaf { .. },
-            )) => ApiError::bad_request(error.to_string()),
-            DbError::Store(StoreError::Tree(TreeError::CapacityExceeded { .. }))
-            | DbError::SetFull(_) => {
-                ApiError::new(StatusCode::INSUFFICIENT_STORAGE, error.to_string())
-            }
-            DbError::Store(
-                StoreError::Poisoned { .. }
-                | StoreError::Io { .. }
-                | StoreError::Corrupt { .. }
-                | StoreError::Timeout { .. }
-                | StoreError::Closed,
-            ) => ApiError::unavailable(error.to_string()),
-            other => ApiError::internal(other.to_string()),
+            (ErrorKind::InvalidBatch, _) => ApiError::bad_request(message),
+            (ErrorKind::Full, _) => ApiError::new(StatusCode::INSUFFICIENT_STORAGE, message),
+            (ErrorKind::Unavailable, _) => ApiError::unavailable(message),
+            _ => ApiError::internal(message),
         }
     }
 
     /// The answer to a database error of a rollback or a finalization.
     pub fn from_write(error: DbError) -> ApiError {
-        match error {
-            DbError::Store(StoreError::BelowFinalized { finalized, .. }) => ApiError {
+        let message = error.to_string();
+        match error.kind() {
+            ErrorKind::BelowFinalized { finalized } => ApiError {
                 status: StatusCode::CONFLICT,
-                message: error.to_string(),
+                message,
                 duplicates: None,
                 finalized: Some(finalized),
             },
-            DbError::Store(StoreError::BeyondSize { .. } | StoreError::NoHeadAtBlock { .. }) => {
-                ApiError::not_found(error.to_string())
-            }
-            DbError::Store(
-                StoreError::Poisoned { .. }
-                | StoreError::Io { .. }
-                | StoreError::Corrupt { .. }
-                | StoreError::Timeout { .. }
-                | StoreError::Closed,
-            ) => ApiError::unavailable(error.to_string()),
-            other => ApiError::internal(other.to_string()),
+            // A size beyond the tree, or no tagged head at or below a block.
+            ErrorKind::NotFound => ApiError::not_found(message),
+            ErrorKind::Unavailable => ApiError::unavailable(message),
+            _ => ApiError::internal(message),
         }
     }
 

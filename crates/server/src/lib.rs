@@ -41,7 +41,6 @@ mod companions;
 mod config;
 mod cors;
 mod error;
-mod json;
 mod metrics;
 mod mirror;
 mod process;

@@ -12,10 +12,12 @@ use crate::error::{Result, StoreError};
 use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
 
-/// File names in the store directory.
-pub(crate) const CHECKPOINT: &str = "checkpoint";
-pub(crate) const CHECKPOINT_TMP: &str = "checkpoint.tmp";
-pub(crate) const LEVELS_DIR: &str = "levels";
+/// The published checkpoint's name in the store directory.
+pub const CHECKPOINT: &str = "checkpoint";
+/// A checkpoint being written (removed at open: never valid).
+pub const CHECKPOINT_TMP: &str = "checkpoint.tmp";
+/// The directory of the level files.
+pub const LEVELS_DIR: &str = "levels";
 
 /// What the last published checkpoint covers, and the open level files.
 #[derive(Debug, Default)]
@@ -153,9 +155,55 @@ pub(crate) fn write(
         heads: marks.heads,
         rollback_floor: marks.rollback_floor,
     };
-    publish(fs, dir, &checkpoint.encode(meta.store_id))?;
+    let bytes = checkpoint.encode(meta.store_id);
+    assert_publishable(&checkpoint, meta, &bytes);
+    publish(fs, dir, &bytes)?;
     state.last = Some(checkpoint.clone());
     Ok(checkpoint)
+}
+
+/// Pair assertion before publishing: the checkpoint has the shape of a
+/// tree of its size (what `LeanImt::from_levels` requires when recovery
+/// reopens it: level 0 keeps `size - 1` final leaves, each level above one
+/// node per group of the level below, a single top node), its marks are in
+/// range, and its bytes decode to it.
+fn assert_publishable(checkpoint: &CheckpointMeta, meta: &StoreMeta, bytes: &[u8]) {
+    let arity = meta.tree.arity.get() as u64;
+    let mut want = checkpoint.size;
+    for (level, &(final_len, _)) in checkpoint.levels.iter().enumerate() {
+        assert_eq!(
+            final_len + 1,
+            want,
+            "checkpoint level {level} keeps {final_len} final nodes of {want}"
+        );
+        assert!(
+            want > 1 || level + 1 == checkpoint.levels.len(),
+            "checkpoint level {level} has one node but is not the top"
+        );
+        want = want.div_ceil(arity);
+    }
+    assert!(
+        checkpoint
+            .levels
+            .last()
+            .is_none_or(|&(final_len, _)| final_len == 0),
+        "a checkpoint's top level is one node: {:?}",
+        checkpoint.levels.last()
+    );
+    assert_eq!(
+        checkpoint.levels.is_empty(),
+        checkpoint.size == 0,
+        "a checkpoint has levels exactly when it has leaves"
+    );
+    assert!(
+        checkpoint.finalized <= checkpoint.size && checkpoint.resume.seq >= 1,
+        "checkpoint marks out of range: {checkpoint:?}"
+    );
+    assert_eq!(
+        CheckpointMeta::decode(bytes, meta.store_id).as_ref(),
+        Ok(checkpoint),
+        "a checkpoint must read back as written"
+    );
 }
 
 /// Atomically replaces `checkpoint` (see [`crate::replace::replace_file`]).
@@ -183,7 +231,97 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, meta: &StoreMeta) -> Result<Option<C
     let mut bytes = vec![0u8; len as usize];
     file.read_exact_at(&mut bytes, 0)
         .map_err(|e| StoreError::io("read", &path, e))?;
-    CheckpointMeta::decode(&bytes, meta.store_id)
-        .map(Some)
-        .map_err(|why| StoreError::corrupt(&path, 0, why))
+    let checkpoint = CheckpointMeta::decode(&bytes, meta.store_id)
+        .map_err(|why| StoreError::corrupt(&path, 0, why))?;
+    // Pair assertion after reading: every byte of a current checkpoint is
+    // a field or the CRC, so what decoded encodes to the same bytes (an
+    // older version is converted, not copied).
+    if checkpoint_version(&bytes) == format::CHECKPOINT_VERSION {
+        assert_eq!(
+            checkpoint.encode(meta.store_id),
+            bytes,
+            "a checkpoint must encode to the bytes it was read from"
+        );
+    }
+    Ok(Some(checkpoint))
+}
+
+/// The version field of checkpoint bytes that decoded.
+fn checkpoint_version(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes(
+        bytes[8..12]
+            .try_into()
+            .expect("a decoded checkpoint has a version"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_core::{Arity, HashKind, TreeConfig};
+
+    use super::*;
+
+    fn meta() -> StoreMeta {
+        StoreMeta {
+            tree: TreeConfig::new(Arity::new(4).unwrap(), HashKind::Blake3),
+            log_shift: 12,
+            store_id: 7,
+            flags: 0,
+        }
+    }
+
+    /// A checkpoint of 10 leaves at arity 4: levels of 10, 3 and 1 nodes.
+    fn ten_leaves() -> CheckpointMeta {
+        CheckpointMeta {
+            number: 1,
+            size: 10,
+            resume: LogPosition {
+                file: 0,
+                slot: 1,
+                seq: 2,
+            },
+            levels: vec![(9, [1; 32]), (2, [2; 32]), (0, [3; 32])],
+            finalized: 10,
+            epoch: 0,
+            heads: 0,
+            rollback_floor: u64::MAX,
+        }
+    }
+
+    fn check(checkpoint: &CheckpointMeta) -> std::thread::Result<()> {
+        let bytes = checkpoint.encode(meta().store_id);
+        std::panic::catch_unwind(|| assert_publishable(checkpoint, &meta(), &bytes))
+    }
+
+    #[test]
+    fn only_a_checkpoint_with_the_shape_of_its_size_is_published() {
+        assert!(check(&ten_leaves()).is_ok());
+        let empty = CheckpointMeta {
+            size: 0,
+            levels: Vec::new(),
+            finalized: 0,
+            ..ten_leaves()
+        };
+        assert!(check(&empty).is_ok());
+        let mut wrong_count = ten_leaves();
+        wrong_count.levels[1].0 = 3;
+        assert!(
+            check(&wrong_count).is_err(),
+            "level 1 of 10 leaves has 3 nodes"
+        );
+        let mut extra_top = ten_leaves();
+        extra_top.levels.push((0, [4; 32]));
+        assert!(
+            check(&extra_top).is_err(),
+            "a level above the single top node"
+        );
+        let mut no_top = ten_leaves();
+        no_top.levels.pop();
+        assert!(check(&no_top).is_err(), "a top level of three nodes");
+        let beyond = CheckpointMeta {
+            finalized: 11,
+            ..ten_leaves()
+        };
+        assert!(check(&beyond).is_err(), "finalized above the size");
+    }
 }

@@ -26,6 +26,26 @@ pub const HEADS_HEADER_LEN: u64 = 64;
 /// Bytes of one block-tagged head record.
 pub const HEAD_RECORD_LEN: u64 = 128;
 
+// Layout relationships the offsets rely on, checked by the compiler.
+// Log and level files: the header is whole pages and a whole number of
+// nodes, so node `i` at `HEADER_LEN + 32 * i` is page-aligned at every
+// segment start (mappings start on a page) and a 2 MiB segment of nodes is
+// whole pages. A frame is one node's width, so the frame region after the
+// leaf region stays node-aligned too.
+const _: () = assert!(HEADER_LEN.is_multiple_of(4096) && HEADER_LEN.is_multiple_of(NODE_LEN));
+const _: () = assert!((cairn_core::level::SEGMENT_LEN as u64 * NODE_LEN).is_multiple_of(4096));
+const _: () = assert!(FRAME_LEN == NODE_LEN);
+// Fixed records hold their fields and CRC: meta (CRC at 32..36), the
+// heads header (CRC at 24..28) and a head record (CRC at 96..100).
+const _: () = assert!(StoreMeta::LEN >= 36 && HEADS_HEADER_LEN >= 28 && HEAD_RECORD_LEN >= 100);
+// A checkpoint names at most 65 levels (depth 64 at arity 2 for 2^64
+// leaves): level files are numbered 1..=64 with two digits.
+const _: () = assert!(CheckpointMeta::MAX_LEN == CHECKPOINT_FIXED + 4 + 40 * MAX_LEVELS);
+/// Bytes of one node (a leaf in the log, a node in a level file).
+const NODE_LEN: u64 = size_of::<Hash>() as u64;
+/// The most levels a checkpoint records.
+const MAX_LEVELS: usize = 65;
+
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
 }
@@ -81,7 +101,8 @@ pub struct StoreMeta {
     pub log_shift: u8,
     /// The store's random id, in every file.
     pub store_id: u64,
-    /// Reserved flags.
+    /// Flags: bit 0 is the database's (it keeps a nullifier set), bit 1
+    /// [`crate::FLAG_EXPLICIT_FINALITY`]; other bits are written 0.
     pub flags: u64,
 }
 
@@ -230,6 +251,26 @@ impl Frame {
         b
     }
 
+    /// Whether this is the frame recovery accepts at `position` when the
+    /// log so far ends at `end`, in a log file of `per_file` leaves whose
+    /// first is `first_of_file`: it carries the position's sequence number,
+    /// starts where the log ends and ends inside its file, and slot 0
+    /// starts at the file's first leaf. The writer asserts it of every
+    /// frame before writing it; recovery's scan requires it of every frame
+    /// it reads.
+    pub fn follows(
+        &self,
+        position: LogPosition,
+        end: u64,
+        first_of_file: u64,
+        per_file: u64,
+    ) -> bool {
+        self.seq == position.seq
+            && self.start() == end
+            && self.end <= first_of_file + per_file
+            && (position.slot > 0 || self.start() == first_of_file)
+    }
+
     /// A frame whose own CRC holds (its leaves are checked separately).
     pub fn decode(b: &[u8]) -> Option<Frame> {
         if crc32c::crc32c(&b[..28]) != u32_at(b, 28) {
@@ -309,8 +350,8 @@ impl CheckpointMeta {
         b
     }
 
-    /// The longest valid encoding (65 levels).
-    pub(crate) const MAX_LEN: usize = CHECKPOINT_FIXED + 4 + 40 * 65;
+    /// The longest valid encoding ([`MAX_LEVELS`] levels).
+    pub(crate) const MAX_LEN: usize = CHECKPOINT_FIXED + 4 + 40 * MAX_LEVELS;
 
     pub(crate) fn decode(b: &[u8], store_id: u64) -> Result<CheckpointMeta, Malformed> {
         if b.len() < 68 {
@@ -329,9 +370,9 @@ impl CheckpointMeta {
             other => return Err(Malformed::Version(other)),
         };
         let levels = u32_at(b, 12) as usize;
-        if levels > 65 {
+        if levels > MAX_LEVELS {
             return Err(Malformed::Field(format!(
-                "{levels} levels, want at most 65"
+                "{levels} levels, want at most {MAX_LEVELS}"
             )));
         }
         let want = fixed + 4 + 40 * levels;
@@ -505,7 +546,7 @@ pub(crate) fn parse_level_name(name: &str) -> Option<u32> {
     (digits.len() == 2 && digits.bytes().all(|c| c.is_ascii_digit()))
         .then(|| digits.parse().ok())
         .flatten()
-        .filter(|level| (1..=64).contains(level))
+        .filter(|&level| (1..MAX_LEVELS as u32).contains(&level))
 }
 
 #[cfg(test)]
@@ -550,6 +591,20 @@ mod tests {
             assert_ne!(Frame::decode(&bad), Some(frame), "frame bit {bit}");
         }
         assert_eq!(Frame::decode(&[0u8; 32]), None, "a zeroed slot is no frame");
+        // Recovery accepts it only where it follows the log.
+        let at = |slot, seq| LogPosition { file: 0, slot, seq };
+        assert!(frame.follows(at(3, 7), 97, 0, 128));
+        assert!(
+            !frame.follows(at(3, 8), 97, 0, 128),
+            "another sequence number"
+        );
+        assert!(!frame.follows(at(3, 7), 96, 0, 128), "a gap before it");
+        assert!(!frame.follows(at(3, 7), 97, 0, 99), "past its file's end");
+        assert!(
+            !frame.follows(at(0, 7), 97, 0, 128),
+            "slot 0 not at the file's first leaf"
+        );
+        assert!(frame.follows(at(0, 7), 97, 97, 128));
         let ckpt = CheckpointMeta {
             number: 3,
             size: 1000,

@@ -21,7 +21,7 @@ use crate::format::{self, HEAD_RECORD_LEN, HEADS_HEADER_LEN, HeadRecord, StoreMe
 use crate::fs::{Fs, FsFile, OpenMode};
 
 /// The heads file's name in the store directory.
-pub(crate) const HEADS: &str = "heads";
+pub const HEADS: &str = "heads";
 
 /// The block an append belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -24,11 +24,14 @@
 mod backup;
 mod checkpoint;
 pub mod config;
+#[doc(hidden)]
+pub mod decoders;
 pub mod error;
 pub mod format;
 pub mod fs;
 mod heads;
 mod log;
+pub mod names;
 pub mod replace;
 mod rollback;
 mod store;
@@ -37,7 +40,9 @@ pub use backup::{Backup, DerivedFiles};
 pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
 pub use error::StoreError;
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
-pub use fs::{Fs, SimFs, StdFs};
+#[cfg(any(test, feature = "sim"))]
+pub use fs::SimFs;
+pub use fs::{Fs, StdFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use rollback::RollbackFloor;
 pub use store::{

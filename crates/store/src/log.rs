@@ -118,9 +118,24 @@ impl LogWriter {
                 count: u32::try_from(count).expect("log files hold at most 2^30 leaves"),
                 leaves_crc: crc,
             };
+            // Pair assertion with recovery's scan: the frame is the one it
+            // will accept at this position, and reads back as written.
+            assert!(
+                self.next.file == file
+                    && frame.follows(self.next, self.end, first_of_file, per_file),
+                "frame {frame:?} does not follow the log at {:?} (end {}, file {file})",
+                self.next,
+                self.end
+            );
+            let encoded = frame.encode();
+            assert_eq!(
+                Frame::decode(&encoded),
+                Some(frame),
+                "a frame must read back as written"
+            );
             let frame_at = HEADER_LEN + 32 * per_file + FRAME_LEN * self.next.slot;
             handle
-                .write_at(&frame.encode(), frame_at)
+                .write_at(&encoded, frame_at)
                 .map_err(|e| StoreError::io("write", &path, e))?;
             handle
                 .sync_data()
@@ -317,12 +332,7 @@ pub(crate) fn recover(
         let frame = (read == raw.len())
             .then(|| Frame::decode(&raw))
             .flatten()
-            .filter(|f| {
-                f.seq == position.seq
-                    && f.start() == end
-                    && f.end <= first_of_file + per_file
-                    && (position.slot > 0 || f.start() == first_of_file)
-            });
+            .filter(|f| f.follows(position, end, first_of_file, per_file));
         let Some(frame) = frame else {
             break Some((position, frame_at));
         };
@@ -352,6 +362,15 @@ pub(crate) fn recover(
             }
         };
     };
+
+    // Pair assertion: the accepted frames are one contiguous run of leaves
+    // from the resume point, each leaf read once.
+    assert_eq!(
+        start + tail.len() as u64,
+        end,
+        "the scan read {} leaves from {start} to {end}",
+        tail.len()
+    );
 
     // Past the frontier nothing may look like a frame: only the frontier's
     // own slot may hold the torn frame of the last, unacknowledged commit.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use cairn_core::level::{Level, NodeSource, SEGMENT_LEN};
-use cairn_core::{Hash, LeanImt, Snapshot, TreeError, TreeHead};
+use cairn_core::{CheckedLeaves, Hash, LeanImt, Snapshot, TreeError, TreeHead};
 use parking_lot::{Condvar, Mutex};
 
 use crate::checkpoint::{self, CHECKPOINT_TMP, Checkpoints, LEVELS_DIR, Marks};
@@ -26,10 +26,14 @@ use crate::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
 use crate::heads::{self, Heads, HeadsWriter};
 use crate::log::{self, LogWriter};
 
-pub(crate) const META: &str = "cairn.meta";
-pub(crate) const META_TMP: &str = "cairn.meta.tmp";
-pub(crate) const LOCK: &str = "LOCK";
-pub(crate) const LOG_DIR: &str = "log";
+/// What the store is: the file that makes a directory a store.
+pub const META: &str = "cairn.meta";
+/// `cairn.meta` being written at creation.
+pub const META_TMP: &str = "cairn.meta.tmp";
+/// The writers' lock file.
+pub const LOCK: &str = "LOCK";
+/// The directory of the log files (level 0).
+pub const LOG_DIR: &str = "log";
 
 /// A durable n-ary LeanIMT in a directory (without the nullifier set of
 /// `cairn_db::Db`: repeated values are accepted).
@@ -247,6 +251,31 @@ impl Token {
 pub(crate) fn poisoned(failure: &StoreError) -> StoreError {
     StoreError::Poisoned {
         cause: failure.to_string(),
+    }
+}
+
+/// The leaves of an append: as the caller gave them (checked under the
+/// tree lock, as the tree appends them) or already checked by
+/// [`Store::check_batch`] (only the capacity is checked again).
+#[derive(Clone, Copy)]
+enum Batch<'a, 'b> {
+    Unchecked(&'a [Hash]),
+    Checked(&'a CheckedLeaves<'b>),
+}
+
+impl Batch<'_, '_> {
+    fn count(&self) -> usize {
+        match self {
+            Batch::Unchecked(leaves) => leaves.len(),
+            Batch::Checked(leaves) => leaves.count(),
+        }
+    }
+
+    fn append_to(&self, tree: &mut LeanImt) -> std::result::Result<u64, TreeError> {
+        match self {
+            Batch::Unchecked(leaves) => tree.append_batch(leaves),
+            Batch::Checked(leaves) => tree.append_checked(leaves),
+        }
     }
 }
 
@@ -610,6 +639,17 @@ impl Store {
     /// `Db`) method that may wait for that lock from inside a rayon task,
     /// or the pool can end up waiting for itself.
     pub fn append_batch(&self, leaves: &[Hash]) -> Result<Appended> {
+        self.append_leaves(Batch::Unchecked(leaves))
+    }
+
+    /// [`Store::append_batch`] for leaves [`Store::check_batch`] accepted:
+    /// they are not scanned again (the store's state and the capacity are
+    /// checked again, at the size the append finds).
+    pub fn append_checked(&self, leaves: &CheckedLeaves<'_>) -> Result<Appended> {
+        self.append_leaves(Batch::Checked(leaves))
+    }
+
+    fn append_leaves(&self, leaves: Batch<'_, '_>) -> Result<Appended> {
         let inner = &self.inner;
         inner.writable("append")?;
         let (first, epoch) = {
@@ -619,14 +659,14 @@ impl Store {
                     inner.durable.lock().failure.as_ref().expect("poisoned"),
                 ));
             }
-            let first = tree.append_batch(leaves)?;
+            let first = leaves.append_to(&mut tree)?;
             inner.size.store(tree.size(), Ordering::Release);
             inner.appends.fetch_add(1, Ordering::Relaxed);
             inner.heads.lock().note_append(tree.size());
             // Read under the tree lock: a rollback changes both together.
             (first, inner.epoch.load(Ordering::Acquire))
         };
-        let count = leaves.len() as u64;
+        let count = leaves.count() as u64;
         Ok(Appended {
             first,
             count,
@@ -649,6 +689,24 @@ impl Store {
     /// The root is computed here (the right edge is hashed under the tree
     /// lock), since a chain follower needs every block's root anyway.
     pub fn append_tagged(&self, leaves: &[Hash], tag: heads::BlockTag) -> Result<Appended> {
+        self.append_tagged_leaves(Batch::Unchecked(leaves), tag)
+    }
+
+    /// [`Store::append_tagged`] for leaves [`Store::check_batch`] accepted
+    /// (not scanned again).
+    pub fn append_tagged_checked(
+        &self,
+        leaves: &CheckedLeaves<'_>,
+        tag: heads::BlockTag,
+    ) -> Result<Appended> {
+        self.append_tagged_leaves(Batch::Checked(leaves), tag)
+    }
+
+    fn append_tagged_leaves(
+        &self,
+        leaves: Batch<'_, '_>,
+        tag: heads::BlockTag,
+    ) -> Result<Appended> {
         let inner = &self.inner;
         inner.writable("append")?;
         let (first, tags, epoch) = {
@@ -667,10 +725,10 @@ impl Store {
                     last,
                 });
             }
-            let first = if leaves.is_empty() {
+            let first = if leaves.count() == 0 {
                 tree.size()
             } else {
-                tree.append_batch(leaves)?
+                leaves.append_to(&mut tree)?
             };
             let head = tree.head();
             inner.size.store(head.size, Ordering::Release);
@@ -685,7 +743,7 @@ impl Store {
             let tags = heads.tags().len() as u64;
             (first, tags, inner.epoch.load(Ordering::Acquire))
         };
-        let count = leaves.len() as u64;
+        let count = leaves.count() as u64;
         Ok(Appended {
             first,
             count,
@@ -702,8 +760,10 @@ impl Store {
 
     /// Whether [`Store::append_batch`] would accept `leaves` now (not
     /// empty, every leaf canonical for the hash, room in the tree, the
-    /// store not failed), without appending them.
-    pub fn check_batch(&self, leaves: &[Hash]) -> Result<()> {
+    /// store not failed), without appending them. What it accepts goes to
+    /// [`Store::append_checked`] (or [`Store::append_tagged_checked`])
+    /// without its leaves being scanned again.
+    pub fn check_batch<'a>(&self, leaves: &'a [Hash]) -> Result<CheckedLeaves<'a>> {
         let inner = &self.inner;
         inner.writable("append")?;
         if inner.poisoned.load(Ordering::Acquire) {
@@ -711,19 +771,9 @@ impl Store {
                 inner.durable.lock().failure.as_ref().expect("poisoned"),
             ));
         }
-        if leaves.is_empty() {
-            return Err(TreeError::EmptyBatch.into());
-        }
-        let hash = inner.meta.tree.hash;
-        if let Some(position) = leaves.iter().position(|leaf| !hash.accepts(leaf)) {
-            return Err(TreeError::NonCanonicalLeaf {
-                position,
-                leaf: leaves[position],
-            }
-            .into());
-        }
+        let checked = inner.meta.tree.check_leaves(leaves)?;
         inner.tree.lock().check_batch_size(leaves.len() as u64)?;
-        Ok(())
+        Ok(checked)
     }
 
     /// The random identifier written at creation (files of one store
@@ -756,6 +806,20 @@ impl Store {
     /// The store's directory.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
+    }
+
+    /// Where node `index` of `level` is stored: its file and byte offset
+    /// (level 0 in the log files, the levels above in the level files).
+    pub fn node_location(&self, level: u32, index: u64) -> (PathBuf, u64) {
+        node_location(&self.inner.dir, &self.inner.meta, level, index)
+    }
+
+    /// The level and index of the node a level file holds at `offset`, if
+    /// `path` names a level file and `offset` is past its header: the
+    /// inverse of [`Store::node_location`] for levels 1 and up.
+    pub fn stored_node_at(&self, path: &Path, offset: u64) -> Option<(u32, u64)> {
+        let level = format::parse_level_name(path.file_name()?.to_str()?)?;
+        Some((level, offset.checked_sub(HEADER_LEN)? / 32))
     }
 
     /// An immutable snapshot of everything appended so far, for proofs.

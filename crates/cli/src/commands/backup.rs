@@ -5,12 +5,12 @@ use std::time::Instant;
 
 use cairn_core::hex::to_hex;
 
-use crate::commands::plan::group;
 use crate::database::{self, Options};
 use crate::failure::Failure;
 use crate::json::Object;
 use crate::output;
 use crate::signing;
+use crate::units::group;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use cairn_db::DbError;
 
-use crate::commands::plan::group;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::output;
+use crate::units::group;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
@@ -56,44 +56,19 @@ struct Outcome {
     hint: Option<String>,
 }
 
-/// The children of the node a level file holds at `offset` (the layout of
-/// docs/file-format.md), in words: a node that is not the hash of its
-/// children is wrong, or one of its children is (a flipped leaf in the log
-/// shows up as a wrong node of level 1).
+/// Where the children of the node a level file holds at `offset` are, in
+/// words: a node that is not the hash of its children is wrong, or one of
+/// its children is (a flipped leaf in the log shows up as a wrong node of
+/// level 1).
 fn children(db: &cairn_db::Db, path: &std::path::Path, offset: u64) -> Option<String> {
-    let name = path.file_name()?.to_str()?;
-    let level: u32 = name
-        .strip_prefix("level-")?
-        .strip_suffix(".nodes")?
-        .parse()
-        .ok()?;
-    let header = cairn_store::format::HEADER_LEN;
-    let index = offset.checked_sub(header)? / 32;
-    let tree = db.config().tree();
-    let below = level.checked_sub(1)?;
-    let first = index * tree.arity.as_u64();
-    let end = (first + tree.arity.as_u64()).min(cairn_core::shape::level_len(
-        db.size(),
-        tree.arity,
-        below,
-    ));
-    let dir = db.dir();
-    let (file, start) = if below == 0 {
-        let per_file = 1u64 << db.config().store.log_shift;
-        let number = first / per_file;
-        (
-            dir.join("log").join(format!("{number:012}.log")),
-            header + 32 * (first - number * per_file),
-        )
-    } else {
-        (
-            dir.join("levels").join(format!("level-{below:02}.nodes")),
-            header + 32 * first,
-        )
-    };
+    let children = db.children_of_stored_node(path, offset)?;
     Some(format!(
-        "the node or one of its children is wrong: its children are nodes {first}..{end} of level {below}, in {} from offset {start}",
-        file.display()
+        "the node or one of its children is wrong: its children are nodes {}..{} of level {}, in {} from offset {}",
+        children.first,
+        children.end,
+        children.level,
+        children.file.display(),
+        children.offset
     ))
 }
 
@@ -119,7 +94,7 @@ impl CheckCmd {
             let location = outcome
                 .error
                 .as_ref()
-                .and_then(|(_, error)| database::corrupt_location(error));
+                .and_then(|(_, error)| error.corrupt_location());
             output::line(
                 &Object::new()
                     .field("ok", outcome.error.is_none())
@@ -170,14 +145,14 @@ impl CheckCmd {
                 // Tell a node the verification found wrong (1) from a
                 // database that does not open at all (4): open it again
                 // without recomputing the levels.
-                let location = database::corrupt_location(&error);
+                let location = error.corrupt_location();
                 let reopened = match &location {
                     Some(_) => database::open_read_only_raw(&self.dir, Options::default()).ok(),
                     None => None,
                 };
                 let code = match (reopened, location) {
                     (Some(db), Some((path, offset))) => {
-                        outcome.hint = children(&db, &path, offset);
+                        outcome.hint = children(&db, path, offset);
                         let _ = db.close();
                         Code::Invalid
                     }
@@ -194,7 +169,7 @@ impl CheckCmd {
             match db.check_set() {
                 Ok(()) => outcome.set_checked = true,
                 Err(error) => {
-                    let code = if database::corrupt_location(&error).is_some() {
+                    let code = if error.corrupt_location().is_some() {
                         Code::Invalid
                     } else {
                         database::db_code(&error)

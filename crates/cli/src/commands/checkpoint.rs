@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use crate::commands::plan::group;
 use crate::database::{self, Options};
 use crate::failure::Failure;
 use crate::json::Object;
 use crate::output;
+use crate::units::group;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\

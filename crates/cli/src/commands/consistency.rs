@@ -62,9 +62,7 @@ impl ConsistencyCmd {
         }
         let (proof, to, name) = match &self.dir {
             Some(dir) => {
-                let store = database::open_tree(dir)?;
-                let snapshot = store.snapshot();
-                store.close().map_err(database::store_failure)?;
+                let snapshot = database::read_tree(dir)?;
                 let to = self.to.unwrap_or(snapshot.size());
                 (
                     snapshot.prove_consistency(self.from, to),

@@ -7,11 +7,11 @@ use cairn_core::Hash;
 use cairn_core::hex::Hex;
 
 use crate::args::parse_root;
-use crate::commands::plan::group;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::output;
+use crate::units::group;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\

@@ -15,11 +15,11 @@ use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeHead};
 use cairn_db::{Db, DbConfig, DbError, DuplicateOf};
 
 use crate::args::{parse_arity, parse_hash_kind};
-use crate::commands::plan::{group, human_bytes};
 use crate::database;
 use crate::failure::{Code, Failure};
 use crate::json::{Object, array};
 use crate::output;
+use crate::units::{group, human_bytes};
 
 /// The size of the whole Tornado Cash mainnet deposit history.
 pub const DEPOSITS: u64 = 278_827;

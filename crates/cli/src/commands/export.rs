@@ -53,9 +53,7 @@ impl ExportCmd {
                 ),
             ));
         }
-        let store = database::open_tree(&self.dir)?;
-        let snapshot = store.snapshot();
-        store.close().map_err(database::store_failure)?;
+        let snapshot = database::read_tree(&self.dir)?;
         if let Err(message) = self.format.check_hash(snapshot.config().hash) {
             return Err(Failure::new(
                 Code::Usage,

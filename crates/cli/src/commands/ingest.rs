@@ -19,13 +19,13 @@ use cairn_core::{Hash, TreeError, TreeHead};
 use cairn_db::{BlockTag, Db, DbError, Duplicate, DuplicateOf};
 
 use crate::args::{Source, parse_block_size};
-use crate::commands::plan::group;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 use crate::json::{Object, array};
 use crate::leaves::{self, BlockReader, Format, LeafError, ReadError};
 use crate::output;
 use crate::progress::Progress;
+use crate::units::group;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\

@@ -131,7 +131,7 @@ impl InitCmd {
                     .field("unique", !self.no_unique)
                     .field("log_file_leaves", log_file_leaves)
                     .field("finality", self.finality.name())
-                    .field("format_version", cairn_store::format::VERSION)
+                    .field("format_version", cairn_db::FORMAT_VERSION)
                     .finish(),
             );
         }

@@ -143,7 +143,7 @@ impl MirrorCmd {
         }
         output::line(&format!(
             "mirrored {} leaves from {}: size {}, root {}",
-            crate::commands::plan::group(adopted),
+            crate::units::group(adopted),
             self.from,
             head.size,
             head.root

@@ -267,9 +267,7 @@ impl ProveCmd {
         let name = dir.display().to_string();
         let (snapshot, index) = match (self.index, &self.leaf) {
             (Some(index), _) => {
-                let store = database::open_tree(dir)?;
-                let snapshot = store.snapshot();
-                store.close().map_err(database::store_failure)?;
+                let snapshot = database::read_tree(dir)?;
                 (snapshot, index)
             }
             (None, Some(leaf)) => {

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use cairn_tiles::{Location, RemoteOptions, TileSink, TileSource, publish_at};
 
-use crate::commands::plan::group;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::output;
+use crate::units::group;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\

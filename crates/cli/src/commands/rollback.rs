@@ -110,7 +110,7 @@ impl TruncateCmd {
         );
         output::line(&format!(
             "removed {} lea{}: size {}, root {root}",
-            crate::commands::plan::group(removed),
+            crate::units::group(removed),
             if removed == 1 { "f" } else { "ves" },
             head.size
         ))

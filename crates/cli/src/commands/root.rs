@@ -56,9 +56,7 @@ impl RootCmd {
         let (head, depth, arity, hash, name) = match &self.source {
             Some(dir) if database::is_database(dir) => {
                 refuse_tree_options(dir, self.arity, self.hash, self.format)?;
-                let store = database::open_tree(dir)?;
-                let snapshot = store.snapshot();
-                store.close().map_err(database::store_failure)?;
+                let snapshot = database::read_tree(dir)?;
                 let config = snapshot.config();
                 (
                     snapshot.head(),

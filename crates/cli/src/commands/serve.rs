@@ -121,7 +121,7 @@ impl ServeCmd {
 /// not ask for.
 fn create_or_check(dir: &Path, arity: Arity, hash: HashKind) -> Result<(), Failure> {
     if database::is_database(dir) {
-        let stored = database::stored(dir)?.tree;
+        let stored = database::stored(dir)?.tree();
         if stored.arity != arity || stored.hash != hash {
             return Err(Failure::new(
                 Code::Usage,

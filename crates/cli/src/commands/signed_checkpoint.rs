@@ -6,7 +6,7 @@ use anyhow::anyhow;
 use cairn_core::hex::to_hex;
 use cairn_note::{TreeLine, sign_head};
 
-use crate::database;
+use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::output;
@@ -53,10 +53,10 @@ pub struct SignedCheckpointCmd {
 impl SignedCheckpointCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let signer = signing::key_for(&self.dir, self.sign_key.as_deref())?;
-        let store = database::open_tree(&self.dir)?;
-        let snapshot = store.snapshot();
-        let finalized = store.finalized_size();
-        store.close().map_err(database::store_failure)?;
+        let db = database::open_read_only(&self.dir, Options::default())?;
+        let snapshot = db.snapshot().tree().clone();
+        let finalized = db.finalized_size();
+        db.close().map_err(database::db_failure)?;
         let size = if self.finalized {
             finalized.min(snapshot.size())
         } else {

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use cairn_core::hex::to_hex;
 use cairn_core::level::SEGMENT_LEN;
 use cairn_core::shape;
+use cairn_db::FileBytes;
 
-use crate::commands::plan::{group, human_bytes};
-use crate::database::{self, Options, Usage};
+use crate::database::{self, Options};
 use crate::failure::Failure;
 use crate::json::{Object, array};
 use crate::output;
+use crate::units::{group, human_bytes};
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
@@ -68,7 +69,7 @@ impl StatsCmd {
         let snapshot = db.snapshot();
         db.close().map_err(database::db_failure)?;
         let (disk, apparent) = database::usage(&self.dir)?;
-        let tree = meta.tree;
+        let tree = meta.tree();
         let head = snapshot.head();
         let depth = snapshot.depth();
         let levels: Vec<LevelFigures> = if head.size == 0 {
@@ -119,11 +120,11 @@ impl StatsCmd {
             return output::line(
                 &Object::new()
                     .field("dir", self.dir.display().to_string())
-                    .field("format_version", cairn_store::format::VERSION)
+                    .field("format_version", cairn_db::FORMAT_VERSION)
                     .field("arity", tree.arity.as_u64())
                     .field("hash", tree.hash.name())
                     .field("max_depth", tree.max_depth)
-                    .field("unique", database::is_unique(&meta))
+                    .field("unique", meta.unique)
                     .field("log_file_leaves", meta.log_file_leaves())
                     .field("size", head.size)
                     .field("durable_size", stats.store.durable)
@@ -136,17 +137,14 @@ impl StatsCmd {
                     .raw("set", &set)
                     .raw("levels", &levels)
                     .field("resident_bytes", resident)
-                    .raw("disk_bytes", &disk.json())
-                    .raw("file_bytes", &apparent.json())
+                    .raw("disk_bytes", &database::usage_json(&disk))
+                    .raw("file_bytes", &database::usage_json(&apparent))
                     .finish(),
             );
         }
         let mut rows: Vec<(&str, String)> = vec![
             ("database", self.dir.display().to_string()),
-            (
-                "format",
-                format!("version {}", cairn_store::format::VERSION),
-            ),
+            ("format", format!("version {}", cairn_db::FORMAT_VERSION)),
             ("arity", tree.arity.to_string()),
             ("hash", tree.hash.to_string()),
             (
@@ -229,7 +227,7 @@ impl StatsCmd {
 }
 
 /// Bytes by kind, in words.
-fn describe(usage: &Usage) -> String {
+fn describe(usage: &FileBytes) -> String {
     format!(
         "{} total: log {}, levels {}, checkpoint {}, set {}, meta {}, other {}",
         human_bytes(usage.total()),

@@ -8,9 +8,9 @@ use cairn_core::hex::Hex;
 use cairn_core::{Arity, Hash, HashKind, TreeHead};
 
 use crate::args::{Source, file_tree, parse_arity, parse_hash_kind, parse_root};
-use crate::commands::plan::group;
 use crate::failure::{Code, Failure};
 use crate::json::Object;
+use crate::units::group;
 use crate::{database, output, proof_file};
 
 /// The long help of the command.
@@ -90,9 +90,7 @@ pub(crate) fn db_heads(
     dir: &std::path::Path,
     sizes: &[Wanted<'_>],
 ) -> Result<(Arity, HashKind, Vec<TreeHead>), Failure> {
-    let store = database::open_tree(dir)?;
-    let snapshot = store.snapshot();
-    store.close().map_err(database::store_failure)?;
+    let snapshot = database::read_tree(dir)?;
     let config = snapshot.config();
     let mut heads = Vec::with_capacity(sizes.len());
     for &(size, given, option) in sizes {

@@ -2,6 +2,7 @@
 //! plus in-process property tests of leaf parsing.
 
 mod bad_input;
+mod boundary;
 mod consistency;
 mod db;
 mod demo;
@@ -19,5 +20,6 @@ mod scale_out;
 mod serve;
 mod signing;
 mod support;
+mod tidy;
 mod tiles;
 mod usage;

@@ -41,7 +41,8 @@ fn largest_proof_bytes(leaves: u64, n: u64) -> u64 {
     20 + 32 + 32 * siblings
 }
 
-/// rotortree's fitted models, straight from `shared/guide/anchors.md`.
+/// rotortree's fitted models, transcribed from rotortree 0.20.0's README
+/// ("Jolt" and "Noir" sections), independently of `plan.rs`.
 fn jolt(n: u64, d: u64) -> u64 {
     let (n, d) = (n as f64, d as f64);
     (2948.4 + 1832.9 * n * d + (899.5 + 2993.8 * n - 103.4 * n * n) * d).round() as u64

@@ -1,13 +1,24 @@
 //! The JSON encoding of both proof kinds: hashes as 0x-hex, numbers as JSON
 //! integers, siblings grouped per hashing level so a reader can follow them.
 //! Decoding checks every level's length against the derived shape.
+//!
+//! Encoding is written by hand into bytes, in exactly the layout of
+//! serde_json's pretty printer over the documents below (two-space indent,
+//! `[]` for an empty array; a test compares the two over many shapes): a
+//! server sends proofs as JSON all day, and going through the pretty
+//! printer with a string per hash measured as a large part of a proof
+//! request. The CLI, the server and the `serde` feature all use it.
+
+use std::io::Write as _;
 
 use serde::{Deserialize, Serialize};
 
 use super::{ConsistencyProof, DecodeError, FORMAT_VERSION, MembershipProof};
 use crate::Arity;
 use crate::hash::{Hash, HashKind};
-use crate::hex::{parse_hash, to_hex};
+#[cfg(any(test, feature = "serde"))]
+use crate::hex::to_hex;
+use crate::hex::{hex_bytes, parse_hash};
 use crate::shape::{self, Path, PathStep};
 
 #[derive(Serialize, Deserialize)]
@@ -44,8 +55,55 @@ struct ConsistencyJson {
     levels: Vec<LevelJson>,
 }
 
+#[cfg(any(test, feature = "serde"))]
 fn hex_list(values: &[Hash]) -> Vec<String> {
     values.iter().map(to_hex).collect()
+}
+
+fn indent(out: &mut Vec<u8>, depth: usize) {
+    for _ in 0..depth {
+        out.extend_from_slice(b"  ");
+    }
+}
+
+fn push_quoted_hex(out: &mut Vec<u8>, value: &Hash) {
+    out.push(b'"');
+    out.extend_from_slice(&hex_bytes(value));
+    out.push(b'"');
+}
+
+/// A JSON array of hashes whose opening bracket is at `depth`.
+fn hash_array(out: &mut Vec<u8>, values: &[Hash], depth: usize) {
+    if values.is_empty() {
+        out.extend_from_slice(b"[]");
+        return;
+    }
+    out.push(b'[');
+    for (position, value) in values.iter().enumerate() {
+        out.extend_from_slice(if position == 0 { b"\n" } else { b",\n" });
+        indent(out, depth + 1);
+        push_quoted_hex(out, value);
+    }
+    out.push(b'\n');
+    indent(out, depth);
+    out.push(b']');
+}
+
+fn field(out: &mut Vec<u8>, name: &str) {
+    out.extend_from_slice(b",\n  \"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\": ");
+}
+
+fn header(out: &mut Vec<u8>, kind: &str, arity: u64, hash: &str) {
+    let _ = write!(
+        out,
+        "{{\n  \"version\": {FORMAT_VERSION},\n  \"kind\": \"{kind}\",\n  \"arity\": {arity},\n  \"hash\": \"{hash}\""
+    );
+}
+
+fn into_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| unreachable!("proof JSON is ASCII: {e}"))
 }
 
 fn check_common(
@@ -104,8 +162,40 @@ fn json_error(error: serde_json::Error) -> DecodeError {
 impl MembershipProof {
     /// The JSON encoding (pretty-printed).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(&self.doc())
-            .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
+        into_string(self.json_bytes())
+    }
+
+    /// The JSON encoding as bytes: [`MembershipProof::to_json`] without
+    /// the UTF-8 check of a `String`.
+    pub fn json_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + 80 * self.siblings.len());
+        header(
+            &mut out,
+            "membership",
+            self.arity.as_u64(),
+            self.hash.name(),
+        );
+        field(&mut out, "index");
+        let _ = write!(out, "{}", self.index);
+        field(&mut out, "size");
+        let _ = write!(out, "{}", self.size);
+        field(&mut out, "leaf");
+        push_quoted_hex(&mut out, &self.leaf);
+        field(&mut out, "siblings");
+        let mut levels = self.levels().peekable();
+        if levels.peek().is_none() {
+            out.extend_from_slice(b"[]");
+        } else {
+            out.push(b'[');
+            for (position, (_, siblings)) in levels.enumerate() {
+                out.extend_from_slice(if position == 0 { b"\n" } else { b",\n" });
+                indent(&mut out, 2);
+                hash_array(&mut out, siblings, 2);
+            }
+            out.extend_from_slice(b"\n  ]");
+        }
+        out.extend_from_slice(b"\n}");
+        out
     }
 
     /// Decodes a JSON membership proof, checking each level's length.
@@ -113,6 +203,7 @@ impl MembershipProof {
         MembershipProof::from_doc(serde_json::from_str(text).map_err(json_error)?)
     }
 
+    #[cfg(any(test, feature = "serde"))]
     fn doc(&self) -> MembershipJson {
         MembershipJson {
             version: u64::from(FORMAT_VERSION),
@@ -171,8 +262,51 @@ impl MembershipProof {
 impl ConsistencyProof {
     /// The JSON encoding (pretty-printed).
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(&self.doc())
-            .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"))
+        into_string(self.json_bytes())
+    }
+
+    /// The JSON encoding as bytes: [`ConsistencyProof::to_json`] without
+    /// the UTF-8 check of a `String`.
+    pub fn json_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(320 + 80 * self.hashes.len());
+        header(
+            &mut out,
+            "consistency",
+            self.arity.as_u64(),
+            self.hash.name(),
+        );
+        field(&mut out, "old_size");
+        let _ = write!(out, "{}", self.old_size);
+        field(&mut out, "new_size");
+        let _ = write!(out, "{}", self.new_size);
+        field(&mut out, "edge_leaf");
+        match &self.edge_leaf {
+            Some(leaf) => push_quoted_hex(&mut out, leaf),
+            None => out.extend_from_slice(b"null"),
+        }
+        field(&mut out, "levels");
+        let mut levels = self.levels().peekable();
+        if levels.peek().is_none() {
+            out.extend_from_slice(b"[]");
+        } else {
+            out.push(b'[');
+            for (position, (step, left, right)) in levels.enumerate() {
+                out.extend_from_slice(if position == 0 { b"\n" } else { b",\n" });
+                indent(&mut out, 2);
+                let _ = write!(
+                    out,
+                    "{{\n      \"level\": {},\n      \"left\": ",
+                    step.level
+                );
+                hash_array(&mut out, left, 3);
+                out.extend_from_slice(b",\n      \"right\": ");
+                hash_array(&mut out, right, 3);
+                out.extend_from_slice(b"\n    }");
+            }
+            out.extend_from_slice(b"\n  ]");
+        }
+        out.extend_from_slice(b"\n}");
+        out
     }
 
     /// Decodes a JSON consistency proof, checking each level's lengths.
@@ -180,6 +314,7 @@ impl ConsistencyProof {
         ConsistencyProof::from_doc(serde_json::from_str(text).map_err(json_error)?)
     }
 
+    #[cfg(any(test, feature = "serde"))]
     fn doc(&self) -> ConsistencyJson {
         ConsistencyJson {
             version: u64::from(FORMAT_VERSION),
@@ -292,6 +427,35 @@ mod serde_impls {
         fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
             ConsistencyProof::from_doc(ConsistencyJson::deserialize(deserializer)?)
                 .map_err(D::Error::custom)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Arity, HashKind, LeanImt, TreeConfig};
+
+    /// The hand-written encoder against serde_json's pretty printer over
+    /// the documents (the reference layout), byte for byte.
+    #[test]
+    fn proofs_are_byte_for_byte_the_pretty_printed_documents() {
+        let leaves: Vec<[u8; 32]> = (0u8..70).map(|i| [i; 32]).collect();
+        for n in [2u64, 3, 4, 5, 8, 16] {
+            let config = TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3);
+            let mut tree = LeanImt::from_leaves(config, &leaves).unwrap();
+            for size in 0..=70u64 {
+                for index in 0..size {
+                    let proof = tree.prove_at(index, size).unwrap();
+                    let reference = serde_json::to_string_pretty(&proof.doc()).unwrap();
+                    assert_eq!(proof.to_json(), reference, "n {n} {index}/{size}");
+                    assert_eq!(proof.json_bytes(), reference.as_bytes());
+                }
+                for old in (0..=size).step_by(3).chain([size]) {
+                    let proof = tree.prove_consistency(old, size).unwrap();
+                    let reference = serde_json::to_string_pretty(&proof.doc()).unwrap();
+                    assert_eq!(proof.to_json(), reference, "n {n} {old}..{size}");
+                }
+            }
         }
     }
 }

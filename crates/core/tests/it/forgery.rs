@@ -1,6 +1,8 @@
 //! The forgery matrix: one named test per attack, each of which a verifier
-//! must reject. Several pin gaps found in rotortree 0.20
-//! (`shared/guide/anchors.md`, "proof verification gaps").
+//! must reject. Several pin gaps reproduced against rotortree 0.20.0's
+//! verifier: a proof relabelled to another index and size, a size checked
+//! only through its depth, unused sibling slots not required to be zero,
+//! and a consistency proof whose sizes are not bound to the trusted head.
 
 use cairn_core::{ConsistencyProof, Hash, HashKind, MembershipProof, TreeHead, VerifyError};
 

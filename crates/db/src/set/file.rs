@@ -24,6 +24,8 @@ const MAGIC: &[u8; 8] = b"CAIRNSET";
 const VERSION: u32 = 1;
 /// Header bytes.
 pub(crate) const HEADER_LEN: usize = 64;
+// The header holds its fields and its CRC (at 56..60).
+const _: () = assert!(HEADER_LEN >= 60);
 /// Writes and reads go through a buffer of this size.
 const BUFFER: usize = 8 << 20;
 

@@ -29,6 +29,8 @@ use table::{MAX_INDEX, TAG_BITS, Table};
 /// Bits of the keyed hash that pick a shard.
 pub(crate) const SHARD_BITS: u32 = 12;
 const SHARDS: usize = 1 << SHARD_BITS;
+// The shard and the tag are disjoint bit fields of one 64-bit keyed hash.
+const _: () = assert!(SHARD_BITS + TAG_BITS <= u64::BITS);
 /// Below this many values a batch is inserted by the calling thread alone.
 pub(crate) const PARALLEL_FROM: usize = 4096;
 

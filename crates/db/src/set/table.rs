@@ -25,6 +25,15 @@ pub const MAX_INDEX: u64 = INDEX_MASK - 1;
 pub(crate) const MAX_CAPACITY: usize = 1 << TAG_BITS;
 const MIN_CAPACITY: usize = 8;
 
+// The slot layout, checked by the compiler: tag and index fill the 64-bit
+// slot exactly (a tag fits the `u32` it is handled as), the all-zero slot
+// (empty) is no entry since the index is stored plus one, and the home
+// slot's product `tag * capacity` fits in 64 bits at the largest capacity.
+const _: () = assert!(TAG_BITS + INDEX_BITS == u64::BITS && TAG_BITS <= u32::BITS);
+const _: () = assert!(MAX_INDEX + 1 == INDEX_MASK && MAX_INDEX < u64::MAX);
+const _: () = assert!(TAG_BITS + TAG_BITS <= u64::BITS && MAX_CAPACITY == 1 << TAG_BITS);
+const _: () = assert!(0 < MIN_CAPACITY && MIN_CAPACITY <= MAX_CAPACITY);
+
 /// An entry: the tag and the leaf index.
 #[inline]
 pub(crate) fn pack(tag: u32, index: u64) -> u64 {

@@ -3,6 +3,7 @@
 mod adversarial;
 mod backup;
 mod basics;
+mod callers;
 mod concurrency;
 mod crash;
 mod model;

@@ -34,7 +34,7 @@ struct Args {
 }
 
 fn open(args: &Args) -> anyhow::Result<Db> {
-    let holds_db = args.dir.join("cairn.meta").exists();
+    let holds_db = cairn_db::is_database(&args.dir);
     match (args.create_arity, args.create_hash) {
         (Some(arity), Some(hash)) if !holds_db => {
             let tree = TreeConfig::new(arity, hash);

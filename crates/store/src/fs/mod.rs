@@ -1,8 +1,9 @@
 //! The file-system seam: every file operation the engine performs goes
 //! through [`Fs`], so that tests can replace the operating system with
-//! [`sim::SimFs`], which keeps what was written apart from what was synced
-//! and can therefore build the states a power loss leaves behind, and inject
-//! faults (failed fsyncs, a full disk) at any call.
+//! `SimFs` (the `sim` feature, for tests only), which keeps what was
+//! written apart from what was synced and can therefore build the states a
+//! power loss leaves behind, and inject faults (failed fsyncs, a full disk)
+//! at any call.
 //!
 //! The trait is deliberately small: positioned reads and writes, data and
 //! directory syncs, create/rename/remove, listing, an exclusive lock and a
@@ -16,9 +17,11 @@ use std::sync::Arc;
 use cairn_core::Hash;
 
 pub mod real;
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 
 pub use real::StdFs;
+#[cfg(any(test, feature = "sim"))]
 pub use sim::SimFs;
 
 /// How to open a file.

@@ -1,0 +1,158 @@
+//! Opening a database as it was created: [`OpenOptions`] (read-only or
+//! writing, background work, verification), the stored configuration,
+//! the tree alone, and where a stored node's children are.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::{Snapshot, shape};
+use cairn_store::{CheckpointPolicy, StdFs, Store, names};
+
+use crate::config::DbConfig;
+use crate::db::{Db, resolve_config};
+use crate::error::Result;
+
+/// Whether `dir` is a directory holding a cairn database (it has the
+/// store's `cairn.meta`).
+pub fn is_database(dir: impl AsRef<Path>) -> bool {
+    let dir = dir.as_ref();
+    dir.is_dir() && dir.join(names::META).is_file()
+}
+
+/// How [`OpenOptions::open`] opens a database. The tree, the log file
+/// size, the nullifier set and finality are always the ones the database
+/// was created with; these choose how this open runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    read_only: bool,
+    background: bool,
+    verify: bool,
+}
+
+impl Default for OpenOptions {
+    /// What [`Db::open`] does: writing, with background work, no
+    /// verification.
+    fn default() -> OpenOptions {
+        OpenOptions {
+            read_only: false,
+            background: true,
+            verify: false,
+        }
+    }
+}
+
+impl OpenOptions {
+    /// The defaults (see [`OpenOptions::default`]).
+    pub fn new() -> OpenOptions {
+        OpenOptions::default()
+    }
+
+    /// Open read-only ([`Db::open_read_only`]): beside a writer, writing
+    /// nothing.
+    pub fn read_only(self, read_only: bool) -> OpenOptions {
+        OpenOptions { read_only, ..self }
+    }
+
+    /// Keep the storage engine's background flush and automatic
+    /// checkpoints (on by default). Off, nothing runs in the background:
+    /// only waits, explicit checkpoints and close flush (a command that
+    /// opens, appends and closes).
+    pub fn background(self, background: bool) -> OpenOptions {
+        OpenOptions { background, ..self }
+    }
+
+    /// Recompute every level from the one below at open and compare it
+    /// with what is stored (slow; off by default).
+    pub fn verify(self, verify: bool) -> OpenOptions {
+        OpenOptions { verify, ..self }
+    }
+
+    /// The configuration these options open `dir`'s database with: the
+    /// stored one, with this open's runtime settings.
+    pub fn config(&self, dir: impl AsRef<Path>) -> Result<DbConfig> {
+        let mut config = DbConfig::stored(dir)?;
+        config.store.verify_on_open = self.verify;
+        if !self.background {
+            config.store.flush_interval = None;
+            config.store.checkpoint = CheckpointPolicy::default();
+        }
+        Ok(config)
+    }
+
+    /// Opens the database in `dir` with these options.
+    pub fn open(&self, dir: impl AsRef<Path>) -> Result<Db> {
+        let dir = dir.as_ref();
+        let config = self.config(dir)?;
+        if self.read_only {
+            Db::open_read_only_in(Arc::new(StdFs), dir, Some(config))
+        } else {
+            Db::open_with(dir, config)
+        }
+    }
+}
+
+impl DbConfig {
+    /// The configuration the database in `dir` was created with (tree,
+    /// log file size, nullifier set, finality), with default runtime
+    /// settings.
+    pub fn stored(dir: impl AsRef<Path>) -> Result<DbConfig> {
+        resolve_config(&StdFs, dir.as_ref(), None)
+    }
+
+    /// Leaves per log file.
+    pub fn log_file_leaves(&self) -> u64 {
+        1 << self.store.log_shift
+    }
+}
+
+/// Where the children of a stored node are (see
+/// [`Db::children_of_stored_node`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredChildren {
+    /// Their level.
+    pub level: u32,
+    /// The first child's index in that level.
+    pub first: u64,
+    /// One past the last child's index.
+    pub end: u64,
+    /// The file holding the first child.
+    pub file: PathBuf,
+    /// The first child's byte offset in it.
+    pub offset: u64,
+}
+
+impl Db {
+    /// The tree of the database in `dir` as durable now, read-only (beside
+    /// a writer, if one runs) and without loading the nullifier set: for
+    /// readers of roots and proofs only.
+    pub fn read_tree(dir: impl AsRef<Path>) -> Result<Arc<Snapshot>> {
+        let dir = dir.as_ref();
+        let config = OpenOptions::new().background(false).config(dir)?;
+        let store = Store::open_read_only(Arc::new(StdFs), dir, config.store_config())?;
+        let snapshot = store.snapshot();
+        store.close()?;
+        Ok(snapshot)
+    }
+
+    /// Where the children of the node stored at `offset` of the level file
+    /// `file` are, if `file` is one of this database's level files: for
+    /// reporting a node that is not the hash of its children (one of the
+    /// two is wrong).
+    pub fn children_of_stored_node(&self, file: &Path, offset: u64) -> Option<StoredChildren> {
+        let store = &self.store;
+        let (level, index) = store.stored_node_at(file, offset)?;
+        let tree = self.config().tree();
+        let below = level.checked_sub(1)?;
+        let first = index * tree.arity.as_u64();
+        let end =
+            (first + tree.arity.as_u64()).min(shape::level_len(self.size(), tree.arity, below));
+        let (file, offset) = store.node_location(below, first);
+        Some(StoredChildren {
+            level: below,
+            first,
+            end,
+            file,
+            offset,
+        })
+    }
+}
