@@ -406,7 +406,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         B3,
         4,
         h10,
-        bin(with_byte(p3.clone(), 0, 2)),
+        bin(with_byte(p3.clone(), 0, 3)),
         Decode,
     );
     add(
@@ -701,7 +701,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         B3,
         4,
         c40,
-        bin(with_byte(c.clone(), 0, 2)),
+        bin(with_byte(c.clone(), 0, 3)),
         Decode,
     );
     add(
@@ -910,7 +910,7 @@ fn cases(leaves: &[Hash]) -> Result<Vec<Case>> {
         B3,
         4,
         h10,
-        json(edit(m5.clone(), &|v| set(v, "version", Json::from(2u64)))),
+        json(edit(m5.clone(), &|v| set(v, "version", Json::from(3u64)))),
         Decode,
     );
     add(

@@ -1,14 +1,29 @@
 //! The JSON encoding of both proof kinds: hashes as 0x-hex, numbers as JSON
 //! integers, siblings grouped per hashing level so a reader can follow them.
-//! Decoding checks every level's length against the derived shape.
+//! Decoding checks every level's length against the derived shape. A proof
+//! of a fixed-depth tree is version 2 and names its tree in a `tree` object;
+//! a Lean tree's proof is version 1 and has none.
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConsistencyProof, DecodeError, FORMAT_VERSION, MembershipProof};
+use super::{
+    ConsistencyProof, DecodeError, FORMAT_VERSION, FORMAT_VERSION_KINDS, MembershipProof,
+    check_decoded_kind,
+};
 use crate::Arity;
 use crate::hash::{Hash, HashKind};
 use crate::hex::{parse_hash, to_hex};
-use crate::shape::{self, Path, PathStep};
+use crate::kind::TreeKind;
+use crate::shape::{PathStep, Shape};
+
+/// The tree of a version 2 proof: `{"kind": "imt", "depth": D, "zero": "0x.."}`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TreeJson {
+    kind: String,
+    depth: u32,
+    zero: String,
+}
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,6 +32,8 @@ struct MembershipJson {
     kind: String,
     arity: u64,
     hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tree: Option<TreeJson>,
     index: u64,
     size: u64,
     leaf: String,
@@ -38,6 +55,8 @@ struct ConsistencyJson {
     kind: String,
     arity: u64,
     hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tree: Option<TreeJson>,
     old_size: u64,
     new_size: u64,
     edge_leaf: Option<String>,
@@ -48,6 +67,51 @@ fn hex_list(values: &[Hash]) -> Vec<String> {
     values.iter().map(to_hex).collect()
 }
 
+/// The version and `tree` object a proof of a tree of `kind` carries.
+fn tree_doc(kind: &TreeKind) -> (u64, Option<TreeJson>) {
+    match kind {
+        TreeKind::Fixed { depth, zero } => (
+            u64::from(FORMAT_VERSION_KINDS),
+            Some(TreeJson {
+                kind: kind.name().to_owned(),
+                depth: *depth,
+                zero: to_hex(zero),
+            }),
+        ),
+        _ => (u64::from(FORMAT_VERSION), None),
+    }
+}
+
+/// The tree kind a version and `tree` object name: version 1 has no
+/// `tree` (a Lean tree), version 2 must have one.
+fn tree_of(version: u64, tree: Option<&TreeJson>) -> Result<TreeKind, DecodeError> {
+    match (version, tree) {
+        (1, None) => Ok(TreeKind::Lean),
+        (1, Some(_)) => Err(DecodeError::TreeKind(
+            "a version 1 proof is of a lean tree and has no \"tree\" field".to_owned(),
+        )),
+        (2, None) => Err(DecodeError::TreeKind(
+            "a version 2 proof needs a \"tree\" field".to_owned(),
+        )),
+        (2, Some(tree)) => {
+            if tree.kind != "imt" {
+                return Err(DecodeError::TreeKind(format!(
+                    "tree kind {:?} is unknown, want \"imt\"",
+                    tree.kind
+                )));
+            }
+            Ok(TreeKind::Fixed {
+                depth: tree.depth,
+                zero: parse_hash(&tree.zero)?,
+            })
+        }
+        (other, _) => Err(DecodeError::UnsupportedVersion {
+            got: other,
+            want: FORMAT_VERSION_KINDS,
+        }),
+    }
+}
+
 fn check_common(
     version: u64,
     kind: &str,
@@ -55,10 +119,10 @@ fn check_common(
     arity: u64,
     hash: &str,
 ) -> Result<(Arity, HashKind), DecodeError> {
-    if version != u64::from(FORMAT_VERSION) {
+    if version != u64::from(FORMAT_VERSION) && version != u64::from(FORMAT_VERSION_KINDS) {
         return Err(DecodeError::UnsupportedVersion {
             got: version,
-            want: FORMAT_VERSION,
+            want: FORMAT_VERSION_KINDS,
         });
     }
     if kind != want_kind {
@@ -114,11 +178,13 @@ impl MembershipProof {
     }
 
     fn doc(&self) -> MembershipJson {
+        let (version, tree) = tree_doc(&self.kind);
         MembershipJson {
-            version: u64::from(FORMAT_VERSION),
+            version,
             kind: "membership".to_owned(),
             arity: self.arity.as_u64(),
             hash: self.hash.name().to_owned(),
+            tree,
             index: self.index,
             size: self.size,
             leaf: to_hex(&self.leaf),
@@ -132,13 +198,16 @@ impl MembershipProof {
     fn from_doc(doc: MembershipJson) -> Result<MembershipProof, DecodeError> {
         let (arity, hash) =
             check_common(doc.version, &doc.kind, "membership", doc.arity, &doc.hash)?;
+        let tree = tree_of(doc.version, doc.tree.as_ref())?;
         if doc.index >= doc.size {
             return Err(DecodeError::IndexOutOfRange {
                 index: doc.index,
                 size: doc.size,
             });
         }
-        let steps = Path::new(doc.index, doc.size, arity).filter(PathStep::hashes);
+        check_decoded_kind(arity, hash, tree, doc.size)?;
+        let shape = Shape::new(arity, tree);
+        let steps = shape.path(doc.index, doc.size).filter(PathStep::hashes);
         let want_levels = steps.clone().count();
         if doc.siblings.len() != want_levels {
             return Err(DecodeError::WrongLevelCount {
@@ -146,8 +215,7 @@ impl MembershipProof {
                 want: want_levels,
             });
         }
-        let mut siblings =
-            Vec::with_capacity(shape::membership_sibling_count(doc.index, doc.size, arity));
+        let mut siblings = Vec::with_capacity(shape.membership_sibling_count(doc.index, doc.size));
         for (position, (step, level)) in steps.zip(&doc.siblings).enumerate() {
             parse_level(
                 level,
@@ -160,6 +228,7 @@ impl MembershipProof {
         Ok(MembershipProof {
             arity,
             hash,
+            kind: tree,
             index: doc.index,
             size: doc.size,
             leaf: parse_hash(&doc.leaf)?,
@@ -181,11 +250,13 @@ impl ConsistencyProof {
     }
 
     fn doc(&self) -> ConsistencyJson {
+        let (version, tree) = tree_doc(&self.kind);
         ConsistencyJson {
-            version: u64::from(FORMAT_VERSION),
+            version,
             kind: "consistency".to_owned(),
             arity: self.arity.as_u64(),
             hash: self.hash.name().to_owned(),
+            tree,
             old_size: self.old_size,
             new_size: self.new_size,
             edge_leaf: self.edge_leaf.as_ref().map(to_hex),
@@ -203,10 +274,13 @@ impl ConsistencyProof {
     fn from_doc(doc: ConsistencyJson) -> Result<ConsistencyProof, DecodeError> {
         let (arity, hash) =
             check_common(doc.version, &doc.kind, "consistency", doc.arity, &doc.hash)?;
+        let tree = tree_of(doc.version, doc.tree.as_ref())?;
         let (old_size, new_size) = (doc.old_size, doc.new_size);
         if old_size > new_size {
             return Err(DecodeError::OldSizeAboveNew { old_size, new_size });
         }
+        check_decoded_kind(arity, hash, tree, new_size)?;
+        let shape = Shape::new(arity, tree);
         let edge_leaf = match (old_size, &doc.edge_leaf) {
             (0, None) => None,
             (0, Some(_)) | (_, None) => {
@@ -220,7 +294,8 @@ impl ConsistencyProof {
         let steps: Vec<_> = if old_size == 0 {
             Vec::new()
         } else {
-            shape::consistency_steps(old_size, new_size, arity)
+            shape
+                .consistency_steps(old_size, new_size)
                 .filter(|step| step.left + step.right > 0)
                 .collect()
         };
@@ -230,8 +305,7 @@ impl ConsistencyProof {
                 want: steps.len(),
             });
         }
-        let mut hashes =
-            Vec::with_capacity(shape::consistency_hash_count(old_size, new_size, arity));
+        let mut hashes = Vec::with_capacity(shape.consistency_hash_count(old_size, new_size));
         for (position, (step, level)) in steps.iter().zip(&doc.levels).enumerate() {
             if level.level != step.level {
                 return Err(DecodeError::Json(format!(
@@ -251,6 +325,7 @@ impl ConsistencyProof {
         Ok(ConsistencyProof {
             arity,
             hash,
+            kind: tree,
             old_size,
             new_size,
             edge_leaf,
