@@ -287,6 +287,46 @@ mod tests {
         assert_eq!(climbing.pad(1), Some(&zeros[1]));
     }
 
+    /// Tornado Cash's `MerkleTreeWithHistory.sol` lists its zero hashes:
+    /// `zeros(0)` = keccak256("tornado") mod p, `zeros(i + 1)` =
+    /// `hashLeftRight(zeros(i), zeros(i))` (MiMCSponge), `zeros(20)` the
+    /// empty root of its depth-20 deposit tree.
+    #[test]
+    fn mimcsponge_zeros_of_tornados_zero_value_are_tornados_zeros() {
+        let hex = |text: &str| crate::hex::parse_hash(text).unwrap();
+        let kind = TreeKind::Fixed {
+            depth: 31,
+            zero: decimal(
+                "21663839004416932945382355908790599225266501822907911457504978515578255421292",
+            ),
+        };
+        let zeros = kind.zeros(Arity::BINARY, HashKind::MiMCSponge);
+        for (level, want) in [
+            (
+                0,
+                "0x2fe54c60d3acabf3343a35b6eba15db4821b340f76e741e2249685ed4899af6c",
+            ),
+            (
+                1,
+                "0x256a6135777eee2fd26f54b8b7037a25439d5235caee224154186d2b8a52e31d",
+            ),
+            (
+                10,
+                "0x1f04ef20dee48d39984d8eabe768a70eafa6310ad20849d4573c3c40c2ad1e30",
+            ),
+            (
+                20,
+                "0x29d7ed391256ccc3ea596c86e933b89ff339d25ea8ddced975ae2fe30b5296d4",
+            ),
+            (
+                31,
+                "0x2c7a07d20dff79d01fecedc1134284a8d08436606c93693b67e333f671bf69cc",
+            ),
+        ] {
+            assert_eq!(zeros[level], hex(want), "zeros({level})");
+        }
+    }
+
     #[test]
     fn group_parent_lifts_or_pads_by_kind() {
         let h = HashKind::Blake3;

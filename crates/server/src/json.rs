@@ -10,8 +10,8 @@
 use std::io::Write as _;
 
 use cairn_core::hex::hex_bytes;
-use cairn_core::proof::FORMAT_VERSION;
-use cairn_core::{ConsistencyProof, Hash, MembershipProof};
+use cairn_core::proof::{FORMAT_VERSION, FORMAT_VERSION_KINDS};
+use cairn_core::{ConsistencyProof, Hash, MembershipProof, TreeKind};
 
 /// Appends `value` as `0x` and 64 lowercase hex digits.
 pub(crate) fn push_hex(out: &mut Vec<u8>, value: &Hash) {
@@ -53,11 +53,26 @@ fn field(out: &mut Vec<u8>, name: &str) {
     out.extend_from_slice(b"\": ");
 }
 
-fn header(out: &mut Vec<u8>, kind: &str, arity: u64, hash: &str) {
+/// The fields every proof starts with; a proof of a tree of another kind
+/// than Lean is version 2 and names its tree.
+fn header(out: &mut Vec<u8>, kind: &str, arity: u64, hash: &str, tree: TreeKind) {
+    let version = match tree {
+        TreeKind::Lean => FORMAT_VERSION,
+        _ => FORMAT_VERSION_KINDS,
+    };
     let _ = write!(
         out,
-        "{{\n  \"version\": {FORMAT_VERSION},\n  \"kind\": \"{kind}\",\n  \"arity\": {arity},\n  \"hash\": \"{hash}\""
+        "{{\n  \"version\": {version},\n  \"kind\": \"{kind}\",\n  \"arity\": {arity},\n  \"hash\": \"{hash}\""
     );
+    if let TreeKind::Fixed { depth, zero } = tree {
+        let _ = write!(
+            out,
+            ",\n  \"tree\": {{\n    \"kind\": \"{}\",\n    \"depth\": {depth},\n    \"zero\": ",
+            tree.name()
+        );
+        push_quoted_hex(out, &zero);
+        out.extend_from_slice(b"\n  }");
+    }
 }
 
 /// `proof.to_json()`, faster.
@@ -68,6 +83,7 @@ pub(crate) fn membership(proof: &MembershipProof) -> Vec<u8> {
         "membership",
         proof.arity().as_u64(),
         proof.hash().name(),
+        proof.kind(),
     );
     field(&mut out, "index");
     let _ = write!(out, "{}", proof.index());
@@ -100,6 +116,7 @@ pub(crate) fn consistency(proof: &ConsistencyProof) -> Vec<u8> {
         "consistency",
         proof.arity().as_u64(),
         proof.hash().name(),
+        proof.kind(),
     );
     field(&mut out, "old_size");
     let _ = write!(out, "{}", proof.old_size());
@@ -143,8 +160,20 @@ mod tests {
 
     #[test]
     fn proofs_are_byte_for_byte_the_core_json() {
-        for n in [2u64, 3, 4, 5, 8, 16] {
-            let config = TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3);
+        let lean = |n: u64| TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3);
+        // A fixed-depth tree's proofs (version 2, with their tree) too.
+        let fixed = |n: u64| {
+            lean(n).with_kind(cairn_core::TreeKind::Fixed {
+                depth: 7,
+                zero: [0x1d; 32],
+            })
+        };
+        let configs = [2u64, 3, 4, 5, 8, 16]
+            .map(lean)
+            .into_iter()
+            .chain([2u64, 3, 5].map(fixed));
+        for config in configs {
+            let n = config.arity.as_u64();
             let leaves = cairn_testkit::leaves(n, 70);
             let mut tree = LeanImt::from_leaves(config, &leaves).unwrap();
             for size in 0..=70u64 {

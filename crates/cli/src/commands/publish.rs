@@ -115,6 +115,9 @@ impl PublishCmd {
                 Code::Usage,
                 anyhow!("{}: {why}", to.display()),
             )),
+            Err(error @ cairn_tiles::PublishError::NotLean { .. }) => {
+                Err(Failure::new(Code::Usage, error))
+            }
             Err(error) => Err(Failure::new(Code::Input, error)),
         }
     }
