@@ -39,9 +39,11 @@ fuzz_target!(|data: &[u8]| {
         if control & 2 != 0 {
             crc::fix(&mut slot, 0..96, 96);
         }
-        if let Some(record) = decoders::head_record(&slot) {
-            assert_eq!(record.root.is_some(), record.size > 0);
-            assert_eq!(decoders::encode_head_record(&record), slot);
+        for empty_has_root in [false, true] {
+            if let Some(record) = decoders::head_record(&slot, empty_has_root) {
+                assert_eq!(record.root.is_some(), record.size > 0 || empty_has_root);
+                assert_eq!(decoders::encode_head_record(&record), slot);
+            }
         }
     }
 });

@@ -25,7 +25,11 @@ fuzz_target!(|data: &[u8]| {
     let encoded = decoders::encode_frame(&frame);
     // Bytes 24..28 are reserved: the CRC covers them, the decoder does not
     // read them.
-    assert_eq!(encoded[..24], slot[..24], "frame fields re-encode differently");
+    assert_eq!(
+        encoded[..24],
+        slot[..24],
+        "frame fields re-encode differently"
+    );
     assert_eq!(decoders::frame(&encoded), Some(frame));
     let start = frame.end - u64::from(frame.count);
     let position = LogPosition {
@@ -33,7 +37,9 @@ fuzz_target!(|data: &[u8]| {
         slot: 1,
         seq: frame.seq,
     };
-    assert!(decoders::frame_follows(&frame, position, start, 0, frame.end));
+    assert!(decoders::frame_follows(
+        &frame, position, start, 0, frame.end
+    ));
     assert!(!decoders::frame_follows(
         &frame,
         LogPosition {

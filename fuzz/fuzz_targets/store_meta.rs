@@ -23,7 +23,11 @@ fuzz_target!(|data: &[u8]| {
     };
     // Every field lives in bytes 0..36 (36..40 are reserved and not read).
     let encoded = decoders::encode_meta(&meta);
-    assert_eq!(encoded[..36], meta_bytes[..36], "meta re-encodes differently");
+    assert_eq!(
+        encoded[..36],
+        meta_bytes[..36],
+        "meta re-encodes differently"
+    );
     assert_eq!(decoders::meta(&encoded), Ok(meta));
 
     // The rest is a header page, checked as a log file's and a level file's.

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Generates test-vectors/typescript.json: LeanIMT roots and Poseidon hash vectors
-// computed with independent JavaScript implementations, for cairn's Rust tests to
-// compare against.
+// Generates test-vectors/typescript.json: LeanIMT roots, zk-kit IMT (fixed-depth) roots
+// and proofs, and Poseidon and MiMCSponge hash vectors computed with independent
+// JavaScript implementations, for cairn's Rust tests to compare against.
 //
 //   cd test-vectors/ts && npm ci        # once; installs the exact pinned versions
 //   node test-vectors/ts/generate.mjs           # (re)write test-vectors/typescript.json
@@ -12,6 +12,9 @@
 //     against the n-ary reference below, which must agree with it exactly;
 //   - arity 3..16: the plain n-ary reference in this file (`naryTree`), written straight
 //     from the definition (no library implements an n-ary LeanIMT);
+//   - fixed-depth trees (`imt`): @zk-kit/imt's IMT (the shape of zk-kit's BinaryIMT.sol and
+//     QuinaryIMT.sol and of Tornado Cash's tree), grown by insert() and cross-checked
+//     against its constructor, with its createProof() proofs checked by its verifyProof();
 //   - Poseidon: poseidon-lite (circomlib-compatible constants), checked against a
 //     circomlib known answer; MiMCSponge: circomlibjs's `multiHash(inputs, 0, 1)`, checked
 //     against Tornado Cash's published zeros(1); blake3/sha256/keccak256: @noble/hashes,
@@ -22,6 +25,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { IMT } from '@zk-kit/imt';
 import { LeanIMT } from '@zk-kit/lean-imt';
 import poseidonLite from 'poseidon-lite'; // CommonJS: take the whole exports object
 import { blake3 } from '@noble/hashes/blake3.js';
@@ -32,7 +36,7 @@ import { buildMimcSponge } from 'circomlibjs';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const LEAVES_PATH = join(HERE, '..', 'leaves.json');
 const OUT_PATH = join(HERE, '..', 'typescript.json');
-const PACKAGES = ['@noble/hashes', '@zk-kit/lean-imt', 'circomlibjs', 'poseidon-lite'];
+const PACKAGES = ['@noble/hashes', '@zk-kit/imt', '@zk-kit/lean-imt', 'circomlibjs', 'poseidon-lite'];
 const ARITIES = Array.from({ length: 15 }, (_, i) => i + 2); // 2..=16
 const HASHES = ['blake3', 'sha256', 'keccak256', 'poseidon', 'mimcsponge'];
 const BN254_P = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
@@ -186,6 +190,85 @@ function computeRoots(leafBytes, versions) {
   return roots;
 }
 
+// ---- zk-kit IMT: fixed depth, zero-padded ----------------------------------------------------
+
+// The fixed-depth trees: binary and quinary Poseidon with zero value 0 (the defaults of
+// zk-kit's BinaryIMT.sol and the zero of QuinaryIMT.sol's tests), a byte hash with a
+// zero value that is not 0, and Tornado Cash's (MiMCSponge, depth 20, its zero value).
+const IMT_ZERO_KECCAK = bytesToBig(keccak_256(new TextEncoder().encode('cairn/test-vector-imt-zero')));
+const IMT_TREES = [
+  { hash: 'poseidon', arity: 2, depth: 10, zero: 0n },
+  { hash: 'poseidon', arity: 5, depth: 4, zero: 0n },
+  { hash: 'keccak256', arity: 2, depth: 10, zero: IMT_ZERO_KECCAK },
+  { hash: 'mimcsponge', arity: 2, depth: 20, zero: TORNADO_ZERO },
+];
+
+// The sizes of a fixed-depth tree's cases: those of `caseSizes` that fit it (at most
+// N^depth leaves), and its capacity when the leaves reach it.
+function imtSizes(arity, depth, leafCount) {
+  const capacity = arity ** depth;
+  const max = Math.min(capacity, leafCount);
+  return caseSizes(arity, max).filter((size) => size <= max);
+}
+
+// Where proofs are taken: sizes, and the first, middle and last leaf at each.
+function imtProofPositions(arity, sizes) {
+  const max = sizes[sizes.length - 1];
+  const picked = [1, arity + 1, Math.floor(max / 2) + 1, max].filter((s) => s <= max);
+  const out = [];
+  for (const size of [...new Set(picked)].sort((a, b) => a - b)) {
+    for (const index of [...new Set([0, Math.floor(size / 2), size - 1])]) out.push([size, index]);
+  }
+  return out;
+}
+
+function computeImt(leafBytes, versions) {
+  const implementation = `@zk-kit/imt@${versions['@zk-kit/imt']}`;
+  const leafBigs = leafBytes.map(bytesToBig);
+  const out = [];
+  for (const spec of IMT_TREES) {
+    const { hash, arity, depth, zero } = spec;
+    const hashGroup = memoised(HASH_FNS[hash]);
+    // zk-kit's IMT calls hash(children) with the N children as one array.
+    const imtHash = (children) => bytesToBig(hashGroup(children.map(bigToBytes)));
+    const sizes = imtSizes(arity, depth, leafBigs.length);
+    const positions = imtProofPositions(arity, sizes);
+    const proofSizes = new Set(positions.map(([size]) => size));
+    const tree = new IMT(imtHash, depth, zero, arity);
+    const zeros = [...tree.zeroes, tree.root].map(bigToHex);
+    const roots = [];
+    const proofs = [];
+    const wanted = [...new Set([...sizes, ...proofSizes])].sort((a, b) => a - b);
+    let inserted = 0;
+    for (const size of wanted) {
+      while (inserted < size) tree.insert(leafBigs[inserted++]);
+      // The constructor fills the levels another way: it must agree.
+      const built = new IMT(imtHash, depth, zero, arity, leafBigs.slice(0, size));
+      if (built.root !== tree.root) {
+        fail(`imt ${hash} arity ${arity} depth ${depth} size ${size}: insert() and the constructor disagree`);
+      }
+      if (sizes.includes(size)) roots.push({ size, root: bigToHex(tree.root) });
+      for (const [at, index] of positions) {
+        if (at !== size) continue;
+        const proof = tree.createProof(index);
+        if (!IMT.verifyProof(proof, imtHash)) {
+          fail(`imt ${hash} arity ${arity} size ${size}: verifyProof refuses createProof(${index})`);
+        }
+        proofs.push({
+          size,
+          leafIndex: proof.leafIndex,
+          leaf: bigToHex(proof.leaf),
+          root: bigToHex(proof.root),
+          pathIndices: proof.pathIndices,
+          siblings: proof.siblings.map((level) => level.map(bigToHex)),
+        });
+      }
+    }
+    out.push({ hash, arity, depth, zero: bigToHex(zero), zeros, implementation, roots, proofs });
+  }
+  return out;
+}
+
 // ---- direct Poseidon vectors ----------------------------------------------------------------
 
 function computePoseidonVectors(leafBigs) {
@@ -285,12 +368,14 @@ async function main() {
   const versions = installedVersions();
   const output = {
     description: 'Roots of n-ary LeanIMTs (arity 2..16) over prefixes of leaves.json under ' +
-      'blake3/sha256/keccak256/poseidon/mimcsponge, plus direct poseidon-lite and circomlibjs ' +
-      'mimcsponge hash vectors, from independent JavaScript implementations.',
+      'blake3/sha256/keccak256/poseidon/mimcsponge, roots and proofs of zk-kit IMTs (fixed ' +
+      'depth, zero-padded), plus direct poseidon-lite and circomlibjs mimcsponge hash ' +
+      'vectors, from independent JavaScript implementations.',
     generator: 'test-vectors/ts/generate.mjs',
     implementations: versions,
     leaves: 'leaves.json',
     roots: computeRoots(leaves, versions),
+    imt: computeImt(leaves, versions),
     poseidon: computePoseidonVectors(leaves.map(bytesToBig)),
     mimcsponge: computeMimcSpongeVectors(leaves.map(bytesToBig)),
   };

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig};
+use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig, TreeKind};
 
 use crate::failure::{Code, Failure, OrExit as _};
 use crate::leaves::{self, Format};
@@ -113,15 +113,115 @@ impl Source {
     }
 }
 
-/// The tree `--arity` and `--hash` describe, both required for a leaf file;
-/// a usage error naming what is missing and `command`'s help otherwise.
+/// The tree kinds `--kind` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KindName {
+    /// The LeanIMT: a lone node is lifted, partial groups are not padded,
+    /// the depth grows with the size.
+    Lean,
+    /// zk-kit's IMT (Tornado Cash's shape): fixed depth, every group padded
+    /// to N with the level's zero hash.
+    Imt,
+}
+
+/// `--kind`, `--depth` and `--zero`: the tree's kind, for commands given a
+/// leaf file or a trusted head (a database stores its kind).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct KindArgs {
+    /// Tree kind: lean (the LeanIMT) or imt (zk-kit's IMT: fixed depth, zero-padded) [default: lean].
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub kind: Option<KindName>,
+    /// With --kind imt: levels above the leaves, 1 to 64 (the tree holds at most N^D leaves).
+    #[arg(long, value_name = "D", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub depth: Option<u32>,
+    /// With --kind imt: the value of an absent leaf, 0x and 64 hex digits, or a decimal field element for poseidon and mimcsponge [default: 0].
+    #[arg(long, value_name = "ZERO")]
+    pub zero: Option<String>,
+}
+
+impl KindArgs {
+    /// The options given, as they are spelled (for refusing them).
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            self.kind.map(|_| "--kind"),
+            self.depth.map(|_| "--depth"),
+            self.zero.as_ref().map(|_| "--zero"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// The kind of a tree of `hash` these options describe: Lean unless
+    /// `--kind imt`, which needs `--depth` (and takes `--zero`, default 0).
+    /// Anything else is a usage error naming the option.
+    pub fn resolve(&self, hash: HashKind) -> Result<TreeKind, Failure> {
+        let usage = |message: String| Failure::new(Code::Usage, anyhow::anyhow!(message));
+        match self.kind.unwrap_or(KindName::Lean) {
+            KindName::Lean => {
+                let stray: Vec<&str> = self
+                    .given()
+                    .into_iter()
+                    .filter(|&option| option != "--kind")
+                    .collect();
+                if stray.is_empty() {
+                    Ok(TreeKind::Lean)
+                } else {
+                    Err(usage(format!(
+                        "{} {} for a fixed-depth tree: add --kind imt",
+                        stray.join(" and "),
+                        if stray.len() == 1 { "is" } else { "are" }
+                    )))
+                }
+            }
+            KindName::Imt => {
+                let depth = self.depth.ok_or_else(|| {
+                    usage(
+                        "--kind imt needs --depth D: the tree's fixed depth, 1 to 64 (it holds at most N^D leaves)"
+                            .to_owned(),
+                    )
+                })?;
+                let zero = match &self.zero {
+                    None => [0; 32],
+                    Some(text) => parse_zero(text, hash).map_err(usage)?,
+                };
+                let kind = TreeKind::Fixed { depth, zero };
+                kind.check(hash).map_err(|e| usage(e.to_string()))?;
+                Ok(kind)
+            }
+        }
+    }
+}
+
+/// Parses `--zero`: 0x-hex, or a decimal field element for a field hash.
+fn parse_zero(text: &str, hash: HashKind) -> Result<Hash, String> {
+    let text = text.trim();
+    if text.starts_with("0x") || text.starts_with("0X") || !hash.is_field_hash() {
+        return cairn_core::hex::parse_hash(text).map_err(|e| {
+            let decimal = if hash.is_field_hash() {
+                ""
+            } else {
+                " (decimal values are for poseidon and mimcsponge trees)"
+            };
+            format!("--zero {text:?}: {e}{decimal}")
+        });
+    }
+    cairn_core::decimal::parse_field_element(text).map_err(|e| format!("--zero {text:?}: {e}"))
+}
+
+/// The tree `--arity`, `--hash` and the kind options describe, arity and
+/// hash required for a leaf file; a usage error naming what is missing and
+/// `command`'s help otherwise.
 pub fn file_tree(
     arity: Option<Arity>,
     hash: Option<HashKind>,
+    kind: &KindArgs,
     command: &str,
 ) -> Result<TreeConfig, Failure> {
     match (arity, hash) {
-        (Some(arity), Some(hash)) => Ok(TreeConfig::new(arity, hash)),
+        (Some(arity), Some(hash)) => {
+            Ok(TreeConfig::new(arity, hash).with_kind(kind.resolve(hash)?))
+        }
         (arity, hash) => {
             let missing: Vec<&str> = [
                 arity.is_none().then_some("--arity <N>"),
@@ -141,29 +241,28 @@ pub fn file_tree(
     }
 }
 
-/// Refuses `--arity`, `--hash` and `--format` with a database, which stores
-/// its arity and hash and holds leaves, not a leaf file.
+/// Refuses `--arity`, `--hash`, the kind options and `--format` with a
+/// database, which stores its tree and holds leaves, not a leaf file.
 pub fn refuse_tree_options(
     dir: &Path,
     arity: Option<Arity>,
     hash: Option<HashKind>,
+    kind: &KindArgs,
     format: Option<Format>,
 ) -> Result<(), Failure> {
-    let given: Vec<&str> = [
-        arity.map(|_| "--arity"),
-        hash.map(|_| "--hash"),
-        format.map(|_| "--format"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let mut given: Vec<&str> = [arity.map(|_| "--arity"), hash.map(|_| "--hash")]
+        .into_iter()
+        .flatten()
+        .collect();
+    given.extend(kind.given());
+    given.extend(format.map(|_| "--format"));
     if given.is_empty() {
         return Ok(());
     }
     Err(Failure::new(
         Code::Usage,
         anyhow::anyhow!(
-            "{} is a cairn database, which stores its arity and hash: drop {}",
+            "{} is a cairn database, which stores its arity, hash and kind: drop {}",
             dir.display(),
             given.join(" and ")
         ),

@@ -10,6 +10,7 @@
 use rayon::prelude::*;
 
 use crate::hash::{Hash, HashKind, MAX_GROUP};
+use crate::kind::group_parent;
 use crate::level::Level;
 
 /// Below this many parents to compute at a level, one thread does it: the
@@ -21,10 +22,12 @@ use crate::level::Level;
 pub const PARALLEL_MIN_PARENTS: usize = 4096;
 
 /// Recomputes parents `[first, ceil(children.len() / n))` of `parents`,
-/// resizing it to that length.
+/// resizing it to that length. `pad` is the children's level's zero in a
+/// fixed-depth tree, `None` in a Lean tree (see `kind::group_parent`).
 pub(crate) fn rehash_level(
     hash: HashKind,
     n: usize,
+    pad: Option<&Hash>,
     children: &Level,
     parents: &mut Level,
     first: usize,
@@ -36,7 +39,7 @@ pub(crate) fn rehash_level(
     }
     let mut pieces = parents.pieces_mut(first);
     let fill = |(start, piece): &mut Piece<'_>| {
-        fill_parents(hash, n, children, *start, piece);
+        fill_parents(hash, n, pad, children, *start, piece);
     };
     let threads = rayon::current_num_threads();
     if hash.is_field_hash() && len - first >= 2 && threads > 1 {
@@ -75,6 +78,7 @@ type Piece<'a> = (usize, &'a mut [Hash]);
 pub(crate) fn fill_leaves_and_parents(
     hash: HashKind,
     n: usize,
+    pad: Option<&Hash>,
     leaves: &[Hash],
     leaf_level: &mut Level,
     parents: &mut Level,
@@ -95,7 +99,7 @@ pub(crate) fn fill_leaves_and_parents(
         for (at, piece) in below.iter_mut() {
             piece.copy_from_slice(&leaves[*at..*at + piece.len()]);
         }
-        parents_of_slice(hash, n, leaves, *first, out);
+        parents_of_slice(hash, n, pad, leaves, *first, out);
     };
     if parent_count >= PARALLEL_MIN_PARENTS && rayon::current_num_threads() > 1 {
         parent_pieces
@@ -112,7 +116,14 @@ pub(crate) fn fill_leaves_and_parents(
 
 /// Writes parents `[first, first + out.len())` of the contiguous `children`
 /// into `out`.
-fn parents_of_slice(hash: HashKind, n: usize, children: &[Hash], first: usize, out: &mut [Hash]) {
+fn parents_of_slice(
+    hash: HashKind,
+    n: usize,
+    pad: Option<&Hash>,
+    children: &[Hash],
+    first: usize,
+    out: &mut [Hash],
+) {
     let end = first + out.len();
     let full_end = end.min(children.len() / n);
     if first < full_end {
@@ -124,16 +135,7 @@ fn parents_of_slice(hash: HashKind, n: usize, children: &[Hash], first: usize, o
     }
     if full_end < end {
         debug_assert_eq!(full_end + 1, end);
-        out[full_end - first] = last_parent(hash, &children[full_end * n..]);
-    }
-}
-
-/// The parent of a level's last, partial group: its one member lifted, or
-/// the hash of exactly its members.
-fn last_parent(hash: HashKind, members: &[Hash]) -> Hash {
-    match members {
-        [alone] => *alone,
-        _ => hash.hash_children(members),
+        out[full_end - first] = group_parent(hash, n, pad, &children[full_end * n..]);
     }
 }
 
@@ -141,6 +143,7 @@ fn last_parent(hash: HashKind, members: &[Hash]) -> Hash {
 pub(crate) fn fill_parents(
     hash: HashKind,
     n: usize,
+    pad: Option<&Hash>,
     children: &Level,
     first: usize,
     out: &mut [Hash],
@@ -169,13 +172,13 @@ pub(crate) fn fill_parents(
         }
     }
     if parent < end {
-        // The last, partial group: lifted if alone, else hashed over its members.
+        // The last, partial group: the one rule the kinds differ in.
         debug_assert_eq!(parent + 1, end);
         let child = parent * n;
         let members = children_len - child;
         debug_assert!((1..n).contains(&members));
         let mut group = [[0u8; 32]; MAX_GROUP];
         children.copy_to(child, &mut group[..members]);
-        out[parent - first] = last_parent(hash, &group[..members]);
+        out[parent - first] = group_parent(hash, n, pad, &group[..members]);
     }
 }

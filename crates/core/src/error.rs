@@ -84,6 +84,10 @@ pub enum TreeError {
         /// The length the level below implies.
         want: u64,
     },
+    /// A configuration that is not a tree (a fixed depth out of range, a
+    /// zero value the hash refuses).
+    #[error(transparent)]
+    Kind(#[from] crate::kind::KindError),
     /// A consistency proof was requested from a larger size to a smaller one.
     #[error("old size {old_size} is larger than new size {new_size}")]
     OldSizeAboveNew {

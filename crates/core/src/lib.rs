@@ -1,7 +1,7 @@
 //! cairn-core: the pure core of cairn. An n-ary Lean Incremental Merkle Tree
-//! (arity 2..=16), its node hashers (BLAKE3, SHA-256, Keccak-256, Poseidon
-//! over BN254), membership and consistency proofs with their verifiers and
-//! encodings.
+//! (arity 2..=16) or a fixed-depth zero-padded one, its node hashers
+//! (BLAKE3, SHA-256, Keccak-256, Poseidon and MiMCSponge over BN254),
+//! membership and consistency proofs with their verifiers and encodings.
 //!
 //! Architecture invariant: this crate does no file or network I/O. Storage
 //! lives in the engine crate; everything here is deterministic computation.
@@ -13,6 +13,7 @@ pub mod decimal;
 pub mod error;
 pub mod hash;
 pub mod hex;
+pub mod kind;
 pub mod level;
 pub mod proof;
 pub mod shape;
@@ -22,6 +23,7 @@ pub use arity::{Arity, ArityError};
 pub use batch::CheckedLeaves;
 pub use error::TreeError;
 pub use hash::{Hash, HashKind};
+pub use kind::{KindError, TreeKind};
 pub use level::{NodeSource, TierError};
 pub use proof::{ConsistencyProof, DecodeError, MembershipProof, VerifyError};
 pub use tree::{LeanImt, Snapshot, TreeConfig, TreeHead, View};

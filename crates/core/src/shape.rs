@@ -2,9 +2,94 @@
 //!
 //! Everything a verifier must derive (depth, level lengths, the group a node
 //! belongs to, its position in it) lives here, as pure integer arithmetic, so
-//! that the prover and the verifier share one definition.
+//! that the prover and the verifier share one definition. The free functions
+//! describe a Lean tree; [`Shape`] describes either kind (a fixed-depth tree
+//! has the same level lengths, and every one of its `depth` levels hashes).
 
 use crate::Arity;
+use crate::kind::TreeKind;
+
+/// What the shape arithmetic needs of a tree: its arity and, for a
+/// fixed-depth tree, its depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Children per internal node, at most.
+    pub arity: Arity,
+    /// `Some(D)` for a fixed-depth tree: D levels above the leaves
+    /// whatever its size, each one hashing (partial groups are padded).
+    pub fixed_depth: Option<u32>,
+}
+
+impl Shape {
+    /// The shape of a Lean tree of `arity`.
+    pub const fn lean(arity: Arity) -> Shape {
+        Shape {
+            arity,
+            fixed_depth: None,
+        }
+    }
+
+    /// The shape of a tree of `arity` and `kind`.
+    pub const fn new(arity: Arity, kind: TreeKind) -> Shape {
+        Shape {
+            arity,
+            fixed_depth: kind.fixed_depth(),
+        }
+    }
+
+    /// Levels above the leaves at `size`: `depth(size)` for a Lean tree,
+    /// the fixed depth for a fixed-depth one (whatever the size).
+    #[inline]
+    pub fn depth(&self, size: u64) -> u32 {
+        match self.fixed_depth {
+            None => depth(size, self.arity),
+            Some(fixed) => fixed,
+        }
+    }
+
+    /// The path of leaf `index` in the tree of `size` leaves.
+    #[inline]
+    pub fn path(&self, index: u64, size: u64) -> Path {
+        let mut path = Path::new(index, size, self.arity);
+        if let Some(fixed) = self.fixed_depth {
+            path.pad_to = fixed;
+        }
+        path
+    }
+
+    /// The total number of siblings in a membership proof of `index` at `size`.
+    pub fn membership_sibling_count(&self, index: u64, size: u64) -> usize {
+        self.path(index, size)
+            .map(|step| step.sibling_count())
+            .sum()
+    }
+
+    /// The steps of a consistency proof from `old_size` to `new_size`
+    /// (`0 < old_size <= new_size`), one per level below the new root.
+    pub fn consistency_steps(
+        &self,
+        old_size: u64,
+        new_size: u64,
+    ) -> impl Iterator<Item = ConsistencyStep> + use<> {
+        steps(
+            old_size,
+            new_size,
+            self.arity,
+            self.fixed_depth.unwrap_or(0),
+        )
+    }
+
+    /// The total number of hashes (excluding the edge leaf) in a
+    /// consistency proof from `old_size` to `new_size`; 0 when `old_size` is 0.
+    pub fn consistency_hash_count(&self, old_size: u64, new_size: u64) -> usize {
+        if old_size == 0 {
+            return 0;
+        }
+        self.consistency_steps(old_size, new_size)
+            .map(|step| step.left + step.right)
+            .sum()
+    }
+}
 
 /// The number of nodes at `level` in a tree of `size` leaves: ceil(size / N^level).
 #[inline]
@@ -42,17 +127,22 @@ pub struct PathStep {
     pub level: u32,
     /// Index at `level` of the group's first member.
     pub group_start: u64,
-    /// Members in the group: 1 (lifted, no hash) to N.
+    /// Members in the group that exist at the tree's size: 1 to N (a Lean
+    /// tree lifts a lone member; a fixed-depth tree pads the rest with zeros).
     pub group_len: usize,
     /// The path node's position within the group.
     pub position: usize,
+    /// Whether the tree pads a partial group to N with the level's zero
+    /// (a fixed-depth tree) rather than lifting a lone member: then the
+    /// level hashes whatever `group_len` is.
+    pub pads: bool,
 }
 
 impl PathStep {
-    /// Whether this level hashes (a group of one is lifted unchanged).
+    /// Whether this level hashes (a Lean tree lifts a group of one unchanged).
     #[inline]
     pub fn hashes(&self) -> bool {
-        self.group_len > 1
+        self.group_len > 1 || self.pads
     }
 
     /// The number of siblings a proof carries at this level.
@@ -63,8 +153,9 @@ impl PathStep {
 }
 
 /// The groups on the path from leaf `index` to the root of a tree of `size`
-/// leaves, one per level below the root (`depth(size)` steps, lifted levels
-/// included). `index < size` is the caller's to check.
+/// leaves, one per level below the root (`depth(size)` steps for a Lean
+/// tree, lifted levels included; the fixed depth for a fixed-depth tree,
+/// see [`Shape::path`]). `index < size` is the caller's to check.
 #[derive(Clone, Debug)]
 pub struct Path {
     arity: u64,
@@ -74,10 +165,13 @@ pub struct Path {
     size_at_level: u64,
     index_at_level: u64,
     level: u32,
+    /// A fixed-depth tree's depth: the path goes on to this level, one node
+    /// per level past `depth(size)`; 0 for a Lean tree.
+    pad_to: u32,
 }
 
 impl Path {
-    /// The path of `index` in a tree of `size` leaves.
+    /// The path of `index` in a Lean tree of `size` leaves.
     #[inline]
     pub fn new(index: u64, size: u64, arity: Arity) -> Path {
         debug_assert!(index < size, "index {index} must be below size {size}");
@@ -88,6 +182,7 @@ impl Path {
             size_at_level: size,
             index_at_level: index,
             level: 0,
+            pad_to: 0,
         }
     }
 }
@@ -97,7 +192,9 @@ impl Iterator for Path {
 
     #[inline]
     fn next(&mut self) -> Option<PathStep> {
-        if self.size_at_level <= 1 {
+        // A Lean path ends at the level of one node; a fixed-depth one at
+        // its depth (where its one node is, since size <= N^depth).
+        if self.size_at_level <= 1 && self.level >= self.pad_to {
             return None;
         }
         let (parent, position, parent_len) = match self.shift {
@@ -120,6 +217,7 @@ impl Iterator for Path {
             group_start,
             group_len,
             position: position as usize,
+            pads: self.pad_to > 0,
         };
         self.size_at_level = parent_len;
         self.index_at_level = parent;
@@ -152,17 +250,29 @@ pub struct ConsistencyStep {
     /// New-only siblings right of the edge node in its group (new tree).
     pub right: usize,
     /// Whether the old tree still has this level below its root, i.e. the
-    /// edge node's old group is hashed or lifted into the old root.
+    /// edge node's old group is hashed or lifted into the old root (always,
+    /// in a fixed-depth tree).
     pub below_old_root: bool,
 }
 
 /// The steps of a consistency proof from `old_size` to `new_size`
-/// (`0 < old_size <= new_size`), one per level below the new root.
+/// (`0 < old_size <= new_size`) of a Lean tree, one per level below the new root.
 pub fn consistency_steps(
     old_size: u64,
     new_size: u64,
     arity: Arity,
 ) -> impl Iterator<Item = ConsistencyStep> {
+    steps(old_size, new_size, arity, 0)
+}
+
+/// [`consistency_steps`], going on to level `pad_to` (a fixed-depth tree's
+/// depth; 0 for a Lean tree).
+fn steps(
+    old_size: u64,
+    new_size: u64,
+    arity: Arity,
+    pad_to: u32,
+) -> impl Iterator<Item = ConsistencyStep> + use<> {
     debug_assert!(0 < old_size && old_size <= new_size);
     let n = arity.as_u64();
     let mut edge = old_size.saturating_sub(1);
@@ -170,7 +280,7 @@ pub fn consistency_steps(
     let mut new_len = new_size;
     let mut level = 0;
     std::iter::from_fn(move || {
-        if new_len <= 1 {
+        if new_len <= 1 && level >= pad_to {
             return None;
         }
         let group_start = edge - edge % n;
@@ -181,7 +291,7 @@ pub fn consistency_steps(
             edge,
             left: (edge - group_start) as usize,
             right: (group_end - edge - 1) as usize,
-            below_old_root: old_len > 1,
+            below_old_root: old_len > 1 || level < pad_to,
         };
         edge /= n;
         old_len = old_len.div_ceil(n);
@@ -250,13 +360,15 @@ mod tests {
                     level: 0,
                     group_start: 8,
                     group_len: 2,
-                    position: 1
+                    position: 1,
+                    pads: false
                 },
                 PathStep {
                     level: 1,
                     group_start: 0,
                     group_len: 3,
-                    position: 2
+                    position: 2,
+                    pads: false
                 },
             ]
         );
@@ -301,5 +413,42 @@ mod tests {
                     .sum::<usize>()
             );
         }
+    }
+
+    #[test]
+    fn a_fixed_depth_path_goes_on_to_its_depth_and_hashes_every_level() {
+        // 5 leaves, N = 2, depth 4: levels of 5, 3, 2, 1, 1 nodes.
+        let shape = Shape::new(
+            arity(2),
+            TreeKind::Fixed {
+                depth: 4,
+                zero: [0; 32],
+            },
+        );
+        let steps: Vec<_> = shape.path(4, 5).collect();
+        assert_eq!(steps.len(), 4);
+        assert!(steps.iter().all(PathStep::hashes));
+        let lens: Vec<usize> = steps.iter().map(|s| s.group_len).collect();
+        assert_eq!(lens, [1, 1, 2, 1]);
+        assert_eq!(shape.membership_sibling_count(4, 5), 1);
+        assert_eq!(shape.depth(0), 4);
+        assert_eq!(shape.path(0, 1).count(), 4);
+        // Consistency from 1 to 5 walks all four levels; the old tree has
+        // every one of them.
+        let steps: Vec<_> = shape.consistency_steps(1, 5).collect();
+        assert_eq!(steps.len(), 4);
+        assert!(steps.iter().all(|s| s.below_old_root));
+        assert_eq!(
+            steps.iter().map(|s| (s.left, s.right)).collect::<Vec<_>>(),
+            [(0, 1), (0, 1), (0, 1), (0, 0)]
+        );
+        assert_eq!(shape.consistency_hash_count(1, 5), 3);
+        // A Lean shape is the free functions.
+        let lean = Shape::lean(arity(3));
+        assert_eq!(lean.path(9, 10).count(), Path::new(9, 10, arity(3)).count());
+        assert_eq!(
+            lean.consistency_hash_count(4, 20),
+            consistency_hash_count(4, 20, arity(3))
+        );
     }
 }

@@ -1,9 +1,13 @@
-//! The n-ary Lean Incremental Merkle Tree, held in memory.
+//! The n-ary incremental Merkle tree, held in memory: a Lean tree or a
+//! fixed-depth one (see [`TreeKind`]).
 //!
 //! Invariant: after every public call, `levels[0]` holds the leaves verbatim,
-//! `levels[k + 1]` holds exactly ceil(len_k / N) nodes, each the hash of its
-//! group of 2..=N children or its lone child lifted unchanged, and the top
-//! level holds one node (the root) unless the tree is empty. Nothing ever
+//! `levels[k + 1]` holds exactly ceil(len_k / N) nodes, each the parent of
+//! its group of children by `kind::group_parent` (a complete group hashed;
+//! a partial one lifted or hashed over its members in a Lean tree, padded
+//! with `zeros[k]` and hashed in a fixed-depth one), and the top level holds
+//! one node (the root) unless the tree is empty. A Lean tree's top level is
+//! `depth(size)`, a non-empty fixed-depth tree's is its depth. Nothing ever
 //! changes except the right edge of each level.
 
 use std::borrow::Cow;
@@ -14,8 +18,9 @@ use crate::Arity;
 use crate::batch::CheckedLeaves;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
+use crate::kind::{KindError, TreeKind, Zeros};
 use crate::level::Level;
-use crate::shape;
+use crate::shape::{self, Shape};
 
 /// What a tree is: chosen at creation, stored by the database, never changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,17 +30,21 @@ pub struct TreeConfig {
     /// The node hash.
     pub hash: HashKind,
     /// If set, appends that would make the tree deeper than this fail
-    /// (for trees that must fit a fixed-depth circuit).
+    /// (for Lean trees that must fit a fixed-depth circuit; a fixed-depth
+    /// tree takes none).
     pub max_depth: Option<u32>,
+    /// The tree's kind: Lean (the default) or fixed-depth.
+    pub kind: TreeKind,
 }
 
 impl TreeConfig {
-    /// A tree of `arity` and `hash` with no maximum depth.
+    /// A Lean tree of `arity` and `hash` with no maximum depth.
     pub const fn new(arity: Arity, hash: HashKind) -> TreeConfig {
         TreeConfig {
             arity,
             hash,
             max_depth: None,
+            kind: TreeKind::Lean,
         }
     }
 
@@ -47,14 +56,81 @@ impl TreeConfig {
         }
     }
 
-    /// The most leaves the tree may hold, if limited within `u64`.
+    /// The same arity and hash as a tree of `kind`.
+    pub const fn with_kind(self, kind: TreeKind) -> TreeConfig {
+        TreeConfig { kind, ..self }
+    }
+
+    /// Whether the fields make a tree: the kind fits the hash (see
+    /// [`TreeKind::check`]) and a fixed-depth tree has no maximum depth.
+    pub fn check(&self) -> Result<(), KindError> {
+        self.kind.check(self.hash)?;
+        if let (Some(depth), Some(max_depth)) = (self.kind.fixed_depth(), self.max_depth) {
+            return Err(KindError::MaxDepth { depth, max_depth });
+        }
+        Ok(())
+    }
+
+    /// The depth that bounds the tree, if any: the maximum depth of a Lean
+    /// tree, the depth of a fixed-depth one.
+    pub const fn depth_limit(&self) -> Option<u32> {
+        match self.kind.fixed_depth() {
+            Some(depth) => Some(depth),
+            None => self.max_depth,
+        }
+    }
+
+    /// The most leaves the tree may hold (N^depth limit), if limited within `u64`.
     pub fn capacity(&self) -> Option<u64> {
-        self.max_depth.and_then(|d| shape::capacity(self.arity, d))
+        self.depth_limit()
+            .and_then(|d| shape::capacity(self.arity, d))
+    }
+
+    /// What the shape arithmetic needs: arity and fixed depth.
+    pub const fn shape(&self) -> Shape {
+        Shape::new(self.arity, self.kind)
+    }
+
+    /// Levels above the leaves at `size`: `ceil(log_N(size))` for a Lean
+    /// tree, the fixed depth for a fixed-depth one.
+    pub fn depth_at(&self, size: u64) -> u32 {
+        self.shape().depth(size)
+    }
+
+    /// How many levels (leaves included) the tree of `size` leaves keeps:
+    /// 1 while it is empty, else its depth + 1.
+    fn levels_len(&self, size: u64) -> usize {
+        if size == 0 {
+            1
+        } else {
+            self.depth_at(size) as usize + 1
+        }
+    }
+
+    /// The root of the empty tree: `None` for a Lean tree (it has none),
+    /// `zeros[depth]` for a fixed-depth one (computed: `depth` hashes).
+    pub fn empty_root(&self) -> Option<Hash> {
+        self.kind.zeros(self.arity, self.hash).last().copied()
+    }
+
+    /// Whether the empty tree has a root (a fixed-depth tree's
+    /// `zeros[depth]`); a Lean tree's has none.
+    pub const fn empty_has_root(&self) -> bool {
+        !matches!(self.kind, TreeKind::Lean)
+    }
+
+    /// The head of the empty tree (see [`TreeConfig::empty_root`]).
+    pub fn empty_head(&self) -> TreeHead {
+        TreeHead {
+            size: 0,
+            root: self.empty_root(),
+        }
     }
 }
 
 /// A tree's size and root as a verifier trusts them: the root of the tree
-/// with exactly `size` leaves. The empty tree has no root. `Debug` shows
+/// with exactly `size` leaves. The empty Lean tree has no root; the empty
+/// fixed-depth tree's root is its `zeros[depth]`. `Debug` shows
 /// the root in hex; with the `serde` feature a head serializes as
 /// `{"size": S, "root": "0x.." | null}`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,7 +139,8 @@ impl TreeConfig {
 pub struct TreeHead {
     /// Number of leaves.
     pub size: u64,
-    /// The root, `None` exactly when `size` is 0.
+    /// The root: `None` exactly when `size` is 0 in a Lean tree; always
+    /// present in a fixed-depth tree.
     #[cfg_attr(feature = "serde", serde(with = "crate::hex::serde_option"))]
     pub root: Option<Hash>,
 }
@@ -86,14 +163,16 @@ impl TreeHead {
         }
     }
 
-    /// The head of the empty tree.
+    /// The head of the empty Lean tree (a fixed-depth tree's empty head
+    /// has a root: [`TreeConfig::empty_head`]).
     pub const EMPTY: TreeHead = TreeHead {
         size: 0,
         root: None,
     };
 }
 
-/// An in-memory n-ary LeanIMT.
+/// An in-memory n-ary incremental Merkle tree of either kind: a LeanIMT,
+/// or (with [`TreeKind::Fixed`]) a fixed-depth zero-padded tree.
 ///
 /// Appends are lazy: they copy leaves into level 0 and nothing else. The
 /// upper levels are brought up to date by [`LeanImt::commit`], which every
@@ -104,6 +183,8 @@ impl TreeHead {
 #[derive(Clone, Debug)]
 pub struct LeanImt {
     config: TreeConfig,
+    /// A fixed-depth tree's zero of every level, computed once.
+    zeros: Zeros,
     /// `levels[0]` = leaves; see the module invariant (which holds for the
     /// first `hashed` leaves; nodes above them may be stale).
     levels: Vec<Level>,
@@ -113,18 +194,30 @@ pub struct LeanImt {
 
 impl LeanImt {
     /// An empty tree.
+    ///
+    /// # Panics
+    /// If `config` is not a tree ([`TreeConfig::check`]): check
+    /// configurations that come from input first, or use
+    /// [`LeanImt::try_new`].
     pub fn new(config: TreeConfig) -> LeanImt {
-        LeanImt {
+        LeanImt::try_new(config).unwrap_or_else(|e| panic!("tree configuration: {e}"))
+    }
+
+    /// An empty tree, or why `config` is not a tree.
+    pub fn try_new(config: TreeConfig) -> Result<LeanImt, TreeError> {
+        config.check()?;
+        Ok(LeanImt {
             config,
+            zeros: Zeros::new(config.arity, config.hash, config.kind),
             levels: vec![Level::default()],
             hashed: 0,
-        }
+        })
     }
 
     /// A tree holding `leaves`, built in one pass (an empty slice gives the
     /// empty tree).
     pub fn from_leaves(config: TreeConfig, leaves: &[Hash]) -> Result<LeanImt, TreeError> {
-        let mut tree = LeanImt::new(config);
+        let mut tree = LeanImt::try_new(config)?;
         // The field hashes are bound by arithmetic, not by memory: they gain
         // nothing from hashing the leaves while they are in cache, and their
         // commit spreads each level across threads at a finer grain.
@@ -143,6 +236,7 @@ impl LeanImt {
         crate::build::fill_leaves_and_parents(
             config.hash,
             config.arity.get(),
+            tree.zeros.pad(0),
             leaves,
             &mut lower[0],
             &mut parents,
@@ -168,9 +262,10 @@ impl LeanImt {
         self.levels[0].is_empty()
     }
 
-    /// Levels above the leaves: ceil(log_N(size)), 0 for an empty or one-leaf tree.
+    /// Levels above the leaves: ceil(log_N(size)) for a Lean tree (0 for
+    /// an empty or one-leaf tree), the fixed depth for a fixed-depth one.
     pub fn depth(&self) -> u32 {
-        shape::depth(self.size(), self.config.arity)
+        self.config.depth_at(self.size())
     }
 
     /// Whether every upper level is up to date (no append since the last commit).
@@ -190,7 +285,8 @@ impl LeanImt {
     /// node `dirty` of `level` on, and marks the tree committed.
     fn rehash_from(&mut self, mut level: usize, mut dirty: usize) {
         let arity = self.config.arity.get();
-        while self.levels[level].len() > 1 {
+        let top = self.config.levels_len(self.size()) - 1;
+        while level < top {
             if self.levels.len() == level + 1 {
                 self.levels.push(Level::default());
             }
@@ -199,6 +295,7 @@ impl LeanImt {
             crate::build::rehash_level(
                 self.config.hash,
                 arity,
+                self.zeros.pad(level as u32),
                 &lower[level],
                 &mut upper[0],
                 dirty,
@@ -208,10 +305,14 @@ impl LeanImt {
         self.hashed = self.size();
     }
 
-    /// The root, or `None` for the empty tree (which has no root).
+    /// The root; for the empty tree `None` (a Lean tree has no root) or
+    /// `zeros[depth]` (a fixed-depth tree).
     pub fn root(&mut self) -> Option<Hash> {
         self.commit();
-        self.levels.last().and_then(Level::last)
+        self.levels
+            .last()
+            .and_then(Level::last)
+            .or_else(|| self.zeros.empty_root())
     }
 
     /// The size and root together.
@@ -300,7 +401,7 @@ impl LeanImt {
         // `dirty / N^k` on are dropped and rehashed by the next commit
         // (which starts from the same index at each level).
         let dirty = self.hashed.min(size.saturating_sub(1));
-        let levels = shape::depth(size, self.config.arity) as usize + 1;
+        let levels = self.config.levels_len(size);
         self.levels.truncate(levels);
         self.levels[0].truncate(size as usize);
         let mut keep = dirty;
@@ -308,7 +409,8 @@ impl LeanImt {
             keep /= n;
             level.truncate((keep as usize).min(level.len()));
         }
-        self.hashed = if size <= 1 { size } else { dirty };
+        // A tree with no level above the leaves is committed as it stands.
+        self.hashed = if levels == 1 { size } else { dirty };
         Ok(())
     }
 
@@ -322,7 +424,7 @@ impl LeanImt {
     /// (commits first).
     pub fn at_size(&mut self, size: u64) -> Result<View<'_>, TreeError> {
         self.commit();
-        View::new(&self.levels, self.config, &[], size)
+        View::new(&self.levels, self.config, &self.zeros, &[], size)
     }
 
     /// A read-only view at `size` without committing: an error if appends
@@ -335,7 +437,7 @@ impl LeanImt {
                 hashed: self.hashed,
             });
         }
-        View::new(&self.levels, self.config, &[], size)
+        View::new(&self.levels, self.config, &self.zeros, &[], size)
     }
 
     /// An immutable, thread-safe copy of the tree as it is now (commits
@@ -361,6 +463,7 @@ impl LeanImt {
         }
         Snapshot {
             config: self.config,
+            zeros: self.zeros.clone(),
             size,
             levels,
             edge,
@@ -379,31 +482,36 @@ impl LeanImt {
     /// by the storage engine): the nodes are trusted, only the shape is
     /// checked. [`LeanImt::first_mismatch`] recomputes them.
     pub fn from_levels(config: TreeConfig, mut levels: Vec<Level>) -> Result<LeanImt, TreeError> {
+        config.check()?;
         if levels.is_empty() {
             levels.push(Level::default());
         }
         let n = config.arity.get();
+        let size = levels[0].len() as u64;
+        // Levels 1..want_levels, each ceil(len / N) of the one below.
+        let want_levels = config.levels_len(size);
         for (index, pair) in levels.windows(2).enumerate() {
             let want = pair[0].len().div_ceil(n);
-            if pair[0].len() <= 1 || pair[1].len() != want {
+            let above_top = index + 1 >= want_levels;
+            if above_top || pair[1].len() != want {
                 return Err(TreeError::LevelShape {
                     level: index as u32 + 1,
                     got: pair[1].len() as u64,
-                    want: if pair[0].len() <= 1 { 0 } else { want as u64 },
+                    want: if above_top { 0 } else { want as u64 },
                 });
             }
         }
         let top = levels.len() - 1;
-        if levels[top].len() > 1 {
+        if levels.len() < want_levels {
             return Err(TreeError::LevelShape {
                 level: top as u32 + 1,
                 got: 0,
                 want: levels[top].len().div_ceil(n) as u64,
             });
         }
-        let size = levels[0].len() as u64;
         let tree = LeanImt {
             config,
+            zeros: Zeros::new(config.arity, config.hash, config.kind),
             levels,
             hashed: size,
         };
@@ -427,7 +535,14 @@ impl LeanImt {
                     let first = piece * PIECE;
                     let count = PIECE.min(stored.len() - first);
                     let mut want = vec![[0u8; 32]; count];
-                    crate::build::fill_parents(self.config.hash, n, children, first, &mut want);
+                    crate::build::fill_parents(
+                        self.config.hash,
+                        n,
+                        self.zeros.pad(level as u32 - 1),
+                        children,
+                        first,
+                        &mut want,
+                    );
                     let mut got = vec![[0u8; 32]; count];
                     stored.copy_to(first, &mut got);
                     want.iter()
@@ -458,10 +573,11 @@ impl LeanImt {
         self.levels[level as usize].tier(segment, source)
     }
 
-    /// Whether `appending` more leaves fit under the configured max depth.
+    /// Whether `appending` more leaves fit under the configured depth limit
+    /// (a Lean tree's maximum depth, a fixed-depth tree's depth).
     pub fn check_batch_size(&self, appending: u64) -> Result<(), TreeError> {
         let size = self.size();
-        if let Some(max_depth) = self.config.max_depth {
+        if let Some(max_depth) = self.config.depth_limit() {
             let capacity = shape::capacity(self.config.arity, max_depth);
             let fits = match (size.checked_add(appending), capacity) {
                 (Some(after), Some(capacity)) => after <= capacity,
@@ -490,6 +606,7 @@ impl LeanImt {
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     config: TreeConfig,
+    zeros: Zeros,
     size: u64,
     /// `levels[k]`: the final nodes of level k (all but the last).
     levels: Vec<Level>,
@@ -508,14 +625,17 @@ impl Snapshot {
         self.size
     }
 
-    /// Levels above the leaves.
+    /// Levels above the leaves (see [`LeanImt::depth`]).
     pub fn depth(&self) -> u32 {
-        shape::depth(self.size, self.config.arity)
+        self.config.depth_at(self.size)
     }
 
-    /// The root, `None` for the empty tree.
+    /// The root (see [`LeanImt::root`]).
     pub fn root(&self) -> Option<Hash> {
-        self.edge.last().map(|&(_, root)| root)
+        self.edge
+            .last()
+            .map(|&(_, root)| root)
+            .or_else(|| self.zeros.empty_root())
     }
 
     /// Size and root.
@@ -543,11 +663,18 @@ impl Snapshot {
 
     /// A view at `size` (at most the snapshot's size), for proofs.
     pub fn view(&self, size: u64) -> Result<View<'_>, TreeError> {
-        View::new(&self.levels, self.config, &self.edge, size)
+        View::new(&self.levels, self.config, &self.zeros, &self.edge, size)
     }
 
     fn view_full(&self) -> View<'_> {
-        View::new(&self.levels, self.config, &self.edge, self.size).expect("own size")
+        View::new(
+            &self.levels,
+            self.config,
+            &self.zeros,
+            &self.edge,
+            self.size,
+        )
+        .expect("own size")
     }
 
     /// The membership proof of leaf `index` at the snapshot's size.
@@ -593,6 +720,7 @@ impl Snapshot {
 pub struct View<'a> {
     levels: &'a [Level],
     config: TreeConfig,
+    zeros: &'a Zeros,
     size: u64,
     /// `edge[k]` = (index, value) of the last node of level k at `size`,
     /// read instead of the stored one. Empty when the stored levels are the
@@ -607,6 +735,7 @@ impl<'a> View<'a> {
     fn new(
         levels: &'a [Level],
         config: TreeConfig,
+        zeros: &'a Zeros,
         stored_edge: &'a [(u64, Hash)],
         size: u64,
     ) -> Result<View<'a>, TreeError> {
@@ -621,6 +750,7 @@ impl<'a> View<'a> {
             return Ok(View {
                 levels,
                 config,
+                zeros,
                 size,
                 edge: Cow::Borrowed(if size == 0 { &[] } else { stored_edge }),
             });
@@ -629,22 +759,29 @@ impl<'a> View<'a> {
         // level (the path of leaf size - 1 < tree_size - 1, and its left
         // siblings), so it is in `levels` even for a snapshot.
         let arity = config.arity;
-        let mut edge = Vec::with_capacity(shape::depth(size, arity) as usize + 1);
+        let mut edge = Vec::with_capacity(config.depth_at(size) as usize + 1);
         let mut node = levels[0].at((size - 1) as usize);
         edge.push((size - 1, node));
         let mut buffer = [[0u8; 32]; crate::hash::MAX_GROUP];
-        for step in shape::Path::new(size - 1, size, arity) {
+        for step in config.shape().path(size - 1, size) {
             if step.hashes() {
+                // The path node is the last member of its group.
                 let level = &levels[step.level as usize];
                 level.copy_to(step.group_start as usize, &mut buffer[..step.position]);
                 buffer[step.position] = node;
-                node = config.hash.hash_children(&buffer[..step.group_len]);
+                node = crate::kind::group_parent(
+                    config.hash,
+                    arity.get(),
+                    zeros.pad(step.level),
+                    &buffer[..step.group_len],
+                );
             }
             edge.push((step.group_start / arity.as_u64(), node));
         }
         Ok(View {
             levels,
             config,
+            zeros,
             size,
             edge: Cow::Owned(edge),
         })
@@ -660,10 +797,11 @@ impl<'a> View<'a> {
         self.size
     }
 
-    /// The root at this size, `None` when the size is 0.
+    /// The root at this size; at size 0 `None` (a Lean tree) or
+    /// `zeros[depth]` (a fixed-depth tree).
     pub fn root(&self) -> Option<Hash> {
         if self.size == 0 {
-            None
+            self.zeros.empty_root()
         } else if self.edge.is_empty() {
             self.levels.last().and_then(Level::last)
         } else {

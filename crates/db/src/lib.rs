@@ -34,6 +34,9 @@ mod rollback;
 mod set;
 mod usage;
 
+/// The `cairn.meta` version of a database whose tree is of another kind
+/// than Lean.
+pub use cairn_store::format::META_VERSION_KINDS as FORMAT_VERSION_KINDS;
 pub use cairn_store::format::VERSION as FORMAT_VERSION;
 pub use cairn_store::names::META as META_FILE;
 pub use cairn_store::{

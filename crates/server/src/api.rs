@@ -20,7 +20,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use cairn_core::hex::parse_hash;
-use cairn_core::{Hash, TreeHead, shape};
+use cairn_core::{Hash, TreeHead};
 use cairn_db::StoreError;
 use cairn_db::{Appended, BlockTag, Db, DbError, DbSnapshot, ErrorKind, TaggedHead};
 use parking_lot::Mutex;
@@ -459,6 +459,10 @@ struct RootJson {
     arity: u64,
     hash: &'static str,
     finalized: u64,
+    /// `lean` or `imt`.
+    kind: &'static str,
+    /// An imt's zero value (`null` for a lean tree).
+    zero: Option<String>,
 }
 
 pub(crate) async fn root(State(state): State<AppState>) -> Result<Response, ApiError> {
@@ -480,10 +484,12 @@ pub(crate) async fn root(State(state): State<AppState>) -> Result<Response, ApiE
         &RootJson {
             size,
             root: view.root().as_ref().map(hex),
-            depth: shape::depth(size, tree.arity),
+            depth: tree.depth_at(size),
             arity: tree.arity.as_u64(),
             hash: tree.hash.name(),
             finalized: finalized.min(size),
+            kind: tree.kind.name(),
+            zero: tree.kind.zero().as_ref().map(hex),
         },
     ))
 }

@@ -139,7 +139,7 @@ fn write_copy(
         file.write_at(&meta.encode(), 0)
             .map_err(|e| StoreError::io("write", tmp, e))
     })?;
-    bytes += StoreMeta::LEN as u64;
+    bytes += meta.encoded_len() as u64;
     Ok(Backup {
         head: snapshot.head(),
         tagged_heads: tags.len() as u64,

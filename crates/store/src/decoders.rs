@@ -84,9 +84,11 @@ pub fn encode_checkpoint(checkpoint: &CheckpointMeta, store_id: u64) -> Vec<u8> 
     checkpoint.encode(store_id)
 }
 
-/// One slot of the `heads` file: `None` if it holds no record.
-pub fn head_record(bytes: &[u8]) -> Option<HeadRecord> {
-    HeadRecord::decode(bytes)
+/// One slot of the `heads` file of a tree whose empty tree has a root
+/// exactly when `empty_has_root` (a fixed-depth tree): `None` if it holds
+/// no record.
+pub fn head_record(bytes: &[u8], empty_has_root: bool) -> Option<HeadRecord> {
+    HeadRecord::decode(bytes, empty_has_root)
 }
 
 /// The slot bytes of `record`.
@@ -193,7 +195,10 @@ mod tests {
             root: Some([1; 32]),
             epoch: 0,
         };
-        assert_eq!(head_record(&encode_head_record(&record)), Some(record));
+        assert_eq!(
+            head_record(&encode_head_record(&record), false),
+            Some(record)
+        );
         assert!(heads_header(&meta_value, &format::heads_header(&meta_value)).is_ok());
         let log = format::log_header(&meta_value, 2);
         assert!(log_header(&meta_value, 2, log.as_slice().try_into().unwrap()).is_ok());

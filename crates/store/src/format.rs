@@ -1,10 +1,15 @@
 //! Byte layouts of every file (see docs/file-format.md, which this module
 //! implements; a change to one is a change to the other).
 
-use cairn_core::{Arity, Hash, HashKind, TreeConfig};
+use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeKind};
 
-/// The format version written in every file.
+/// The format version written in every file (`cairn.meta` of a tree of
+/// another kind than Lean is [`META_VERSION_KINDS`]).
 pub const VERSION: u32 = 1;
+/// The version of a `cairn.meta` that names its tree's kind (80 bytes): a
+/// build that reads only version 1 refuses such a store rather than open
+/// a fixed-depth tree as a Lean one.
+pub const META_VERSION_KINDS: u32 = 2;
 /// Every log and level file starts with one 4 KiB page of header, so the
 /// nodes after it are page-aligned for mapping.
 pub const HEADER_LEN: u64 = 4096;
@@ -92,6 +97,13 @@ fn check_crc(bytes: &[u8], body: usize) -> Result<(), Malformed> {
     }
 }
 
+/// The tree-kind byte of `cairn.meta` version 2: a Lean tree (never
+/// written: a Lean store's meta is version 1).
+const META_KIND_LEAN: u8 = 0;
+/// The tree-kind byte of a fixed-depth tree (2 is reserved for the
+/// indexed tree).
+const META_KIND_FIXED: u8 = 1;
+
 /// What `cairn.meta` records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreMeta {
@@ -107,47 +119,110 @@ pub struct StoreMeta {
 }
 
 impl StoreMeta {
-    /// Encoded length.
+    /// Encoded length of version 1 (a Lean tree).
     pub const LEN: usize = 40;
+    /// Encoded length of version 2 (a tree of another kind).
+    pub const LEN_KINDS: usize = 80;
 
     /// Leaves per log file.
     pub fn log_file_leaves(&self) -> u64 {
         1 << self.log_shift
     }
 
-    pub(crate) fn encode(&self) -> [u8; Self::LEN] {
-        let mut b = [0u8; Self::LEN];
+    /// The encoded length: 40 bytes for a Lean tree, 80 for another kind.
+    pub fn encoded_len(&self) -> usize {
+        match self.tree.kind {
+            TreeKind::Lean => Self::LEN,
+            _ => Self::LEN_KINDS,
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; self.encoded_len()];
+        let version = if b.len() == Self::LEN {
+            VERSION
+        } else {
+            META_VERSION_KINDS
+        };
         b[..8].copy_from_slice(META_MAGIC);
-        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&version.to_le_bytes());
         b[12] = self.tree.arity.get() as u8;
         b[13] = self.tree.hash.id();
         b[14] = self.tree.max_depth.unwrap_or(0) as u8;
         b[15] = self.log_shift;
         b[16..24].copy_from_slice(&self.store_id.to_le_bytes());
         b[24..32].copy_from_slice(&self.flags.to_le_bytes());
-        let crc = crc32c::crc32c(&b[..32]);
-        b[32..36].copy_from_slice(&crc.to_le_bytes());
+        let body = if let TreeKind::Fixed { depth, zero } = self.tree.kind {
+            b[32] = META_KIND_FIXED;
+            // Depths are 1..=64 (`TreeKind::check`): one byte.
+            b[33] = depth as u8;
+            b[40..72].copy_from_slice(&zero);
+            72
+        } else {
+            32
+        };
+        let crc = crc32c::crc32c(&b[..body]);
+        b[body..body + 4].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
-    pub(crate) fn decode(b: &[u8]) -> Result<StoreMeta, Malformed> {
-        if b.len() < Self::LEN {
-            return Err(Malformed::Field(format!(
-                "{} bytes, want {}",
-                b.len(),
-                Self::LEN
-            )));
+    /// The length of the meta whose first 40 bytes are `b`: what to read.
+    pub(crate) fn len_of(b: &[u8]) -> usize {
+        if b.len() >= 12 && u32_at(b, 8) == META_VERSION_KINDS {
+            Self::LEN_KINDS
+        } else {
+            Self::LEN
         }
-        check_magic_version(b, META_MAGIC)?;
-        check_crc(b, 32)?;
+    }
+
+    pub(crate) fn decode(b: &[u8]) -> Result<StoreMeta, Malformed> {
+        let want = StoreMeta::len_of(b);
+        if b.len() < want {
+            return Err(Malformed::Field(format!("{} bytes, want {want}", b.len())));
+        }
+        if &b[..8] != META_MAGIC {
+            return Err(Malformed::Magic);
+        }
+        let kind = match u32_at(b, 8) {
+            VERSION => {
+                check_crc(b, 32)?;
+                TreeKind::Lean
+            }
+            META_VERSION_KINDS => {
+                check_crc(b, 72)?;
+                if b[34..40].iter().chain(&b[76..80]).any(|&x| x != 0) {
+                    return Err(Malformed::Field("reserved bytes are not zero".to_owned()));
+                }
+                match b[32] {
+                    META_KIND_FIXED => TreeKind::Fixed {
+                        depth: u32::from(b[33]),
+                        zero: b[40..72].try_into().expect("32 bytes"),
+                    },
+                    META_KIND_LEAN => {
+                        return Err(Malformed::Field(
+                            "tree kind 0 (lean) in a version 2 meta, which only other kinds use"
+                                .to_owned(),
+                        ));
+                    }
+                    other => {
+                        return Err(Malformed::Field(format!(
+                            "tree kind {other} is unknown, want {META_KIND_FIXED} (imt)"
+                        )));
+                    }
+                }
+            }
+            other => return Err(Malformed::Version(other)),
+        };
         let arity =
             Arity::new(u64::from(b[12])).map_err(|e| Malformed::Field(format!("arity: {e}")))?;
         let hash = HashKind::from_id(b[13])
             .ok_or_else(|| Malformed::Field(format!("unknown hash id {}", b[13])))?;
-        let mut tree = TreeConfig::new(arity, hash);
+        let mut tree = TreeConfig::new(arity, hash).with_kind(kind);
         if b[14] != 0 {
             tree = tree.with_max_depth(u32::from(b[14]));
         }
+        tree.check()
+            .map_err(|e| Malformed::Field(format!("tree: {e}")))?;
         if !(10..=30).contains(&b[15]) {
             return Err(Malformed::Field(format!(
                 "log2 leaves per log file {}, want 10..=30",
@@ -463,8 +538,9 @@ impl HeadRecord {
     }
 
     /// `None` unless `b` is one well-formed record (a torn or zeroed slot
-    /// is not).
-    pub(crate) fn decode(b: &[u8]) -> Option<HeadRecord> {
+    /// is not) of a tree whose empty tree has a root exactly when
+    /// `empty_has_root` (a fixed-depth tree).
+    pub(crate) fn decode(b: &[u8], empty_has_root: bool) -> Option<HeadRecord> {
         if b.len() != HEAD_RECORD_LEN as usize || check_crc(b, 96).is_err() {
             return None;
         }
@@ -475,8 +551,8 @@ impl HeadRecord {
         let block_hash: Hash = b[32..64].try_into().expect("32 bytes");
         let root: Hash = b[64..96].try_into().expect("32 bytes");
         let size = u64_at(b, 8);
-        // The empty tree has no root, every other tree has one.
-        if (flags & 2 != 0) != (size > 0) {
+        // The empty Lean tree has no root, every other tree has one.
+        if (flags & 2 != 0) != (size > 0 || empty_has_root) {
             return None;
         }
         if flags & 1 == 0 && block_hash != [0; 32] || flags & 2 == 0 && root != [0; 32] {
@@ -570,12 +646,45 @@ mod tests {
     fn every_record_round_trips_and_every_bit_flip_is_caught() {
         let m = meta();
         let bytes = m.encode();
+        assert_eq!(bytes.len(), StoreMeta::LEN);
         assert_eq!(StoreMeta::decode(&bytes), Ok(m));
         for bit in 0..32 * 8 {
-            let mut bad = bytes;
+            let mut bad = bytes.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
             assert!(StoreMeta::decode(&bad).is_err(), "meta bit {bit}");
         }
+        // A fixed-depth tree's meta is version 2, 80 bytes, every bit of
+        // its first 80 covered.
+        let fixed = StoreMeta {
+            tree: TreeConfig::new(Arity::new(5).unwrap(), HashKind::Poseidon).with_kind(
+                TreeKind::Fixed {
+                    depth: 20,
+                    zero: [0x01; 32],
+                },
+            ),
+            ..meta()
+        };
+        let bytes = fixed.encode();
+        assert_eq!(bytes.len(), StoreMeta::LEN_KINDS);
+        assert_eq!(u32_at(&bytes, 8), META_VERSION_KINDS);
+        assert_eq!((bytes[32], bytes[33]), (1, 20));
+        assert_eq!(
+            StoreMeta::len_of(&bytes[..StoreMeta::LEN]),
+            StoreMeta::LEN_KINDS
+        );
+        assert_eq!(StoreMeta::decode(&bytes), Ok(fixed));
+        for bit in 0..StoreMeta::LEN_KINDS * 8 {
+            let mut bad = bytes.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(StoreMeta::decode(&bad).is_err(), "fixed meta bit {bit}");
+        }
+        assert!(StoreMeta::decode(&bytes[..StoreMeta::LEN]).is_err());
+        // A depth or zero value that is no tree is corruption, even under a valid CRC.
+        let mut bad = bytes.clone();
+        bad[33] = 0;
+        let crc = crc32c::crc32c(&bad[..72]);
+        bad[72..76].copy_from_slice(&crc.to_le_bytes());
+        assert!(StoreMeta::decode(&bad).is_err());
         let frame = Frame {
             seq: 7,
             end: 100,
@@ -655,18 +764,18 @@ mod tests {
             epoch: 2,
         };
         let rb = record.encode();
-        assert_eq!(HeadRecord::decode(&rb), Some(record));
+        assert_eq!(HeadRecord::decode(&rb, false), Some(record));
         for bit in 0..rb.len() * 8 {
             let mut bad = rb;
             bad[bit / 8] ^= 1 << (bit % 8);
             assert_ne!(
-                HeadRecord::decode(&bad),
+                HeadRecord::decode(&bad, false),
                 Some(record),
                 "head record bit {bit}"
             );
         }
         assert_eq!(
-            HeadRecord::decode(&[0u8; 128]),
+            HeadRecord::decode(&[0u8; 128], false),
             None,
             "a zeroed slot is no record"
         );
@@ -677,7 +786,18 @@ mod tests {
             root: None,
             epoch: 0,
         };
-        assert_eq!(HeadRecord::decode(&empty.encode()), Some(empty));
+        assert_eq!(HeadRecord::decode(&empty.encode(), false), Some(empty));
+        assert_eq!(HeadRecord::decode(&empty.encode(), true), None);
+        // A fixed-depth tree's empty head has a root (its top zero).
+        let fixed_empty = HeadRecord {
+            root: Some([3; 32]),
+            ..empty
+        };
+        assert_eq!(
+            HeadRecord::decode(&fixed_empty.encode(), true),
+            Some(fixed_empty)
+        );
+        assert_eq!(HeadRecord::decode(&fixed_empty.encode(), false), None);
         let hh = heads_header(&m);
         assert_eq!(check_heads_header(&m, &hh), Ok(()));
         assert!(check_heads_header(&meta_of(7), &hh).is_err());

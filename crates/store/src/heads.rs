@@ -306,7 +306,10 @@ impl HeadsWriter {
             };
             let encoded = record.encode();
             // Pair assertion: what goes to disk reads back as what was meant.
-            debug_assert_eq!(HeadRecord::decode(&encoded), Some(record));
+            debug_assert_eq!(
+                HeadRecord::decode(&encoded, self.meta.tree.empty_has_root()),
+                Some(record)
+            );
             bytes.extend_from_slice(&encoded);
         }
         let end = at + bytes.len() as u64;
@@ -388,7 +391,10 @@ pub(crate) fn recover(
         // with a bad header and no valid record was created but its header
         // never made durable (a power loss can keep the length and lose the
         // bytes: zeros): it holds nothing. With a record, it is damage.
-        if trusted == 0 && (read < header.len() || !has_records(&*file, &path, len)?) {
+        if trusted == 0
+            && (read < header.len()
+                || !has_records(&*file, &path, len, meta.tree.empty_has_root())?)
+        {
             // Created but its header never made durable: it holds nothing.
             if read_only {
                 return Ok((Vec::new(), writer));
@@ -410,7 +416,7 @@ pub(crate) fn recover(
     let mut tags: Vec<TaggedHead> = Vec::new();
     for (index, raw) in bytes.chunks_exact(HEAD_RECORD_LEN as usize).enumerate() {
         let offset = HEADS_HEADER_LEN + HEAD_RECORD_LEN * index as u64;
-        let record = HeadRecord::decode(raw).filter(|r| {
+        let record = HeadRecord::decode(raw, meta.tree.empty_has_root()).filter(|r| {
             tags.last()
                 .is_none_or(|last| r.block > last.block && r.size >= last.size)
         });
@@ -470,14 +476,14 @@ pub(crate) fn recover(
 }
 
 /// Whether any record slot of the heads file holds a valid record.
-fn has_records(file: &dyn FsFile, path: &Path, len: u64) -> Result<bool> {
+fn has_records(file: &dyn FsFile, path: &Path, len: u64, empty_has_root: bool) -> Result<bool> {
     let slots = len.saturating_sub(HEADS_HEADER_LEN) / HEAD_RECORD_LEN;
     let mut bytes = vec![0u8; (slots * HEAD_RECORD_LEN) as usize];
     file.read_exact_at(&mut bytes, HEADS_HEADER_LEN)
         .map_err(|e| StoreError::io("read", path, e))?;
     Ok(bytes
         .chunks_exact(HEAD_RECORD_LEN as usize)
-        .any(|raw| HeadRecord::decode(raw).is_some()))
+        .any(|raw| HeadRecord::decode(raw, empty_has_root).is_some()))
 }
 
 /// A writer for a store without a heads file yet.

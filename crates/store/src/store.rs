@@ -325,6 +325,10 @@ impl Store {
                 "max depth {depth} outside 1..=255"
             )));
         }
+        config
+            .tree
+            .check()
+            .map_err(|e| StoreError::Config(e.to_string()))?;
         if fs.exists(dir).map_err(|e| StoreError::io("stat", dir, e))? {
             let entries = fs
                 .list_dir(dir)
@@ -1640,9 +1644,16 @@ fn read_meta(fs: &dyn Fs, path: &Path) -> Result<StoreMeta> {
     let file = fs
         .open(path, OpenMode::ReadOnly)
         .map_err(|e| StoreError::io("open", path, e))?;
-    let mut bytes = [0u8; StoreMeta::LEN];
+    let mut bytes = vec![0u8; StoreMeta::LEN];
     file.read_exact_at(&mut bytes, 0)
         .map_err(|e| StoreError::corrupt(path, 0, e))?;
+    // A version 2 meta (a tree of another kind than Lean) is longer.
+    let len = StoreMeta::len_of(&bytes);
+    if len > bytes.len() {
+        bytes.resize(len, 0);
+        file.read_exact_at(&mut bytes, 0)
+            .map_err(|e| StoreError::corrupt(path, 0, e))?;
+    }
     StoreMeta::decode(&bytes).map_err(|why| StoreError::corrupt(path, 0, why))
 }
 
@@ -1668,6 +1679,13 @@ fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()> {
             field: "max depth",
             stored: format!("{:?}", stored.max_depth),
             given: format!("{:?}", given.max_depth),
+        });
+    }
+    if stored.kind != given.kind {
+        return Err(StoreError::ConfigMismatch {
+            field: "tree kind",
+            stored: format!("{:?}", stored.kind),
+            given: format!("{:?}", given.kind),
         });
     }
     if meta.flags != config.flags {

@@ -89,3 +89,97 @@ pub fn membership_siblings(
     }
     out
 }
+
+/// Every level of the fixed-depth tree of `depth` over `leaves`, built from
+/// its definition as a full tree: the leaves are padded with `zero` to N^depth
+/// and every level is the hash of every run of N nodes below, up to the one
+/// root at level `depth`. No zero hashes are computed on their own (a
+/// subtree of absent leaves hashes to `zeros[k]` by construction), so this
+/// checks the fast tree's `zeros[k]` shortcut rather than sharing it.
+///
+/// # Panics
+/// If the full tree would hold more than 2^20 leaves (this is for small trees)
+/// or there are more leaves than it holds.
+pub fn fixed_levels(
+    arity: Arity,
+    hash: HashKind,
+    depth: u32,
+    zero: Hash,
+    leaves: &[Hash],
+) -> Vec<Vec<Hash>> {
+    let capacity = arity
+        .get()
+        .checked_pow(depth)
+        .filter(|&c| c <= 1 << 20)
+        .expect("a small fixed-depth tree");
+    assert!(leaves.len() <= capacity, "more leaves than N^depth");
+    let mut level = leaves.to_vec();
+    level.resize(capacity, zero);
+    let mut out = vec![level];
+    while out.len() <= depth as usize {
+        let parents = out[out.len() - 1]
+            .chunks(arity.get())
+            .map(|group| hash.hash_children(group))
+            .collect();
+        out.push(parents);
+    }
+    out
+}
+
+/// The root of the fixed-depth tree of `depth` over `leaves` (also of no
+/// leaves: the root of the all-zero tree), level by level from the other
+/// form of the definition: `zeros[0] = zero`, `zeros[k + 1]` the hash of N
+/// copies of `zeros[k]`, and each node of level k + 1 the hash of its N
+/// children with the absent ones replaced by `zeros[k]`. Any size (the
+/// full tree of [`fixed_levels`] is for small ones; tests check the two
+/// agree).
+pub fn fixed_root(arity: Arity, hash: HashKind, depth: u32, zero: Hash, leaves: &[Hash]) -> Hash {
+    let n = arity.get();
+    let mut level = leaves.to_vec();
+    let mut zero_k = zero;
+    for _ in 0..depth {
+        if level.is_empty() {
+            level.push(zero_k);
+        }
+        level = level
+            .chunks(n)
+            .map(|members| {
+                let mut group = members.to_vec();
+                group.resize(n, zero_k);
+                hash.hash_children(&group)
+            })
+            .collect();
+        zero_k = hash.hash_children(&vec![zero_k; n]);
+    }
+    assert_eq!(level.len(), 1, "more leaves than N^depth");
+    level[0]
+}
+
+/// Per level of the fixed-depth tree, the path node's position and the
+/// N - 1 other members of its group in the full tree (absent ones are the
+/// padding): what zk-kit's `createProof` returns.
+pub fn fixed_membership_siblings(
+    arity: Arity,
+    hash: HashKind,
+    depth: u32,
+    zero: Hash,
+    leaves: &[Hash],
+    index: usize,
+) -> Vec<(usize, Vec<Hash>)> {
+    let levels = fixed_levels(arity, hash, depth, zero, leaves);
+    let n = arity.get();
+    let mut position = index;
+    levels[..depth as usize]
+        .iter()
+        .map(|level| {
+            let start = position - position % n;
+            let siblings = (start..start + n)
+                .filter(|&i| i != position)
+                .map(|i| level[i])
+                .collect();
+            let at = position - start;
+            position /= n;
+            (at, siblings)
+        })
+        .collect()
+}

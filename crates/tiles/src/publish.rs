@@ -37,6 +37,15 @@ pub enum PublishError {
     /// The tree refused a read.
     #[error(transparent)]
     Tree(#[from] TreeError),
+    /// Tiles and their checkpoint describe Lean trees only (a client
+    /// recomputes non-final nodes by the Lean rule).
+    #[error(
+        "tiles describe lean trees: this tree is an imt of depth {depth}, which cannot be published as tiles"
+    )]
+    NotLean {
+        /// The fixed-depth tree's depth.
+        depth: u32,
+    },
 }
 
 /// Tiles read and written per round trip to the store.
@@ -58,6 +67,9 @@ pub fn publish_at(
     sink: &dyn TileSink,
 ) -> Result<Published, PublishError> {
     let config = snapshot.config();
+    if let Some(depth) = config.kind.fixed_depth() {
+        return Err(PublishError::NotLean { depth });
+    }
     let layout = Layout::new(config.arity, config.hash);
     let view = snapshot.view(size)?;
     let from = published_size(sink, snapshot, size, layout)?;

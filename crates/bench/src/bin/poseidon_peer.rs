@@ -28,7 +28,10 @@ fn main() {
     let mut widths = vec![2usize, 4];
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value\n{USAGE}"));
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| panic!("{arg} needs a value\n{USAGE}"))
+        };
         match arg.as_str() {
             "--rounds" => rounds = value().parse().expect(USAGE),
             "--batch" => batch = value().parse().expect(USAGE),
@@ -48,7 +51,11 @@ fn main() {
         for group in &groups {
             let refs: Vec<&[u8]> = group.iter().map(|input| input.as_slice()).collect();
             let want = light.hash_bytes_be(&refs).expect("canonical inputs");
-            assert_eq!(HashKind::Poseidon.hash_children(group), want, "outputs differ");
+            assert_eq!(
+                HashKind::Poseidon.hash_children(group),
+                want,
+                "outputs differ"
+            );
         }
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..rounds {

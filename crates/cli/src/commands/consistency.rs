@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use cairn_core::{Arity, HashKind};
 
-use crate::args::{Source, build_tree, file_tree, parse_arity, parse_hash_kind};
+use crate::args::{KindArgs, Source, build_tree, file_tree, parse_arity, parse_hash_kind};
 use crate::database;
 use crate::failure::{Code, Failure, OrExit as _};
 use crate::leaves::Format;
@@ -16,7 +16,8 @@ use crate::output;
 pub(crate) const LONG_ABOUT: &str = "\
 Print the consistency proof between the tree of the first --from leaves and the tree of the \
 first --to leaves (default: all of them), as JSON (or binary with --binary): of the leaves of \
---leaves FILE (with --arity and --hash), or of the cairn database DIR.
+--leaves FILE (with --arity and --hash, and --kind imt --depth D [--zero Z] for a fixed-depth \
+tree), or of the cairn database DIR.
 
 From size 0 the proof is empty: the empty tree is a prefix of every tree. For equal sizes it \
 proves that two roots are the same root.
@@ -30,7 +31,7 @@ Examples:
 #[derive(clap::Args, Debug)]
 pub struct ConsistencyCmd {
     /// A cairn database directory (instead of --leaves, --arity and --hash).
-    #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "format"])]
+    #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "kind", "depth", "zero", "format"])]
     dir: Option<PathBuf>,
     /// Children per internal node, 2 to 16 (for a leaf file).
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "dir")]
@@ -38,6 +39,8 @@ pub struct ConsistencyCmd {
     /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge (for a leaf file).
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "dir")]
     hash: Option<HashKind>,
+    #[command(flatten)]
+    kind: KindArgs,
     /// How the leaf file is written [default: bin].
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<Format>,
@@ -71,7 +74,7 @@ impl ConsistencyCmd {
                 )
             }
             None => {
-                let config = file_tree(self.arity, self.hash, "consistency")?;
+                let config = file_tree(self.arity, self.hash, &self.kind, "consistency")?;
                 let source = Source::from_arg(self.leaves.as_deref());
                 let mut tree = build_tree(config, &source, self.format.unwrap_or_default())?;
                 let to = self.to.unwrap_or(tree.size());

@@ -52,7 +52,7 @@ The defaults (arity 2, Poseidon) are a LeanIMT of the shape Semaphore v4 and Pri
 use: a binary tree of a circuit-friendly hash, which is what privacy protocols prove membership \
 in. It holds as many leaves as Tornado Cash's deposit history, but it is not Tornado's tree \
 (MiMCSponge over a fixed depth of 20, empty positions zero-padded), so its roots differ from \
-Tornado's. Poseidon costs about \
+Tornado's; `cairn init --kind imt` creates that shape (see `cairn init --help`). Poseidon costs about \
 20 us a hash on one core, so hashing the 278,827 leaves dominates: the demo takes about 3 s on \
 an idle two-core machine (release build), more on a busy one. --hash blake3 --arity 4 runs it \
 in about 0.2 s.

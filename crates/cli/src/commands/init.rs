@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use cairn_core::{Arity, HashKind, TreeConfig};
+use cairn_core::hex::to_hex;
+use cairn_core::{Arity, HashKind, TreeConfig, TreeKind};
 use cairn_db::{Db, DbConfig};
 
-use crate::args::{parse_arity, parse_hash_kind};
+use crate::args::{KindArgs, parse_arity, parse_hash_kind};
 use crate::database;
 use crate::failure::{Code, Failure};
 use crate::json::Object;
@@ -17,9 +18,18 @@ pub(crate) const LONG_ABOUT: &str = "\
 Create an empty cairn database in DIR (created if missing). DIR must not exist or be empty: a \
 directory holding anything else, a cairn database included, is refused (exit 2).
 
-The arity and the hash are the tree's identity: stored in DIR/cairn.meta and never changed. \
---max-depth D limits the tree to D levels above the leaves (N^D leaves), for trees that must fit \
-a fixed-depth circuit: an ingest that would exceed it is refused. By default the database keeps \
+The arity, the hash and the kind are the tree's identity: stored in DIR/cairn.meta and never \
+changed. --max-depth D limits the tree to D levels above the leaves (N^D leaves), for trees that \
+must fit a fixed-depth circuit: an ingest that would exceed it is refused.
+
+--kind imt creates zk-kit's IMT instead of the LeanIMT (the shape of IMT.sol, BinaryIMT.sol, \
+QuinaryIMT.sol and Tornado Cash's deposit tree): --depth D levels above the leaves whatever \
+the size (at most N^D leaves: an ingest beyond is refused), every group padded to N with the \
+level's zero hash (zeros[0] = --zero, default 0; zeros[k+1] = H(zeros[k], .., zeros[k])); the \
+empty tree's root is zeros[D]. --zero takes 0x and 64 hex digits or, for poseidon and \
+mimcsponge, a decimal field element. --max-depth does not apply to it.
+
+By default the database keeps \
 a nullifier set, which refuses a value already present (`cairn ingest` exits 3) and finds \
 values (`cairn contains`, `cairn prove --leaf`); --no-unique creates a database without it, \
 which accepts repeated values and looks nothing up by value.
@@ -31,13 +41,17 @@ which accepts repeated values and looks nothing up by value.
 mode 0600; `cairn sign-key` adds one later.
 
 --json prints {\"dir\":\"..\",\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,\
-\"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1}.
+\"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1,\"kind\":\"lean\"|\"imt\",\
+\"depth\":D|null,\"zero\":\"0x..\"|null} (depth and zero: an imt's; format_version 2 for an imt's cairn.meta).
 
 Examples:
   cairn init db --arity 4 --hash blake3
   cairn init deposits --arity 2 --hash poseidon --max-depth 32
   cairn init commitments --arity 16 --hash keccak256 --no-unique
   cairn init follower --arity 2 --hash poseidon --finality explicit
+  cairn init semaphore-v3 --arity 2 --hash poseidon --kind imt --depth 20
+  cairn init tornado --arity 2 --hash mimcsponge --kind imt --depth 20 \\
+      --zero 21663839004416932945382355908790599225266501822907911457504978515578255421292
   cairn keygen --name example.org/signed --out signed.key
   cairn init signed --arity 4 --hash blake3 --sign-key signed.key";
 
@@ -72,9 +86,11 @@ pub struct InitCmd {
     /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge.
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind)]
     hash: HashKind,
-    /// Refuse appends that would make the tree deeper than D levels (1 to 64).
+    /// Refuse appends that would make the tree deeper than D levels (1 to 64; lean trees).
     #[arg(long, value_name = "D", value_parser = clap::value_parser!(u32).range(1..=64))]
     max_depth: Option<u32>,
+    #[command(flatten)]
+    kind: KindArgs,
     /// Keep no nullifier set: repeated values are accepted, nothing is looked up by value.
     #[arg(long)]
     no_unique: bool,
@@ -87,6 +103,15 @@ pub struct InitCmd {
     /// Print what was created as one line of JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// The version of the `cairn.meta` a database of `tree` has: 1, or 2 for
+/// a tree of another kind than Lean.
+pub(crate) fn format_version(tree: &TreeConfig) -> u32 {
+    match tree.kind {
+        TreeKind::Lean => cairn_db::FORMAT_VERSION,
+        _ => cairn_db::FORMAT_VERSION_KINDS,
+    }
 }
 
 impl InitCmd {
@@ -106,7 +131,16 @@ impl InitCmd {
             .as_deref()
             .map(crate::signing::read_key)
             .transpose()?;
-        let mut tree = TreeConfig::new(self.arity, self.hash);
+        let kind = self.kind.resolve(self.hash)?;
+        if let (TreeKind::Fixed { depth, .. }, Some(max_depth)) = (kind, self.max_depth) {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "--max-depth {max_depth} is for lean trees: an imt's depth is fixed by --depth {depth}"
+                ),
+            ));
+        }
+        let mut tree = TreeConfig::new(self.arity, self.hash).with_kind(kind);
         if let Some(depth) = self.max_depth {
             tree = tree.with_max_depth(depth);
         }
@@ -131,17 +165,28 @@ impl InitCmd {
                     .field("unique", !self.no_unique)
                     .field("log_file_leaves", log_file_leaves)
                     .field("finality", self.finality.name())
-                    .field("format_version", cairn_db::FORMAT_VERSION)
+                    .field("format_version", format_version(&tree))
+                    .field("kind", kind.name())
+                    .field("depth", kind.fixed_depth())
+                    .hash("zero", kind.zero().as_ref())
                     .finish(),
             );
         }
+        let shape = match kind {
+            TreeKind::Fixed { depth, zero } => {
+                format!("imt of depth {depth} (zero {})", to_hex(&zero))
+            }
+            _ => format!(
+                "max depth {}",
+                self.max_depth
+                    .map_or_else(|| "none".to_owned(), |d| d.to_string())
+            ),
+        };
         output::line(&format!(
-            "created {}: arity {}, hash {}, max depth {}, nullifier set {}{}",
+            "created {}: arity {}, hash {}, {shape}, nullifier set {}{}",
             self.dir.display(),
             self.arity,
             self.hash,
-            self.max_depth
-                .map_or_else(|| "none".to_owned(), |d| d.to_string()),
             if self.no_unique { "off" } else { "on" },
             match self.finality {
                 Finality::Checkpoint => "",

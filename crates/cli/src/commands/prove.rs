@@ -7,7 +7,9 @@ use anyhow::{Context as _, anyhow};
 use cairn_core::hex::Hex;
 use cairn_core::{Arity, Hash, HashKind, MembershipProof, TreeError};
 
-use crate::args::{Source, build_tree, file_tree, parse_arity, parse_hash_kind, parse_root};
+use crate::args::{
+    KindArgs, Source, build_tree, file_tree, parse_arity, parse_hash_kind, parse_root,
+};
 use crate::database;
 use crate::failure::{Code, Failure, OrExit as _};
 use crate::leaves::Format;
@@ -17,8 +19,8 @@ use clap::ValueEnum as _;
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
 Print the membership proof of one leaf, as JSON (or binary with --binary): of the tree holding \
-the leaves of --leaves FILE (with --arity and --hash), or of the cairn database DIR (which \
-stores its arity and hash).
+the leaves of --leaves FILE (with --arity and --hash, and --kind imt --depth D [--zero Z] for a \
+fixed-depth tree), or of the cairn database DIR (which stores its arity, hash and kind).
 
 The leaf is chosen by --index I (counting from 0) or by value with --leaf 0x.. (its first \
 occurrence in a leaf file; in a database, found through the nullifier set, so the database must \
@@ -38,10 +40,12 @@ naming the object).
 
 --proof-format picks what is printed: `json` (the default, cairn's proof JSON), `zkkit` (arity 2: \
 exactly what @zk-kit/lean-imt's generateProof returns for the same tree, {\"root\",\"leaf\",\"index\",\
-\"siblings\"} with decimal values and zk-kit's compressed path index), `circom` (Poseidon: the input \
-JSON of cairn's LeanIMTInclusion(N, D) circom template in circuits/, D = --circuit-depth, default \
-the tree's depth) or `zkkit-circom` (arity 2, Poseidon: the inputs of zk-kit's \
-BinaryMerkleRoot(D) template). A format the tree cannot have exits 2.
+\"siblings\"} with decimal values and zk-kit's compressed path index; for an imt of any arity, \
+what @zk-kit/imt's createProof returns, {\"root\",\"leaf\",\"pathIndices\",\"siblings\",\
+\"leafIndex\"}, N - 1 siblings per level with absent ones the level's zero), `circom` (a lean \
+Poseidon tree: the input JSON of cairn's LeanIMTInclusion(N, D) circom template in circuits/, D = \
+--circuit-depth, default the tree's depth) or `zkkit-circom` (arity 2, Poseidon: the inputs of \
+zk-kit's BinaryMerkleRoot(D) template). A format the tree cannot have exits 2.
 
 Examples:
   cairn prove --arity 3 --hash sha256 --format hex --leaves leaves.hex --index 4 > proof.json
@@ -51,6 +55,8 @@ Examples:
   cairn prove db --index 4 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920
   seq 1 5 | cairn prove --arity 2 --hash poseidon --format dec --index 4 --proof-format zkkit
   seq 1 9 | cairn prove --arity 3 --hash poseidon --format dec --index 4 --proof-format circom --circuit-depth 4
+  seq 1 9 | cairn prove --arity 5 --hash poseidon --kind imt --depth 3 --format dec --index 7 --proof-format zkkit
+
   cairn publish db --to public && cairn prove --tiles public --index 4
   cairn prove --tiles https://tiles.example.org/nullifiers --index 4";
 
@@ -58,10 +64,10 @@ Examples:
 #[derive(clap::Args, Debug)]
 pub struct ProveCmd {
     /// A cairn database directory (instead of --leaves, --arity and --hash).
-    #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "format"])]
+    #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "kind", "depth", "zero", "format"])]
     dir: Option<PathBuf>,
     /// Published tiles to compute the proof from: a directory, file://PATH, http(s)://URL or s3://BUCKET/PREFIX.
-    #[arg(long, value_name = "STORE", conflicts_with_all = ["dir", "leaves", "arity", "hash", "format", "leaf", "size", "root"])]
+    #[arg(long, value_name = "STORE", conflicts_with_all = ["dir", "leaves", "arity", "hash", "kind", "depth", "zero", "format", "leaf", "size", "root"])]
     tiles: Option<String>,
     /// With --tiles: how a remote store is reached.
     #[command(flatten)]
@@ -72,6 +78,8 @@ pub struct ProveCmd {
     /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge (for a leaf file).
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present_any = ["dir", "tiles"])]
     hash: Option<HashKind>,
+    #[command(flatten)]
+    kind: KindArgs,
     /// How the leaf file is written [default: bin].
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<Format>,
@@ -111,7 +119,7 @@ pub struct ProveCmd {
 pub enum ProofFormat {
     /// cairn's proof JSON (docs/spec.md).
     Json,
-    /// @zk-kit/lean-imt's proof {root, leaf, index, siblings} (arity 2).
+    /// @zk-kit/lean-imt's proof {root, leaf, index, siblings} (arity 2); an imt's: @zk-kit/imt's createProof.
     Zkkit,
     /// The inputs of cairn's LeanIMTInclusion circom template (Poseidon).
     Circom,
@@ -241,7 +249,7 @@ impl ProveCmd {
     }
 
     fn prove_file(&self) -> Result<MembershipProof, Failure> {
-        let config = file_tree(self.arity, self.hash, "prove")?;
+        let config = file_tree(self.arity, self.hash, &self.kind, "prove")?;
         let source = Source::from_arg(self.leaves.as_deref());
         let mut tree = build_tree(config, &source, self.format.unwrap_or_default())?;
         let size = self.size.unwrap_or(tree.size());

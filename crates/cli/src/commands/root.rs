@@ -8,26 +8,33 @@ use cairn_core::hex::to_hex;
 use cairn_core::{Arity, HashKind, TreeHead};
 
 use crate::args::{
-    Source, build_tree, file_tree, parse_arity, parse_hash_kind, refuse_tree_options,
+    KindArgs, Source, build_tree, file_tree, parse_arity, parse_hash_kind, refuse_tree_options,
 };
 use crate::database;
 use crate::failure::{Code, Failure};
+use crate::json::Object;
 use crate::leaves::Format;
 use crate::output;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
-Print the root of a tree, as 0x-hex: of the leaves in FILE (with --arity and --hash), or of the \
-cairn database in DIR (a directory holding cairn.meta; its arity and hash are stored, so \
---arity, --hash and --format are refused).
+Print the root of a tree, as 0x-hex: of the leaves in FILE (with --arity and --hash, and \
+--kind imt --depth D [--zero Z] for zk-kit's fixed-depth IMT), or of the cairn database in DIR (a \
+directory holding cairn.meta; its arity, hash and kind are stored, so --arity, --hash, the kind \
+options and --format are refused).
 
-The empty tree has no root: with no leaves, nothing is printed on stdout, \"empty tree: no root\" \
-goes to stderr and the exit code is 1. With --json the empty tree is not an error: the root is \
-null and the exit code is 0.
+The empty lean tree has no root: with no leaves, nothing is printed on stdout, \"empty tree: no \
+root\" goes to stderr and the exit code is 1. With --json the empty tree is not an error: the root \
+is null and the exit code is 0. The empty imt's root is its top zero hash, zeros[D], printed as \
+any root.
+
+--json prints {\"size\":S,\"depth\":d,\"root\":\"0x..\"|null,\"arity\":N,\"hash\":\"..\",\
+\"kind\":\"lean\"|\"imt\",\"zero\":\"0x..\"|null} (depth: an imt's fixed depth; zero: an imt's).
 
 Examples:
   cairn root --arity 4 --hash blake3 leaves.bin
   cairn root --arity 2 --hash poseidon --format hex - < leaves.hex
+  cairn root --arity 2 --hash poseidon --kind imt --depth 20 leaves.bin
   cairn root db
   cairn root --json db";
 
@@ -43,7 +50,9 @@ pub struct RootCmd {
     /// How the leaf file is written [default: bin].
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<Format>,
-    /// Print {"size":..,"depth":..,"root":"0x.."|null,"arity":..,"hash":".."} on one line.
+    #[command(flatten)]
+    kind: KindArgs,
+    /// Print {"size":..,"depth":..,"root":"0x.."|null,"arity":..,"hash":"..","kind":..,"zero":..} on one line.
     #[arg(long)]
     json: bool,
     /// A leaf file (- or nothing reads stdin), or a database directory.
@@ -53,16 +62,14 @@ pub struct RootCmd {
 
 impl RootCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let (head, depth, arity, hash, name) = match &self.source {
+        let (head, depth, config, name) = match &self.source {
             Some(dir) if database::is_database(dir) => {
-                refuse_tree_options(dir, self.arity, self.hash, self.format)?;
+                refuse_tree_options(dir, self.arity, self.hash, &self.kind, self.format)?;
                 let snapshot = database::read_tree(dir)?;
-                let config = snapshot.config();
                 (
                     snapshot.head(),
                     snapshot.depth(),
-                    config.arity,
-                    config.hash,
+                    snapshot.config(),
                     format!("the database {} has no leaves", dir.display()),
                 )
             }
@@ -80,26 +87,29 @@ impl RootCmd {
                         ),
                     ));
                 }
-                let config = file_tree(self.arity, self.hash, "root")?;
+                let config = file_tree(self.arity, self.hash, &self.kind, "root")?;
                 let mut tree = build_tree(config, &source, self.format.unwrap_or_default())?;
                 (
                     tree.head(),
                     tree.depth(),
-                    config.arity,
-                    config.hash,
+                    config,
                     format!("{} has no leaves", source.name()),
                 )
             }
         };
         let TreeHead { size, root } = head;
         if self.json {
-            let root = root.map_or_else(
-                || "null".to_owned(),
-                |root| format!("\"{}\"", to_hex(&root)),
+            return output::line(
+                &Object::new()
+                    .field("size", size)
+                    .field("depth", depth)
+                    .hash("root", root.as_ref())
+                    .field("arity", config.arity.as_u64())
+                    .field("hash", config.hash.name())
+                    .field("kind", config.kind.name())
+                    .hash("zero", config.kind.zero().as_ref())
+                    .finish(),
             );
-            return output::line(&format!(
-                r#"{{"size":{size},"depth":{depth},"root":{root},"arity":{arity},"hash":"{hash}"}}"#,
-            ));
         }
         match root {
             Some(root) => output::line(&to_hex(&root)),

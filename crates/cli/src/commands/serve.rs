@@ -8,7 +8,7 @@ use cairn_core::{Arity, HashKind, TreeConfig};
 use cairn_db::{Db, DbConfig};
 use cairn_server::{ServeOptions, ServerError, init_logging, run_db};
 
-use crate::args::{parse_arity, parse_hash_kind};
+use crate::args::{KindArgs, parse_arity, parse_hash_kind};
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 
@@ -47,9 +47,9 @@ cairn_publish_failures_total. --read-only answers every write with 403. --read-o
 `cairn mirror --help`), creating DIR from upstream's arity and hash if it holds no database; \
 /metrics then shows cairn_mirror_adopted_size and cairn_mirror_refusals_total.
 
-With --create --arity N --hash H, a DIR holding no database is created first (as `cairn init \
-DIR --arity N --hash H` would); a DIR already holding one is opened if its arity and hash are \
-N and H, refused otherwise (exit 2).
+With --create --arity N --hash H [--kind imt --depth D --zero Z], a DIR holding no database is \
+created first (as `cairn init DIR --arity N --hash H ..` would); a DIR already holding one is \
+opened if its arity, hash and kind are those, refused otherwise (exit 2).
 
 Examples:
   cairn serve db
@@ -75,6 +75,9 @@ pub struct ServeCmd {
     /// With --create: node hash (blake3, sha256, keccak256, poseidon or mimcsponge).
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, requires = "create")]
     hash: Option<HashKind>,
+    /// With --create: the tree's kind (--kind imt --depth D [--zero Z] for zk-kit's fixed-depth IMT).
+    #[command(flatten)]
+    kind: KindArgs,
     /// Listening, token and limits.
     #[command(flatten)]
     options: ServeOptions,
@@ -83,8 +86,23 @@ pub struct ServeCmd {
 impl ServeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let config = self.options.config_for(&self.dir).map_err(server_failure)?;
+        if !self.create && !self.kind.given().is_empty() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{} {} for --create: a database stores its kind",
+                    self.kind.given().join(" and "),
+                    if self.kind.given().len() == 1 {
+                        "is"
+                    } else {
+                        "are"
+                    }
+                ),
+            ));
+        }
         if let (true, Some(arity), Some(hash)) = (self.create, self.arity, self.hash) {
-            create_or_check(&self.dir, arity, hash)?;
+            let tree = TreeConfig::new(arity, hash).with_kind(self.kind.resolve(hash)?);
+            create_or_check(&self.dir, tree)?;
         }
         if let Some(from) = &self.options.mirror_from {
             // A new mirror takes upstream's arity and hash.
@@ -116,10 +134,13 @@ impl ServeCmd {
     }
 }
 
-/// Creates a database in `dir` unless it holds one; one it holds must have
-/// `arity` and `hash`, so that `--create` never serves a tree the caller did
-/// not ask for.
-fn create_or_check(dir: &Path, arity: Arity, hash: HashKind) -> Result<(), Failure> {
+/// Creates a database of `tree` in `dir` unless it holds one; one it holds
+/// must have its arity, hash and kind, so that `--create` never serves a
+/// tree the caller did not ask for.
+fn create_or_check(dir: &Path, tree: TreeConfig) -> Result<(), Failure> {
+    let TreeConfig {
+        arity, hash, kind, ..
+    } = tree;
     if database::is_database(dir) {
         let stored = database::stored(dir)?.tree();
         if stored.arity != arity || stored.hash != hash {
@@ -133,9 +154,19 @@ fn create_or_check(dir: &Path, arity: Arity, hash: HashKind) -> Result<(), Failu
                 ),
             ));
         }
+        if stored.kind != kind {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{} already holds a database of kind {:?}, not {kind:?}",
+                    dir.display(),
+                    stored.kind,
+                ),
+            ));
+        }
         return Ok(());
     }
-    let mut config = DbConfig::new(TreeConfig::new(arity, hash));
+    let mut config = DbConfig::new(tree);
     config.store.flush_interval = None;
     config.store.checkpoint = Default::default();
     let db = Db::create(dir, config).map_err(database::db_failure)?;

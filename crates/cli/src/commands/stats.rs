@@ -15,7 +15,8 @@ use crate::units::{group, human_bytes};
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
-Print what the cairn database in DIR is and holds: its arity, hash, maximum depth and format \
+Print what the cairn database in DIR is and holds: its arity, hash, kind (lean, or imt with its \
+fixed depth and zero value), maximum depth and format \
 version; its size (leaves), durable size, depth and root; the last checkpoint (its number and \
 the leaves it covers); the nullifier set (values, slots, resident bytes, leaves its checkpoint \
 file covers); each level's nodes and how many of its 2 MiB segments are served from file \
@@ -33,7 +34,7 @@ bytes count 32 bytes per node not served from a mapping, plus the set's table.
    \"levels\":[{\"level\":0,\"nodes\":n,\"segments\":s,\"tiered_segments\":t,\"resident_bytes\":B},..],
    \"resident_bytes\":B,
    \"disk_bytes\":{\"log\":B,\"levels\":B,\"checkpoint\":B,\"set\":B,\"meta\":B,\"other\":B,\"total\":B},
-   \"file_bytes\":{..the same keys..}}
+   \"file_bytes\":{..the same keys..},\"kind\":\"lean\"|\"imt\",\"zero\":\"0x..\"|null}
 (checkpoint_number 0: no checkpoint yet).
 
 Examples:
@@ -120,7 +121,7 @@ impl StatsCmd {
             return output::line(
                 &Object::new()
                     .field("dir", self.dir.display().to_string())
-                    .field("format_version", cairn_db::FORMAT_VERSION)
+                    .field("format_version", super::init::format_version(&tree))
                     .field("arity", tree.arity.as_u64())
                     .field("hash", tree.hash.name())
                     .field("max_depth", tree.max_depth)
@@ -139,14 +140,29 @@ impl StatsCmd {
                     .field("resident_bytes", resident)
                     .raw("disk_bytes", &database::usage_json(&disk))
                     .raw("file_bytes", &database::usage_json(&apparent))
+                    .field("kind", tree.kind.name())
+                    .hash("zero", tree.kind.zero().as_ref())
                     .finish(),
             );
         }
         let mut rows: Vec<(&str, String)> = vec![
             ("database", self.dir.display().to_string()),
-            ("format", format!("version {}", cairn_db::FORMAT_VERSION)),
+            (
+                "format",
+                format!("version {}", super::init::format_version(&tree)),
+            ),
             ("arity", tree.arity.to_string()),
             ("hash", tree.hash.to_string()),
+            (
+                "kind",
+                match tree.kind.fixed_depth() {
+                    Some(fixed) => format!(
+                        "imt (fixed depth {fixed}, zero {})",
+                        tree.kind.zero().map(|z| to_hex(&z)).unwrap_or_default()
+                    ),
+                    None => "lean".to_owned(),
+                },
+            ),
             (
                 "max depth",
                 tree.max_depth

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use cairn_core::hex::Hex;
-use cairn_core::{Arity, Hash, HashKind, TreeHead};
+use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeHead};
 
-use crate::args::{Source, file_tree, parse_arity, parse_hash_kind, parse_root};
+use crate::args::{KindArgs, Source, file_tree, parse_arity, parse_hash_kind, parse_root};
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::units::group;
@@ -19,9 +19,13 @@ Check a membership proof (JSON or binary) against the root and size you trust. P
 \"valid: ...\" and exits 0, or prints \"invalid: <reason>\" on stderr and exits 1. A proof file \
 that is not a well-formed proof also exits 1.
 
-With --db DIR the arity, the hash and the trusted head come from the cairn database in DIR: the \
-head at --size S if given, else at the proof's own size (the database computes the root of any \
-size it has reached; a size beyond it is invalid). --arity, --hash and --root are then refused.
+The trusted tree is lean unless --kind imt --depth D [--zero Z] names a fixed-depth tree: a proof \
+of another kind, depth or zero value is invalid.
+
+With --db DIR the arity, the hash, the kind and the trusted head come from the cairn database in \
+DIR: the head at --size S if given, else at the proof's own size (the database computes the root \
+of any size it has reached; a size beyond it is invalid). --arity, --hash, the kind options and \
+--root are then refused.
 
 --json prints {\"valid\":true,\"leaf\":\"0x..\",\"index\":I,\"size\":S,\"root\":\"0x..\"} or, for a \
 proof that does not verify or is malformed, {\"valid\":false,\"reason\":\"..\"} (exit 1, nothing on \
@@ -36,7 +40,7 @@ Examples:
 #[derive(clap::Args, Debug)]
 pub struct VerifyCmd {
     /// Take the arity, the hash and the trusted head from this cairn database.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["arity", "hash", "root"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["arity", "hash", "kind", "depth", "zero", "root"])]
     db: Option<PathBuf>,
     /// Children per internal node, 2 to 16.
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "db")]
@@ -44,6 +48,8 @@ pub struct VerifyCmd {
     /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge.
     #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, required_unless_present = "db")]
     hash: Option<HashKind>,
+    #[command(flatten)]
+    kind: KindArgs,
     /// The trusted root, 0x and 64 hex digits.
     #[arg(long, value_name = "R", value_parser = parse_root, required_unless_present = "db")]
     root: Option<Hash>,
@@ -84,12 +90,11 @@ pub(crate) fn reject(json: bool, failure: Failure) -> Failure {
 /// (else it is the proof's), and the option that gives it.
 pub(crate) type Wanted<'a> = (u64, bool, &'a str);
 
-/// The arity, hash and trusted heads of the database in `dir` at each of
-/// `sizes`.
+/// The tree and trusted heads of the database in `dir` at each of `sizes`.
 pub(crate) fn db_heads(
     dir: &std::path::Path,
     sizes: &[Wanted<'_>],
-) -> Result<(Arity, HashKind, Vec<TreeHead>), Failure> {
+) -> Result<(TreeConfig, Vec<TreeHead>), Failure> {
     let snapshot = database::read_tree(dir)?;
     let config = snapshot.config();
     let mut heads = Vec::with_capacity(sizes.len());
@@ -116,7 +121,7 @@ pub(crate) fn db_heads(
             .map_err(|e| Failure::new(Code::Usage, e))?;
         heads.push(view.head());
     }
-    Ok((config.arity, config.hash, heads))
+    Ok((config, heads))
 }
 
 impl VerifyCmd {
@@ -133,18 +138,18 @@ impl VerifyCmd {
             ));
         }
         let proof = proof_file::membership(&Source::from_arg(self.proof.as_deref()))?;
-        let (arity, hash, head) = match &self.db {
+        let (config, head) = match &self.db {
             Some(dir) => {
                 let size = self.size.unwrap_or(proof.size());
-                let (arity, hash, heads) = db_heads(dir, &[(size, self.size.is_some(), "size")])?;
-                (arity, hash, heads[0])
+                let (config, heads) = db_heads(dir, &[(size, self.size.is_some(), "size")])?;
+                (config, heads[0])
             }
             None => {
-                let config = file_tree(self.arity, self.hash, "verify")?;
+                let config = file_tree(self.arity, self.hash, &self.kind, "verify")?;
                 let (Some(root), Some(size)) = (self.root, self.size) else {
                     unreachable!("clap requires --root and --size without --db")
                 };
-                (config.arity, config.hash, TreeHead::new(size, root))
+                (config, TreeHead::new(size, root))
             }
         };
         let Some(root) = head.root else {
@@ -153,7 +158,7 @@ impl VerifyCmd {
             )));
         };
         proof
-            .verify(arity, hash, &head)
+            .verify_with(&config, &head)
             .map_err(Failure::rejected)?;
         if self.json {
             return output::line(

@@ -44,7 +44,7 @@ fn init_creates_an_empty_database_and_refuses_a_non_empty_directory() {
     cairn(&["root", &db]).error(1, &["empty tree: no root", &db]);
     assert_eq!(
         cairn(&["root", "--json", &db]).success(),
-        "{\"size\":0,\"depth\":0,\"root\":null,\"arity\":4,\"hash\":\"keccak256\"}\n"
+        "{\"size\":0,\"depth\":0,\"root\":null,\"arity\":4,\"hash\":\"keccak256\",\"kind\":\"lean\",\"zero\":null}\n"
     );
 
     cairn(&["init", &db, "--arity", "4", "--hash", "keccak256"])

@@ -7,6 +7,7 @@ mod consistency;
 mod db;
 mod demo;
 mod help_examples;
+mod imt;
 mod ingest;
 mod interop;
 mod leaves;

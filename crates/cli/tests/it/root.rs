@@ -99,7 +99,7 @@ fn root_json_is_one_line_in_the_documented_key_order() {
     assert_eq!(
         out,
         format!(
-            "{{\"size\":10,\"depth\":3,\"root\":\"{root}\",\"arity\":3,\"hash\":\"keccak256\"}}\n"
+            "{{\"size\":10,\"depth\":3,\"root\":\"{root}\",\"arity\":3,\"hash\":\"keccak256\",\"kind\":\"lean\",\"zero\":null}}\n"
         )
     );
 }
@@ -188,7 +188,7 @@ fn the_empty_tree_has_no_root_plain_mode_fails_and_json_prints_null() {
         let json = cairn(&[&args[..], &["--json"]].concat()).success();
         assert_eq!(
             json,
-            "{\"size\":0,\"depth\":0,\"root\":null,\"arity\":2,\"hash\":\"blake3\"}\n"
+            "{\"size\":0,\"depth\":0,\"root\":null,\"arity\":2,\"hash\":\"blake3\",\"kind\":\"lean\",\"zero\":null}\n"
         );
     }
     cairn(&["root", "--arity", "2", "--hash", "blake3"])

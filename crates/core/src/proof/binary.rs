@@ -1,28 +1,39 @@
 //! The versioned binary encoding of both proof kinds.
 //!
 //! ```text
-//! membership  : version u8 | kind u8 = 1 | arity u8 | hash id u8 | index u64 BE | size u64 BE | leaf [32] | siblings [32] * count
-//! consistency : version u8 | kind u8 = 2 | arity u8 | hash id u8 | old_size u64 BE | new_size u64 BE | edge leaf [32] if old_size > 0 | hashes [32] * count
+//! membership  : version u8 | kind u8 = 1 | arity u8 | hash id u8 | [tree] | index u64 BE | size u64 BE | leaf [32] | siblings [32] * count
+//! consistency : version u8 | kind u8 = 2 | arity u8 | hash id u8 | [tree] | old_size u64 BE | new_size u64 BE | edge leaf [32] if old_size > 0 | hashes [32] * count
+//! tree        : absent in version 1 (a Lean tree); in version 2: tree kind u8 = 1 (imt) | depth u8 | zero [32]
 //! ```
 //! Counts are not encoded: they derive from the header, and the total length
-//! must be exactly what the header implies. Every field is fixed-width and
-//! every accepted byte string re-encodes to itself.
+//! must be exactly what the header implies. Every field is fixed-width, a
+//! Lean tree's proof is always version 1, and every accepted byte string
+//! re-encodes to itself.
 
 #![deny(clippy::indexing_slicing, clippy::unwrap_used)]
 
-use super::{ConsistencyProof, DecodeError, MembershipProof};
+use super::{ConsistencyProof, DecodeError, MembershipProof, check_decoded_kind};
 use crate::Arity;
 use crate::hash::{Hash, HashKind};
-use crate::shape;
+use crate::kind::TreeKind;
+use crate::shape::Shape;
 
-/// The binary and JSON format version this build reads and writes.
+/// The binary and JSON format version of proofs of a Lean tree.
 pub const FORMAT_VERSION: u8 = 1;
+/// The binary and JSON format version of proofs whose header names the
+/// tree's kind: proofs of a fixed-depth tree.
+pub const FORMAT_VERSION_KINDS: u8 = 2;
+/// The tree-kind byte of a fixed-depth tree in a version 2 header (0 is
+/// never written: a Lean tree's proof is version 1; 2 is reserved).
+pub const TREE_KIND_FIXED: u8 = 1;
 /// Kind byte of a membership proof.
 pub const KIND_MEMBERSHIP: u8 = 1;
 /// Kind byte of a consistency proof.
 pub const KIND_CONSISTENCY: u8 = 2;
 
 const HEADER_BYTES: usize = 20;
+/// The tree part of a version 2 header: kind, depth, zero.
+const TREE_BYTES: usize = 34;
 
 fn kind_name(kind: u8) -> String {
     match kind {
@@ -35,19 +46,39 @@ fn kind_name(kind: u8) -> String {
 struct Header {
     arity: Arity,
     hash: HashKind,
+    tree: TreeKind,
     first: u64,
     second: u64,
+    /// Bytes of the header: where the values start.
+    len: usize,
+}
+
+/// The header's length for a tree of `tree`.
+fn header_len(tree: &TreeKind) -> usize {
+    match tree {
+        TreeKind::Lean => HEADER_BYTES,
+        _ => HEADER_BYTES + TREE_BYTES,
+    }
 }
 
 fn encode_header(
     out: &mut Vec<u8>,
     kind: u8,
-    arity: Arity,
-    hash: HashKind,
+    (arity, hash, tree): (Arity, HashKind, TreeKind),
     first: u64,
     second: u64,
 ) {
-    out.extend_from_slice(&[FORMAT_VERSION, kind, arity.get() as u8, hash.id()]);
+    match tree {
+        TreeKind::Lean => {
+            out.extend_from_slice(&[FORMAT_VERSION, kind, arity.get() as u8, hash.id()]);
+        }
+        TreeKind::Fixed { depth, zero } => {
+            out.extend_from_slice(&[FORMAT_VERSION_KINDS, kind, arity.get() as u8, hash.id()]);
+            // Depths are 1..=64 (`TreeKind::check`): one byte.
+            out.extend_from_slice(&[TREE_KIND_FIXED, depth as u8]);
+            out.extend_from_slice(&zero);
+        }
+    }
     out.extend_from_slice(&first.to_be_bytes());
     out.extend_from_slice(&second.to_be_bytes());
 }
@@ -57,17 +88,40 @@ fn decode_header(
     want_kind: u8,
     want_name: &'static str,
 ) -> Result<Header, DecodeError> {
-    let header: &[u8; HEADER_BYTES] = bytes.first_chunk().ok_or(DecodeError::ShortHeader {
+    let short = |want| DecodeError::ShortHeader {
         got: bytes.len(),
-        want: HEADER_BYTES,
-    })?;
-    let [version, kind, arity, hash, rest @ ..] = header;
-    if *version != FORMAT_VERSION {
-        return Err(DecodeError::UnsupportedVersion {
-            got: u64::from(*version),
-            want: FORMAT_VERSION,
-        });
-    }
+        want,
+    };
+    let common: &[u8; 4] = bytes.first_chunk().ok_or(short(HEADER_BYTES))?;
+    let [version, kind, arity, hash] = common;
+    let (tree, rest) = match *version {
+        FORMAT_VERSION => (TreeKind::Lean, bytes.get(4..)),
+        FORMAT_VERSION_KINDS => {
+            let tree: &[u8; 4 + TREE_BYTES] = bytes
+                .first_chunk()
+                .ok_or(short(HEADER_BYTES + TREE_BYTES))?;
+            let [_, _, _, _, tree_kind, depth, zero @ ..] = tree;
+            let tree = match *tree_kind {
+                TREE_KIND_FIXED => TreeKind::Fixed {
+                    depth: u32::from(*depth),
+                    zero: *zero,
+                },
+                other => {
+                    return Err(DecodeError::TreeKind(format!(
+                        "tree kind byte {other} is unknown, want {TREE_KIND_FIXED} (imt)"
+                    )));
+                }
+            };
+            (tree, bytes.get(4 + TREE_BYTES..))
+        }
+        other => {
+            return Err(DecodeError::UnsupportedVersion {
+                got: u64::from(other),
+                want: FORMAT_VERSION_KINDS,
+            });
+        }
+    };
+    let rest = rest.unwrap_or_default();
     if *kind != want_kind {
         return Err(DecodeError::WrongKind {
             got: kind_name(*kind),
@@ -80,31 +134,36 @@ fn decode_header(
     let hash = HashKind::from_id(*hash).ok_or_else(|| DecodeError::UnknownHash {
         got: hash.to_string(),
     })?;
-    let (first, second) = rest.split_at(8);
+    let sizes: &[u8; 16] = rest.first_chunk().ok_or(short(header_len(&tree)))?;
+    let (first, second) = sizes.split_at(8);
     let to_u64 = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or_default());
     Ok(Header {
         arity,
         hash,
+        tree,
         first: to_u64(first),
         second: to_u64(second),
+        len: header_len(&tree),
     })
 }
 
-/// Splits `body` into 32-byte values, requiring exactly `count` of them after
-/// `prefix` leading values. Lengths are checked before anything is allocated.
+/// Splits the values after the header into 32-byte values, requiring
+/// exactly `count` of them after `prefix` leading values. Lengths are
+/// checked before anything is allocated.
 fn read_hashes(
     bytes: &[u8],
+    header: &Header,
     prefix: usize,
     count: usize,
 ) -> Result<(Vec<Hash>, Vec<Hash>), DecodeError> {
-    let want = HEADER_BYTES + 32 * (prefix + count);
+    let want = header.len + 32 * (prefix + count);
     if bytes.len() != want {
         return Err(DecodeError::WrongLength {
             got: bytes.len(),
             want,
         });
     }
-    let body = bytes.get(HEADER_BYTES..).unwrap_or_default();
+    let body = bytes.get(header.len..).unwrap_or_default();
     let (values, remainder) = body.as_chunks::<32>();
     debug_assert!(remainder.is_empty());
     let (head, tail) = values.split_at(prefix.min(values.len()));
@@ -114,12 +173,11 @@ fn read_hashes(
 impl MembershipProof {
     /// The binary encoding.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_BYTES + 32 * (1 + self.siblings.len()));
+        let mut out = Vec::with_capacity(header_len(&self.kind) + 32 * (1 + self.siblings.len()));
         encode_header(
             &mut out,
             KIND_MEMBERSHIP,
-            self.arity,
-            self.hash,
+            (self.arity, self.hash, self.kind),
             self.index,
             self.size,
         );
@@ -136,11 +194,13 @@ impl MembershipProof {
         if index >= size {
             return Err(DecodeError::IndexOutOfRange { index, size });
         }
-        let count = shape::membership_sibling_count(index, size, header.arity);
-        let (leaf, siblings) = read_hashes(bytes, 1, count)?;
+        check_decoded_kind(header.arity, header.hash, header.tree, size)?;
+        let count = Shape::new(header.arity, header.tree).membership_sibling_count(index, size);
+        let (leaf, siblings) = read_hashes(bytes, &header, 1, count)?;
         Ok(MembershipProof {
             arity: header.arity,
             hash: header.hash,
+            kind: header.tree,
             index,
             size,
             leaf: leaf.first().copied().unwrap_or_default(),
@@ -152,12 +212,11 @@ impl MembershipProof {
 impl ConsistencyProof {
     /// The binary encoding.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_BYTES + 32 * (1 + self.hashes.len()));
+        let mut out = Vec::with_capacity(header_len(&self.kind) + 32 * (1 + self.hashes.len()));
         encode_header(
             &mut out,
             KIND_CONSISTENCY,
-            self.arity,
-            self.hash,
+            (self.arity, self.hash, self.kind),
             self.old_size,
             self.new_size,
         );
@@ -176,12 +235,15 @@ impl ConsistencyProof {
         if old_size > new_size {
             return Err(DecodeError::OldSizeAboveNew { old_size, new_size });
         }
-        let count = shape::consistency_hash_count(old_size, new_size, header.arity);
+        check_decoded_kind(header.arity, header.hash, header.tree, new_size)?;
+        let count =
+            Shape::new(header.arity, header.tree).consistency_hash_count(old_size, new_size);
         let prefix = usize::from(old_size > 0);
-        let (edge, hashes) = read_hashes(bytes, prefix, count)?;
+        let (edge, hashes) = read_hashes(bytes, &header, prefix, count)?;
         Ok(ConsistencyProof {
             arity: header.arity,
             hash: header.hash,
+            kind: header.tree,
             old_size,
             new_size,
             edge_leaf: edge.first().copied(),

@@ -5,17 +5,20 @@
 //! edge node's `left` siblings (complete nodes both trees share) and its
 //! `right` siblings (nodes only the new tree has), plus the old tree's last
 //! leaf. From those the verifier recomputes both roots: the old one from the
-//! left siblings alone, the new one from both. All counts derive from
-//! `(old_size, new_size, arity)`, so a proof binds both sizes and both roots.
+//! left siblings alone, the new one from both (each group's parent by the
+//! kind's rule: a fixed-depth tree pads with the level's zero). All counts
+//! derive from `(old_size, new_size)` and the tree's shape, so a proof binds
+//! both sizes and both roots.
 
 use super::{check_head, check_params, check_value};
 use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind, MAX_GROUP};
+use crate::kind::{ClimbingZeros, TreeKind, group_parent};
 use crate::proof::error::VerifyError;
 use crate::proof::membership::MembershipProof;
-use crate::shape::{self, ConsistencyStep, Path, PathStep};
-use crate::tree::{TreeHead, View};
+use crate::shape::{ConsistencyStep, PathStep, Shape};
+use crate::tree::{TreeConfig, TreeHead, View};
 
 /// A proof that the tree at `old_size` is a prefix of the tree at `new_size`.
 ///
@@ -27,6 +30,7 @@ use crate::tree::{TreeHead, View};
 pub struct ConsistencyProof {
     pub(crate) arity: Arity,
     pub(crate) hash: HashKind,
+    pub(crate) kind: TreeKind,
     pub(crate) old_size: u64,
     pub(crate) new_size: u64,
     /// Leaf `old_size - 1`; `None` exactly when `old_size` is 0.
@@ -40,6 +44,7 @@ impl std::fmt::Debug for ConsistencyProof {
         f.debug_struct("ConsistencyProof")
             .field("arity", &self.arity)
             .field("hash", &self.hash)
+            .field("kind", &self.kind)
             .field("old_size", &self.old_size)
             .field("new_size", &self.new_size)
             .field("edge_leaf", &crate::hex::HexOption(self.edge_leaf.as_ref()))
@@ -66,6 +71,18 @@ impl ConsistencyProof {
     pub fn hash(&self) -> HashKind {
         self.hash
     }
+    /// The kind of tree the proof was made for.
+    pub fn kind(&self) -> TreeKind {
+        self.kind
+    }
+    /// The tree the proof was made for: its arity, hash and kind.
+    pub fn config(&self) -> TreeConfig {
+        TreeConfig::new(self.arity, self.hash).with_kind(self.kind)
+    }
+    /// The proof's shape arithmetic (arity and fixed depth).
+    pub(crate) fn shape(&self) -> Shape {
+        Shape::new(self.arity, self.kind)
+    }
     /// The older size.
     pub fn old_size(&self) -> u64 {
         self.old_size
@@ -89,11 +106,7 @@ impl ConsistencyProof {
         let steps: Box<dyn Iterator<Item = ConsistencyStep>> = if self.old_size == 0 {
             Box::new(std::iter::empty())
         } else {
-            Box::new(shape::consistency_steps(
-                self.old_size,
-                self.new_size,
-                self.arity,
-            ))
+            Box::new(self.shape().consistency_steps(self.old_size, self.new_size))
         };
         let mut rest = self.hashes.as_slice();
         steps
@@ -117,8 +130,10 @@ impl ConsistencyProof {
         })
     }
 
-    /// Checks that `old` and `new`, both trusted heads of a tree of `arity`
-    /// and `hash`, are consistent: the old tree is a prefix of the new one.
+    /// Checks that `old` and `new`, both trusted heads of a Lean tree of
+    /// `arity` and `hash`, are consistent: the old tree is a prefix of the
+    /// new one. A proof of a fixed-depth tree is refused: verify it with
+    /// [`ConsistencyProof::verify_with`].
     pub fn verify(
         &self,
         arity: Arity,
@@ -126,21 +141,34 @@ impl ConsistencyProof {
         old: &TreeHead,
         new: &TreeHead,
     ) -> Result<(), VerifyError> {
-        self.walk(arity, hash, old, new).map(|_| ())
+        self.verify_with(&TreeConfig::new(arity, hash), old, new)
+    }
+
+    /// Checks that `old` and `new`, both trusted heads of the tree `config`
+    /// describes (arity, hash and kind), are consistent.
+    pub fn verify_with(
+        &self,
+        config: &TreeConfig,
+        old: &TreeHead,
+        new: &TreeHead,
+    ) -> Result<(), VerifyError> {
+        self.walk(config, old, new).map(|_| ())
     }
 
     /// Verifies, recording the new tree's value of the old edge node at each
     /// level (what roll-forward needs).
     fn walk(
         &self,
-        arity: Arity,
-        hash: HashKind,
+        config: &TreeConfig,
         old: &TreeHead,
         new: &TreeHead,
     ) -> Result<Vec<WalkLevel>, VerifyError> {
-        check_params(self.arity, self.hash, arity, hash)?;
-        check_head(old)?;
-        check_head(new)?;
+        check_params(
+            (self.arity, self.hash, self.kind),
+            (config.arity, config.hash, config.kind),
+        )?;
+        check_head(self.kind, old)?;
+        check_head(self.kind, new)?;
         for (which, proof, trusted) in [
             ("old size", self.old_size, old.size),
             ("new size", self.new_size, new.size),
@@ -159,15 +187,32 @@ impl ConsistencyProof {
                 new_size: self.new_size,
             });
         }
-        let want = shape::consistency_hash_count(self.old_size, self.new_size, self.arity);
+        let shape = self.shape();
+        let want = shape.consistency_hash_count(self.old_size, self.new_size);
         if self.hashes.len() != want {
             return Err(VerifyError::HashCount {
                 got: self.hashes.len(),
                 want,
             });
         }
+        let mut zeros = ClimbingZeros::new(self.arity, self.hash, self.kind);
         let edge_leaf = match (self.old_size, self.edge_leaf) {
-            (0, None) => return Ok(Vec::new()),
+            (0, None) => {
+                // The empty tree is a prefix of every tree; a fixed-depth
+                // one's trusted old root must still be its root, zeros[depth].
+                if let Some(depth) = self.kind.fixed_depth() {
+                    let computed = *zeros.pad(depth).expect("a fixed-depth tree has zeros");
+                    let trusted = old.root.unwrap_or_default();
+                    if computed != trusted {
+                        return Err(VerifyError::RootMismatch {
+                            which: "old root",
+                            computed,
+                            trusted,
+                        });
+                    }
+                }
+                return Ok(Vec::new());
+            }
             (0, Some(_)) | (_, None) => {
                 return Err(VerifyError::EdgeLeaf {
                     present: self.edge_leaf.is_some(),
@@ -185,8 +230,9 @@ impl ConsistencyProof {
         let mut new_node = edge_leaf;
         let mut offset = 0;
         let mut group = [[0u8; 32]; MAX_GROUP];
-        let mut walk = Vec::with_capacity(shape::depth(self.new_size, self.arity) as usize);
-        for step in shape::consistency_steps(self.old_size, self.new_size, self.arity) {
+        let n = self.arity.get();
+        let mut walk = Vec::with_capacity(shape.depth(self.new_size) as usize);
+        for step in shape.consistency_steps(self.old_size, self.new_size) {
             walk.push(WalkLevel {
                 step,
                 offset,
@@ -195,16 +241,22 @@ impl ConsistencyProof {
             let left = &self.hashes[offset..offset + step.left];
             let right = &self.hashes[offset + step.left..offset + step.left + step.right];
             offset += step.left + step.right;
+            // The level's zero pads a fixed-depth tree's partial groups;
+            // a Lean tree has none (a lone member is lifted).
+            let pad = zeros.pad(step.level).copied();
             group[..step.left].copy_from_slice(left);
-            if step.below_old_root && step.left > 0 {
+            if step.below_old_root {
                 group[step.left] = old_node;
-                old_node = self.hash.hash_children(&group[..=step.left]);
+                old_node = group_parent(self.hash, n, pad.as_ref(), &group[..=step.left]);
             }
-            if step.left + step.right > 0 {
-                group[step.left] = new_node;
-                group[step.left + 1..=step.left + step.right].copy_from_slice(right);
-                new_node = self.hash.hash_children(&group[..=step.left + step.right]);
-            }
+            group[step.left] = new_node;
+            group[step.left + 1..=step.left + step.right].copy_from_slice(right);
+            new_node = group_parent(
+                self.hash,
+                n,
+                pad.as_ref(),
+                &group[..=step.left + step.right],
+            );
         }
         debug_assert_eq!(offset, self.hashes.len());
         for (which, computed, trusted) in [
@@ -223,10 +275,11 @@ impl ConsistencyProof {
         Ok(walk)
     }
 
-    /// Turns `proof`, a membership proof against the trusted `old` head, into
-    /// the membership proof of the same leaf against the trusted `new` head,
-    /// using only this consistency proof (no leaves). Both inputs are verified
-    /// first, and so is the result.
+    /// Turns `proof`, a membership proof against the trusted `old` head of
+    /// a Lean tree of `arity` and `hash`, into the membership proof of the
+    /// same leaf against the trusted `new` head, using only this
+    /// consistency proof (no leaves). Both inputs are verified first, and
+    /// so is the result. For a tree of either kind: [`ConsistencyProof::roll_forward_with`].
     pub fn roll_forward(
         &self,
         proof: &MembershipProof,
@@ -235,25 +288,39 @@ impl ConsistencyProof {
         old: &TreeHead,
         new: &TreeHead,
     ) -> Result<MembershipProof, VerifyError> {
-        proof.verify(arity, hash, old)?;
-        let walk = self.walk(arity, hash, old, new)?;
+        self.roll_forward_with(proof, &TreeConfig::new(arity, hash), old, new)
+    }
+
+    /// [`ConsistencyProof::roll_forward`] for the trusted tree `config` of either kind.
+    pub fn roll_forward_with(
+        &self,
+        proof: &MembershipProof,
+        config: &TreeConfig,
+        old: &TreeHead,
+        new: &TreeHead,
+    ) -> Result<MembershipProof, VerifyError> {
+        proof.verify_with(config, old)?;
+        let walk = self.walk(config, old, new)?;
+        let arity = config.arity;
+        let shape = self.shape();
         // A verified membership proof means old.size > 0, so the walk covers
         // every level of the new tree.
-        debug_assert_eq!(walk.len() as u32, shape::depth(self.new_size, arity));
+        debug_assert_eq!(walk.len() as u32, shape.depth(self.new_size));
         let n = arity.as_u64();
-        let old_levels: Vec<(PathStep, &[Hash])> = Path::new(proof.index, proof.size, arity)
+        let old_levels: Vec<(PathStep, &[Hash])> = shape
+            .path(proof.index, proof.size)
             .scan(proof.siblings.as_slice(), |rest, step| {
                 let (level, tail) = rest.split_at(step.sibling_count());
                 *rest = tail;
                 Some((step, level))
             })
             .collect();
-        let mut siblings = Vec::with_capacity(shape::membership_sibling_count(
-            proof.index,
-            self.new_size,
-            arity,
-        ));
-        for step in Path::new(proof.index, self.new_size, arity).filter(PathStep::hashes) {
+        let mut siblings =
+            Vec::with_capacity(shape.membership_sibling_count(proof.index, self.new_size));
+        for step in shape
+            .path(proof.index, self.new_size)
+            .filter(PathStep::hashes)
+        {
             let at = walk[step.level as usize];
             let node = step.group_start + step.position as u64;
             if step.group_start / n < at.step.edge / n {
@@ -284,13 +351,14 @@ impl ConsistencyProof {
         }
         let rolled = MembershipProof {
             arity,
-            hash,
+            hash: config.hash,
+            kind: config.kind,
             index: proof.index,
             size: self.new_size,
             leaf: proof.leaf,
             siblings,
         };
-        rolled.verify(arity, hash, new)?;
+        rolled.verify_with(config, new)?;
         Ok(rolled)
     }
 }

@@ -18,12 +18,32 @@ pub enum DecodeError {
         want: usize,
     },
     /// A format version this build does not know.
-    #[error("proof format version {got} is not supported, want {want}")]
+    #[error(
+        "proof format version {got} is not supported, want 1 (a lean tree) or {want} (a tree of another kind)"
+    )]
     UnsupportedVersion {
         /// Version found.
         got: u64,
-        /// Version supported.
+        /// The newest version supported.
         want: u8,
+    },
+    /// A version 2 proof whose tree kind is unknown or not a tree (a depth
+    /// out of range, a zero value its hash refuses).
+    #[error("proof tree is malformed: {0}")]
+    TreeKind(String),
+    /// A fixed-depth tree's proof at a size beyond N^depth.
+    #[error(
+        "proof size {size} exceeds the capacity of its tree: {capacity} leaves (arity {arity}, depth {depth})"
+    )]
+    BeyondCapacity {
+        /// The proof's size.
+        size: u64,
+        /// N^depth.
+        capacity: u64,
+        /// The proof's arity.
+        arity: usize,
+        /// The proof's fixed depth.
+        depth: u32,
     },
     /// A membership proof where a consistency proof was expected, or the reverse.
     #[error("proof kind is {got}, want {want}")]
@@ -127,6 +147,15 @@ pub enum VerifyError {
         /// Hash the verifier trusts.
         trusted: HashKind,
     },
+    /// The proof was made for another kind of tree (Lean or fixed-depth),
+    /// or a fixed-depth tree of another depth or zero value.
+    #[error("proof is for a tree of kind {proof}, the trusted tree is {trusted}")]
+    KindMismatch {
+        /// The proof's kind, as `lean` or `imt of depth D and zero 0x..`.
+        proof: String,
+        /// The trusted kind, spelled the same way.
+        trusted: String,
+    },
     /// The proof claims a size other than the trusted one.
     #[error("proof {which} is {proof}, the trusted size is {trusted}")]
     SizeMismatch {
@@ -137,7 +166,8 @@ pub enum VerifyError {
         /// Size the verifier trusts.
         trusted: u64,
     },
-    /// The trusted head is itself inconsistent (a root for size 0, or none for a larger size).
+    /// The trusted head is itself inconsistent (a Lean tree's root for size
+    /// 0, or no root where the tree has one).
     #[error("trusted head is inconsistent: size {size} {}", if *has_root { "with a root (the empty tree has none)" } else { "without a root" })]
     InconsistentHead {
         /// The head's size.

@@ -8,7 +8,6 @@ use crate::TreeConfig;
 use crate::error::TreeError;
 use crate::hash::Hash;
 use crate::proof::{ConsistencyProof, MembershipProof};
-use crate::shape::{self, Path};
 
 /// Why a proof could not be built from a node source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,9 +46,9 @@ impl MembershipProof {
             }));
         }
         let leaf = node(0, index).map_err(FromNodesError::Source)?;
-        let mut siblings =
-            Vec::with_capacity(shape::membership_sibling_count(index, size, config.arity));
-        for step in Path::new(index, size, config.arity).filter(|s| s.hashes()) {
+        let shape = config.shape();
+        let mut siblings = Vec::with_capacity(shape.membership_sibling_count(index, size));
+        for step in shape.path(index, size).filter(|s| s.hashes()) {
             for member in 0..step.group_len {
                 if member != step.position {
                     let at = step.group_start + member as u64;
@@ -60,6 +59,7 @@ impl MembershipProof {
         Ok(MembershipProof {
             arity: config.arity,
             hash: config.hash,
+            kind: config.kind,
             index,
             size,
             leaf,
@@ -84,23 +84,21 @@ impl ConsistencyProof {
                 new_size,
             }));
         }
+        let shape = config.shape();
         let mut proof = ConsistencyProof {
             arity: config.arity,
             hash: config.hash,
+            kind: config.kind,
             old_size,
             new_size,
             edge_leaf: None,
-            hashes: Vec::with_capacity(shape::consistency_hash_count(
-                old_size,
-                new_size,
-                config.arity,
-            )),
+            hashes: Vec::with_capacity(shape.consistency_hash_count(old_size, new_size)),
         };
         if old_size == 0 {
             return Ok(proof);
         }
         proof.edge_leaf = Some(node(0, old_size - 1).map_err(FromNodesError::Source)?);
-        for step in shape::consistency_steps(old_size, new_size, config.arity) {
+        for step in shape.consistency_steps(old_size, new_size) {
             let group_start = step.edge - step.left as u64;
             for at in
                 (group_start..step.edge).chain(step.edge + 1..step.edge + 1 + step.right as u64)

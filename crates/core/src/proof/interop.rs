@@ -1,5 +1,6 @@
 //! A membership proof in the shapes other tools take: zk-kit's LeanIMT
-//! proof (`@zk-kit/lean-imt`'s `generateProof`), the inputs of cairn's
+//! proof (`@zk-kit/lean-imt`'s `generateProof`) or, for a fixed-depth tree,
+//! zk-kit's IMT proof (`@zk-kit/imt`'s `createProof`), the inputs of cairn's
 //! circom template (`circuits/`), and the inputs of zk-kit's
 //! `BinaryMerkleRoot` circom template.
 //!
@@ -9,8 +10,9 @@
 //! render proofs they generated (or verified) themselves.
 
 use crate::hash::{Hash, HashKind};
+use crate::kind::TreeKind;
 use crate::proof::MembershipProof;
-use crate::shape::{self, Path};
+use crate::shape::PathStep;
 
 /// The deepest circuit the circuit-input renderers fill (a u64 size at
 /// arity 2 has depth 64).
@@ -48,6 +50,16 @@ pub enum InteropError {
         /// The least depth that holds the proof.
         needed: u32,
     },
+    /// cairn's circuit proves membership in a Lean tree.
+    #[error(
+        "the {format} format is for lean trees (cairn's LeanIMT circuit), this is an imt of depth {depth}; a binary Poseidon imt renders as zkkit-circom"
+    )]
+    NotLean {
+        /// The format asked for.
+        format: &'static str,
+        /// The fixed-depth tree's depth.
+        depth: u32,
+    },
     /// A value the hash refuses (a Poseidon value at or above the modulus):
     /// the proof was not made by a tree.
     #[error("the proof holds {value}, which is not a BN254 field element")]
@@ -78,6 +90,9 @@ impl MembershipProof {
                 value: crate::hex::to_hex(bad),
             });
         }
+        if self.kind != TreeKind::Lean {
+            return Ok(self.fold_fixed());
+        }
         let mut node = self.leaf;
         let mut group = Vec::with_capacity(self.arity.get());
         for (step, siblings) in self.levels() {
@@ -98,7 +113,27 @@ impl MembershipProof {
     /// index). Binary trees only. For a hash other than Poseidon the values
     /// are the 32-byte nodes read as big-endian integers, and zk-kit's hash
     /// function is `(a, b) => H(a ‖ b)` over their 32-byte big-endian forms.
+    ///
+    /// For a fixed-depth tree (any arity) it is what `@zk-kit/imt`'s
+    /// `createProof(index)` returns for the same tree, serialised the same
+    /// way: `{"root","leaf","pathIndices","siblings","leafIndex"}`, one
+    /// entry per level (the tree's depth), `pathIndices[k]` the path
+    /// node's position in its group, `siblings[k]` the group's N - 1 other
+    /// members with absent ones filled in with the level's zero. zk-kit's
+    /// hash function takes the N children as one array.
     pub fn to_zkkit_json(&self) -> Result<String, InteropError> {
+        if self.kind != TreeKind::Lean {
+            let root = self.folded_root()?;
+            let (positions, rows) = self.padded_levels();
+            return Ok(format!(
+                "{{\"root\":{},\"leaf\":{},\"pathIndices\":{},\"siblings\":{},\"leafIndex\":{}}}",
+                decimal(&root),
+                decimal(&self.leaf),
+                list(positions.iter().map(usize::to_string)),
+                list(rows.iter().map(|row| list(row.iter().map(decimal)))),
+                self.index
+            ));
+        }
         self.require_binary("zkkit")?;
         Ok(format!(
             "{{\"root\":{},\"leaf\":{},\"index\":{},\"siblings\":{}}}",
@@ -114,11 +149,30 @@ impl MembershipProof {
     /// `{"leaf","depth","index","siblings"}`, `depth` the number of hashing
     /// levels, `index` zk-kit's compressed path, `siblings` padded with
     /// zeros. Binary Poseidon trees only; the template's output is the root.
+    /// For a fixed-depth tree every level hashes: `depth` is the tree's
+    /// depth, `index` the leaf index, and the siblings are its levels'
+    /// with absent ones filled in with the level's zero.
     pub fn to_zkkit_circom_json(&self, circuit_depth: Option<u32>) -> Result<String, InteropError> {
         self.require_binary("zkkit-circom")?;
         self.require_poseidon("zkkit-circom")?;
         let circuit_depth = self.circuit_depth(circuit_depth)?;
         self.folded_root()?;
+        if self.kind != TreeKind::Lean {
+            let (_, rows) = self.padded_levels();
+            let padding = circuit_depth as usize - rows.len();
+            return Ok(format!(
+                "{{\"leaf\":{},\"depth\":\"{}\",\"index\":\"{}\",\"siblings\":{}}}",
+                decimal(&self.leaf),
+                rows.len(),
+                self.index,
+                list(
+                    rows.iter()
+                        .flatten()
+                        .map(decimal)
+                        .chain(std::iter::repeat_n("\"0\"".to_owned(), padding))
+                )
+            ));
+        }
         let padding = circuit_depth as usize - self.siblings.len();
         Ok(format!(
             "{{\"leaf\":{},\"depth\":\"{}\",\"index\":\"{}\",\"siblings\":{}}}",
@@ -142,13 +196,19 @@ impl MembershipProof {
     /// order followed by zeros, a lifted level's and the levels above the
     /// root are zeros. Poseidon trees only.
     pub fn to_circom_json(&self, circuit_depth: Option<u32>) -> Result<String, InteropError> {
+        if let Some(depth) = self.kind.fixed_depth() {
+            return Err(InteropError::NotLean {
+                format: "circom",
+                depth,
+            });
+        }
         self.require_poseidon("circom")?;
         let circuit_depth = self.circuit_depth(circuit_depth)?;
         let width = self.arity.get() - 1;
         let zero = || "\"0\"".to_owned();
         let mut rows = Vec::with_capacity(circuit_depth as usize);
         let mut rest = self.siblings.as_slice();
-        for step in Path::new(self.index, self.size, self.arity) {
+        for step in self.shape().path(self.index, self.size) {
             let count = step.sibling_count().min(rest.len());
             let (level, tail) = rest.split_at(count);
             rest = tail;
@@ -183,8 +243,23 @@ impl MembershipProof {
             })
     }
 
+    /// A fixed-depth proof's levels as zk-kit's IMT gives them: per level,
+    /// the path node's position and the group's N - 1 other members, absent
+    /// ones filled in with the level's zero.
+    fn padded_levels(&self) -> (Vec<usize>, Vec<Vec<Hash>>) {
+        let zeros = self.kind.zeros(self.arity, self.hash);
+        let n = self.arity.get();
+        self.levels()
+            .map(|(step, siblings): (PathStep, &[Hash])| {
+                let mut row = siblings.to_vec();
+                row.resize(n - 1, zeros[step.level as usize]);
+                (step.position, row)
+            })
+            .unzip()
+    }
+
     fn circuit_depth(&self, asked: Option<u32>) -> Result<u32, InteropError> {
-        let needed = shape::depth(self.size, self.arity);
+        let needed = self.shape().depth(self.size);
         let circuit_depth = asked.unwrap_or(needed);
         if circuit_depth < needed || circuit_depth > MAX_CIRCUIT_DEPTH {
             return Err(InteropError::CircuitDepth {

@@ -1,6 +1,9 @@
 //! The JSON encoding of both proof kinds: hashes as 0x-hex, numbers as JSON
 //! integers, siblings grouped per hashing level so a reader can follow them.
-//! Decoding checks every level's length against the derived shape.
+//! Decoding checks every level's length against the derived shape. A proof
+//! of a fixed-depth tree is version 2 and names its tree in a `tree` object;
+//! a Lean tree's proof is version 1 and has none.
+//!
 //!
 //! Encoding is written by hand into bytes, in exactly the layout of
 //! serde_json's pretty printer over the documents below (two-space indent,
@@ -13,13 +16,26 @@ use std::io::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConsistencyProof, DecodeError, FORMAT_VERSION, MembershipProof};
+use super::{
+    ConsistencyProof, DecodeError, FORMAT_VERSION, FORMAT_VERSION_KINDS, MembershipProof,
+    check_decoded_kind,
+};
 use crate::Arity;
 use crate::hash::{Hash, HashKind};
 #[cfg(any(test, feature = "serde"))]
 use crate::hex::to_hex;
 use crate::hex::{hex_bytes, parse_hash};
-use crate::shape::{self, Path, PathStep};
+use crate::kind::TreeKind;
+use crate::shape::{PathStep, Shape};
+
+/// The tree of a version 2 proof: `{"kind": "imt", "depth": D, "zero": "0x.."}`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TreeJson {
+    kind: String,
+    depth: u32,
+    zero: String,
+}
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,6 +44,8 @@ struct MembershipJson {
     kind: String,
     arity: u64,
     hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tree: Option<TreeJson>,
     index: u64,
     size: u64,
     leaf: String,
@@ -49,6 +67,8 @@ struct ConsistencyJson {
     kind: String,
     arity: u64,
     hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tree: Option<TreeJson>,
     old_size: u64,
     new_size: u64,
     edge_leaf: Option<String>,
@@ -95,15 +115,76 @@ fn field(out: &mut Vec<u8>, name: &str) {
     out.extend_from_slice(b"\": ");
 }
 
-fn header(out: &mut Vec<u8>, kind: &str, arity: u64, hash: &str) {
+/// The fields every proof starts with; a proof of a tree of another kind
+/// than Lean is version 2 and names its tree.
+fn header(out: &mut Vec<u8>, kind: &str, arity: u64, hash: &str, tree: TreeKind) {
+    let version = match tree {
+        TreeKind::Lean => FORMAT_VERSION,
+        _ => FORMAT_VERSION_KINDS,
+    };
     let _ = write!(
         out,
-        "{{\n  \"version\": {FORMAT_VERSION},\n  \"kind\": \"{kind}\",\n  \"arity\": {arity},\n  \"hash\": \"{hash}\""
+        "{{\n  \"version\": {version},\n  \"kind\": \"{kind}\",\n  \"arity\": {arity},\n  \"hash\": \"{hash}\""
     );
+    if let TreeKind::Fixed { depth, zero } = tree {
+        let _ = write!(
+            out,
+            ",\n  \"tree\": {{\n    \"kind\": \"{}\",\n    \"depth\": {depth},\n    \"zero\": ",
+            tree.name()
+        );
+        push_quoted_hex(out, &zero);
+        out.extend_from_slice(b"\n  }");
+    }
 }
 
 fn into_string(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| unreachable!("proof JSON is ASCII: {e}"))
+}
+
+/// The version and `tree` object a proof of a tree of `kind` carries.
+#[cfg(any(test, feature = "serde"))]
+fn tree_doc(kind: &TreeKind) -> (u64, Option<TreeJson>) {
+    match kind {
+        TreeKind::Fixed { depth, zero } => (
+            u64::from(FORMAT_VERSION_KINDS),
+            Some(TreeJson {
+                kind: kind.name().to_owned(),
+                depth: *depth,
+                zero: to_hex(zero),
+            }),
+        ),
+        _ => (u64::from(FORMAT_VERSION), None),
+    }
+}
+
+/// The tree kind a version and `tree` object name: version 1 has no
+/// `tree` (a Lean tree), version 2 must have one.
+fn tree_of(version: u64, tree: Option<&TreeJson>) -> Result<TreeKind, DecodeError> {
+    match (version, tree) {
+        (1, None) => Ok(TreeKind::Lean),
+        (1, Some(_)) => Err(DecodeError::TreeKind(
+            "a version 1 proof is of a lean tree and has no \"tree\" field".to_owned(),
+        )),
+        (2, None) => Err(DecodeError::TreeKind(
+            "a version 2 proof needs a \"tree\" field".to_owned(),
+        )),
+        (2, Some(tree)) => {
+            if tree.kind != "imt" {
+                return Err(DecodeError::TreeKind(format!(
+                    "tree kind {:?} is unknown, want \"imt\"",
+                    tree.kind
+                )));
+            }
+            Ok(TreeKind::Fixed {
+                depth: tree.depth,
+                zero: parse_hash(&tree.zero)?,
+            })
+        }
+        (other, _) => Err(DecodeError::UnsupportedVersion {
+            got: other,
+            want: FORMAT_VERSION_KINDS,
+        }),
+    }
 }
 
 fn check_common(
@@ -113,10 +194,10 @@ fn check_common(
     arity: u64,
     hash: &str,
 ) -> Result<(Arity, HashKind), DecodeError> {
-    if version != u64::from(FORMAT_VERSION) {
+    if version != u64::from(FORMAT_VERSION) && version != u64::from(FORMAT_VERSION_KINDS) {
         return Err(DecodeError::UnsupportedVersion {
             got: version,
-            want: FORMAT_VERSION,
+            want: FORMAT_VERSION_KINDS,
         });
     }
     if kind != want_kind {
@@ -174,6 +255,7 @@ impl MembershipProof {
             "membership",
             self.arity.as_u64(),
             self.hash.name(),
+            self.kind(),
         );
         field(&mut out, "index");
         let _ = write!(out, "{}", self.index);
@@ -205,11 +287,13 @@ impl MembershipProof {
 
     #[cfg(any(test, feature = "serde"))]
     fn doc(&self) -> MembershipJson {
+        let (version, tree) = tree_doc(&self.kind);
         MembershipJson {
-            version: u64::from(FORMAT_VERSION),
+            version,
             kind: "membership".to_owned(),
             arity: self.arity.as_u64(),
             hash: self.hash.name().to_owned(),
+            tree,
             index: self.index,
             size: self.size,
             leaf: to_hex(&self.leaf),
@@ -223,13 +307,16 @@ impl MembershipProof {
     fn from_doc(doc: MembershipJson) -> Result<MembershipProof, DecodeError> {
         let (arity, hash) =
             check_common(doc.version, &doc.kind, "membership", doc.arity, &doc.hash)?;
+        let tree = tree_of(doc.version, doc.tree.as_ref())?;
         if doc.index >= doc.size {
             return Err(DecodeError::IndexOutOfRange {
                 index: doc.index,
                 size: doc.size,
             });
         }
-        let steps = Path::new(doc.index, doc.size, arity).filter(PathStep::hashes);
+        check_decoded_kind(arity, hash, tree, doc.size)?;
+        let shape = Shape::new(arity, tree);
+        let steps = shape.path(doc.index, doc.size).filter(PathStep::hashes);
         let want_levels = steps.clone().count();
         if doc.siblings.len() != want_levels {
             return Err(DecodeError::WrongLevelCount {
@@ -237,8 +324,7 @@ impl MembershipProof {
                 want: want_levels,
             });
         }
-        let mut siblings =
-            Vec::with_capacity(shape::membership_sibling_count(doc.index, doc.size, arity));
+        let mut siblings = Vec::with_capacity(shape.membership_sibling_count(doc.index, doc.size));
         for (position, (step, level)) in steps.zip(&doc.siblings).enumerate() {
             parse_level(
                 level,
@@ -251,6 +337,7 @@ impl MembershipProof {
         Ok(MembershipProof {
             arity,
             hash,
+            kind: tree,
             index: doc.index,
             size: doc.size,
             leaf: parse_hash(&doc.leaf)?,
@@ -274,6 +361,7 @@ impl ConsistencyProof {
             "consistency",
             self.arity.as_u64(),
             self.hash.name(),
+            self.kind(),
         );
         field(&mut out, "old_size");
         let _ = write!(out, "{}", self.old_size);
@@ -316,11 +404,13 @@ impl ConsistencyProof {
 
     #[cfg(any(test, feature = "serde"))]
     fn doc(&self) -> ConsistencyJson {
+        let (version, tree) = tree_doc(&self.kind);
         ConsistencyJson {
-            version: u64::from(FORMAT_VERSION),
+            version,
             kind: "consistency".to_owned(),
             arity: self.arity.as_u64(),
             hash: self.hash.name().to_owned(),
+            tree,
             old_size: self.old_size,
             new_size: self.new_size,
             edge_leaf: self.edge_leaf.as_ref().map(to_hex),
@@ -338,10 +428,13 @@ impl ConsistencyProof {
     fn from_doc(doc: ConsistencyJson) -> Result<ConsistencyProof, DecodeError> {
         let (arity, hash) =
             check_common(doc.version, &doc.kind, "consistency", doc.arity, &doc.hash)?;
+        let tree = tree_of(doc.version, doc.tree.as_ref())?;
         let (old_size, new_size) = (doc.old_size, doc.new_size);
         if old_size > new_size {
             return Err(DecodeError::OldSizeAboveNew { old_size, new_size });
         }
+        check_decoded_kind(arity, hash, tree, new_size)?;
+        let shape = Shape::new(arity, tree);
         let edge_leaf = match (old_size, &doc.edge_leaf) {
             (0, None) => None,
             (0, Some(_)) | (_, None) => {
@@ -355,7 +448,8 @@ impl ConsistencyProof {
         let steps: Vec<_> = if old_size == 0 {
             Vec::new()
         } else {
-            shape::consistency_steps(old_size, new_size, arity)
+            shape
+                .consistency_steps(old_size, new_size)
                 .filter(|step| step.left + step.right > 0)
                 .collect()
         };
@@ -365,8 +459,7 @@ impl ConsistencyProof {
                 want: steps.len(),
             });
         }
-        let mut hashes =
-            Vec::with_capacity(shape::consistency_hash_count(old_size, new_size, arity));
+        let mut hashes = Vec::with_capacity(shape.consistency_hash_count(old_size, new_size));
         for (position, (step, level)) in steps.iter().zip(&doc.levels).enumerate() {
             if level.level != step.level {
                 return Err(DecodeError::Json(format!(
@@ -386,6 +479,7 @@ impl ConsistencyProof {
         Ok(ConsistencyProof {
             arity,
             hash,
+            kind: tree,
             old_size,
             new_size,
             edge_leaf,

@@ -1,9 +1,11 @@
 //! Membership proofs: leaf `index` is in the tree of `size` leaves.
 //!
-//! A proof carries exactly the siblings of the leaf's group at every level
-//! where a hash happens (lifted levels carry nothing). The verifier derives
-//! every position and group width from `(index, size, arity)` and the trusted
-//! head; it never reads a root from the proof.
+//! A proof carries exactly the siblings of the leaf's group that exist at
+//! every level where a hash happens (a Lean tree's lifted levels carry
+//! nothing; a fixed-depth tree's absent members are the level's zero, which
+//! the verifier computes). The verifier derives every position and group
+//! width from `(index, size)` and the trusted tree; it never reads a root
+//! from the proof.
 
 use arrayvec::ArrayVec;
 
@@ -12,10 +14,11 @@ use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::lanes::blake3::PathGroup;
 use crate::hash::{Hash, HashKind, MAX_GROUP, lanes};
+use crate::kind::{ClimbingZeros, TreeKind, group_parent};
 use crate::level::Level;
 use crate::proof::error::VerifyError;
-use crate::shape::{Path, PathStep};
-use crate::tree::{TreeHead, View};
+use crate::shape::{PathStep, Shape};
+use crate::tree::{TreeConfig, TreeHead, View};
 
 /// The most hashing levels a path has: a u64 size at arity 2.
 const MAX_PATH: usize = 64;
@@ -26,6 +29,7 @@ const MAX_PATH: usize = 64;
 pub struct MembershipProof {
     pub(crate) arity: Arity,
     pub(crate) hash: HashKind,
+    pub(crate) kind: TreeKind,
     pub(crate) index: u64,
     pub(crate) size: u64,
     pub(crate) leaf: Hash,
@@ -38,6 +42,7 @@ impl std::fmt::Debug for MembershipProof {
         f.debug_struct("MembershipProof")
             .field("arity", &self.arity)
             .field("hash", &self.hash)
+            .field("kind", &self.kind)
             .field("index", &self.index)
             .field("size", &self.size)
             .field("leaf", &crate::hex::Hex(&self.leaf))
@@ -54,6 +59,18 @@ impl MembershipProof {
     /// The hash the proof was made for.
     pub fn hash(&self) -> HashKind {
         self.hash
+    }
+    /// The kind of tree the proof was made for.
+    pub fn kind(&self) -> TreeKind {
+        self.kind
+    }
+    /// The tree the proof was made for: its arity, hash and kind.
+    pub fn config(&self) -> TreeConfig {
+        TreeConfig::new(self.arity, self.hash).with_kind(self.kind)
+    }
+    /// The proof's shape arithmetic (arity and fixed depth).
+    pub(crate) fn shape(&self) -> Shape {
+        Shape::new(self.arity, self.kind)
     }
     /// The proven leaf's index.
     pub fn index(&self) -> u64 {
@@ -75,7 +92,8 @@ impl MembershipProof {
     /// The path steps that hash, each with its siblings.
     pub fn levels(&self) -> impl Iterator<Item = (PathStep, &[Hash])> {
         let mut rest = self.siblings.as_slice();
-        Path::new(self.index, self.size, self.arity)
+        self.shape()
+            .path(self.index, self.size)
             .filter(PathStep::hashes)
             .map(move |step| {
                 let (level, tail) = rest.split_at(step.sibling_count().min(rest.len()));
@@ -89,6 +107,7 @@ impl MembershipProof {
         MembershipProof {
             arity: config.arity,
             hash: config.hash,
+            kind: config.kind,
             index: 0,
             size: 0,
             leaf: [0; 32],
@@ -109,6 +128,7 @@ impl MembershipProof {
         let config = view.config();
         proof.arity = config.arity;
         proof.hash = config.hash;
+        proof.kind = config.kind;
         proof.index = index;
         proof.size = size;
         Self::gather(view, index, proof);
@@ -139,7 +159,11 @@ impl MembershipProof {
         // a 64-slot array cost more than the gathering of a 10-level path.
         let mut groups: ArrayVec<(Option<&[Hash]>, PathStep), MAX_PATH> = ArrayVec::new();
         let mut total = 0;
-        for step in Path::new(index, proof.size, proof.arity).filter(PathStep::hashes) {
+        for step in proof
+            .shape()
+            .path(index, proof.size)
+            .filter(PathStep::hashes)
+        {
             let nodes = view.group(step.level, step.group_start, step.group_len);
             if let Some(nodes) = nodes {
                 Level::prefetch_nodes(nodes);
@@ -181,7 +205,11 @@ impl MembershipProof {
     fn gather_node_by_node(view: &View<'_>, index: u64, proof: &mut MembershipProof) {
         proof.leaf = view.node(0, index);
         proof.siblings.clear();
-        for step in Path::new(index, proof.size, proof.arity).filter(PathStep::hashes) {
+        for step in proof
+            .shape()
+            .path(index, proof.size)
+            .filter(PathStep::hashes)
+        {
             let at = proof.siblings.len();
             proof.siblings.resize(at + step.sibling_count(), [0; 32]);
             let (left, right) = proof.siblings[at..].split_at_mut(step.position);
@@ -194,17 +222,29 @@ impl MembershipProof {
         }
     }
 
-    /// Checks the proof against a tree of `arity` and `hash` whose head the
-    /// caller trusts. Every claimed field must equal what the trusted values
-    /// imply; the root is recomputed and compared.
+    /// Checks the proof against a Lean tree of `arity` and `hash` whose
+    /// head the caller trusts. Every claimed field must equal what the
+    /// trusted values imply; the root is recomputed and compared. A proof
+    /// of a fixed-depth tree is refused ([`VerifyError::KindMismatch`]):
+    /// verify it with [`MembershipProof::verify_with`].
     pub fn verify(
         &self,
         arity: Arity,
         hash: HashKind,
         trusted: &TreeHead,
     ) -> Result<(), VerifyError> {
-        check_params(self.arity, self.hash, arity, hash)?;
-        check_head(trusted)?;
+        self.verify_with(&TreeConfig::new(arity, hash), trusted)
+    }
+
+    /// Checks the proof against a tree of `config` (its arity, hash and
+    /// kind; a maximum depth is not part of a proof) whose head the caller
+    /// trusts.
+    pub fn verify_with(&self, config: &TreeConfig, trusted: &TreeHead) -> Result<(), VerifyError> {
+        check_params(
+            (self.arity, self.hash, self.kind),
+            (config.arity, config.hash, config.kind),
+        )?;
+        check_head(self.kind, trusted)?;
         if self.size != trusted.size {
             return Err(VerifyError::SizeMismatch {
                 which: "size",
@@ -237,7 +277,11 @@ impl MembershipProof {
         let mut path = [PathGroup::default(); MAX_PATH];
         let mut depth = 0;
         let mut want = 0;
-        for step in Path::new(self.index, self.size, self.arity).filter(PathStep::hashes) {
+        for step in self
+            .shape()
+            .path(self.index, self.size)
+            .filter(PathStep::hashes)
+        {
             path[depth] = PathGroup {
                 width: step.group_len as u8,
                 position: step.position as u8,
@@ -260,9 +304,13 @@ impl MembershipProof {
                 });
             }
         }
+        if self.kind != TreeKind::Lean {
+            return Ok(self.fold_fixed());
+        }
         if self.hash == HashKind::Blake3 {
             // The BLAKE3 path kernel hashes each group's siblings before the
-            // path node alongside the levels below it.
+            // path node alongside the levels below it (Lean groups only:
+            // it knows no padding).
             return Ok(lanes::blake3::hash_path(
                 &self.leaf,
                 &path[..depth],
@@ -279,6 +327,29 @@ impl MembershipProof {
             node = self.hash.hash_children(&group[..width]);
         }
         Ok(node)
+    }
+
+    /// The root of a fixed-depth proof whose shape is checked: every level
+    /// hashes, its absent members padded with the level's zero (computed
+    /// only as high as a partial group needs).
+    pub(crate) fn fold_fixed(&self) -> Hash {
+        let mut zeros = ClimbingZeros::new(self.arity, self.hash, self.kind);
+        let n = self.arity.get();
+        let mut node = self.leaf;
+        let mut group = [[0u8; 32]; MAX_GROUP];
+        for (step, siblings) in self.levels() {
+            let width = step.group_len;
+            group[..step.position].copy_from_slice(&siblings[..step.position]);
+            group[step.position] = node;
+            group[step.position + 1..width].copy_from_slice(&siblings[step.position..]);
+            let pad = if width < n {
+                zeros.pad(step.level)
+            } else {
+                None
+            };
+            node = group_parent(self.hash, n, pad, &group[..width]);
+        }
+        node
     }
 }
 

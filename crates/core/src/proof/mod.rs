@@ -1,9 +1,11 @@
 //! Proofs about a tree: membership of a leaf and consistency between two
 //! sizes, their verifiers, roll-forward, and their binary and JSON encodings.
 //!
-//! Verifiers take what the caller trusts (arity, hash, size and root) and
-//! derive every position and width from it; anything a proof claims that
-//! disagrees is a rejection with a reason.
+//! Verifiers take what the caller trusts (arity, hash, kind, size and root)
+//! and derive every position and width from it; anything a proof claims
+//! that disagrees is a rejection with a reason. `verify(arity, hash, ..)`
+//! trusts a Lean tree; `verify_with(config, ..)` trusts the tree `config`
+//! describes, of either kind.
 
 mod binary;
 mod consistency;
@@ -13,7 +15,7 @@ mod interop;
 mod json;
 mod membership;
 
-pub use binary::{FORMAT_VERSION, KIND_CONSISTENCY, KIND_MEMBERSHIP};
+pub use binary::{FORMAT_VERSION, FORMAT_VERSION_KINDS, KIND_CONSISTENCY, KIND_MEMBERSHIP};
 pub use consistency::ConsistencyProof;
 pub use error::{DecodeError, VerifyError};
 pub use from_nodes::FromNodesError;
@@ -23,13 +25,13 @@ pub use membership::MembershipProof;
 use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
+use crate::kind::TreeKind;
 use crate::tree::{LeanImt, TreeHead, View};
 
+/// The proof's (arity, hash, kind) against the trusted tree's.
 fn check_params(
-    proof_arity: Arity,
-    proof_hash: HashKind,
-    arity: Arity,
-    hash: HashKind,
+    (proof_arity, proof_hash, proof_kind): (Arity, HashKind, TreeKind),
+    (arity, hash, kind): (Arity, HashKind, TreeKind),
 ) -> Result<(), VerifyError> {
     if proof_arity != arity {
         return Err(VerifyError::ArityMismatch {
@@ -43,11 +45,30 @@ fn check_params(
             trusted: hash,
         });
     }
+    if proof_kind != kind {
+        return Err(VerifyError::KindMismatch {
+            proof: describe_kind(&proof_kind),
+            trusted: describe_kind(&kind),
+        });
+    }
     Ok(())
 }
 
-fn check_head(head: &TreeHead) -> Result<(), VerifyError> {
-    if (head.size == 0) != head.root.is_none() {
+/// A kind as error messages name it: `lean`, or `imt of depth D and zero 0x..`.
+fn describe_kind(kind: &TreeKind) -> String {
+    match kind {
+        TreeKind::Fixed { depth, zero } => {
+            format!("imt of depth {depth} and zero {}", crate::hex::Hex(zero))
+        }
+        other => other.name().to_owned(),
+    }
+}
+
+/// A trusted head of a tree of `kind` must be consistent: a Lean tree has
+/// a root exactly when it has leaves, a fixed-depth tree always has one.
+fn check_head(kind: TreeKind, head: &TreeHead) -> Result<(), VerifyError> {
+    let want_root = head.size > 0 || kind != TreeKind::Lean;
+    if want_root != head.root.is_some() {
         return Err(VerifyError::InconsistentHead {
             size: head.size,
             has_root: head.root.is_some(),
@@ -65,6 +86,30 @@ fn check_value(hash: HashKind, what: &str, value: &Hash) -> Result<(), VerifyErr
             value: *value,
         })
     }
+}
+
+/// A decoded proof's tree kind must be a tree of its hash, and its size
+/// must fit a fixed-depth tree (beyond N^depth the shape has no meaning).
+fn check_decoded_kind(
+    arity: Arity,
+    hash: HashKind,
+    kind: TreeKind,
+    size: u64,
+) -> Result<(), DecodeError> {
+    kind.check(hash)
+        .map_err(|e| DecodeError::TreeKind(e.to_string()))?;
+    if let Some(depth) = kind.fixed_depth()
+        && let Some(capacity) = crate::shape::capacity(arity, depth)
+        && size > capacity
+    {
+        return Err(DecodeError::BeyondCapacity {
+            size,
+            capacity,
+            arity: arity.get(),
+            depth,
+        });
+    }
+    Ok(())
 }
 
 /// Whether `bytes` hold a JSON proof: its first non-whitespace byte is `{`,

@@ -2,6 +2,7 @@
 
 mod debug_serde;
 mod encoding;
+mod fixed;
 mod forgery;
 mod properties;
 mod support;

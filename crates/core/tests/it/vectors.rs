@@ -581,3 +581,184 @@ fn every_bit_flip_of_the_committed_proofs_is_rejected() {
         );
     }
 }
+
+/// The fixed-depth tree a vector describes (`hash`, `arity`, `depth`, `zero`).
+fn imt_config(v: &Value, at: &str) -> TreeConfig {
+    TreeConfig::new(arity_of(v, at), hash_kind(v, at)).with_kind(cairn_core::TreeKind::Fixed {
+        depth: u64_of(v, "depth", at) as u32,
+        zero: hash_of(v, "zero", at),
+    })
+}
+
+#[test]
+fn every_typescript_imt_vector_matches_cairn() {
+    // @zk-kit/imt's roots, zero hashes and createProof proofs, for N = 2 and
+    // 5 under Poseidon, a byte hash, and Tornado Cash's MiMCSponge tree.
+    let doc = load("typescript.json");
+    let trees = array_of(&doc, "imt", "typescript.json");
+    let mut shapes = BTreeSet::new();
+    for (t, tree) in trees.iter().enumerate() {
+        let at = format!("typescript.json imt[{t}]");
+        let config = imt_config(tree, &at);
+        shapes.insert((config.hash, config.arity.get()));
+        let zeros: Vec<Hash> = array_of(tree, "zeros", &at)
+            .iter()
+            .map(|z| hash_or_null(z).unwrap_or_else(|| panic!("{at}: zero")))
+            .collect();
+        assert_eq!(zeros, config.kind.zeros(config.arity, config.hash), "{at}");
+        let leaves = vector_leaves();
+        for root in array_of(tree, "roots", &at) {
+            let size = u64_of(root, "size", &at);
+            let mut built = LeanImt::from_leaves(config, &leaves[..size as usize]).unwrap();
+            assert_eq!(
+                built.root(),
+                Some(hash_of(root, "root", &at)),
+                "{at} size {size}"
+            );
+        }
+        for (i, zk) in array_of(tree, "proofs", &at).iter().enumerate() {
+            let at = format!("{at} proofs[{i}]");
+            let size = u64_of(zk, "size", &at);
+            let index = u64_of(zk, "leafIndex", &at);
+            let mut built = LeanImt::from_leaves(config, &leaves[..size as usize]).unwrap();
+            let proof = built.prove(index).unwrap();
+            proof.verify_with(&config, &built.head()).unwrap();
+            let ours: Value = serde_json::from_str(&proof.to_zkkit_json().unwrap()).unwrap();
+            let dec = |v: &Value| {
+                Value::from(cairn_core::decimal::to_decimal(
+                    &hash_or_null(v).unwrap_or_else(|| panic!("{at}: not a hash")),
+                ))
+            };
+            assert_eq!(ours["root"], dec(&zk["root"]), "{at}");
+            assert_eq!(ours["leaf"], dec(&zk["leaf"]), "{at}");
+            assert_eq!(ours["leafIndex"], zk["leafIndex"], "{at}");
+            assert_eq!(ours["pathIndices"], zk["pathIndices"], "{at}");
+            let siblings: Vec<Vec<Value>> = array_of(zk, "siblings", &at)
+                .iter()
+                .map(|level| level.as_array().unwrap().iter().map(dec).collect())
+                .collect();
+            assert_eq!(ours["siblings"], serde_json::json!(siblings), "{at}");
+        }
+    }
+    for want in [
+        (HashKind::Poseidon, 2),
+        (HashKind::Poseidon, 5),
+        (HashKind::MiMCSponge, 2),
+    ] {
+        assert!(
+            shapes.contains(&want),
+            "typescript.json's imt lacks {want:?}"
+        );
+    }
+}
+
+#[test]
+fn every_committed_imt_vector_matches_cairn() {
+    let doc = load("imt.json");
+    let leaves = vector_leaves();
+    for (t, tree) in array_of(&doc, "trees", "imt.json").iter().enumerate() {
+        let at = format!("imt.json trees[{t}]");
+        let config = imt_config(tree, &at);
+        let zeros: Vec<Hash> = array_of(tree, "zeros", &at)
+            .iter()
+            .map(|z| hash_or_null(z).unwrap())
+            .collect();
+        assert_eq!(zeros, config.kind.zeros(config.arity, config.hash), "{at}");
+        let capacity = config.capacity().unwrap().min(leaves.len() as u64);
+        let mut full = LeanImt::from_leaves(config, &leaves[..capacity as usize]).unwrap();
+        for root in array_of(tree, "roots", &at) {
+            let size = u64_of(root, "size", &at);
+            assert_eq!(
+                full.at_size(size).unwrap().root(),
+                Some(hash_of(root, "root", &at)),
+                "{at} size {size}"
+            );
+        }
+        for entry in array_of(tree, "membership", &at) {
+            let (index, size) = (u64_of(entry, "index", &at), u64_of(entry, "size", &at));
+            let at = format!("{at} membership {index}/{size}");
+            let binary = bytes(entry, "binary", &at);
+            let proof = MembershipProof::from_bytes(&binary).unwrap();
+            assert_eq!(proof.to_bytes(), binary, "{at}: re-encoding");
+            let json = entry["json"].to_string();
+            assert_eq!(MembershipProof::from_json(&json).unwrap(), proof, "{at}");
+            assert_eq!(proof, full.prove_at(index, size).unwrap(), "{at}");
+            proof
+                .verify_with(&config, &head(size, &entry["root"]))
+                .unwrap();
+        }
+        for entry in array_of(tree, "consistency", &at) {
+            let (old, new) = (
+                u64_of(entry, "old_size", &at),
+                u64_of(entry, "new_size", &at),
+            );
+            let at = format!("{at} consistency {old} -> {new}");
+            let binary = bytes(entry, "binary", &at);
+            let proof = ConsistencyProof::from_bytes(&binary).unwrap();
+            assert_eq!(proof.to_bytes(), binary, "{at}: re-encoding");
+            assert_eq!(proof, full.prove_consistency(old, new).unwrap(), "{at}");
+            proof
+                .verify_with(
+                    &config,
+                    &head(old, &entry["old_root"]),
+                    &head(new, &entry["new_root"]),
+                )
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_invalid_imt_proof_is_rejected_at_its_stated_stage() {
+    let doc = load("imt.json");
+    let cases = array_of(&doc, "invalid", "imt.json");
+    assert!(
+        cases.len() >= 10,
+        "imt.json holds {} invalid cases",
+        cases.len()
+    );
+    for (i, case) in cases.iter().enumerate() {
+        let at = format!(
+            "imt.json invalid[{i}] ({})",
+            str_of(case, "name", "imt.json")
+        );
+        let config = match str_of(case, "tree", &at) {
+            "lean" => TreeConfig::new(arity_of(case, &at), hash_kind(case, &at)),
+            "imt" => imt_config(case, &at),
+            other => panic!("{at}: unknown tree {other:?}"),
+        };
+        let trusted = &case["trusted"];
+        let decode = |e: cairn_core::DecodeError| ("decode", variant(&e));
+        let verify = |e: cairn_core::VerifyError| ("verify", variant(&e));
+        let result = match str_of(case, "kind", &at) {
+            "membership" => {
+                let proof = if case.get("binary").is_some() {
+                    MembershipProof::from_bytes(&bytes(case, "binary", &at))
+                } else {
+                    MembershipProof::from_json(&case["json"].to_string())
+                };
+                proof.map_err(decode).and_then(|p| {
+                    p.verify_with(
+                        &config,
+                        &head(u64_of(trusted, "size", &at), &trusted["root"]),
+                    )
+                    .map_err(verify)
+                })
+            }
+            "consistency" => ConsistencyProof::from_bytes(&bytes(case, "binary", &at))
+                .map_err(decode)
+                .and_then(|p| {
+                    p.verify_with(
+                        &config,
+                        &head(u64_of(trusted, "old_size", &at), &trusted["old_root"]),
+                        &head(u64_of(trusted, "new_size", &at), &trusted["new_root"]),
+                    )
+                    .map_err(verify)
+                }),
+            other => panic!("{at}: unknown kind {other:?}"),
+        };
+        let (stage, reason) = result.err().unwrap_or_else(|| panic!("{at}: was ACCEPTED"));
+        assert_eq!(stage, str_of(case, "error", &at), "{at}: stage ({reason})");
+        assert_eq!(reason, str_of(case, "reason", &at), "{at}: reason");
+    }
+}

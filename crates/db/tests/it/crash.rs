@@ -22,8 +22,9 @@
 //! Value `i` of the workload is a pure function of `i`, so the checker
 //! knows what must be where. A database that grows past 150,000 leaves is
 //! replaced by a fresh one (so the naive reference stays cheap over
-//! thousands of kills). 100 kills in CI; `CAIRN_DB_CRASH_KILLS=2000` for the
-//! slow variant.
+//! thousands of kills). The same runs for a fixed-depth (zk-kit IMT) tree.
+//! 100 kills of a Lean tree and 40 of a fixed-depth one in CI;
+//! `CAIRN_DB_CRASH_KILLS=2000` for the slow variant (both).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -34,7 +35,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairn_core::hex::{parse_hash, to_hex};
-use cairn_core::{Hash, HashKind, TreeHead};
+use cairn_core::{Hash, HashKind, TreeConfig, TreeHead};
 use cairn_db::{Db, DbConfig, DbError, Duplicate, DuplicateOf};
 use cairn_store::CheckpointPolicy;
 use rand::{Rng, SeedableRng};
@@ -46,6 +47,8 @@ use crate::support::*;
 const CHILD_ENV: &str = "CAIRN_DB_CRASH_CHILD_DIR";
 const ACKS_ENV: &str = "CAIRN_DB_CRASH_ACKS";
 const SEED_ENV: &str = "CAIRN_DB_CRASH_SEED";
+/// Set (to anything) in the child's environment for a fixed-depth tree.
+const FIXED_ENV: &str = "CAIRN_DB_CRASH_FIXED";
 const N: u64 = 3;
 const HASH: HashKind = HashKind::Blake3;
 /// The stream of the workload's values.
@@ -61,8 +64,8 @@ fn value_at(i: u64) -> Hash {
 
 /// The child's config: a 2 ms background flush, the store checkpointed
 /// every 2,000 leaves and the set's file rewritten at 20% lag.
-fn child_config() -> DbConfig {
-    let mut config = config(N, HASH);
+fn child_config(fixed: bool) -> DbConfig {
+    let mut config = config_of(tree_of(fixed));
     config.store.flush_interval = Some(Duration::from_millis(2));
     config.store.checkpoint = CheckpointPolicy {
         every_leaves: Some(2_000),
@@ -70,6 +73,15 @@ fn child_config() -> DbConfig {
     };
     config.set_rewrite_percent = 20;
     config
+}
+
+/// The workload's tree: Lean, or fixed-depth.
+fn tree_of(fixed: bool) -> TreeConfig {
+    if fixed {
+        fixed_tree(N, HASH)
+    } else {
+        tree(N, HASH)
+    }
 }
 
 /// An item of a batch the child builds: the next fresh value, or a repeat.
@@ -175,7 +187,7 @@ fn crash_child() {
             .unwrap(),
         pending: String::new(),
     };
-    let db = Db::open_with(&dir, child_config()).unwrap();
+    let db = Db::open_with(&dir, child_config(std::env::var_os(FIXED_ENV).is_some())).unwrap();
     let mut next = db.size();
     loop {
         let roll = rng.gen_range(0..100);
@@ -308,7 +320,13 @@ impl Acknowledged {
 }
 
 /// Checks the database after a kill; returns its size.
-fn check(round: u64, db: &Db, acknowledged: &Acknowledged, values: &mut Vec<Hash>) -> u64 {
+fn check(
+    round: u64,
+    db: &Db,
+    tree: &TreeConfig,
+    acknowledged: &Acknowledged,
+    values: &mut Vec<Hash>,
+) -> u64 {
     let size = db.size();
     assert!(
         size >= acknowledged.size,
@@ -330,7 +348,7 @@ fn check(round: u64, db: &Db, acknowledged: &Acknowledged, values: &mut Vec<Hash
             "round {round}: leaf {i} is not the workload's"
         );
     }
-    let root = reference_root(N, HASH, &values[..size as usize]);
+    let root = reference_root_of(tree, &values[..size as usize]);
     assert_eq!(db.head(), TreeHead { size, root }, "round {round}");
     db.check_set()
         .unwrap_or_else(|e| panic!("round {round}: {e}"));
@@ -356,7 +374,17 @@ fn check(round: u64, db: &Db, acknowledged: &Acknowledged, values: &mut Vec<Hash
 
 #[test]
 fn kill_9_never_loses_an_acknowledged_value_nor_admits_a_duplicate() {
-    let kills = env_u64("CAIRN_DB_CRASH_KILLS", 100);
+    kill_rounds(false, 100);
+}
+
+#[test]
+fn kill_9_never_loses_an_acknowledged_value_of_a_fixed_depth_tree() {
+    kill_rounds(true, 40);
+}
+
+fn kill_rounds(fixed: bool, default_kills: u64) {
+    let kills = env_u64("CAIRN_DB_CRASH_KILLS", default_kills);
+    let tree = tree_of(fixed);
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x00db_c4a5);
@@ -364,7 +392,10 @@ fn kill_9_never_loses_an_acknowledged_value_nor_admits_a_duplicate() {
     let mut generation = 0;
     let new_db = |generation: u32| -> PathBuf {
         let path = dir.path().join(format!("db{generation}"));
-        Db::create(&path, child_config()).unwrap().close().unwrap();
+        Db::create(&path, child_config(fixed))
+            .unwrap()
+            .close()
+            .unwrap();
         path
     };
     let mut path = new_db(generation);
@@ -374,7 +405,11 @@ fn kill_9_never_loses_an_acknowledged_value_nor_admits_a_duplicate() {
     for round in 0..kills {
         let acks = dir.path().join(format!("acks{round}"));
         let stderr = dir.path().join("child.stderr");
-        let mut child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        if fixed {
+            command.env(FIXED_ENV, "1");
+        }
+        let mut child = command
             .args([
                 "--exact",
                 "crash::crash_child",
@@ -399,7 +434,8 @@ fn kill_9_never_loses_an_acknowledged_value_nor_admits_a_duplicate() {
         );
         acknowledged.read(&acks);
         let db = Db::open(&path).unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
-        let size = check(round, &db, &acknowledged, &mut values);
+        assert_eq!(db.config().tree(), tree, "round {round}: the stored tree");
+        let size = check(round, &db, &tree, &acknowledged, &mut values);
         if db.stats().set_checkpoint_size > 0 {
             set_files += 1;
         }
@@ -423,7 +459,7 @@ fn kill_9_never_loses_an_acknowledged_value_nor_admits_a_duplicate() {
         generation + 1,
         started.elapsed().as_secs_f64()
     );
-    if kills >= 100 {
+    if kills >= default_kills {
         assert!(refused > 0, "no duplicate was refused");
         assert!(set_files > 0, "no reopen went through the set's file");
     }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use cairn_core::{Arity, Hash, HashKind, TreeConfig};
+use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeKind};
 use cairn_db::{DbConfig, Duplicate, DuplicateOf};
 use cairn_testkit::reference;
 
@@ -12,10 +12,36 @@ pub fn tree(n: u64, hash: HashKind) -> TreeConfig {
     TreeConfig::new(Arity::new(n).unwrap(), hash)
 }
 
+/// A fixed-depth (zk-kit IMT) tree of arity `n` under `hash`, deep enough
+/// for 2^20 leaves, with a zero value that is not all zeros.
+pub fn fixed_tree(n: u64, hash: HashKind) -> TreeConfig {
+    let depth = (20f64 / (n as f64).log2()).ceil() as u32;
+    tree(n, hash).with_kind(TreeKind::Fixed {
+        depth,
+        zero: value(u64::MAX, 0),
+    })
+}
+
+/// The reference root of `leaves` in the tree `tree` of either kind (the
+/// spec transcribed, in `cairn-testkit`).
+pub fn reference_root_of(tree: &TreeConfig, leaves: &[Hash]) -> Option<Hash> {
+    match tree.kind {
+        TreeKind::Fixed { depth, zero } => Some(reference::fixed_root(
+            tree.arity, tree.hash, depth, zero, leaves,
+        )),
+        _ => reference::root(tree.arity, tree.hash, leaves),
+    }
+}
+
 /// A database config with small log files (1,024 leaves) and no
 /// background thread: tests that want one set it.
 pub fn config(n: u64, hash: HashKind) -> DbConfig {
-    let mut config = DbConfig::new(tree(n, hash));
+    config_of(tree(n, hash))
+}
+
+/// [`config`] for the tree `tree`.
+pub fn config_of(tree: TreeConfig) -> DbConfig {
+    let mut config = DbConfig::new(tree);
     config.store.log_shift = 10;
     config.store.flush_interval = None;
     config.store.checkpoint = Default::default();

@@ -23,7 +23,7 @@ async fn appends_answer_the_head_after_the_batch_and_root_reports_it() {
     let empty = client.get("/v1/root").await.ok();
     assert_eq!(
         empty,
-        serde_json::json!({"size": 0, "root": null, "depth": 0, "arity": 3, "hash": "blake3", "finalized": 0})
+        serde_json::json!({"size": 0, "root": null, "depth": 0, "arity": 3, "hash": "blake3", "finalized": 0, "kind": "lean", "zero": null})
     );
 
     let all = leaves(1, 10);
@@ -43,7 +43,7 @@ async fn appends_answer_the_head_after_the_batch_and_root_reports_it() {
     let root = client.get("/v1/root").await.ok();
     assert_eq!(
         root,
-        serde_json::json!({"size": 10, "root": to_hex(&local.root().unwrap()), "depth": 3, "arity": 3, "hash": "blake3", "finalized": 0})
+        serde_json::json!({"size": 10, "root": to_hex(&local.root().unwrap()), "depth": 3, "arity": 3, "hash": "blake3", "finalized": 0, "kind": "lean", "zero": null})
     );
     let reply = client.get("/v1/root").await;
     assert_eq!(reply.headers["content-type"], "application/json");
@@ -501,5 +501,65 @@ async fn shutdown_lets_the_server_flush_and_checkpoint() {
             .try_request(Method::GET, "/healthz", &[], Vec::new())
             .await
             .is_err()
+    );
+}
+
+/// A fixed-depth (zk-kit IMT) database through HTTP: the empty tree's root
+/// is zeros[D], roots and proofs equal the in-memory tree's, proofs name
+/// their tree and verify only against it, zk-kit's IMT proof format is
+/// served, and appends beyond N^D are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imt_serves_its_kind_roots_and_proofs() {
+    let zero = leaf(77, 0);
+    let config =
+        tree(5, HashKind::Poseidon).with_kind(cairn_core::TreeKind::Fixed { depth: 2, zero });
+    let server = TestServer::with(DbConfig::new(config), |_| {}).await;
+    let client = server.client();
+    let empty = client.get("/v1/root").await.ok();
+    assert_eq!(
+        empty,
+        serde_json::json!({"size": 0, "root": to_hex(&config.empty_root().unwrap()), "depth": 2, "arity": 5, "hash": "poseidon", "finalized": 0, "kind": "imt", "zero": to_hex(&zero)})
+    );
+    let all = leaves(8, 25);
+    client.post_json(&all[..7], None).await.ok();
+    let mut local = local_tree(config, &all[..7]);
+    let root = client.get("/v1/root").await.ok();
+    assert_eq!(root["root"], to_hex(&local.root().unwrap()));
+    assert_eq!(root["depth"], 2);
+    for index in [0u64, 5, 6] {
+        let reply = client.get(&format!("/v1/proofs/{index}")).await;
+        let want = local.prove(index).unwrap();
+        assert_eq!(reply.text(), want.to_json() + "\n");
+        let proof = MembershipProof::from_json(reply.text()).unwrap();
+        proof.verify_with(&config, &local.head()).unwrap();
+        assert!(
+            proof
+                .verify(config.arity, config.hash, &local.head())
+                .is_err()
+        );
+        let zkkit = client
+            .get(&format!("/v1/proofs/{index}?format=zkkit"))
+            .await
+            .ok();
+        assert_eq!(
+            zkkit,
+            serde_json::from_str::<serde_json::Value>(&want.to_zkkit_json().unwrap()).unwrap()
+        );
+    }
+    let error = client.get("/v1/proofs/1?format=circom").await.error(400);
+    assert!(error.contains("lean trees"), "{error}");
+    let reply = client.get("/v1/consistency?from=0&to=7").await;
+    let proof = ConsistencyProof::from_json(reply.text()).unwrap();
+    proof
+        .verify_with(&config, &config.empty_head(), &local.head())
+        .unwrap();
+    // Up to N^D = 25 leaves, not one more.
+    client.post_json(&all[7..], None).await.ok();
+    let error = client.post_json(&[leaf(9, 0)], None).await.error(507);
+    assert!(error.contains("capacity of 25 leaves"), "{error}");
+    let mut full = local_tree(config, &all);
+    assert_eq!(
+        client.get("/v1/root").await.ok()["root"],
+        to_hex(&full.root().unwrap())
     );
 }

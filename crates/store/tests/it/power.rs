@@ -55,7 +55,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use cairn_core::{HashKind, LeanImt, TreeHead};
+use cairn_core::{LeanImt, TreeConfig, TreeHead};
 use cairn_store::fs::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
 use cairn_store::{Fs, Store, StoreError, Token};
 use cairn_testkit::env_u64;
@@ -92,6 +92,8 @@ struct Params {
     /// Stop checking a workload at its first lost acknowledged leaf (the
     /// canary).
     stop_at_first_loss: bool,
+    /// The workloads build fixed-depth (zk-kit IMT) trees, not Lean ones.
+    fixed: bool,
 }
 
 impl Params {
@@ -104,6 +106,7 @@ impl Params {
             prove_every: (env_u64("CAIRN_POWER_PROVE_EVERY", 16) as usize).max(1),
             lying_sync: false,
             stop_at_first_loss: false,
+            fixed: false,
         }
     }
 }
@@ -143,6 +146,8 @@ struct Workload {
     life: u64,
     origin: Option<String>,
     n: u64,
+    /// The tree: arity `n`, Lean or fixed-depth.
+    tree: TreeConfig,
     fs: SimFs,
     /// Boundary from which the store exists: `cairn.meta`'s rename is durable
     /// (`Store::create` returned). Before it, "not a store" is a valid outcome.
@@ -165,11 +170,11 @@ impl Workload {
     }
 }
 
-fn open_sim(fs: SimFs, n: u64) -> Result<Store, StoreError> {
+fn open_sim(fs: SimFs, tree: TreeConfig) -> Result<Store, StoreError> {
     Store::open(
         Arc::new(fs) as Arc<dyn Fs>,
         Path::new(DB),
-        config(n, LOG_SHIFT),
+        config_of(tree, LOG_SHIFT),
     )
 }
 
@@ -260,11 +265,16 @@ fn drive(
 fn run_workload(seed: u64, params: &Params) -> Workload {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = arity_of(seed);
+    let tree = if params.fixed {
+        fixed_tree_config(n)
+    } else {
+        tree_config(n)
+    };
     let fs = SimFs::new();
     let store = Store::create(
         Arc::new(fs.clone()) as Arc<dyn Fs>,
         Path::new(DB),
-        config(n, LOG_SHIFT),
+        config_of(tree, LOG_SHIFT),
     )
     .unwrap();
     let created = fs.op_count();
@@ -278,6 +288,7 @@ fn run_workload(seed: u64, params: &Params) -> Workload {
         life: 1,
         origin: None,
         n,
+        tree,
         fs,
         created,
         acks,
@@ -316,7 +327,7 @@ fn run_second_life(first: &Workload, params: &Params) -> Workload {
             .map_or_else(|| "nothing".into(), |i| first.fs.describe_op(i)),
         modes[draw],
     );
-    let store = open_sim(fs.clone(), first.n).unwrap_or_else(|e| panic!("{origin}: {e}"));
+    let store = open_sim(fs.clone(), first.tree).unwrap_or_else(|e| panic!("{origin}: {e}"));
     let recovered = store.size();
     let mut acks = vec![(0, recovered)];
     let driven = drive(store, &fs, &mut rng, recovered, &mut acks, params);
@@ -325,6 +336,7 @@ fn run_second_life(first: &Workload, params: &Params) -> Workload {
         life: 2,
         origin: Some(format!("{origin}, recovered {recovered} leaves")),
         n: first.n,
+        tree: first.tree,
         fs,
         created: 0,
         acks,
@@ -394,8 +406,8 @@ struct Reference {
 }
 
 impl Reference {
-    fn new(n: u64, appended: u64) -> Reference {
-        let tree = LeanImt::from_leaves(tree_config(n), &leaves(0..appended)).unwrap();
+    fn new(tree: TreeConfig, appended: u64) -> Reference {
+        let tree = LeanImt::from_leaves(tree, &leaves(0..appended)).unwrap();
         Reference {
             tree,
             heads: HashMap::new(),
@@ -467,7 +479,7 @@ enum Opened {
 /// and the root is the reference root of the recovered prefix; with `prove`,
 /// membership proofs of a few leaves verify against it.
 fn open_and_check(crashed: SimFs, w: &Workload, reference: &mut Reference, prove: bool) -> Opened {
-    let store = match open_sim(crashed, w.n) {
+    let store = match open_sim(crashed, w.tree) {
         Ok(store) => store,
         Err(StoreError::NotAStore { .. } | StoreError::Missing { .. }) => return Opened::NotAStore,
         Err(e) => return Opened::Wrong(format!("open failed: {e}")),
@@ -520,11 +532,7 @@ fn open_and_check(crashed: SimFs, w: &Workload, reference: &mut Reference, prove
             let verified = snapshot
                 .prove(index)
                 .map_err(|e| e.to_string())
-                .and_then(|proof| {
-                    proof
-                        .verify(tree_config(w.n).arity, HashKind::Blake3, &want)
-                        .map_err(|e| e.to_string())
-                });
+                .and_then(|proof| proof.verify_with(&w.tree, &want).map_err(|e| e.to_string()));
             if let Err(e) = verified {
                 return Opened::Wrong(format!("proof of leaf {index} at size {size}: {e}"));
             }
@@ -671,7 +679,7 @@ type Seen = Vec<(u64, Dump, Opened)>;
 
 fn check_workload(w: &Workload, params: &Params) -> Outcome {
     let started = Instant::now();
-    let mut reference = Reference::new(w.n, w.appended);
+    let mut reference = Reference::new(w.tree, w.appended);
     let draws = draws_for(w, params);
     let mut outcome = Outcome {
         draws: Some(draws),
@@ -793,9 +801,10 @@ fn run_seeds(seeds: &[u64], params: &Params, second_life: bool) -> Vec<(Workload
 
 fn summary(w: &Workload, o: &Outcome) -> String {
     format!(
-        "seed {:>3} N={:<2} life {} ops {:>4} leaves {:>5} (acked {:>5}, {} log files) waits {:>3} checkpoints {:>2} | boundaries {:>4} random draws {:>2} states {:>6} ({:>5} distinct, {:>5} opened) not-a-store {:>3} sizes {:>3} violations {} | {:.1} s",
+        "seed {:>3} N={:<2} {} life {} ops {:>4} leaves {:>5} (acked {:>5}, {} log files) waits {:>3} checkpoints {:>2} | boundaries {:>4} random draws {:>2} states {:>6} ({:>5} distinct, {:>5} opened) not-a-store {:>3} sizes {:>3} violations {} | {:.1} s",
         w.seed,
         w.n,
+        w.tree.kind.name(),
         w.life,
         w.fs.op_count(),
         w.appended,
@@ -892,6 +901,34 @@ fn power_loss_after_recovering_from_power_loss_loses_nothing_acknowledged() {
     );
 }
 
+/// The first sweep over fixed-depth (zk-kit IMT) trees: their checkpoints
+/// hold the padded right edge up to the fixed depth, and recovery rebuilds
+/// it from the level files and the log.
+#[test]
+fn power_loss_at_every_operation_boundary_loses_nothing_acknowledged_in_a_fixed_depth_tree() {
+    sweep(
+        &seeds_from_env("CAIRN_POWER_SEEDS_FIXED", 8),
+        &Params {
+            fixed: true,
+            ..Params::from_env()
+        },
+        false,
+    );
+}
+
+/// The second-life sweep over fixed-depth trees.
+#[test]
+fn power_loss_after_recovering_from_power_loss_loses_nothing_acknowledged_in_a_fixed_depth_tree() {
+    sweep(
+        &seeds_from_env("CAIRN_POWER_SEEDS2_FIXED", 2),
+        &Params {
+            fixed: true,
+            ..Params::from_env()
+        },
+        true,
+    );
+}
+
 /// The canary: with syncs that lie during the workload, the same harness
 /// must find a crash state that lost an acknowledged leaf. A harness that
 /// cannot fail proves nothing.
@@ -950,8 +987,8 @@ fn the_harness_rebuilds_single_states_and_orders_acknowledgements() {
     let draws = draws_for(&w, &params);
     let (mode, crashed) = crash_state(&w, draws, first_at, 0);
     assert_eq!(mode, CrashMode::DropUnsynced);
-    let store = open_sim(crashed, w.n).unwrap();
-    assert!(check_prefix(&store, w.n) >= first_size);
+    let store = open_sim(crashed, w.tree).unwrap();
+    assert!(check_prefix_of(&store, w.tree) >= first_size);
     drop(store);
     // ...and the same workload with lying syncs loses them there.
     let lying = run_workload(
@@ -963,8 +1000,8 @@ fn the_harness_rebuilds_single_states_and_orders_acknowledgements() {
     );
     assert_eq!(lying.acks.first(), w.acks.first(), "the same workload");
     let (_, crashed) = crash_state(&lying, draws, first_at, 0);
-    let store = open_sim(crashed, w.n).unwrap();
-    assert!(check_prefix(&store, w.n) < first_size);
+    let store = open_sim(crashed, w.tree).unwrap();
+    assert!(check_prefix_of(&store, w.tree) < first_size);
     // Random draws are a function of (seed, boundary, draw).
     let k = w.fs.op_count() / 2;
     let random = 3 + draws.undo;

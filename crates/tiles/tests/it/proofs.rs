@@ -181,3 +181,17 @@ fn a_tree_that_forked_below_the_published_size_is_refused() {
         Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
     assert_eq!(checkpoint.head.size, 1_500);
 }
+
+#[test]
+fn a_fixed_depth_tree_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DirStore::new(dir.path());
+    let fixed = config(2).with_kind(cairn_core::TreeKind::Fixed {
+        depth: 12,
+        zero: [0; 32],
+    });
+    let mut tree = LeanImt::from_leaves(fixed, &leaves(300)).unwrap();
+    let err = publish(&tree.snapshot(), &store).unwrap_err();
+    assert!(matches!(err, PublishError::NotLean { depth: 12 }), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).map_or(0, |d| d.count()), 0);
+}

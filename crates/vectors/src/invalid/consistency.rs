@@ -174,7 +174,7 @@ pub(super) fn binary(t: &Trees<'_>, out: &mut Cases) -> Result<()> {
         B3,
         4,
         c40,
-        bin(with_byte(c.clone(), 0, 2)),
+        bin(with_byte(c.clone(), 0, 3)),
         Decode,
     );
     out.add(

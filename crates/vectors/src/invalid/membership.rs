@@ -221,7 +221,7 @@ pub(super) fn binary(t: &Trees<'_>, out: &mut Cases) -> Result<()> {
         B3,
         4,
         h10,
-        bin(with_byte(p3.clone(), 0, 2)),
+        bin(with_byte(p3.clone(), 0, 3)),
         Decode,
     );
     out.add(
@@ -500,7 +500,7 @@ pub(super) fn json(t: &Trees<'_>, out: &mut Cases) -> Result<()> {
         B3,
         4,
         h10,
-        json(edit(m5.clone(), &|v| set(v, "version", Json::from(2u64)))),
+        json(edit(m5.clone(), &|v| set(v, "version", Json::from(3u64)))),
         Decode,
     );
     out.add(

@@ -1,0 +1,369 @@
+//! The kind of a tree: how a level's last, partial group becomes its parent,
+//! and how many levels the tree has. Everything else (complete groups, level
+//! lengths, which nodes are final) is the same in every kind.
+//!
+//! The one place that encodes the partial-group rule is [`group_parent`];
+//! the tree, its views, the provers and the verifiers all call it.
+
+use std::sync::Arc;
+
+use crate::Arity;
+use crate::hash::{Hash, HashKind, MAX_GROUP};
+use crate::hex::Hex;
+
+/// The deepest fixed-depth tree: a u64 leaf index has at most 64 binary
+/// digits, and the checkpoint format holds at most 65 levels.
+pub const MAX_FIXED_DEPTH: u32 = 64;
+
+/// What a tree is shaped like, beyond its arity and hash. Chosen at
+/// creation and stored with the tree.
+///
+/// - [`TreeKind::Lean`]: the LeanIMT (zk-kit's `LeanIMT`, rotortree). A
+///   group of one member is lifted unchanged; a partial group is hashed
+///   over exactly its members; the tree is as deep as its size needs
+///   (`ceil(log_N(size))`); the empty tree has no root.
+/// - [`TreeKind::Fixed`]: the fixed-depth, zero-padded incremental tree
+///   (zk-kit's `IMT`, `BinaryIMT.sol`, `QuinaryIMT.sol`; Tornado Cash's
+///   shape). `zeros[0] = zero`, `zeros[k + 1] = H(zeros[k]` N times`)`;
+///   every group at level k is padded to N members with `zeros[k]` (a lone
+///   member too) and hashed; the root is the one node of level `depth`,
+///   and the empty tree's root is `zeros[depth]`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum TreeKind {
+    /// The Lean Incremental Merkle Tree (the default).
+    #[default]
+    Lean,
+    /// The fixed-depth tree padded with zero hashes.
+    Fixed {
+        /// Levels above the leaves, 1..=64: the tree holds at most N^depth leaves.
+        depth: u32,
+        /// The value of an absent leaf, `zeros[0]`.
+        zero: Hash,
+    },
+}
+
+impl std::fmt::Debug for TreeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TreeKind::Lean => f.write_str("Lean"),
+            TreeKind::Fixed { depth, zero } => f
+                .debug_struct("Fixed")
+                .field("depth", depth)
+                .field("zero", &Hex(zero))
+                .finish(),
+        }
+    }
+}
+
+impl TreeKind {
+    /// The name the CLI, the server and the JSON encodings use: `lean` or `imt`.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            TreeKind::Lean => "lean",
+            TreeKind::Fixed { .. } => "imt",
+        }
+    }
+
+    /// The fixed depth, `None` for a Lean tree.
+    pub const fn fixed_depth(&self) -> Option<u32> {
+        match self {
+            TreeKind::Lean => None,
+            TreeKind::Fixed { depth, .. } => Some(*depth),
+        }
+    }
+
+    /// The zero value of a fixed-depth tree, `None` for a Lean tree.
+    pub const fn zero(&self) -> Option<Hash> {
+        match self {
+            TreeKind::Lean => None,
+            TreeKind::Fixed { zero, .. } => Some(*zero),
+        }
+    }
+
+    /// Whether this kind can be a tree of `hash`: the depth is in
+    /// 1..=[`MAX_FIXED_DEPTH`] and the hash accepts the zero value (a field
+    /// hash takes only canonical field elements).
+    pub fn check(&self, hash: HashKind) -> Result<(), KindError> {
+        match *self {
+            TreeKind::Lean => Ok(()),
+            TreeKind::Fixed { depth, zero } => {
+                if !(1..=MAX_FIXED_DEPTH).contains(&depth) {
+                    return Err(KindError::Depth { depth });
+                }
+                if !hash.accepts(&zero) {
+                    return Err(KindError::Zero { zero, hash });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `zeros[0..=depth]` of a fixed-depth tree: `zeros[0] = zero`,
+    /// `zeros[k + 1]` the hash of N copies of `zeros[k]`, `zeros[depth]` the
+    /// root of the empty tree. Empty for a Lean tree. Costs `depth` hashes.
+    pub fn zeros(&self, arity: Arity, hash: HashKind) -> Vec<Hash> {
+        match *self {
+            TreeKind::Lean => Vec::new(),
+            TreeKind::Fixed { depth, zero } => {
+                let mut zeros = Vec::with_capacity(depth as usize + 1);
+                zeros.push(zero);
+                for _ in 0..depth {
+                    let below = *zeros.last().expect("zeros[0] is pushed first");
+                    zeros.push(hash.hash_children(&[below; MAX_GROUP][..arity.get()]));
+                }
+                zeros
+            }
+        }
+    }
+}
+
+/// A [`TreeKind`] that cannot be a tree of its hash.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KindError {
+    /// A fixed depth outside 1..=64.
+    #[error("fixed-depth tree depth {depth} is out of range, want 1..={MAX_FIXED_DEPTH}")]
+    Depth {
+        /// The depth given.
+        depth: u32,
+    },
+    /// A zero value the hash refuses (a field hash's non-canonical value).
+    #[error(
+        "zero value {} is not a canonical BN254 field element, which a {hash} tree needs",
+        Hex(zero)
+    )]
+    Zero {
+        /// The zero value given.
+        zero: Hash,
+        /// The tree's hash.
+        hash: HashKind,
+    },
+    /// A maximum depth beside a fixed depth.
+    #[error(
+        "a fixed-depth tree takes no maximum depth: its depth {depth} is its limit (got max depth {max_depth})"
+    )]
+    MaxDepth {
+        /// The fixed depth.
+        depth: u32,
+        /// The maximum depth given.
+        max_depth: u32,
+    },
+}
+
+/// The parent of a group of `members` (1..=N nodes of one level, in index
+/// order): the rule that tells the kinds apart, in one place.
+///
+/// `pad` is `None` for a Lean tree: a lone member is lifted unchanged and
+/// any other group is hashed over exactly its members. For a fixed-depth
+/// tree it is the zero of the members' level: a group of fewer than N
+/// members is padded with it to N and hashed (a lone member too).
+#[inline]
+pub(crate) fn group_parent(hash: HashKind, n: usize, pad: Option<&Hash>, members: &[Hash]) -> Hash {
+    debug_assert!(
+        (1..=n).contains(&members.len()),
+        "a group has 1..=N members"
+    );
+    match (pad, members) {
+        (None, [alone]) => *alone,
+        (Some(zero), _) if members.len() < n => {
+            let mut group = [*zero; MAX_GROUP];
+            group[..members.len()].copy_from_slice(members);
+            hash.hash_children(&group[..n])
+        }
+        _ => hash.hash_children(members),
+    }
+}
+
+/// The zero of every level of a fixed-depth tree, computed once per tree
+/// and shared by its clones, snapshots and views (`None` for a Lean tree).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Zeros(Option<Arc<[Hash]>>);
+
+impl Zeros {
+    /// The zeros of a tree of `arity`, `hash` and `kind`.
+    pub(crate) fn new(arity: Arity, hash: HashKind, kind: TreeKind) -> Zeros {
+        match kind {
+            TreeKind::Lean => Zeros(None),
+            _ => Zeros(Some(kind.zeros(arity, hash).into())),
+        }
+    }
+
+    /// What pads a partial group at `level`: `None` for a Lean tree.
+    ///
+    /// # Panics
+    /// For a fixed-depth tree, at a level above its depth (a programmer
+    /// error: no group lives there).
+    #[inline]
+    pub(crate) fn pad(&self, level: u32) -> Option<&Hash> {
+        self.0.as_deref().map(|zeros| &zeros[level as usize])
+    }
+
+    /// The root of the empty tree: `zeros[depth]`, `None` for a Lean tree.
+    #[inline]
+    pub(crate) fn empty_root(&self) -> Option<Hash> {
+        self.0.as_deref().and_then(|zeros| zeros.last().copied())
+    }
+}
+
+/// Zeros a verifier computes as it climbs, only as high as it needs them:
+/// a proof through complete groups needs none.
+pub(crate) struct ClimbingZeros {
+    arity: Arity,
+    hash: HashKind,
+    /// `zeros[0..=known]`; empty for a Lean tree.
+    zeros: arrayvec::ArrayVec<Hash, { MAX_FIXED_DEPTH as usize + 1 }>,
+    fixed: bool,
+}
+
+impl ClimbingZeros {
+    pub(crate) fn new(arity: Arity, hash: HashKind, kind: TreeKind) -> ClimbingZeros {
+        let mut zeros = arrayvec::ArrayVec::new();
+        if let Some(zero) = kind.zero() {
+            zeros.push(zero);
+        }
+        ClimbingZeros {
+            arity,
+            hash,
+            fixed: kind.zero().is_some(),
+            zeros,
+        }
+    }
+
+    /// What pads a partial group at `level` (see [`Zeros::pad`]).
+    pub(crate) fn pad(&mut self, level: u32) -> Option<&Hash> {
+        if !self.fixed {
+            return None;
+        }
+        while self.zeros.len() <= level as usize {
+            let below = *self.zeros.last().expect("zeros[0] is pushed first");
+            let next = self
+                .hash
+                .hash_children(&[below; MAX_GROUP][..self.arity.get()]);
+            self.zeros.push(next);
+        }
+        self.zeros.get(level as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decimal(text: &str) -> Hash {
+        crate::decimal::parse_field_element(text).unwrap()
+    }
+
+    /// `BinaryIMT.sol`'s default zeroes (zk-kit.solidity, `InternalBinaryIMT`:
+    /// `Z_0 = 0`, `Z_1`, `Z_2`, `Z_32`) are `zeros` of zero value 0 at N = 2
+    /// under Poseidon.
+    #[test]
+    fn poseidon_zeros_of_zero_are_the_binary_imt_contract_defaults() {
+        let kind = TreeKind::Fixed {
+            depth: 32,
+            zero: [0; 32],
+        };
+        let zeros = kind.zeros(Arity::BINARY, HashKind::Poseidon);
+        assert_eq!(zeros.len(), 33);
+        assert_eq!(zeros[0], [0; 32]);
+        assert_eq!(
+            zeros[1],
+            decimal(
+                "14744269619966411208579211824598458697587494354926760081771325075741142829156"
+            )
+        );
+        assert_eq!(
+            zeros[2],
+            decimal("7423237065226347324353380772367382631490014989348495481811164164159255474657")
+        );
+        assert_eq!(
+            zeros[32],
+            decimal(
+                "21443572485391568159800782191812935835534334817699172242223315142338162256601"
+            )
+        );
+        let mut climbing = ClimbingZeros::new(Arity::BINARY, HashKind::Poseidon, kind);
+        assert_eq!(climbing.pad(32), Some(&zeros[32]));
+        assert_eq!(climbing.pad(1), Some(&zeros[1]));
+    }
+
+    /// Tornado Cash's `MerkleTreeWithHistory.sol` lists its zero hashes:
+    /// `zeros(0)` = keccak256("tornado") mod p, `zeros(i + 1)` =
+    /// `hashLeftRight(zeros(i), zeros(i))` (MiMCSponge), `zeros(20)` the
+    /// empty root of its depth-20 deposit tree.
+    #[test]
+    fn mimcsponge_zeros_of_tornados_zero_value_are_tornados_zeros() {
+        let hex = |text: &str| crate::hex::parse_hash(text).unwrap();
+        let kind = TreeKind::Fixed {
+            depth: 31,
+            zero: decimal(
+                "21663839004416932945382355908790599225266501822907911457504978515578255421292",
+            ),
+        };
+        let zeros = kind.zeros(Arity::BINARY, HashKind::MiMCSponge);
+        for (level, want) in [
+            (
+                0,
+                "0x2fe54c60d3acabf3343a35b6eba15db4821b340f76e741e2249685ed4899af6c",
+            ),
+            (
+                1,
+                "0x256a6135777eee2fd26f54b8b7037a25439d5235caee224154186d2b8a52e31d",
+            ),
+            (
+                10,
+                "0x1f04ef20dee48d39984d8eabe768a70eafa6310ad20849d4573c3c40c2ad1e30",
+            ),
+            (
+                20,
+                "0x29d7ed391256ccc3ea596c86e933b89ff339d25ea8ddced975ae2fe30b5296d4",
+            ),
+            (
+                31,
+                "0x2c7a07d20dff79d01fecedc1134284a8d08436606c93693b67e333f671bf69cc",
+            ),
+        ] {
+            assert_eq!(zeros[level], hex(want), "zeros({level})");
+        }
+    }
+
+    #[test]
+    fn group_parent_lifts_or_pads_by_kind() {
+        let h = HashKind::Blake3;
+        let (a, b, z) = ([1; 32], [2; 32], [9; 32]);
+        assert_eq!(group_parent(h, 4, None, &[a]), a);
+        assert_eq!(group_parent(h, 4, None, &[a, b]), h.hash_children(&[a, b]));
+        assert_eq!(
+            group_parent(h, 4, Some(&z), &[a]),
+            h.hash_children(&[a, z, z, z])
+        );
+        assert_eq!(
+            group_parent(h, 2, Some(&z), &[a, b]),
+            h.hash_children(&[a, b])
+        );
+    }
+
+    #[test]
+    fn kinds_are_checked_against_their_hash() {
+        let fixed = |depth, zero| TreeKind::Fixed { depth, zero };
+        assert!(TreeKind::Lean.check(HashKind::Poseidon).is_ok());
+        assert!(fixed(20, [0; 32]).check(HashKind::Poseidon).is_ok());
+        assert_eq!(
+            fixed(0, [0; 32])
+                .check(HashKind::Blake3)
+                .unwrap_err()
+                .to_string(),
+            "fixed-depth tree depth 0 is out of range, want 1..=64"
+        );
+        assert!(fixed(65, [0; 32]).check(HashKind::Blake3).is_err());
+        assert!(fixed(64, [0xff; 32]).check(HashKind::Blake3).is_ok());
+        assert!(matches!(
+            fixed(3, [0xff; 32]).check(HashKind::MiMCSponge),
+            Err(KindError::Zero { .. })
+        ));
+        assert_eq!(
+            format!("{:?}", fixed(2, [0; 32])).len(),
+            "Fixed { depth: 2, zero: 0x }".len() + 64
+        );
+    }
+}
