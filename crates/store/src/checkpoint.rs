@@ -169,6 +169,7 @@ pub(crate) fn write(
 /// range, and its bytes decode to it.
 fn assert_publishable(checkpoint: &CheckpointMeta, meta: &StoreMeta, bytes: &[u8]) {
     let arity = meta.tree.arity.get() as u64;
+    let fixed_depth = meta.tree.kind.fixed_depth();
     let mut want = checkpoint.size;
     for (level, &(final_len, _)) in checkpoint.levels.iter().enumerate() {
         assert_eq!(
@@ -176,11 +177,20 @@ fn assert_publishable(checkpoint: &CheckpointMeta, meta: &StoreMeta, bytes: &[u8
             want,
             "checkpoint level {level} keeps {final_len} final nodes of {want}"
         );
+        // A fixed-depth tree keeps one node per level from its Lean top up
+        // to its depth (each its padded parent); a Lean tree stops there.
         assert!(
-            want > 1 || level + 1 == checkpoint.levels.len(),
+            want > 1 || level + 1 == checkpoint.levels.len() || fixed_depth.is_some(),
             "checkpoint level {level} has one node but is not the top"
         );
         want = want.div_ceil(arity);
+    }
+    if let (Some(depth), true) = (fixed_depth, checkpoint.size > 0) {
+        assert_eq!(
+            checkpoint.levels.len(),
+            depth as usize + 1,
+            "a fixed-depth checkpoint keeps every level up to its depth"
+        );
     }
     assert!(
         checkpoint
