@@ -2,7 +2,7 @@
 //! and how many levels the tree has. Everything else (complete groups, level
 //! lengths, which nodes are final) is the same in every kind.
 //!
-//! The one place that encodes the partial-group rule is [`group_parent`];
+//! The one place that encodes the partial-group rule is `group_parent` (below);
 //! the tree, its views, the provers and the verifiers all call it.
 
 use std::sync::Arc;
