@@ -645,7 +645,10 @@ fn every_typescript_imt_vector_matches_cairn() {
         (HashKind::Poseidon, 5),
         (HashKind::MiMCSponge, 2),
     ] {
-        assert!(shapes.contains(&want), "typescript.json's imt lacks {want:?}");
+        assert!(
+            shapes.contains(&want),
+            "typescript.json's imt lacks {want:?}"
+        );
     }
 }
 
@@ -709,9 +712,16 @@ fn every_committed_imt_vector_matches_cairn() {
 fn every_invalid_imt_proof_is_rejected_at_its_stated_stage() {
     let doc = load("imt.json");
     let cases = array_of(&doc, "invalid", "imt.json");
-    assert!(cases.len() >= 10, "imt.json holds {} invalid cases", cases.len());
+    assert!(
+        cases.len() >= 10,
+        "imt.json holds {} invalid cases",
+        cases.len()
+    );
     for (i, case) in cases.iter().enumerate() {
-        let at = format!("imt.json invalid[{i}] ({})", str_of(case, "name", "imt.json"));
+        let at = format!(
+            "imt.json invalid[{i}] ({})",
+            str_of(case, "name", "imt.json")
+        );
         let config = match str_of(case, "tree", &at) {
             "lean" => TreeConfig::new(arity_of(case, &at), hash_kind(case, &at)),
             "imt" => imt_config(case, &at),
