@@ -267,3 +267,82 @@ fn opening_a_missing_directory_says_it_does_not_exist() {
     let error = Store::open(std_fs(), dir.path(), config(4, 10)).unwrap_err();
     assert!(matches!(error, StoreError::NotAStore { .. }), "{error:?}");
 }
+
+/// A fixed-depth store keeps its kind in `cairn.meta` (version 2): it
+/// reopens as itself (from the checkpoint and the log, after a rollback,
+/// and as a backup), and an open that names another kind, depth or zero is
+/// refused; a tree that is not a tree is refused at creation.
+#[test]
+fn a_fixed_depth_store_reopens_as_itself_and_refuses_another_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let tree = fixed_tree_config(4);
+    let store = Store::create(std_fs(), &path, config_of(tree, 10)).unwrap();
+    // The empty tree's head has a root: zeros[D].
+    assert_eq!(store.snapshot().head(), tree.empty_head());
+    let all = leaves(0..5_000);
+    store
+        .append_batch(&all[..3_000])
+        .unwrap()
+        .token
+        .wait(WAIT)
+        .unwrap();
+    store.checkpoint().unwrap();
+    store
+        .append_batch(&all[3_000..])
+        .unwrap()
+        .token
+        .wait(WAIT)
+        .unwrap();
+    store.truncate(4_321).unwrap();
+    drop(store);
+    assert_eq!(
+        std::fs::metadata(path.join("cairn.meta")).unwrap().len(),
+        80
+    );
+    assert_eq!(
+        cairn_store::stored_config(&cairn_store::StdFs, &path)
+            .unwrap()
+            .tree,
+        tree
+    );
+    let store = Store::open(std_fs(), &path, config_of(tree, 10)).unwrap();
+    assert_eq!(check_prefix_of(&store, tree), 4_321);
+    let copy = dir.path().join("copy");
+    store.backup_to(&copy).unwrap();
+    drop(store);
+    let backup = Store::open(std_fs(), &copy, config_of(tree, 10)).unwrap();
+    assert_eq!(check_prefix_of(&backup, tree), 4_321);
+    drop(backup);
+    let cairn_core::TreeKind::Fixed { depth, zero } = tree.kind else {
+        unreachable!("a fixed tree")
+    };
+    for other in [
+        tree_config(4),
+        tree_config(4).with_kind(cairn_core::TreeKind::Fixed {
+            depth: depth + 1,
+            zero,
+        }),
+        tree_config(4).with_kind(cairn_core::TreeKind::Fixed {
+            depth,
+            zero: [0; 32],
+        }),
+    ] {
+        let error = Store::open(std_fs(), &path, config_of(other, 10)).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                StoreError::ConfigMismatch {
+                    field: "tree kind",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+    let not_a_tree = tree_config(4).with_kind(cairn_core::TreeKind::Fixed { depth: 0, zero });
+    let error = Store::create(std_fs(), &dir.path().join("t"), config_of(not_a_tree, 10))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("depth 0 is out of range"), "{error}");
+}
