@@ -17,10 +17,10 @@ fuzz_target!(|data: &[u8]| {
         data,
         "decoded bytes must re-encode identically"
     );
-    let fixture = &*common::BLAKE3;
+    let fixture = common::blake3_for(proof.kind());
     let old = fixture.head(proof.old_size());
     let new = fixture.head(proof.new_size());
-    let verdict = proof.verify(fixture.arity(), fixture.hash(), &old, &new);
+    let verdict = proof.verify_with(&fixture.config(), &old, &new);
     if verdict.is_ok() && old.size > 0 {
         assert_eq!(
             Some(proof.clone()),
@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
             .and_then(|view| view.prove(old.size - 1))
             .expect("leaf below old size");
         let rolled = proof
-            .roll_forward(&member, fixture.arity(), fixture.hash(), &old, &new)
+            .roll_forward_with(&member, &fixture.config(), &old, &new)
             .expect("verified inputs roll forward");
         assert_eq!(
             Some(rolled),

@@ -17,9 +17,9 @@ fuzz_target!(|data: &[u8]| {
         data,
         "decoded bytes must re-encode identically"
     );
-    let fixture = &*common::BLAKE3;
+    let fixture = common::blake3_for(proof.kind());
     let head = fixture.head(proof.size());
-    let verdict = proof.verify(fixture.arity(), fixture.hash(), &head);
+    let verdict = proof.verify_with(&fixture.config(), &head);
     if verdict.is_ok() {
         // Only the honest proof can verify against an honest head.
         assert_eq!(

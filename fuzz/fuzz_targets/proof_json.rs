@@ -19,6 +19,8 @@ fuzz_target!(|data: &[u8]| {
             Ok(proof.clone())
         );
         let _ = proof.verify(fixture.arity(), fixture.hash(), &fixture.head(proof.size()));
+        let fixed = &*common::FIXED;
+        let _ = proof.verify_with(&fixed.config(), &fixed.head(proof.size()));
     }
     if let Ok(proof) = ConsistencyProof::from_json(text) {
         assert_eq!(
@@ -28,5 +30,8 @@ fuzz_target!(|data: &[u8]| {
         let old = fixture.head(proof.old_size());
         let new = fixture.head(proof.new_size());
         let _ = proof.verify(fixture.arity(), fixture.hash(), &old, &new);
+        let fixed = &*common::FIXED;
+        let (old, new) = (fixed.head(proof.old_size()), fixed.head(proof.new_size()));
+        let _ = proof.verify_with(&fixed.config(), &old, &new);
     }
 });

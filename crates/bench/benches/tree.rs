@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use cairn_bench::{cairn_build, cairn_follow, config, leaves};
-use cairn_core::{HashKind, LeanImt, MembershipProof};
+use cairn_core::{HashKind, LeanImt, MembershipProof, TreeKind};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 fn build(c: &mut Criterion) {
@@ -120,5 +120,45 @@ fn poseidon(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, build, kernels, follow, proofs, poseidon);
+/// The fixed-depth kind beside the Lean tree of the same leaves: a binary
+/// Poseidon tree of depth 20 (Semaphore v3's and Tornado's shape) holding
+/// 1,000 leaves, where every proof has 20 levels and the verifier climbs
+/// the zero hashes of the levels above the leaves (10 of them here); and a
+/// BLAKE3 build at N = 4, where only the right edge is padded.
+fn imt(c: &mut Criterion) {
+    let all = leaves(1000);
+    let lean = config(2, HashKind::Poseidon);
+    let fixed = lean.with_kind(TreeKind::Fixed {
+        depth: 20,
+        zero: [0; 32],
+    });
+    let mut group = c.benchmark_group("imt");
+    group.sample_size(20);
+    for (name, config) in [("lean", lean), ("imt", fixed)] {
+        let mut tree = LeanImt::from_leaves(config, &all).expect("canonical leaves");
+        let head = tree.head();
+        let proof = tree.prove(777).expect("in range");
+        group.bench_function(BenchmarkId::new("verify/poseidon/n2/1000", name), |b| {
+            b.iter(|| proof.verify_with(&config, &head).expect("valid"))
+        });
+    }
+    let many = leaves(1 << 20);
+    let blake = config(4, HashKind::Blake3);
+    let blake_fixed = blake.with_kind(TreeKind::Fixed {
+        depth: 12,
+        zero: [0; 32],
+    });
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4))
+        .throughput(Throughput::Elements(many.len() as u64));
+    for (name, config) in [("lean", blake), ("imt", blake_fixed)] {
+        group.bench_function(BenchmarkId::new("build/blake3/n4/1048576", name), |b| {
+            b.iter(|| LeanImt::from_leaves(config, &many).expect("valid").root())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, build, kernels, follow, proofs, poseidon, imt);
 criterion_main!(benches);

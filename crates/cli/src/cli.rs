@@ -14,7 +14,8 @@ Build n-ary Lean Incremental Merkle Trees (LeanIMT), keep them in durable append
 and prove and verify membership and consistency.
 
 A tree has an arity N (2 to 16 children per node) and a node hash (blake3, sha256, keccak256,
-poseidon or mimcsponge). Leaves are 32-byte values. A leaf file is raw 32-byte leaves back to back
+poseidon or mimcsponge), and is a LeanIMT unless created with --kind imt --depth D: zk-kit's
+fixed-depth IMT, padded with zero hashes (Tornado Cash's shape). Leaves are 32-byte values. A leaf file is raw 32-byte leaves back to back
 (--format bin, the default) or one 0x-prefixed 64-digit hex leaf per line (--format hex; blank
 lines and surrounding whitespace are allowed). A file argument of - or an omitted one means stdin.
 Poseidon and mimcsponge leaves must be canonical BN254 field elements.
@@ -33,6 +34,7 @@ second writer gets a \"locked\" error.
 
 The empty tree (0 leaves) has no root: `cairn root` of it prints nothing on stdout, says
 \"empty tree: no root\" on stderr and exits 1; with --json it prints \"root\":null and exits 0.
+An imt's empty tree has one, its top zero hash, printed as any root.
 
 Proofs are printed as JSON, or with --binary in the compact binary encoding (never to a
 terminal). verify and verify-consistency read either; a proof whose first non-blank byte is '{'

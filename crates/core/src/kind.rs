@@ -207,42 +207,61 @@ impl Zeros {
 }
 
 /// Zeros a verifier computes as it climbs, only as high as it needs them:
-/// a proof through complete groups needs none.
+/// a proof through complete groups needs none. The chain of the last tree
+/// a thread verified against is kept (at most 65 values) and reused, so a
+/// verifier checking many proofs of one tree hashes its zeros once.
 pub(crate) struct ClimbingZeros {
-    arity: Arity,
-    hash: HashKind,
-    /// `zeros[0..=known]`; empty for a Lean tree.
+    /// (arity, hash, zero) of a fixed-depth tree; `None` for a Lean tree.
+    key: Option<(Arity, HashKind, Hash)>,
+    /// `zeros[0..=known]`.
     zeros: arrayvec::ArrayVec<Hash, { MAX_FIXED_DEPTH as usize + 1 }>,
-    fixed: bool,
+}
+
+/// The chain of zeros of one tree, by (arity, hash, zero value).
+type ZeroChain = (
+    (Arity, HashKind, Hash),
+    arrayvec::ArrayVec<Hash, { MAX_FIXED_DEPTH as usize + 1 }>,
+);
+
+thread_local! {
+    /// The longest chain computed for the last tree this thread verified against.
+    static LAST_CHAIN: std::cell::RefCell<Option<ZeroChain>> = const { std::cell::RefCell::new(None) };
 }
 
 impl ClimbingZeros {
     pub(crate) fn new(arity: Arity, hash: HashKind, kind: TreeKind) -> ClimbingZeros {
+        let key = kind.zero().map(|zero| (arity, hash, zero));
         let mut zeros = arrayvec::ArrayVec::new();
-        if let Some(zero) = kind.zero() {
-            zeros.push(zero);
+        if let Some(key) = key {
+            LAST_CHAIN.with_borrow(|last| match last {
+                Some((cached, chain)) if *cached == key => zeros.clone_from(chain),
+                _ => zeros.push(key.2),
+            });
         }
-        ClimbingZeros {
-            arity,
-            hash,
-            fixed: kind.zero().is_some(),
-            zeros,
-        }
+        ClimbingZeros { key, zeros }
     }
 
     /// What pads a partial group at `level` (see [`Zeros::pad`]).
     pub(crate) fn pad(&mut self, level: u32) -> Option<&Hash> {
-        if !self.fixed {
-            return None;
-        }
+        let (arity, hash, _) = self.key?;
         while self.zeros.len() <= level as usize {
             let below = *self.zeros.last().expect("zeros[0] is pushed first");
-            let next = self
-                .hash
-                .hash_children(&[below; MAX_GROUP][..self.arity.get()]);
-            self.zeros.push(next);
+            self.zeros
+                .push(hash.hash_children(&[below; MAX_GROUP][..arity.get()]));
         }
         self.zeros.get(level as usize)
+    }
+}
+
+impl Drop for ClimbingZeros {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            let zeros = std::mem::take(&mut self.zeros);
+            LAST_CHAIN.with_borrow_mut(|last| match last {
+                Some((cached, chain)) if *cached == key && chain.len() >= zeros.len() => {}
+                _ => *last = Some((key, zeros)),
+            });
+        }
     }
 }
 
@@ -285,6 +304,36 @@ mod tests {
         let mut climbing = ClimbingZeros::new(Arity::BINARY, HashKind::Poseidon, kind);
         assert_eq!(climbing.pad(32), Some(&zeros[32]));
         assert_eq!(climbing.pad(1), Some(&zeros[1]));
+    }
+
+    /// The thread's cached chain is reused only for the same arity, hash
+    /// and zero value.
+    #[test]
+    fn climbing_zeros_reuse_the_last_chain_only_for_the_same_tree() {
+        let fixed = |zero| TreeKind::Fixed { depth: 8, zero };
+        let (a, b) = (fixed([1; 32]), fixed([2; 32]));
+        let three = Arity::new(3).unwrap();
+        for (arity, hash, kind) in [
+            (Arity::BINARY, HashKind::Blake3, a),
+            (Arity::BINARY, HashKind::Blake3, b),
+            (three, HashKind::Blake3, a),
+            (Arity::BINARY, HashKind::Sha256, a),
+            (Arity::BINARY, HashKind::Blake3, a),
+        ] {
+            let want = kind.zeros(arity, hash);
+            // A climb to level 5 leaves a chain the next climb starts from.
+            let mut first = ClimbingZeros::new(arity, hash, kind);
+            assert_eq!(first.pad(5), Some(&want[5]));
+            drop(first);
+            let mut again = ClimbingZeros::new(arity, hash, kind);
+            assert_eq!(again.zeros.len(), 6, "the cached chain is reused");
+            assert_eq!(again.pad(8), Some(&want[8]));
+            assert_eq!(again.pad(0), Some(&want[0]));
+        }
+        assert_eq!(
+            ClimbingZeros::new(Arity::BINARY, HashKind::Blake3, TreeKind::Lean).pad(3),
+            None
+        );
     }
 
     /// Tornado Cash's `MerkleTreeWithHistory.sol` lists its zero hashes:

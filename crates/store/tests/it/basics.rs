@@ -121,11 +121,21 @@ fn checkpoints_at_chunk_boundaries_keep_every_proof_valid() {
 /// and tiering.
 #[test]
 fn snapshots_are_isolated_across_checkpoints_and_tiering() {
+    tiering_case(tree_config(4));
+}
+
+/// The same for a fixed-depth tree: tiering maps final nodes only, which
+/// are the same in both kinds; the padded right edge stays in memory.
+#[test]
+fn snapshots_of_a_fixed_depth_tree_are_isolated_across_checkpoints_and_tiering() {
+    tiering_case(fixed_tree_config(4));
+}
+
+fn tiering_case(tree: cairn_core::TreeConfig) {
     let dir = tempfile::tempdir().unwrap();
     let fs = std_fs();
-    let n = 4;
     let total = 2 * SEGMENT_LEN as u64 + 1000;
-    let store = Store::create(fs.clone(), dir.path(), config(n, 16)).unwrap();
+    let store = Store::create(fs.clone(), dir.path(), config_of(tree, 16)).unwrap();
     store.append_batch(&leaves(0..total)).unwrap();
     let before = store.snapshot();
     let proofs: Vec<_> = [0, 70_000, total - 1]
@@ -140,13 +150,12 @@ fn snapshots_are_isolated_across_checkpoints_and_tiering() {
     for (proof, index) in proofs.iter().zip([0, 70_000, total - 1]) {
         assert_eq!(&before.prove(index).unwrap(), proof);
     }
-    assert_eq!(check_prefix(&store, n), total + 5000);
+    assert_eq!(check_prefix_of(&store, tree), total + 5000);
     store.close().unwrap();
-    let store = Store::open(fs, dir.path(), config(n, 16)).unwrap();
-    assert_eq!(
-        store.stats().tiered_segments,
-        vec![2, 0, 0, 0, 0, 0, 0, 0, 0, 0]
-    );
+    let store = Store::open(fs, dir.path(), config_of(tree, 16)).unwrap();
+    let mut tiered = vec![0; store.snapshot().depth() as usize + 1];
+    tiered[0] = 2;
+    assert_eq!(store.stats().tiered_segments, tiered);
     let after = store.snapshot();
     store
         .append_batch(&leaves(total + 5000..total + 6000))
@@ -154,7 +163,7 @@ fn snapshots_are_isolated_across_checkpoints_and_tiering() {
     store.checkpoint().unwrap();
     assert_eq!(after.size(), total + 5000);
     assert_eq!(after.prove_at(70_000, total).unwrap(), proofs[1]);
-    assert_eq!(check_prefix(&store, n), total + 6000);
+    assert_eq!(check_prefix_of(&store, tree), total + 6000);
 }
 
 /// rotortree 0.20 failure 3: an oversized batch panicked after changing
@@ -266,4 +275,83 @@ fn opening_a_missing_directory_says_it_does_not_exist() {
     // An existing directory without a store is still "not a store".
     let error = Store::open(std_fs(), dir.path(), config(4, 10)).unwrap_err();
     assert!(matches!(error, StoreError::NotAStore { .. }), "{error:?}");
+}
+
+/// A fixed-depth store keeps its kind in `cairn.meta` (version 2): it
+/// reopens as itself (from the checkpoint and the log, after a rollback,
+/// and as a backup), and an open that names another kind, depth or zero is
+/// refused; a tree that is not a tree is refused at creation.
+#[test]
+fn a_fixed_depth_store_reopens_as_itself_and_refuses_another_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let tree = fixed_tree_config(4);
+    let store = Store::create(std_fs(), &path, config_of(tree, 10)).unwrap();
+    // The empty tree's head has a root: zeros[D].
+    assert_eq!(store.snapshot().head(), tree.empty_head());
+    let all = leaves(0..5_000);
+    store
+        .append_batch(&all[..3_000])
+        .unwrap()
+        .token
+        .wait(WAIT)
+        .unwrap();
+    store.checkpoint().unwrap();
+    store
+        .append_batch(&all[3_000..])
+        .unwrap()
+        .token
+        .wait(WAIT)
+        .unwrap();
+    store.truncate(4_321).unwrap();
+    drop(store);
+    assert_eq!(
+        std::fs::metadata(path.join("cairn.meta")).unwrap().len(),
+        80
+    );
+    assert_eq!(
+        cairn_store::stored_config(&cairn_store::StdFs, &path)
+            .unwrap()
+            .tree,
+        tree
+    );
+    let store = Store::open(std_fs(), &path, config_of(tree, 10)).unwrap();
+    assert_eq!(check_prefix_of(&store, tree), 4_321);
+    let copy = dir.path().join("copy");
+    store.backup_to(&copy).unwrap();
+    drop(store);
+    let backup = Store::open(std_fs(), &copy, config_of(tree, 10)).unwrap();
+    assert_eq!(check_prefix_of(&backup, tree), 4_321);
+    drop(backup);
+    let cairn_core::TreeKind::Fixed { depth, zero } = tree.kind else {
+        unreachable!("a fixed tree")
+    };
+    for other in [
+        tree_config(4),
+        tree_config(4).with_kind(cairn_core::TreeKind::Fixed {
+            depth: depth + 1,
+            zero,
+        }),
+        tree_config(4).with_kind(cairn_core::TreeKind::Fixed {
+            depth,
+            zero: [0; 32],
+        }),
+    ] {
+        let error = Store::open(std_fs(), &path, config_of(other, 10)).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                StoreError::ConfigMismatch {
+                    field: "tree kind",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+    let not_a_tree = tree_config(4).with_kind(cairn_core::TreeKind::Fixed { depth: 0, zero });
+    let error = Store::create(std_fs(), &dir.path().join("t"), config_of(not_a_tree, 10))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("depth 0 is out of range"), "{error}");
 }
