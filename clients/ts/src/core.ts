@@ -17,7 +17,8 @@ export {
   type ProofInput,
 } from "./proof.js";
 export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
-export { isCanonicalFieldElement, poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
+export { isCanonicalFieldElement } from "./hashes/field.js";
+export { poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
 export { consistencySteps, depth, path, type ConsistencyStep, type PathStep } from "./shape.js";
 export {
   CHECKPOINT_MAGIC,

@@ -9,7 +9,7 @@
 import { u64Argument, type Hash } from "./bytes.js";
 import { CairnError, inputError } from "./errors.js";
 import { HASH_NAMES, type HashName } from "./hasher.js";
-import { isCanonicalFieldElement } from "./hashes/poseidon-core.js";
+import { isCanonicalFieldElement } from "./hashes/field.js";
 import { ConsistencyProof, MembershipProof } from "./proof.js";
 import { consistencySteps, path } from "./shape.js";
 import { verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";

@@ -7,9 +7,8 @@
 import { keccak_256 } from "@noble/hashes/sha3";
 import { CairnError } from "../errors.js";
 import type { Hasher } from "../hasher.js";
-import { isCanonicalFieldElement } from "./poseidon-core.js";
+import { fromField, isCanonicalFieldElement, MODULUS as P, toField } from "./field.js";
 
-const P = 0x30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001n;
 const ROUNDS = 220;
 
 let constants: bigint[] | null = null;
@@ -23,25 +22,6 @@ function roundConstants(): bigint[] {
     out[i] = toField(link) % P;
   }
   constants = out;
-  return out;
-}
-
-function toField(value: Uint8Array): bigint {
-  let out = 0n;
-  for (let i = 0; i < 32; i += 8) {
-    const view = new DataView(value.buffer, value.byteOffset + i, 8);
-    out = (out << 64n) | view.getBigUint64(0);
-  }
-  return out;
-}
-
-function fromField(value: bigint): Uint8Array {
-  const out = new Uint8Array(32);
-  const view = new DataView(out.buffer);
-  for (let i = 24; i >= 0; i -= 8) {
-    view.setBigUint64(i, value & 0xffffffffffffffffn);
-    value >>= 64n;
-  }
   return out;
 }
 

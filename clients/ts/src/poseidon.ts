@@ -1,1 +1,0 @@
-export * from "./hashes/poseidon.js";

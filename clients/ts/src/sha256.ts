@@ -1,1 +1,0 @@
-export * from "./hashes/sha256.js";
