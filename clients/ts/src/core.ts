@@ -11,6 +11,7 @@ export {
   decodeConsistency,
   decodeMembership,
   FORMAT_VERSION,
+  FORMAT_VERSION_KINDS,
   MembershipProof,
   membershipFromBytes,
   membershipFromJson,
@@ -19,7 +20,8 @@ export {
 export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 export { isCanonicalFieldElement } from "./hashes/field.js";
 export { poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
-export { consistencySteps, depth, path, type ConsistencyStep, type PathStep } from "./shape.js";
+export { LEAN, MAX_FIXED_DEPTH, type TreeKind } from "./kind.js";
+export { consistencySteps, depth, path, stepHashes, type ConsistencyStep, type PathStep } from "./shape.js";
 export {
   CHECKPOINT_MAGIC,
   consistencyFromTiles,

@@ -26,9 +26,12 @@ export type ErrorKind =
   | "EdgeLeaf"
   | "Hex"
   | "Json"
+  | "TreeKind"
+  | "BeyondCapacity"
   // verify: a well-formed proof that does not match the trusted values
   | "ArityMismatch"
   | "HashMismatch"
+  | "KindMismatch"
   | "SizeMismatch"
   | "InconsistentHead"
   | "HashCount"

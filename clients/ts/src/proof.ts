@@ -1,20 +1,38 @@
 // Both proof kinds and both encodings (docs/spec.md section 7): the binary
 // one (fixed-width fields, no counts, exact length implied by the header)
 // and the JSON one (siblings grouped per level, unknown fields refused).
+// A lean tree's proof is format version 1; a fixed-depth (imt) tree's is
+// version 2, which names the tree (depth, zero value) in its header.
 // Decoders refuse everything cairn's Rust decoders refuse, with the same
 // reason names; a decoded proof re-encodes to the same binary bytes.
 
 import { parseProofHash, readU64, toHex, U64_MAX, writeU64, type Hash } from "./bytes.js";
 import { CairnError, decodeError } from "./errors.js";
+import { isCanonicalFieldElement } from "./hashes/field.js";
 import { HASH_IDS, HASH_NAMES, type HashName } from "./hasher.js";
-import { asUnsigned, describe, fromJsValue, parseJson, type JsonObject, type JsonValue } from "./json.js";
-import { consistencyHashCount, consistencySteps, membershipSiblingCount, path, type ConsistencyStep, type PathStep } from "./shape.js";
+import { asUnsigned, describe, fromJsValue, parseJson, type JsonValue } from "./json.js";
+import { capacity, fixedDepth, imtKind, LEAN, MAX_FIXED_DEPTH, type TreeKind } from "./kind.js";
+import {
+  consistencyHashCount,
+  consistencySteps,
+  membershipSiblingCount,
+  path,
+  stepHashes,
+  type ConsistencyStep,
+  type PathStep,
+} from "./shape.js";
 
-/** The format version this package reads and writes. */
+/** The format version of a lean tree's proofs. */
 export const FORMAT_VERSION = 1;
+/** The format version of proofs whose header names the tree: proofs of a fixed-depth (imt) tree. */
+export const FORMAT_VERSION_KINDS = 2;
+/** The tree-kind byte of an imt in a version 2 header (0 is never written; 2 is reserved). */
+const TREE_KIND_FIXED = 1;
 const KIND_MEMBERSHIP = 1;
 const KIND_CONSISTENCY = 2;
 const HEADER_BYTES = 20;
+/** The tree part of a version 2 header: tree kind, depth, zero value. */
+const TREE_BYTES = 34;
 
 /** A proof that `leaf` is leaf `index` of the tree of `size` leaves. Made by the decoders. */
 export class MembershipProof {
@@ -26,19 +44,21 @@ export class MembershipProof {
     readonly index: bigint,
     readonly size: bigint,
     readonly leaf: Hash,
-    /** Siblings of every hashing level, bottom-up, each level's in index order. */
+    /** Siblings of every hashing level, bottom-up, each level's in index order (an imt's: only the members that exist). */
     readonly siblings: readonly Hash[],
+    /** The tree the proof is of: lean (format version 1) or imt with its depth and zero value (version 2). */
+    readonly tree: TreeKind = LEAN,
   ) {
     Object.freeze(siblings);
     Object.freeze(this);
   }
 
-  /** The hashing levels of the path, each with its siblings. */
+  /** The hashing levels of the path (every level of an imt), each with its siblings. */
   levels(): { step: PathStep; siblings: readonly Hash[] }[] {
     const out: { step: PathStep; siblings: readonly Hash[] }[] = [];
     let at = 0;
-    for (const step of path(this.index, this.size, this.arity)) {
-      if (step.groupLen < 2) continue;
+    for (const step of path(this.index, this.size, this.arity, fixedDepth(this.tree))) {
+      if (!stepHashes(step)) continue;
       out.push({ step, siblings: this.siblings.slice(at, at + step.groupLen - 1) });
       at += step.groupLen - 1;
     }
@@ -47,14 +67,14 @@ export class MembershipProof {
 
   /** The binary encoding (spec section 7.1). */
   toBytes(): Uint8Array {
-    return encode(KIND_MEMBERSHIP, this.arity, this.hash, this.index, this.size, [this.leaf, ...this.siblings]);
+    return encode(KIND_MEMBERSHIP, this.arity, this.hash, this.tree, this.index, this.size, [this.leaf, ...this.siblings]);
   }
 
   /** The JSON encoding (spec section 7.2), compact. */
   toJson(): string {
     const levels = this.levels().map(({ siblings }) => hexList(siblings));
     return (
-      `{"version":${FORMAT_VERSION},"kind":"membership","arity":${this.arity},"hash":"${this.hash}",` +
+      `{${jsonHeader("membership", this.arity, this.hash, this.tree)},` +
       `"index":${this.index},"size":${this.size},"leaf":"${toHex(this.leaf)}","siblings":[${levels.join(",")}]}`
     );
   }
@@ -73,6 +93,8 @@ export class ConsistencyProof {
     readonly edgeLeaf: Hash | null,
     /** Per step bottom-up: the left then the right siblings. */
     readonly hashes: readonly Hash[],
+    /** The tree the proof is of: lean (format version 1) or imt with its depth and zero value (version 2). */
+    readonly tree: TreeKind = LEAN,
   ) {
     Object.freeze(hashes);
     Object.freeze(this);
@@ -83,7 +105,7 @@ export class ConsistencyProof {
     if (this.oldSize === 0n) return [];
     const out: { step: ConsistencyStep; left: readonly Hash[]; right: readonly Hash[] }[] = [];
     let at = 0;
-    for (const step of consistencySteps(this.oldSize, this.newSize, this.arity)) {
+    for (const step of consistencySteps(this.oldSize, this.newSize, this.arity, fixedDepth(this.tree))) {
       if (step.left + step.right === 0) continue;
       out.push({
         step,
@@ -98,7 +120,7 @@ export class ConsistencyProof {
   /** The binary encoding (spec section 7.1). */
   toBytes(): Uint8Array {
     const values = this.edgeLeaf === null ? [...this.hashes] : [this.edgeLeaf, ...this.hashes];
-    return encode(KIND_CONSISTENCY, this.arity, this.hash, this.oldSize, this.newSize, values);
+    return encode(KIND_CONSISTENCY, this.arity, this.hash, this.tree, this.oldSize, this.newSize, values);
   }
 
   /** The JSON encoding (spec section 7.2), compact. */
@@ -108,7 +130,7 @@ export class ConsistencyProof {
     );
     const edge = this.edgeLeaf === null ? "null" : `"${toHex(this.edgeLeaf)}"`;
     return (
-      `{"version":${FORMAT_VERSION},"kind":"consistency","arity":${this.arity},"hash":"${this.hash}",` +
+      `{${jsonHeader("consistency", this.arity, this.hash, this.tree)},` +
       `"old_size":${this.oldSize},"new_size":${this.newSize},"edge_leaf":${edge},"levels":[${levels.join(",")}]}`
     );
   }
@@ -118,15 +140,33 @@ function hexList(values: readonly Hash[]): string {
   return "[" + values.map((value) => `"${toHex(value)}"`).join(",") + "]";
 }
 
-function encode(kind: number, arity: number, hash: HashName, first: bigint, second: bigint, values: Hash[]): Uint8Array {
-  const out = new Uint8Array(HEADER_BYTES + 32 * values.length);
-  out[0] = FORMAT_VERSION;
+/** The fields every JSON proof starts with; an imt's proof is version 2 and names its tree. */
+function jsonHeader(kind: string, arity: number, hash: HashName, tree: TreeKind): string {
+  const common = `"kind":"${kind}","arity":${arity},"hash":"${hash}"`;
+  if (tree.kind === "lean") return `"version":${FORMAT_VERSION},${common}`;
+  return `"version":${FORMAT_VERSION_KINDS},${common},"tree":{"kind":"imt","depth":${tree.depth},"zero":"${toHex(tree.zero)}"}`;
+}
+
+/** The header's length for a proof of `tree`. */
+function headerLength(tree: TreeKind): number {
+  return tree.kind === "lean" ? HEADER_BYTES : HEADER_BYTES + TREE_BYTES;
+}
+
+function encode(kind: number, arity: number, hash: HashName, tree: TreeKind, first: bigint, second: bigint, values: Hash[]): Uint8Array {
+  const start = headerLength(tree);
+  const out = new Uint8Array(start + 32 * values.length);
+  out[0] = tree.kind === "lean" ? FORMAT_VERSION : FORMAT_VERSION_KINDS;
   out[1] = kind;
   out[2] = arity;
   out[3] = HASH_IDS[hash];
-  writeU64(out, 4, first);
-  writeU64(out, 12, second);
-  values.forEach((value, i) => out.set(value, HEADER_BYTES + 32 * i));
+  if (tree.kind === "imt") {
+    out[4] = TREE_KIND_FIXED;
+    out[5] = tree.depth;
+    out.set(tree.zero, 6);
+  }
+  writeU64(out, start - 16, first);
+  writeU64(out, start - 8, second);
+  values.forEach((value, i) => out.set(value, start + 32 * i));
   return out;
 }
 
@@ -139,17 +179,39 @@ function kindName(kind: number): string {
 interface Header {
   arity: number;
   hash: HashName;
+  tree: TreeKind;
   first: bigint;
   second: bigint;
+  /** Bytes of the header: where the values start. */
+  length: number;
 }
 
+function unsupportedVersion(version: bigint | number): CairnError {
+  return decodeError(
+    "UnsupportedVersion",
+    `proof format version ${version} is not supported, want ${FORMAT_VERSION} (a lean tree) or ${FORMAT_VERSION_KINDS} (a tree of another kind)`,
+  );
+}
+
+const shortHeader = (got: number, want: number): CairnError =>
+  decodeError("ShortHeader", `proof is ${got} bytes, shorter than its ${want}-byte header`);
+
+/** Checks in the order cairn's Rust decoder does, so that both name the same reason. */
 function decodeHeader(bytes: Uint8Array, wantKind: number): Header {
-  if (bytes.length < HEADER_BYTES) {
-    throw decodeError("ShortHeader", `proof is ${bytes.length} bytes, shorter than its ${HEADER_BYTES}-byte header`);
-  }
+  if (bytes.length < 4) throw shortHeader(bytes.length, HEADER_BYTES);
   const [version, kind, arity, hashId] = [bytes[0]!, bytes[1]!, bytes[2]!, bytes[3]!];
-  if (version !== FORMAT_VERSION) {
-    throw decodeError("UnsupportedVersion", `proof format version ${version} is not supported, want ${FORMAT_VERSION}`);
+  let tree: TreeKind;
+  if (version === FORMAT_VERSION) {
+    tree = LEAN;
+  } else if (version === FORMAT_VERSION_KINDS) {
+    if (bytes.length < 4 + TREE_BYTES) throw shortHeader(bytes.length, HEADER_BYTES + TREE_BYTES);
+    const treeKind = bytes[4]!;
+    if (treeKind !== TREE_KIND_FIXED) {
+      throw decodeError("TreeKind", `proof tree is malformed: tree kind byte ${treeKind} is unknown, want ${TREE_KIND_FIXED} (imt)`);
+    }
+    tree = imtKind(bytes[5]!, bytes.subarray(6, 4 + TREE_BYTES));
+  } else {
+    throw unsupportedVersion(version);
   }
   if (kind !== wantKind) {
     throw decodeError("WrongKind", `proof kind is ${kindName(kind)}, want ${kindName(wantKind)}`);
@@ -159,15 +221,41 @@ function decodeHeader(bytes: Uint8Array, wantKind: number): Header {
   if (hash === undefined) {
     throw decodeError("UnknownHash", `proof hash ${hashId} is unknown, want blake3 (1), sha256 (2), keccak256 (3) or poseidon (4)`);
   }
-  return { arity, hash, first: readU64(bytes, 4), second: readU64(bytes, 12) };
+  const length = headerLength(tree);
+  if (bytes.length < length) throw shortHeader(bytes.length, length);
+  return { arity, hash, tree, first: readU64(bytes, length - 16), second: readU64(bytes, length - 8), length };
 }
 
-/** The `prefix + count` 32-byte values after the header, refusing any other length (before copying anything). */
-function readHashes(bytes: Uint8Array, count: number): Hash[] {
-  const want = HEADER_BYTES + 32 * count;
+/**
+ * A decoded proof's tree must be a tree of its hash (depth 1..64, a zero
+ * value the hash accepts), and its size (new size) must fit it: N^depth.
+ */
+function checkDecodedKind(arity: number, hash: HashName, tree: TreeKind, size: bigint): void {
+  if (tree.kind === "lean") return;
+  if (tree.depth < 1 || tree.depth > MAX_FIXED_DEPTH) {
+    throw decodeError("TreeKind", `proof tree is malformed: fixed-depth tree depth ${tree.depth} is out of range, want 1..=${MAX_FIXED_DEPTH}`);
+  }
+  if ((hash === "poseidon" || hash === "mimcsponge") && !isCanonicalFieldElement(tree.zero)) {
+    throw decodeError(
+      "TreeKind",
+      `proof tree is malformed: zero value ${toHex(tree.zero)} is not a canonical BN254 field element, which a ${hash} tree needs`,
+    );
+  }
+  const leaves = capacity(arity, tree.depth);
+  if (leaves !== null && size > leaves) {
+    throw decodeError(
+      "BeyondCapacity",
+      `proof size ${size} exceeds the capacity of its tree: ${leaves} leaves (arity ${arity}, depth ${tree.depth})`,
+    );
+  }
+}
+
+/** The `count` 32-byte values after the header, refusing any other length (before copying anything). */
+function readHashes(bytes: Uint8Array, header: Header, count: number): Hash[] {
+  const want = header.length + 32 * count;
   if (bytes.length !== want) throw decodeError("WrongLength", `proof is ${bytes.length} bytes, its header implies exactly ${want}`);
   const out: Hash[] = [];
-  for (let at = HEADER_BYTES; at < want; at += 32) out.push(bytes.slice(at, at + 32));
+  for (let at = header.length; at < want; at += 32) out.push(bytes.slice(at, at + 32));
   return out;
 }
 
@@ -176,8 +264,9 @@ function membershipBinary(bytes: Uint8Array): MembershipProof {
   const header = decodeHeader(bytes, KIND_MEMBERSHIP);
   const { first: index, second: size } = header;
   if (index >= size) throw decodeError("IndexOutOfRange", `proof leaf index ${index} is out of range for its size ${size}`);
-  const values = readHashes(bytes, 1 + membershipSiblingCount(index, size, header.arity));
-  return new MembershipProof(header.arity, header.hash, index, size, values[0]!, values.slice(1));
+  checkDecodedKind(header.arity, header.hash, header.tree, size);
+  const values = readHashes(bytes, header, 1 + membershipSiblingCount(index, size, header.arity, fixedDepth(header.tree)));
+  return new MembershipProof(header.arity, header.hash, index, size, values[0]!, values.slice(1), header.tree);
 }
 
 /** Decodes a binary consistency proof (spec section 7.1). */
@@ -187,14 +276,15 @@ function consistencyBinary(bytes: Uint8Array): ConsistencyProof {
   if (oldSize > newSize) {
     throw decodeError("OldSizeAboveNew", `proof old size ${oldSize} is larger than its new size ${newSize}`);
   }
+  checkDecodedKind(header.arity, header.hash, header.tree, newSize);
   const prefix = oldSize > 0n ? 1 : 0;
-  const values = readHashes(bytes, prefix + consistencyHashCount(oldSize, newSize, header.arity));
-  return new ConsistencyProof(header.arity, header.hash, oldSize, newSize, prefix ? values[0]! : null, values.slice(prefix));
+  const values = readHashes(bytes, header, prefix + consistencyHashCount(oldSize, newSize, header.arity, fixedDepth(header.tree)));
+  return new ConsistencyProof(header.arity, header.hash, oldSize, newSize, prefix ? values[0]! : null, values.slice(prefix), header.tree);
 }
 
 // ------------------------------------------------------------------ JSON
 
-type FieldType = "u64" | "u32" | "string" | "nullable string" | "string list" | "string lists" | "levels";
+type FieldType = "u64" | "u32" | "string" | "nullable string" | "string list" | "string lists" | "levels" | "tree";
 
 interface Level {
   level: bigint;
@@ -202,7 +292,14 @@ interface Level {
   right: string[];
 }
 
-type FieldValue = bigint | string | null | string[] | string[][] | Level[];
+/** A version 2 proof's `tree` object, as written. */
+interface TreeDocument {
+  kind: string;
+  depth: bigint;
+  zero: string;
+}
+
+type FieldValue = bigint | string | null | string[] | string[][] | Level[] | TreeDocument;
 
 function malformed(what: string): CairnError {
   return decodeError("Json", `proof JSON is malformed: ${what}`);
@@ -241,6 +338,8 @@ function field(value: JsonValue, type: FieldType, name: string): FieldValue {
         const level = struct(item, { level: "u32", left: "string list", right: "string list" }, [], "level entry");
         return level as unknown as Level;
       });
+    case "tree":
+      return struct(value, { kind: "string", depth: "u32", zero: "string" }, [], "tree") as unknown as TreeDocument;
   }
 }
 
@@ -263,9 +362,7 @@ function struct(value: JsonValue, fields: Record<string, FieldType>, optional: s
 }
 
 function checkCommon(version: bigint, kind: string, wantKind: string, arity: bigint, hash: string): { arity: number; hash: HashName } {
-  if (version !== BigInt(FORMAT_VERSION)) {
-    throw decodeError("UnsupportedVersion", `proof format version ${version} is not supported, want ${FORMAT_VERSION}`);
-  }
+  if (version !== BigInt(FORMAT_VERSION) && version !== BigInt(FORMAT_VERSION_KINDS)) throw unsupportedVersion(version);
   if (kind !== wantKind) throw decodeError("WrongKind", `proof kind is ${kind}, want ${wantKind}`);
   if (arity < 2n || arity > 16n) throw decodeError("BadArity", `proof arity ${arity} is out of range, want 2..=16`);
   const name = HASH_NAMES.find((known) => known === hash);
@@ -273,6 +370,18 @@ function checkCommon(version: bigint, kind: string, wantKind: string, arity: big
     throw decodeError("UnknownHash", `proof hash ${JSON.stringify(hash)} is unknown, want blake3 (1), sha256 (2), keccak256 (3) or poseidon (4)`);
   }
   return { arity: Number(arity), hash: name };
+}
+
+/** The tree a version and `tree` object name: version 1 has no `tree` (a lean tree), version 2 must have one. */
+function treeOf(version: bigint, tree: TreeDocument | null): TreeKind {
+  if (version === BigInt(FORMAT_VERSION)) {
+    if (tree !== null) throw decodeError("TreeKind", 'proof tree is malformed: a version 1 proof is of a lean tree and has no "tree" field');
+    return LEAN;
+  }
+  if (tree === null) throw decodeError("TreeKind", 'proof tree is malformed: a version 2 proof needs a "tree" field');
+  if (tree.kind !== "imt") throw decodeError("TreeKind", `proof tree is malformed: tree kind ${JSON.stringify(tree.kind)} is unknown, want "imt"`);
+  // Depths above 64 are refused by checkDecodedKind; the u32 bound keeps Number exact.
+  return imtKind(Number(tree.depth), parseProofHash(tree.zero));
 }
 
 function parseLevel(values: string[], level: number, what: string, want: number, out: Hash[]): void {
@@ -285,6 +394,7 @@ const MEMBERSHIP_FIELDS: Record<string, FieldType> = {
   kind: "string",
   arity: "u64",
   hash: "string",
+  tree: "tree",
   index: "u64",
   size: "u64",
   leaf: "string",
@@ -292,17 +402,19 @@ const MEMBERSHIP_FIELDS: Record<string, FieldType> = {
 };
 
 function membershipFromDocument(document: JsonValue): MembershipProof {
-  const doc = struct(document, MEMBERSHIP_FIELDS, [], "membership proof");
+  const doc = struct(document, MEMBERSHIP_FIELDS, ["tree"], "membership proof");
   const { arity, hash } = checkCommon(doc.version as bigint, doc.kind as string, "membership", doc.arity as bigint, doc.hash as string);
+  const tree = treeOf(doc.version as bigint, doc.tree as TreeDocument | null);
   const index = doc.index as bigint;
   const size = doc.size as bigint;
   if (index >= size) throw decodeError("IndexOutOfRange", `proof leaf index ${index} is out of range for its size ${size}`);
-  const steps = path(index, size, arity).filter((step) => step.groupLen > 1);
+  checkDecodedKind(arity, hash, tree, size);
+  const steps = path(index, size, arity, fixedDepth(tree)).filter(stepHashes);
   const levels = doc.siblings as string[][];
   if (levels.length !== steps.length) throw decodeError("WrongLevelCount", `proof has ${levels.length} levels, want ${steps.length}`);
   const siblings: Hash[] = [];
   steps.forEach((step, position) => parseLevel(levels[position]!, position, "siblings", step.groupLen - 1, siblings));
-  return new MembershipProof(arity, hash, index, size, parseProofHash(doc.leaf as string), siblings);
+  return new MembershipProof(arity, hash, index, size, parseProofHash(doc.leaf as string), siblings, tree);
 }
 
 const CONSISTENCY_FIELDS: Record<string, FieldType> = {
@@ -310,6 +422,7 @@ const CONSISTENCY_FIELDS: Record<string, FieldType> = {
   kind: "string",
   arity: "u64",
   hash: "string",
+  tree: "tree",
   old_size: "u64",
   new_size: "u64",
   edge_leaf: "nullable string",
@@ -318,11 +431,13 @@ const CONSISTENCY_FIELDS: Record<string, FieldType> = {
 
 function consistencyFromDocument(document: JsonValue): ConsistencyProof {
   // A missing edge_leaf reads as null, as in cairn's decoder.
-  const doc = struct(document, CONSISTENCY_FIELDS, ["edge_leaf"], "consistency proof");
+  const doc = struct(document, CONSISTENCY_FIELDS, ["edge_leaf", "tree"], "consistency proof");
   const { arity, hash } = checkCommon(doc.version as bigint, doc.kind as string, "consistency", doc.arity as bigint, doc.hash as string);
+  const tree = treeOf(doc.version as bigint, doc.tree as TreeDocument | null);
   const oldSize = doc.old_size as bigint;
   const newSize = doc.new_size as bigint;
   if (oldSize > newSize) throw decodeError("OldSizeAboveNew", `proof old size ${oldSize} is larger than its new size ${newSize}`);
+  checkDecodedKind(arity, hash, tree, newSize);
   const edgeText = doc.edge_leaf as string | null;
   if ((oldSize === 0n) !== (edgeText === null)) {
     throw decodeError(
@@ -331,7 +446,7 @@ function consistencyFromDocument(document: JsonValue): ConsistencyProof {
     );
   }
   const edgeLeaf = edgeText === null ? null : parseProofHash(edgeText);
-  const steps = oldSize === 0n ? [] : consistencySteps(oldSize, newSize, arity).filter((step) => step.left + step.right > 0);
+  const steps = oldSize === 0n ? [] : consistencySteps(oldSize, newSize, arity, fixedDepth(tree)).filter((step) => step.left + step.right > 0);
   const levels = doc.levels as Level[];
   if (levels.length !== steps.length) throw decodeError("WrongLevelCount", `proof has ${levels.length} levels, want ${steps.length}`);
   const hashes: Hash[] = [];
@@ -343,7 +458,7 @@ function consistencyFromDocument(document: JsonValue): ConsistencyProof {
     parseLevel(level.left, position, "left hashes", step.left, hashes);
     parseLevel(level.right, position, "right hashes", step.right, hashes);
   });
-  return new ConsistencyProof(arity, hash, oldSize, newSize, edgeLeaf, hashes);
+  return new ConsistencyProof(arity, hash, oldSize, newSize, edgeLeaf, hashes, tree);
 }
 
 /** Decodes a binary membership proof (spec section 7.1). */

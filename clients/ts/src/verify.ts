@@ -1,7 +1,8 @@
 // Verification against what the caller trusts (docs/spec.md sections 5.2,
-// 6.2, 6.3): the arity and hash of the tree and a head (size, root). Every
-// position and width comes from those and the proof's index; a field the
-// proof claims is only compared with the trusted value, never used first.
+// 6.2, 6.3): the arity, hash and kind of the tree (lean, or imt with its
+// depth and zero value) and a head (size, root). Every position and width
+// comes from those and the proof's index; a field the proof claims is only
+// compared with the trusted value, never used first.
 
 import { equalBytes, hashArgument, toHex, u64Argument, type Hash } from "./bytes.js";
 import { CairnError, inputError, verifyError } from "./errors.js";
@@ -13,12 +14,38 @@ import {
   MembershipProof,
   type ProofInput,
 } from "./proof.js";
-import { consistencyHashCount, consistencySteps, depth, membershipSiblingCount, path, type ConsistencyStep } from "./shape.js";
+import { describeKind, fixedDepth, imtKind, LEAN, MAX_FIXED_DEPTH, sameKind, Zeros, type TreeKind } from "./kind.js";
+import {
+  consistencyHashCount,
+  consistencySteps,
+  depth,
+  membershipSiblingCount,
+  path,
+  stepHashes,
+  type ConsistencyStep,
+} from "./shape.js";
 
-/** What the verifier trusts about the tree: its arity (2..16) and hash. */
+/**
+ * What the verifier trusts about the tree: its arity (2..16), its hash and
+ * its kind. `kind` is `"lean"` (the default: the LeanIMT) or `"imt"`, a
+ * fixed-depth tree padded with zero hashes (zk-kit's IMT), which also
+ * needs its `depth` (1..64) and takes its `zero` value (the value of an
+ * absent leaf; 32 zero bytes if omitted, as `cairn init --kind imt`). A
+ * proof of another kind, depth or zero value is refused (`KindMismatch`).
+ */
 export interface TrustedTree {
   readonly arity: number;
   readonly hash: Hasher;
+  readonly kind?: "lean" | "imt";
+  readonly depth?: number;
+  readonly zero?: Uint8Array | string;
+}
+
+/** A checked TrustedTree. */
+interface Tree {
+  readonly arity: number;
+  readonly hash: Hasher;
+  readonly kind: TreeKind;
 }
 
 /**
@@ -36,7 +63,7 @@ interface Head {
   root: Hash | null;
 }
 
-function checkTree(tree: TrustedTree): void {
+function checkTree(tree: TrustedTree): Tree {
   if (typeof tree !== "object" || tree === null) throw inputError("the trusted tree must be an object {arity, hash}");
   const { arity, hash } = tree;
   if (typeof arity !== "number" || !Number.isInteger(arity) || arity < 2 || arity > 16) {
@@ -45,13 +72,39 @@ function checkTree(tree: TrustedTree): void {
   if (typeof hash !== "object" || hash === null || !HASH_NAMES.includes(hash.name) || typeof hash.hashChildren !== "function") {
     throw inputError("trusted hash must be a Hasher (blake3, sha256, keccak256, poseidon or mimcsponge from this package)");
   }
+  return { arity, hash, kind: trustedKind(tree) };
 }
 
-function readHead(head: TreeHead, what: string): Head {
+/** The kind a TrustedTree names, refusing a depth or zero without `kind: "imt"` and a kind that cannot be a tree of its hash. */
+function trustedKind(tree: TrustedTree): TreeKind {
+  const { kind, depth: levels, zero } = tree;
+  if (kind === undefined || kind === "lean") {
+    if (levels !== undefined || zero !== undefined) {
+      throw inputError('trusted depth and zero are for a fixed-depth tree: add kind: "imt" (the default kind, "lean", has neither)');
+    }
+    return LEAN;
+  }
+  if (kind !== "imt") throw inputError(`trusted tree kind ${JSON.stringify(String(kind))} is unknown, want "lean" or "imt"`);
+  if (typeof levels !== "number" || !Number.isInteger(levels) || levels < 1 || levels > MAX_FIXED_DEPTH) {
+    throw inputError(`trusted depth ${String(levels)} is out of range for an imt tree, want 1..=${MAX_FIXED_DEPTH}`);
+  }
+  const value = zero === undefined ? new Uint8Array(32) : hashArgument(zero, "trusted zero value");
+  if (!tree.hash.accepts(value)) {
+    throw new CairnError(
+      "input",
+      "NonCanonical",
+      `trusted zero value ${toHex(value)} is not a canonical BN254 field element, which a ${tree.hash.name} tree needs`,
+    );
+  }
+  return imtKind(levels, value);
+}
+
+/** A trusted head of a tree of `kind`: a lean tree has a root exactly when it has leaves, an imt always has one. */
+function readHead(head: TreeHead, what: string, kind: TreeKind): Head {
   if (typeof head !== "object" || head === null) throw inputError(`${what} must be an object {size, root}`);
   const size = u64Argument(head.size, `${what} size`);
   const root = head.root === null || head.root === undefined ? null : hashArgument(head.root, `${what} root`);
-  if ((size === 0n) !== (root === null)) {
+  if ((size > 0n || kind.kind !== "lean") !== (root !== null)) {
     throw verifyError(
       "InconsistentHead",
       `trusted head is inconsistent: size ${size} ${root === null ? "without a root" : "with a root (the empty tree has none)"}`,
@@ -60,12 +113,18 @@ function readHead(head: TreeHead, what: string): Head {
   return { size, root };
 }
 
-function checkParams(proof: { arity: number; hash: string }, tree: TrustedTree): void {
+function checkParams(proof: { arity: number; hash: string; tree: TreeKind }, tree: Tree): void {
   if (proof.arity !== tree.arity) {
     throw verifyError("ArityMismatch", `proof is for arity ${proof.arity}, the trusted tree has arity ${tree.arity}`);
   }
   if (proof.hash !== tree.hash.name) {
     throw verifyError("HashMismatch", `proof is for hash ${proof.hash}, the trusted tree uses ${tree.hash.name}`);
+  }
+  if (!sameKind(proof.tree, tree.kind)) {
+    throw verifyError(
+      "KindMismatch",
+      `proof is for a tree of kind ${describeKind(proof.tree)}, the trusted tree is ${describeKind(tree.kind)}`,
+    );
   }
 }
 
@@ -97,7 +156,7 @@ function membershipRoot(proof: MembershipProof, hasher: Hasher): Hash {
   if (proof.index >= proof.size) {
     throw verifyError("IndexOutOfRange", `leaf index ${proof.index} is out of range for a tree of size ${proof.size}`);
   }
-  const steps = path(proof.index, proof.size, proof.arity);
+  const steps = path(proof.index, proof.size, proof.arity, fixedDepth(proof.tree));
   let want = 0;
   for (const step of steps) want += step.groupLen - 1;
   if (proof.siblings.length !== want) {
@@ -105,14 +164,16 @@ function membershipRoot(proof: MembershipProof, hasher: Hasher): Hash {
   }
   checkValue(hasher, "leaf", proof.leaf);
   proof.siblings.forEach((sibling, i) => checkValue(hasher, `sibling ${i}`, sibling));
+  // An imt pads every partial group with its level's zero (a lone member too).
+  const zeros = Zeros.of(hasher, proof.arity, proof.tree);
   let node = proof.leaf;
   let at = 0;
   for (const step of steps) {
-    if (step.groupLen < 2) continue;
+    if (!stepHashes(step)) continue;
     const count = step.groupLen - 1;
     const group = proof.siblings.slice(at, at + count);
     group.splice(step.position, 0, node);
-    node = hasher.hashChildren(group);
+    node = zeros === null ? hasher.hashChildren(group) : zeros.parent(step.level, group);
     at += count;
   }
   return node;
@@ -127,13 +188,13 @@ function membershipRoot(proof: MembershipProof, hasher: Hasher): Hash {
 export function verifyMembership(proof: ProofInput | MembershipProof, tree: TrustedTree, head: TreeHead): MembershipProof {
   return guarded(() => {
     const decoded = decodeMembership(proof);
-    checkTree(tree);
-    checkParams(decoded, tree);
-    const trusted = readHead(head, "trusted head");
+    const trustedTree = checkTree(tree);
+    checkParams(decoded, trustedTree);
+    const trusted = readHead(head, "trusted head", trustedTree.kind);
     if (decoded.size !== trusted.size) {
       throw verifyError("SizeMismatch", `proof size is ${decoded.size}, the trusted size is ${trusted.size}`);
     }
-    checkRoot("root", membershipRoot(decoded, tree.hash), trusted.root);
+    checkRoot("root", membershipRoot(decoded, trustedTree.hash), trusted.root);
     return decoded;
   });
 }
@@ -145,7 +206,7 @@ interface WalkLevel {
   newEdge: Hash;
 }
 
-function walk(proof: ConsistencyProof, tree: TrustedTree, old: Head, next: Head): WalkLevel[] {
+function walk(proof: ConsistencyProof, tree: Tree, old: Head, next: Head): WalkLevel[] {
   checkParams(proof, tree);
   for (const [which, claimed, trusted] of [
     ["old size", proof.oldSize, old.size],
@@ -156,7 +217,8 @@ function walk(proof: ConsistencyProof, tree: TrustedTree, old: Head, next: Head)
   if (proof.oldSize > proof.newSize) {
     throw verifyError("OldSizeAboveNew", `old size ${proof.oldSize} is larger than new size ${proof.newSize}`);
   }
-  const want = consistencyHashCount(proof.oldSize, proof.newSize, proof.arity);
+  const levelsFixed = fixedDepth(proof.tree);
+  const want = consistencyHashCount(proof.oldSize, proof.newSize, proof.arity, levelsFixed);
   if (proof.hashes.length !== want) {
     throw verifyError("HashCount", `proof has ${proof.hashes.length} hashes, a tree of this shape needs exactly ${want}`);
   }
@@ -167,9 +229,14 @@ function walk(proof: ConsistencyProof, tree: TrustedTree, old: Head, next: Head)
       `proof edge leaf is ${present ? "present" : "absent"}, want ${present ? "none" : "one"} for old size ${proof.oldSize}`,
     );
   }
-  // The empty tree is a prefix of every tree: nothing to recompute.
-  if (proof.edgeLeaf === null) return [];
   const hasher = tree.hash;
+  const zeros = Zeros.of(hasher, proof.arity, proof.tree);
+  if (proof.edgeLeaf === null) {
+    // The empty tree is a prefix of every tree: nothing to recompute, but
+    // an imt's trusted old head must still hold its empty root, zeros[depth].
+    if (zeros !== null) checkRoot("old root", zeros.at(levelsFixed), old.root);
+    return [];
+  }
   checkValue(hasher, "edge leaf", proof.edgeLeaf);
   proof.hashes.forEach((value, i) => checkValue(hasher, `hash ${i}`, value));
 
@@ -177,13 +244,20 @@ function walk(proof: ConsistencyProof, tree: TrustedTree, old: Head, next: Head)
   let newNode = proof.edgeLeaf;
   let offset = 0;
   const levels: WalkLevel[] = [];
-  for (const step of consistencySteps(proof.oldSize, proof.newSize, proof.arity)) {
+  for (const step of consistencySteps(proof.oldSize, proof.newSize, proof.arity, levelsFixed)) {
     levels.push({ step, offset, newEdge: newNode });
     const left = proof.hashes.slice(offset, offset + step.left);
     const right = proof.hashes.slice(offset + step.left, offset + step.left + step.right);
     offset += step.left + step.right;
-    if (step.belowOldRoot && step.left > 0) oldNode = hasher.hashChildren([...left, oldNode]);
-    if (step.left + step.right > 0) newNode = hasher.hashChildren([...left, newNode, ...right]);
+    if (zeros === null) {
+      // A lean tree lifts a group of one member.
+      if (step.belowOldRoot && step.left > 0) oldNode = hasher.hashChildren([...left, oldNode]);
+      if (step.left + step.right > 0) newNode = hasher.hashChildren([...left, newNode, ...right]);
+    } else {
+      // An imt hashes every group, padded with the level's zero.
+      if (step.belowOldRoot) oldNode = zeros.parent(step.level, [...left, oldNode]);
+      newNode = zeros.parent(step.level, [...left, newNode, ...right]);
+    }
   }
   checkRoot("old root", oldNode, old.root);
   checkRoot("new root", newNode, next.root);
@@ -204,11 +278,11 @@ export function verifyConsistency(
 ): ConsistencyProof {
   return guarded(() => {
     const decoded = decodeConsistency(proof);
-    checkTree(tree);
-    checkParams(decoded, tree);
-    const old = readHead(oldHead, "trusted old head");
-    const next = readHead(newHead, "trusted new head");
-    walk(decoded, tree, old, next);
+    const trustedTree = checkTree(tree);
+    checkParams(decoded, trustedTree);
+    const old = readHead(oldHead, "trusted old head", trustedTree.kind);
+    const next = readHead(newHead, "trusted new head", trustedTree.kind);
+    walk(decoded, trustedTree, old, next);
     return decoded;
   });
 }
@@ -228,23 +302,25 @@ export function rollForward(
   return guarded(() => {
     const proof = verifyMembership(membership, tree, oldHead);
     const link = decodeConsistency(consistency);
-    checkParams(link, tree);
-    const old = readHead(oldHead, "trusted old head");
-    const next = readHead(newHead, "trusted new head");
-    const levels = walk(link, tree, old, next);
+    const trustedTree = checkTree(tree);
+    checkParams(link, trustedTree);
+    const old = readHead(oldHead, "trusted old head", trustedTree.kind);
+    const next = readHead(newHead, "trusted new head", trustedTree.kind);
+    const levels = walk(link, trustedTree, old, next);
+    const levelsFixed = fixedDepth(trustedTree.kind);
     // A verified membership proof means old size > 0, so the walk covers
     // every level of the new tree.
-    if (levels.length !== depth(link.newSize, tree.arity)) throw new Error("walk does not cover the new tree");
+    if (levels.length !== depth(link.newSize, tree.arity, levelsFixed)) throw new Error("walk does not cover the new tree");
     const n = BigInt(tree.arity);
     const oldLevels: (readonly Hash[])[] = [];
     let at = 0;
-    for (const step of path(proof.index, proof.size, tree.arity)) {
+    for (const step of path(proof.index, proof.size, tree.arity, levelsFixed)) {
       oldLevels.push(proof.siblings.slice(at, at + step.groupLen - 1));
       at += step.groupLen - 1;
     }
     const siblings: Hash[] = [];
-    for (const step of path(proof.index, link.newSize, tree.arity)) {
-      if (step.groupLen < 2) continue;
+    for (const step of path(proof.index, link.newSize, tree.arity, levelsFixed)) {
+      if (!stepHashes(step)) continue;
       const level = levels[step.level]!;
       const node = step.groupStart + BigInt(step.position);
       if (step.groupStart / n < level.step.edge / n) {
@@ -263,21 +339,22 @@ export function rollForward(
         else siblings.push(right[Number(member - level.step.edge - 1n)]!);
       }
     }
-    if (siblings.length !== membershipSiblingCount(proof.index, link.newSize, tree.arity)) {
+    if (siblings.length !== membershipSiblingCount(proof.index, link.newSize, tree.arity, levelsFixed)) {
       throw new Error("rolled proof has the wrong sibling count");
     }
-    const rolled = new MembershipProof(tree.arity, tree.hash.name, proof.index, link.newSize, proof.leaf, siblings);
+    const rolled = new MembershipProof(tree.arity, tree.hash.name, proof.index, link.newSize, proof.leaf, siblings, trustedTree.kind);
     return verifyMembership(rolled, tree, newHead);
   });
 }
 
 /**
- * The root of the tree over `leaves` (32-byte values or 0x-hex), null for
- * no leaves. Every level is kept in memory: for tests and small trees.
+ * The root of the tree over `leaves` (32-byte values or 0x-hex): for a lean
+ * tree null for no leaves; for an imt, whose empty root is zeros[depth],
+ * never null. Every level is kept in memory: for tests and small trees.
  */
 export function computeRoot(leaves: readonly (Uint8Array | string)[], tree: TrustedTree): Uint8Array | null {
   return guarded(() => {
-    checkTree(tree);
+    const trusted = checkTree(tree);
     if (!Array.isArray(leaves)) throw inputError("leaves must be an array");
     let level = leaves.map((leaf, i) => {
       const value = hashArgument(leaf, `leaf ${i}`);
@@ -286,6 +363,20 @@ export function computeRoot(leaves: readonly (Uint8Array | string)[], tree: Trus
       }
       return value;
     });
+    const zeros = Zeros.of(tree.hash, tree.arity, trusted.kind);
+    if (zeros !== null && trusted.kind.kind === "imt") {
+      const levels = trusted.kind.depth;
+      const room = BigInt(tree.arity) ** BigInt(levels);
+      if (BigInt(level.length) > room) {
+        throw inputError(`${level.length} leaves do not fit an imt of arity ${tree.arity} and depth ${levels}: it holds ${room}`);
+      }
+      for (let k = 0; k < levels; k++) {
+        const next: Hash[] = [];
+        for (let start = 0; start < level.length; start += tree.arity) next.push(zeros.parent(k, level.slice(start, start + tree.arity)));
+        level = next;
+      }
+      return level.length === 0 ? zeros.at(levels) : level[0]!;
+    }
     if (level.length === 0) return null;
     while (level.length > 1) {
       const next: Hash[] = [];
