@@ -6,8 +6,9 @@
 import { hashArgument, parseHashOrReason, toHex, U64_MAX, u64Argument, type Hash } from "./bytes.js";
 import { CairnError, inputError } from "./errors.js";
 import { asUnsigned, parseJson, type JsonValue } from "./json.js";
+import { describeKind, imtKind, LEAN, sameKind, type TreeKind } from "./kind.js";
 import type { ConsistencyProof, MembershipProof } from "./proof.js";
-import { rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
+import { checkTree, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 
 /** The head a server reports: what it says, to be checked before trusting. */
 export interface ServerHead {
@@ -16,6 +17,8 @@ export interface ServerHead {
   readonly depth: number;
   readonly arity: number;
   readonly hash: string;
+  /** The server's tree kind: lean, or imt with its depth and zero value (checked against the trusted tree). */
+  readonly kind: TreeKind;
 }
 
 export interface ClientOptions {
@@ -31,7 +34,7 @@ function fetchError(kind: "Network" | "Http" | "BadResponse", message: string, s
   return new CairnError("fetch", kind, message, status);
 }
 
-/** A client for one cairn server whose tree has the trusted arity and hash. */
+/** A client for one cairn server whose tree has the trusted arity, hash and kind. */
 export class CairnClient {
   readonly baseUrl: string;
   readonly tree: TrustedTree;
@@ -119,14 +122,29 @@ export class CairnClient {
       if (typeof parsed === "string") return bad(parsed);
       root = parsed;
     }
-    if ((size === 0n) !== (root === null)) bad(`size ${size} with ${root === null ? "no root" : "a root"}`);
+    const kindName = document.get("kind") ?? "lean";
+    let kind: TreeKind = LEAN;
+    if (kindName === "imt") {
+      const zero = document.get("zero");
+      const parsed = typeof zero === "string" ? parseHashOrReason(zero) : "zero is not a string";
+      if (typeof parsed === "string") return bad(`an imt's ${parsed}`);
+      kind = imtKind(Number(depth), parsed);
+    } else if (kindName !== "lean") {
+      return bad(`kind ${JSON.stringify(kindName)} is neither "lean" nor "imt"`);
+    }
+    // A lean tree has a root exactly when it has leaves; an imt always has one.
+    if ((size > 0n || kind.kind === "imt") !== (root !== null)) bad(`size ${size} with ${root === null ? "no root" : "a root"}`);
     if (Number(arity) !== this.tree.arity) {
       throw new CairnError("verify", "ArityMismatch", `server tree has arity ${arity}, the trusted tree has arity ${this.tree.arity}`);
     }
     if (hash !== this.tree.hash.name) {
       throw new CairnError("verify", "HashMismatch", `server tree uses hash ${hash}, the trusted tree uses ${this.tree.hash.name}`);
     }
-    return { size, root, depth: Number(depth), arity: Number(arity), hash };
+    const trusted = checkTree(this.tree).kind;
+    if (!sameKind(kind, trusted)) {
+      throw new CairnError("verify", "KindMismatch", `server tree is ${describeKind(kind)}, the trusted tree is ${describeKind(trusted)}`);
+    }
+    return { size, root, depth: Number(depth), arity: Number(arity), hash, kind };
   }
 
   /** The membership proof of leaf `index` in the tree of the trusted head, verified against it. */

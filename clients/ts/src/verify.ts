@@ -42,7 +42,7 @@ export interface TrustedTree {
 }
 
 /** A checked TrustedTree. */
-interface Tree {
+export interface Tree {
   readonly arity: number;
   readonly hash: Hasher;
   readonly kind: TreeKind;
@@ -63,7 +63,8 @@ interface Head {
   root: Hash | null;
 }
 
-function checkTree(tree: TrustedTree): Tree {
+/** @internal The trusted tree, checked: an input CairnError if it is malformed. */
+export function checkTree(tree: TrustedTree): Tree {
   if (typeof tree !== "object" || tree === null) throw inputError("the trusted tree must be an object {arity, hash}");
   const { arity, hash } = tree;
   if (typeof arity !== "number" || !Number.isInteger(arity) || arity < 2 || arity > 16) {
