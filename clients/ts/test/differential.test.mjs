@@ -8,15 +8,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { CairnError, verifyConsistency, verifyMembership } from "cairn-verify";
-import { cairnBinary, random, seed, tree, vectors } from "./helpers.mjs";
+import { cairnBinary, fromHex, random, seed, toHexString, tree, vectors } from "./helpers.mjs";
 
 const binary = cairnBinary();
 const CASES = Number(process.env.CAIRN_TS_DIFF_CASES ?? 300);
 const proofs = vectors("proofs.json");
 
-/** "accept", "decode" or "verify", as cairn's CLI decides. */
+/** "accept", "decode" or "verify", as cairn's CLI decides (`entry.tree`: the trusted imt's {depth, zero}, if any). */
 function rustStage(file, entry) {
   const common = ["--arity", String(entry.arity), "--hash", entry.hash];
+  if (entry.tree !== undefined) common.push("--kind", "imt", "--depth", String(entry.tree.depth), "--zero", entry.tree.zero);
   const args =
     entry.json.kind === "membership"
       ? ["verify", ...common, "--root", entry.root, "--size", String(entry.size), file]
@@ -28,9 +29,10 @@ function rustStage(file, entry) {
 }
 
 function tsStage(text, entry) {
+  const trusted = entry.tree === undefined ? tree(entry.arity, entry.hash) : { ...tree(entry.arity, entry.hash), kind: "imt", ...entry.tree };
   try {
-    if (entry.json.kind === "membership") verifyMembership(text, tree(entry.arity, entry.hash), { size: entry.size, root: entry.root });
-    else verifyConsistency(text, tree(entry.arity, entry.hash), { size: entry.old_size, root: entry.old_root }, { size: entry.new_size, root: entry.new_root });
+    if (entry.json.kind === "membership") verifyMembership(text, trusted, { size: entry.size, root: entry.root });
+    else verifyConsistency(text, trusted, { size: entry.old_size, root: entry.old_root }, { size: entry.new_size, root: entry.new_root });
     return "accept";
   } catch (error) {
     assert.ok(error instanceof CairnError, String(error));
@@ -71,6 +73,55 @@ test(`mutated JSON proofs: same decision and stage as cairn verify (seed ${seed}
       const rust = rustStage(file, entry);
       const ts = tsStage(new TextEncoder().encode(text), entry);
       assert.equal(ts, rust, `case ${i} (seed ${seed}): cairn says ${rust}, this package ${ts}, for\n${text.slice(0, 600)}`);
+      seen[rust]++;
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.ok(seen.accept > 0 && seen.decode > 0 && seen.verify > 0, JSON.stringify(seen));
+});
+
+/** The proofs of imt.json, each with the tree it is of (what the verifier trusts) and its hash and arity. */
+const imtEntries = vectors("imt.json").trees.flatMap((t) =>
+  [...t.membership, ...t.consistency].map((entry) => ({ ...entry, hash: t.hash, arity: t.arity, tree: { depth: t.depth, zero: t.zero } })),
+);
+
+/** Mutations of a version 2 document's tree and version, on top of the generic ones. */
+function mutateImt(rng, text) {
+  const edits = [
+    (t) => t.replace(/"version": ?2/, rng.pick(['"version": 1', '"version": 3', '"version": 2.0', '"version": 02'])),
+    (t) => t.replace(/"depth": ?(\d+)/, (_, n) => `"depth": ${rng.pick([`${Number(n) + 1}`, `${Number(n) - 1}`, "0", "65", "4294967296", `"${n}"`, `${n}.0`])}`),
+    (t) => t.replace(/"kind": ?"imt"/, rng.pick(['"kind": "lean"', '"kind": "IMT"', '"kind": null', '"kind": "imt", "x": 1'])),
+    (t) => t.replace(/"zero": ?"0x([0-9a-f]{2})/, (_, d) => rng.pick([`"zero": "0x${d === "00" ? "01" : "00"}`, '"zero": "0xff', `"zero": "0X${d}`, `"zero": "${d}`])),
+    (t) => t.replace(/"tree": ?\{[^}]*\},?/, ""),
+    (t) => t.replace(/"hash": ?"(\w+)",/, (whole) => whole + rng.pick(['"tree": {"kind": "imt", "depth": 3, "zero": "0x' + "00".repeat(32) + '"},', ""])),
+  ];
+  let out = text;
+  for (let i = rng.int(1, 2); i > 0; i--) out = rng.next() < 0.6 ? rng.pick(edits)(out) : mutate(rng, out);
+  return out;
+}
+
+test(`mutated imt proofs (JSON and single bit flips of the binary): same decision and stage as cairn verify --kind imt (seed ${seed})`, { skip: binary === null && "no cairn binary" }, () => {
+  const rng = random(seed);
+  const dir = mkdtempSync(join(tmpdir(), "cairn-ts-diff-imt-"));
+  const entries = imtEntries.filter((e) => e.hash !== "mimcsponge" || (e.size ?? e.new_size) < 20);
+  const seen = { accept: 0, decode: 0, verify: 0 };
+  try {
+    for (let i = 0; i < CASES; i++) {
+      const entry = rng.pick(entries);
+      let input;
+      if (i % 2 === 0) {
+        input = new TextEncoder().encode(mutateImt(rng, JSON.stringify(entry.json, null, rng.next() < 0.5 ? 1 : undefined)));
+      } else {
+        input = fromHex(entry.binary);
+        input[rng.int(0, input.length - 1)] ^= 1 << rng.int(0, 7);
+      }
+      const file = join(dir, `case-${i}`);
+      writeFileSync(file, input);
+      const rust = rustStage(file, entry);
+      const ts = tsStage(input, entry);
+      const shown = i % 2 === 0 ? new TextDecoder().decode(input).slice(0, 600) : toHexString(input);
+      assert.equal(ts, rust, `case ${i} (seed ${seed}): cairn says ${rust}, this package ${ts}, for\n${shown}`);
       seen[rust]++;
     }
   } finally {

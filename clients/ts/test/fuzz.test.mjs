@@ -17,8 +17,16 @@ import { fromHex, random, seed, vectors } from "./helpers.mjs";
 
 const ROUNDS = Number(process.env.CAIRN_TS_FUZZ_ROUNDS ?? 20000);
 const proofs = vectors("proofs.json");
-const samples = [...proofs.membership.slice(0, 60), ...proofs.consistency.slice(0, 60)];
-const trees = [2, 3, 4, 16].flatMap((arity) => Object.values(hashers).map((hash) => ({ arity, hash })));
+const imtProofs = vectors("imt.json").trees.flatMap((t) => [...t.membership, ...t.consistency]);
+const samples = [...proofs.membership.slice(0, 60), ...proofs.consistency.slice(0, 60), ...imtProofs];
+const trees = [
+  ...[2, 3, 4, 16].flatMap((arity) => Object.values(hashers).map((hash) => ({ arity, hash }))),
+  // Fixed-depth trees: the ones of imt.json but MiMCSponge's, and a deep one.
+  { arity: 2, hash: hashers.poseidon, kind: "imt", depth: 10 },
+  { arity: 5, hash: hashers.poseidon, kind: "imt", depth: 4 },
+  { arity: 2, hash: hashers.keccak256, kind: "imt", depth: 10, zero: vectors("imt.json").trees[2].zero },
+  { arity: 2, hash: hashers.blake3, kind: "imt", depth: 64 },
+];
 
 /** Runs body; anything thrown must be a CairnError. Returns whether it returned. */
 function onlyCairnErrors(body, context) {
@@ -53,7 +61,7 @@ function randomValue(rng, depth = 0) {
     case 6:
       return Array.from({ length: rng.int(0, 4) }, () => randomValue(rng, depth + 1));
     default: {
-      const keys = ["version", "kind", "arity", "hash", "index", "size", "leaf", "siblings", "old_size", "new_size", "edge_leaf", "levels", "level", "left", "right", "x"];
+      const keys = ["version", "kind", "arity", "hash", "tree", "depth", "zero", "index", "size", "leaf", "siblings", "old_size", "new_size", "edge_leaf", "levels", "level", "left", "right", "x"];
       return Object.fromEntries(Array.from({ length: rng.int(0, 6) }, () => [rng.pick(keys), randomValue(rng, depth + 1)]));
     }
   }
@@ -87,7 +95,7 @@ function tryEverything(input, context, rng) {
     const ok = onlyCairnErrors(() => {
       decoded = decode(input);
     }, `${context} ${decode.name}`);
-    if (ok && input instanceof Uint8Array && input[0] === 1) {
+    if (ok && input instanceof Uint8Array && (input[0] === 1 || input[0] === 2)) {
       assert.deepEqual(decoded.toBytes(), input, `${context}: a decoded proof must re-encode to its bytes`);
     }
   }
@@ -105,7 +113,9 @@ test(`random bytes, random JSON and mutated proofs throw only CairnError (seed $
       case 0: {
         // Random bytes, sometimes behind a plausible header.
         const bytes = rng.bytes(rng.int(0, 120));
-        if (rng.next() < 0.7 && bytes.length >= 4) bytes.set([1, rng.int(1, 2), rng.int(0, 18), rng.int(0, 5)]);
+        if (rng.next() < 0.7 && bytes.length >= 4) bytes.set([rng.int(1, 2), rng.int(1, 2), rng.int(0, 18), rng.int(0, 5)]);
+        // A version 2 header's tree: kind byte, depth (around the valid 1..64), zero.
+        if (bytes[0] === 2 && bytes.length >= 6 && rng.next() < 0.7) bytes.set([rng.int(0, 2), rng.int(0, 66)], 4);
         tryEverything(bytes, context, rng);
         break;
       }
@@ -194,7 +204,22 @@ test("hostile and malformed arguments throw only CairnError", () => {
     new Uint8Array([0x20, 0x7b, 0xff, 0x7d]),
   ];
   const heads = [undefined, null, {}, { size: -1, root: null }, { size: 1.5, root: null }, { size: 2n ** 64n, root: null }, { size: 1, root: "0x12" }, { size: 1, root: new Uint8Array(31) }, { size: "3", root: null }, hostile];
-  const badTrees = [undefined, null, {}, { arity: 1, hash: hashers.blake3 }, { arity: 4, hash: "blake3" }, { arity: 4.5, hash: hashers.blake3 }, { arity: 4, hash: { name: "md5", hashChildren() {} } }, hostile];
+  const badTrees = [
+    undefined,
+    null,
+    {},
+    { arity: 1, hash: hashers.blake3 },
+    { arity: 4, hash: "blake3" },
+    { arity: 4.5, hash: hashers.blake3 },
+    { arity: 4, hash: { name: "md5", hashChildren() {} } },
+    { arity: 4, hash: hashers.blake3, kind: "imt" },
+    { arity: 4, hash: hashers.blake3, kind: "imt", depth: 2n },
+    { arity: 4, hash: hashers.blake3, kind: "imt", depth: 3, zero: 0 },
+    { arity: 4, hash: hashers.blake3, kind: "imt", depth: 3, zero: hostile },
+    { arity: 4, hash: hashers.blake3, kind: Symbol("imt"), depth: 3 },
+    { arity: 4, hash: hashers.blake3, kind: {}, depth: 3 },
+    hostile,
+  ];
   const t = { arity: valid.arity, hash: hashers[valid.hash] };
   const goodHead = { size: valid.size, root: valid.root };
   for (const [i, input] of inputs.entries()) {
