@@ -126,6 +126,64 @@ for (const [arity, hashName] of [
   });
 }
 
+test("the client verifies a fixed-depth (imt) tree's proofs from cairn serve, its empty root included", { skip: binary === null && "no cairn binary" }, async () => {
+  const rng = random(seed);
+  const dir = mkdtempSync(join(tmpdir(), "cairn-ts-serve-imt-"));
+  const db = join(dir, "db");
+  const leaf = () => {
+    const value = rng.bytes(32);
+    value[0] &= 0x1f;
+    return value;
+  };
+  const zero = leaf();
+  execFileSync(binary, ["init", db, "--arity", "3", "--hash", "keccak256", "--kind", "imt", "--depth", "7", "--zero", toHex(zero)]);
+  const server = await serve(db);
+  try {
+    const t = { arity: 3, hash: hashers.keccak256, kind: "imt", depth: 7, zero };
+    const client = new CairnClient(server.url, t);
+    const empty = await client.root();
+    assert.equal(empty.size, 0n);
+    assert.equal(empty.kind.kind, "imt");
+    assert.equal(toHex(empty.kind.zero), toHex(zero));
+    assert.equal(toHex(empty.root), toHex(computeRoot([], t)), "the empty imt's root is zeros[depth]");
+
+    const leaves = Array.from({ length: 50 }, leaf);
+    const appended = await fetch(`${server.url}/v1/leaves`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ leaves: leaves.map(toHex) }),
+    });
+    assert.equal(appended.status, 200, await appended.clone().text());
+    const trusted = { size: 50, root: computeRoot(leaves, t) };
+    assert.equal(toHex((await client.root()).root), toHex(trusted.root));
+    for (const index of [0, 26, 49]) {
+      const proof = await client.proof(index, trusted);
+      assert.equal(proof.tree.kind, "imt");
+      assert.equal(toHex(proof.leaf), toHex(leaves[index]));
+    }
+    await client.consistency({ size: 0, root: empty.root }, trusted);
+    const older = { size: 20, root: computeRoot(leaves.slice(0, 20), t) };
+    const moved = await client.advance(older, await client.proof(4, older));
+    assert.equal(moved.head.size, 50n);
+    assert.equal(moved.proof.size, 50n);
+
+    // A client that trusts another kind, depth or zero value refuses the server's tree and its proofs.
+    for (const other of [
+      { arity: 3, hash: hashers.keccak256 },
+      { ...t, depth: 8 },
+      { ...t, zero: leaves[0] },
+    ]) {
+      const wrong = new CairnClient(server.url, other);
+      assert.equal((await rejection(wrong.root())).kind, "KindMismatch");
+      const refused = await rejection(wrong.proof(1, other.kind === "imt" ? trusted : { size: 50, root: computeRoot(leaves, other) }));
+      assert.equal(refused.kind, "KindMismatch");
+    }
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("the client refuses what a lying or broken server sends", async () => {
   const t = { arity: 2, hash: hashers.blake3 };
   const leaves = Array.from({ length: 5 }, (_, i) => new Uint8Array(32).fill(i + 1));
