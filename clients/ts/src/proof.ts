@@ -339,6 +339,8 @@ function field(value: JsonValue, type: FieldType, name: string): FieldValue {
         return level as unknown as Level;
       });
     case "tree":
+      // null reads as no tree, as in cairn's decoder (an optional field).
+      if (value === null) return null;
       return struct(value, { kind: "string", depth: "u32", zero: "string" }, [], "tree") as unknown as TreeDocument;
   }
 }

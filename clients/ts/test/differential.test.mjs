@@ -53,6 +53,7 @@ function mutate(rng, text) {
     (t) => t.replace(/"edge_leaf": ?"[^"]*",?/, rng.pick(["", '"edge_leaf": null,'])),
     (t) => t.replace(/"level": ?(\d+)/, (_, n) => `"level": ${rng.pick([`${n}.0`, `${Number(n) + 1}`, "4294967296", `"${n}"`])}`),
     (t) => t.replace(/"(index|old_size)": ?(\d+)/, (_, k, n) => `"${k}": ${rng.pick([`${Number(n) + 1}`, `${Math.max(0, Number(n) - 1)}`, "0", "18446744073709551615"])}`),
+    (t) => t.replace(/"hash": ?"\w+",/, (whole) => whole + rng.pick(['"tree": null,', '"tree": {"kind": "imt", "depth": 3, "zero": "0x' + "00".repeat(32) + '"},'])),
   ];
   let out = text;
   for (let i = rng.int(1, 2); i > 0; i--) out = rng.pick(edits)(out);
@@ -93,8 +94,8 @@ function mutateImt(rng, text) {
     (t) => t.replace(/"depth": ?(\d+)/, (_, n) => `"depth": ${rng.pick([`${Number(n) + 1}`, `${Number(n) - 1}`, "0", "65", "4294967296", `"${n}"`, `${n}.0`])}`),
     (t) => t.replace(/"kind": ?"imt"/, rng.pick(['"kind": "lean"', '"kind": "IMT"', '"kind": null', '"kind": "imt", "x": 1'])),
     (t) => t.replace(/"zero": ?"0x([0-9a-f]{2})/, (_, d) => rng.pick([`"zero": "0x${d === "00" ? "01" : "00"}`, '"zero": "0xff', `"zero": "0X${d}`, `"zero": "${d}`])),
-    (t) => t.replace(/"tree": ?\{[^}]*\},?/, ""),
-    (t) => t.replace(/"hash": ?"(\w+)",/, (whole) => whole + rng.pick(['"tree": {"kind": "imt", "depth": 3, "zero": "0x' + "00".repeat(32) + '"},', ""])),
+    (t) => t.replace(/"tree": ?\{[^}]*\},?/, rng.pick(["", '"tree": null,'])),
+    (t) => t.replace(/"hash": ?"(\w+)",/, (whole) => whole + rng.pick(['"tree": {"kind": "imt", "depth": 3, "zero": "0x' + "00".repeat(32) + '"},', '"tree": null,', ""])),
   ];
   let out = text;
   for (let i = rng.int(1, 2); i > 0; i--) out = rng.next() < 0.6 ? rng.pick(edits)(out) : mutate(rng, out);
