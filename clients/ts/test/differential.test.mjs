@@ -1,6 +1,6 @@
 // Mutated JSON proofs, decided by this package and by `cairn verify`: both
 // accept the same documents and reject the rest at the same stage (decode
-// or verify). The one known difference is pinned separately below.
+// or verify). The known differences are pinned separately below.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -140,4 +140,18 @@ test("consistency levels written as [level, left, right] arrays are refused (the
     () => verifyConsistency(JSON.stringify(positional), tree(entry.arity, entry.hash), { size: entry.old_size, root: entry.old_root }, { size: entry.new_size, root: entry.new_root }),
     (error) => error instanceof CairnError && error.stage === "decode" && error.kind === "Json",
   );
+});
+
+test("an imt proof's tree written as a [kind, depth, zero] array is refused (the spec's tree is an object)", () => {
+  // The same leniency of serde as for consistency levels: cairn reads a
+  // struct from an array; this package keeps to the specified object.
+  const entry = imtEntries.find((e) => e.json.kind === "membership" && e.size > 1);
+  const { kind, depth, zero } = entry.json.tree;
+  const positional = { ...entry.json, tree: [kind, depth, zero] };
+  const trusted = { ...tree(entry.arity, entry.hash), kind: "imt", ...entry.tree };
+  assert.throws(
+    () => verifyMembership(JSON.stringify(positional), trusted, { size: entry.size, root: entry.root }),
+    (error) => error instanceof CairnError && error.stage === "decode" && error.kind === "Json",
+  );
+  verifyMembership(JSON.stringify(entry.json), trusted, { size: entry.size, root: entry.root });
 });
