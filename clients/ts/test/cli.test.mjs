@@ -2,7 +2,9 @@
 // hashes, sizes and leaves, `cairn root` equals computeRoot, every proof
 // `cairn prove` / `cairn consistency` prints (JSON and binary) verifies
 // here, rolling a proof forward gives exactly the proof cairn prints at the
-// new size, and tampered proofs and relabelled heads are refused.
+// new size, and tampered proofs and relabelled heads are refused. The same
+// for fixed-depth (imt) databases made by `cairn init --kind imt`, whose
+// proofs are also refused by a verifier trusting another kind, depth or zero.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
