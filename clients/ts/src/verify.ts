@@ -86,6 +86,7 @@ function trustedKind(tree: TrustedTree): TreeKind {
     return LEAN;
   }
   if (kind !== "imt") throw inputError(`trusted tree kind ${JSON.stringify(String(kind))} is unknown, want "lean" or "imt"`);
+  if (levels === undefined) throw inputError(`a trusted imt tree needs its depth, 1..=${MAX_FIXED_DEPTH}`);
   if (typeof levels !== "number" || !Number.isInteger(levels) || levels < 1 || levels > MAX_FIXED_DEPTH) {
     throw inputError(`trusted depth ${String(levels)} is out of range for an imt tree, want 1..=${MAX_FIXED_DEPTH}`);
   }
