@@ -12,6 +12,7 @@ pub mod decimal;
 pub mod error;
 pub mod hash;
 pub mod hex;
+pub mod indexed;
 pub mod level;
 pub mod proof;
 pub mod shape;

@@ -16,6 +16,8 @@ use crate::hash::{Hash, HashKind};
 use crate::level::Level;
 use crate::shape;
 
+mod update;
+
 /// What a tree is: chosen at creation, stored by the database, never changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TreeConfig {

@@ -2,6 +2,7 @@
 //! of the tree spec, deterministic leaf generators, and the loader of the
 //! committed vectors under `test-vectors/`. Never used by production code.
 
+pub mod indexed;
 pub mod reference;
 pub mod vectors;
 

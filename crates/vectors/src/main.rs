@@ -1,5 +1,6 @@
 //! `cairn-vectors`: generates and checks the committed test vectors under
-//! `test-vectors/` (`roots.json`, `proofs.json`, `invalid-proofs.json`),
+//! `test-vectors/` (`roots.json`, `proofs.json`, `invalid-proofs.json`,
+//! `indexed.json`),
 //! cross-checking cairn against independent implementations on the way.
 //!
 //! ```text
@@ -12,6 +13,7 @@
 //! omission. `typescript.json` (from `test-vectors/ts/generate.mjs`) is read,
 //! never regenerated, here.
 
+mod indexed;
 mod invalid;
 mod json;
 mod peers;
@@ -137,7 +139,11 @@ fn generate_all() -> Result<Generated> {
     let start = Instant::now();
     let (invalid_doc, s) = invalid::build(&leaves)?;
     summary.push(timed(start, s));
+    let start = Instant::now();
+    let (indexed_doc, s) = indexed::build(&leaves)?;
+    summary.push(timed(start, s));
     let files = vec![
+        ("indexed.json", indexed_doc.to_pretty()),
         ("roots.json", roots_doc.to_pretty()),
         ("proofs.json", proofs_doc.to_pretty()),
         ("invalid-proofs.json", invalid_doc.to_pretty()),
@@ -204,7 +210,7 @@ fn run(command: &str) -> Result<bool> {
                 }
             }
             eprintln!(
-                "test-vectors/{{roots,proofs,invalid-proofs}}.json are up to date ({secs:.1}s)"
+                "test-vectors/{{roots,proofs,invalid-proofs,indexed}}.json are up to date ({secs:.1}s)"
             );
             Ok(true)
         }

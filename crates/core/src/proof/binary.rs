@@ -28,6 +28,9 @@ fn kind_name(kind: u8) -> String {
     match kind {
         KIND_MEMBERSHIP => "membership".to_owned(),
         KIND_CONSISTENCY => "consistency".to_owned(),
+        crate::indexed::KIND_ABSENCE => "absence".to_owned(),
+        crate::indexed::KIND_INDEXED_MEMBERSHIP => "indexed_membership".to_owned(),
+        crate::indexed::KIND_INSERTION => "insertion".to_owned(),
         other => format!("unknown ({other})"),
     }
 }

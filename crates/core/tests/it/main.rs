@@ -3,6 +3,8 @@
 mod debug_serde;
 mod encoding;
 mod forgery;
+mod indexed;
+mod indexed_vectors;
 mod properties;
 mod support;
 mod vectors;
