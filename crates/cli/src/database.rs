@@ -59,6 +59,28 @@ fn store_config(meta: &StoreMeta, options: Options) -> StoreConfig {
     config
 }
 
+/// Whether a database created as `meta` is an indexed tree
+/// (`cairn init --kind indexed`).
+pub fn is_indexed(meta: &StoreMeta) -> bool {
+    meta.flags & cairn_db::FLAG_INDEXED != 0
+}
+
+/// Whether `dir` holds an indexed database.
+pub fn is_indexed_dir(dir: &Path) -> bool {
+    is_database(dir) && stored(dir).is_ok_and(|meta| is_indexed(&meta))
+}
+
+/// What commands for lean databases say of an indexed one.
+pub fn lean_only(dir: &Path) -> Failure {
+    Failure::new(
+        Code::Usage,
+        anyhow!(
+            "{} is an indexed database (`cairn init --kind indexed`): this command reads a lean tree; indexed databases take ingest, root, stats, contains, prove, verify, truncate, checkpoint, backup, export and serve",
+            dir.display()
+        ),
+    )
+}
+
 /// Whether a database created as `meta` keeps a nullifier set.
 pub fn is_unique(meta: &StoreMeta) -> bool {
     meta.flags & FLAG_UNIQUE != 0
@@ -67,6 +89,16 @@ pub fn is_unique(meta: &StoreMeta) -> bool {
 /// Opens the tree of the database in `dir` read-only, without its
 /// nullifier set.
 pub fn open_tree(dir: &Path) -> Result<Store, Failure> {
+    let meta = stored(dir)?;
+    if is_indexed(&meta) {
+        return Err(lean_only(dir));
+    }
+    open_log(dir)
+}
+
+/// Opens the store of the database in `dir` read-only, whatever its kind:
+/// for an indexed database, its log of inserted values.
+pub fn open_log(dir: &Path) -> Result<Store, Failure> {
     let meta = stored(dir)?;
     Store::open_read_only(
         Arc::new(StdFs),
@@ -78,6 +110,9 @@ pub fn open_tree(dir: &Path) -> Result<Store, Failure> {
 
 /// Opens the database in `dir` (its tree and its nullifier set, if any).
 pub fn open(dir: &Path, options: Options) -> Result<Db, Failure> {
+    if is_indexed_dir(dir) {
+        return Err(lean_only(dir));
+    }
     open_raw(dir, options).map_err(db_failure)
 }
 
@@ -88,6 +123,9 @@ pub fn open_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
 
 /// Opens the database in `dir` read-only (beside a writer, if one runs).
 pub fn open_read_only(dir: &Path, options: Options) -> Result<Db, Failure> {
+    if is_indexed_dir(dir) {
+        return Err(lean_only(dir));
+    }
     open_read_only_raw(dir, options).map_err(db_failure)
 }
 
@@ -98,12 +136,13 @@ pub fn open_read_only_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
 }
 
 /// The configuration that opens the database in `dir` as it was created.
-fn db_config(dir: &Path, options: Options) -> Result<DbConfig, DbError> {
+pub(crate) fn db_config(dir: &Path, options: Options) -> Result<DbConfig, DbError> {
     let meta = cairn_store::stored_config(&StdFs, dir)?;
     let mut config = DbConfig::new(meta.tree);
     config.store = store_config(&meta, options);
     config.unique = is_unique(&meta);
     config.explicit_finality = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
+    config.indexed = is_indexed(&meta);
     Ok(config)
 }
 
@@ -114,6 +153,7 @@ pub fn db_code(error: &DbError) -> Code {
         DbError::Duplicates { .. } => Code::Duplicate,
         DbError::NoSet | DbError::ConfigMismatch { .. } => Code::Usage,
         DbError::SetFull(_) => Code::Input,
+        DbError::Indexed(error) => crate::indexed::code(error),
     }
 }
 

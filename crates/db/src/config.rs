@@ -6,6 +6,11 @@ use cairn_store::{FLAG_EXPLICIT_FINALITY, StoreConfig};
 /// The store's flag bit that says the database keeps a nullifier set.
 pub(crate) const FLAG_UNIQUE: u64 = 1;
 
+/// The store's flag bit that says the database is an indexed tree: the
+/// store's leaves are the inserted values, and the tree proven is the
+/// indexed tree derived from them (see [`crate::IndexedDb`]).
+pub const FLAG_INDEXED: u64 = 1 << 2;
+
 /// Everything a database needs to be created or opened.
 #[derive(Clone, Debug)]
 pub struct DbConfig {
@@ -27,6 +32,11 @@ pub struct DbConfig {
     /// follower rolls back to any size it has not finalized, whatever was
     /// checkpointed, and only finalized nodes are served from file mappings.
     pub explicit_finality: bool,
+    /// The database is an indexed tree (stored at creation; opened with
+    /// [`crate::IndexedDb`] only). Its log holds the inserted values; the
+    /// nullifier set is not kept (the indexed tree's sorted order refuses
+    /// duplicates and answers lookups).
+    pub indexed: bool,
 }
 
 impl DbConfig {
@@ -38,6 +48,7 @@ impl DbConfig {
             unique: true,
             set_rewrite_percent: 25,
             explicit_finality: false,
+            indexed: false,
         }
     }
 
@@ -53,7 +64,8 @@ impl DbConfig {
                 FLAG_EXPLICIT_FINALITY
             } else {
                 0
-            };
+            }
+            | if self.indexed { FLAG_INDEXED } else { 0 };
         store
     }
 }

@@ -242,6 +242,12 @@ impl Db {
 
     /// [`Db::create`] through a given file system.
     pub fn create_in(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<Db> {
+        check_kind(config.indexed, false)?;
+        Db::create_kind(fs, dir, config)
+    }
+
+    /// Creates a database of either kind (the indexed one's store).
+    pub(crate) fn create_kind(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<Db> {
         let store = Store::create(Arc::clone(&fs), dir, config.store_config())?;
         let set = config
             .unique
@@ -276,7 +282,18 @@ impl Db {
     /// (which must agree with the stored one; `verify_on_open` is honoured,
     /// background settings are ignored) or the stored configuration.
     pub fn open_read_only_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
+        Db::open_read_only_kind(fs, dir, config, false)
+    }
+
+    /// Opens a database of the given kind read-only.
+    pub(crate) fn open_read_only_kind(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        config: Option<DbConfig>,
+        indexed: bool,
+    ) -> Result<Db> {
         let config = resolve_config(&*fs, dir, config)?;
+        check_kind(config.indexed, indexed)?;
         // Taken before the store: the file then covers no leaf the store
         // lacks (see `file::open`).
         let published = if config.unique {
@@ -291,7 +308,18 @@ impl Db {
     /// [`Db::open`] (`config: None`) or [`Db::open_with`] through a given
     /// file system.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
+        Db::open_kind(fs, dir, config, false)
+    }
+
+    /// Opens a database of the given kind.
+    pub(crate) fn open_kind(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        config: Option<DbConfig>,
+        indexed: bool,
+    ) -> Result<Db> {
         let config = resolve_config(&*fs, dir, config)?;
+        check_kind(config.indexed, indexed)?;
         let store = Store::open(Arc::clone(&fs), dir, config.store_config())?;
         if config.unique {
             // Never published: a set checkpoint that crashed.
@@ -698,12 +726,34 @@ impl Db {
     }
 }
 
+/// Refuses to open a database of one kind as the other: the trees differ
+/// (a plain LeanIMT over the values, or the indexed tree derived from them).
+fn check_kind(stored: bool, asked: bool) -> Result<()> {
+    if stored == asked {
+        return Ok(());
+    }
+    let word = |indexed: bool| {
+        if indexed {
+            "indexed (open it with IndexedDb)"
+        } else {
+            "lean (open it with Db)"
+        }
+        .to_string()
+    };
+    Err(DbError::ConfigMismatch {
+        field: "tree kind",
+        stored: word(stored),
+        given: word(asked),
+    })
+}
+
 /// `config` checked against the stored configuration of `dir`, or the
 /// stored configuration with default runtime settings.
 fn resolve_config(fs: &dyn Fs, dir: &Path, config: Option<DbConfig>) -> Result<DbConfig> {
     let meta = stored_config(fs, dir)?;
     let stored_unique = meta.flags & FLAG_UNIQUE != 0;
     let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
+    let stored_indexed = meta.flags & crate::config::FLAG_INDEXED != 0;
     let config = match config {
         Some(config) => {
             if config.unique != stored_unique {
@@ -722,6 +772,9 @@ fn resolve_config(fs: &dyn Fs, dir: &Path, config: Option<DbConfig>) -> Result<D
                     given: word(config.explicit_finality),
                 });
             }
+            if config.indexed != stored_indexed {
+                check_kind(stored_indexed, config.indexed)?;
+            }
             config
         }
         None => {
@@ -729,6 +782,7 @@ fn resolve_config(fs: &dyn Fs, dir: &Path, config: Option<DbConfig>) -> Result<D
             config.store.log_shift = meta.log_shift;
             config.unique = stored_unique;
             config.explicit_finality = stored_explicit;
+            config.indexed = stored_indexed;
             config
         }
     };

@@ -37,6 +37,11 @@ pub enum DbError {
     /// The set cannot take more values.
     #[error("the nullifier set is full: {0}")]
     SetFull(String),
+    /// An indexed database refused a value or a query (the guard value 0,
+    /// a non-canonical value, a value present or absent, a rollback below
+    /// the guard).
+    #[error(transparent)]
+    Indexed(cairn_core::indexed::IndexedError),
 }
 
 /// Up to this many duplicates are spelled out in the message (all are in

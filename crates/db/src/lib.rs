@@ -27,6 +27,7 @@ pub struct ReadmeDoctests;
 mod config;
 mod db;
 mod error;
+mod indexed;
 mod rollback;
 mod set;
 
@@ -34,8 +35,9 @@ pub use cairn_store::{
     Appended, Backup, BlockTag, CheckpointMeta, CheckpointObserver, RootAt, StoreConfig,
     StoreStats, TaggedHead, Token,
 };
-pub use config::DbConfig;
+pub use config::{DbConfig, FLAG_INDEXED};
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
 pub use error::{DbError, Result};
+pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use set::table::MAX_INDEX;
 pub use set::{Duplicate, DuplicateOf, SetStats};

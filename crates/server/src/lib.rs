@@ -34,6 +34,7 @@ mod commit;
 mod config;
 mod cors;
 mod error;
+mod indexed;
 mod json;
 mod metrics;
 mod mirror;
@@ -47,6 +48,7 @@ pub use config::{
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;
+pub use indexed::{run_indexed, serve_indexed};
 pub use mirror::DEFAULT_MAX_LEAVES_PER_READ;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};

@@ -53,7 +53,8 @@ impl ExportCmd {
                 ),
             ));
         }
-        let store = database::open_tree(&self.dir)?;
+        // An indexed database exports its values, in insertion order.
+        let store = database::open_log(&self.dir)?;
         let snapshot = store.snapshot();
         store.close().map_err(database::store_failure)?;
         if let Err(message) = self.format.check_hash(snapshot.config().hash) {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use cairn_core::{Arity, HashKind, TreeConfig};
-use cairn_db::{Db, DbConfig};
+use cairn_db::{Db, DbConfig, IndexedDb};
 
 use crate::args::{parse_arity, parse_hash_kind};
 use crate::database;
@@ -26,14 +26,22 @@ which accepts repeated values and looks nothing up by value.
 
 --finality says what makes leaves final, which `cairn truncate` (a rollback) never goes below: checkpoint (the default) finalizes what each checkpoint covers, so a rollback reaches back to the last checkpoint only; explicit finalizes only what `cairn finalize` names, so a chain follower can roll back any block it has not finalized, whatever was checkpointed.
 
---json prints {\"dir\":\"..\",\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,\
+--kind indexed creates an indexed tree instead of the plain (lean) one: leaves are a sorted \
+linked list (value, next index, next value) with a guard leaf 0, so that `cairn prove DIR \
+--absent 0x..` proves a value is not there (docs/spec.md, \"Indexed trees\"). Inserting a value \
+also rewrites its predecessor's leaf; the database keeps the values in insertion order and \
+refuses a value twice (exit 3) without a nullifier set, and proves against its current head \
+only (no --size, no consistency proofs). Value 0 is the guard's and is refused.
+
+--json prints {\"dir\":\"..\",\"kind\":\"lean\"|\"indexed\",\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,\
 \"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1}.
 
 Examples:
   cairn init db --arity 4 --hash blake3
   cairn init deposits --arity 2 --hash poseidon --max-depth 32
   cairn init commitments --arity 16 --hash keccak256 --no-unique
-  cairn init follower --arity 2 --hash poseidon --finality explicit";
+  cairn init follower --arity 2 --hash poseidon --finality explicit
+  cairn init spent --kind indexed --arity 4 --hash blake3";
 
 /// What makes leaves final.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +58,26 @@ impl Finality {
         match self {
             Finality::Checkpoint => "checkpoint",
             Finality::Explicit => "explicit",
+        }
+    }
+}
+
+/// Which tree a database holds.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Kind {
+    /// The append-only LeanIMT of the values.
+    #[default]
+    Lean,
+    /// An indexed tree: sorted linked-list leaves, with absence proofs.
+    Indexed,
+}
+
+impl Kind {
+    /// The name `--kind` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Lean => "lean",
+            Kind::Indexed => "indexed",
         }
     }
 }
@@ -72,6 +100,9 @@ pub struct InitCmd {
     /// Keep no nullifier set: repeated values are accepted, nothing is looked up by value.
     #[arg(long)]
     no_unique: bool,
+    /// The tree: lean (append-only) or indexed (sorted leaves, absence proofs).
+    #[arg(long, value_enum, value_name = "KIND", default_value_t = Kind::Lean, conflicts_with = "no_unique")]
+    kind: Kind,
     /// What makes leaves final (never rolled back): each checkpoint, or only `cairn finalize`.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = Finality::Checkpoint)]
     finality: Finality,
@@ -100,22 +131,44 @@ impl InitCmd {
         config.explicit_finality = self.finality == Finality::Explicit;
         config.store.flush_interval = None;
         config.store.checkpoint = Default::default();
-        let db = Db::create(&self.dir, config).map_err(database::db_failure)?;
-        let log_file_leaves = 1u64 << db.config().store.log_shift;
-        db.close().map_err(database::db_failure)?;
+        let log_file_leaves = 1u64 << config.store.log_shift;
+        match self.kind {
+            Kind::Lean => Db::create(&self.dir, config)
+                .and_then(Db::close)
+                .map_err(database::db_failure)?,
+            Kind::Indexed => IndexedDb::create(&self.dir, config)
+                .and_then(IndexedDb::close)
+                .map_err(database::db_failure)?,
+        }
+        let unique = !self.no_unique && self.kind == Kind::Lean;
         if self.json {
             return output::line(
                 &Object::new()
                     .field("dir", self.dir.display().to_string())
+                    .field("kind", self.kind.name())
                     .field("arity", self.arity.as_u64())
                     .field("hash", self.hash.name())
                     .field("max_depth", self.max_depth)
-                    .field("unique", !self.no_unique)
+                    .field("unique", unique)
                     .field("log_file_leaves", log_file_leaves)
                     .field("finality", self.finality.name())
                     .field("format_version", cairn_store::format::VERSION)
                     .finish(),
             );
+        }
+        if self.kind == Kind::Indexed {
+            return output::line(&format!(
+                "created {}: indexed tree, arity {}, hash {}, max depth {}{}",
+                self.dir.display(),
+                self.arity,
+                self.hash,
+                self.max_depth
+                    .map_or_else(|| "none".to_owned(), |d| d.to_string()),
+                match self.finality {
+                    Finality::Checkpoint => "",
+                    Finality::Explicit => ", explicit finality",
+                },
+            ));
         }
         output::line(&format!(
             "created {}: arity {}, hash {}, max depth {}, nullifier set {}{}",

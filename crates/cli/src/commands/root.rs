@@ -54,6 +54,10 @@ pub struct RootCmd {
 impl RootCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let (head, depth, arity, hash, name) = match &self.source {
+            Some(dir) if database::is_indexed_dir(dir) => {
+                refuse_tree_options(dir, self.arity, self.hash, self.format)?;
+                return crate::indexed::root(dir, self.json);
+            }
             Some(dir) if database::is_database(dir) => {
                 refuse_tree_options(dir, self.arity, self.hash, self.format)?;
                 let store = database::open_tree(dir)?;

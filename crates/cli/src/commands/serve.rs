@@ -71,6 +71,22 @@ impl ServeCmd {
         if let (true, Some(arity), Some(hash)) = (self.create, self.arity, self.hash) {
             create_or_check(&self.dir, arity, hash)?;
         }
+        let ready = |addr: std::net::SocketAddr| {
+            let mut stdout = std::io::stdout();
+            let _ = writeln!(stdout, "listening on {addr}");
+            let _ = stdout.flush();
+        };
+        if database::is_indexed_dir(&self.dir) {
+            let db = crate::indexed::open(
+                &self.dir,
+                Options {
+                    background: true,
+                    verify: false,
+                },
+            )?;
+            init_logging();
+            return cairn_server::run_indexed(db, config, ready).map_err(server_failure);
+        }
         // The store's background flush and automatic checkpoints run while
         // serving.
         let db = database::open(
@@ -81,12 +97,7 @@ impl ServeCmd {
             },
         )?;
         init_logging();
-        run_db(db, config, |addr| {
-            let mut stdout = std::io::stdout();
-            let _ = writeln!(stdout, "listening on {addr}");
-            let _ = stdout.flush();
-        })
-        .map_err(server_failure)
+        run_db(db, config, ready).map_err(server_failure)
     }
 }
 

@@ -6,6 +6,7 @@ mod consistency;
 mod db;
 mod demo;
 mod help_examples;
+mod indexed;
 mod ingest;
 mod interop;
 mod leaves;

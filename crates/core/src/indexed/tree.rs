@@ -66,37 +66,102 @@ impl IndexedTree {
     /// at once (a sort, then every leaf hashed once): how a database
     /// rebuilds its tree from its log.
     pub fn from_values(config: TreeConfig, values: &[Hash]) -> Result<IndexedTree, IndexedError> {
+        IndexedTree::from_runs(config, [values])
+    }
+
+    /// [`IndexedTree::from_values`] over values held in several runs (the
+    /// segments of a store's leaf level), in order. Duplicates are found
+    /// after the sort (no hash set): transient memory is about 80 bytes
+    /// per value on top of the tree.
+    pub fn from_runs<'a>(
+        config: TreeConfig,
+        runs: impl IntoIterator<Item = &'a [Hash]>,
+    ) -> Result<IndexedTree, IndexedError> {
         let mut tree = IndexedTree::new(config);
-        if values.is_empty() {
-            return Ok(tree);
-        }
-        tree.check_values(values)?;
         let mut all = Level::default();
         all.extend_from_slice(&[GUARD_VALUE]);
-        all.extend_from_slice(values);
-        let mut order: Vec<u64> = (0..all.len() as u64).collect();
-        order.par_sort_unstable_by(|&a, &b| all.at(a as usize).cmp(&all.at(b as usize)));
-        let mut leaves = vec![IndexedLeaf::default(); all.len()];
-        for (rank, &index) in order.iter().enumerate() {
-            let (next_index, next_value) = match order.get(rank + 1) {
-                Some(&next) => (next, all.at(next as usize)),
-                None => (0, super::leaf::END_MARKER),
-            };
-            leaves[index as usize] = IndexedLeaf {
-                value: all.at(index as usize),
-                next_index,
-                next_value,
-            };
+        for run in runs {
+            all.extend_from_slice(run);
         }
-        let hashes = hash_leaves(config.hash, &leaves);
+        let count = all.len() - 1;
+        if count == 0 {
+            return Ok(tree);
+        }
+        for index in 1..=count {
+            let value = all.at(index);
+            let position = index - 1;
+            if value == GUARD_VALUE {
+                return Err(IndexedError::GuardValue { position });
+            }
+            if !config.hash.accepts(&value) {
+                return Err(IndexedError::NonCanonical { position, value });
+            }
+        }
+        tree.tree.check_batch_size(count as u64)?;
+        let mut order: Vec<u64> = (0..all.len() as u64).collect();
+        order.par_sort_unstable_by(|&a, &b| {
+            all.at(a as usize).cmp(&all.at(b as usize)).then(a.cmp(&b))
+        });
+        let mut duplicates: Vec<Duplicate> = order
+            .windows(2)
+            .filter(|pair| all.at(pair[0] as usize) == all.at(pair[1] as usize))
+            .map(|pair| Duplicate {
+                position: pair[1] as usize - 1,
+                value: all.at(pair[1] as usize),
+                of: DuplicateOf::Batch(pair[0] as usize - 1),
+            })
+            .collect();
+        if !duplicates.is_empty() {
+            duplicates.sort_by_key(|d| d.position);
+            return Err(IndexedError::Duplicates {
+                batch: count,
+                duplicates,
+            });
+        }
+        // Each leaf hashed from its successor in the order, by rank, then
+        // placed at its index.
+        let ranked: Vec<Hash> = order
+            .par_chunks(HASH_PIECE)
+            .enumerate()
+            .flat_map_iter(|(piece, indices)| {
+                let leaves: Vec<IndexedLeaf> = indices
+                    .iter()
+                    .enumerate()
+                    .map(|(offset, &index)| {
+                        let (next_index, next_value) =
+                            match order.get(piece * HASH_PIECE + offset + 1) {
+                                Some(&next) => (next, all.at(next as usize)),
+                                None => (0, super::leaf::END_MARKER),
+                            };
+                        IndexedLeaf {
+                            value: all.at(index as usize),
+                            next_index,
+                            next_value,
+                        }
+                    })
+                    .collect();
+                hash_leaves(config.hash, &leaves)
+            })
+            .collect();
+        let mut hashes = vec![[0u8; 32]; all.len()];
+        for (&index, hash) in order.iter().zip(&ranked) {
+            hashes[index as usize] = *hash;
+        }
+        drop(ranked);
         let entries: Vec<Entry> = order
             .iter()
             .map(|&i| Entry::new(&all.at(i as usize), i))
             .collect();
+        drop(order);
         tree.sorted = SortedIndex::from_sorted(&entries, &all);
         tree.tree = LeanImt::from_leaves(config, &hashes)?;
         tree.values = all;
         Ok(tree)
+    }
+
+    /// Whether `extra` more values fit under the configured maximum depth.
+    pub fn check_room(&self, extra: u64) -> Result<(), IndexedError> {
+        Ok(self.tree.check_batch_size(extra)?)
     }
 
     /// The tree's configuration.

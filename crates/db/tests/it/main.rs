@@ -5,6 +5,8 @@ mod backup;
 mod basics;
 mod concurrency;
 mod crash;
+mod indexed;
+mod indexed_crash;
 mod model;
 mod read_only;
 mod rollback;

@@ -8,6 +8,7 @@ mod browsers;
 mod chain;
 mod concurrency;
 mod crash;
+mod indexed;
 mod limits;
 mod mirror;
 mod openapi;
