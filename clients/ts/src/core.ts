@@ -19,3 +19,18 @@ export {
 export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 export { isCanonicalFieldElement, poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
 export { consistencySteps, depth, path, type ConsistencyStep, type PathStep } from "./shape.js";
+export {
+  decodeAbsence,
+  decodeIndexedMembership,
+  decodeInsertion,
+  indexedLeafHash,
+  indexedRoot,
+  verifyAbsence,
+  verifyIndexedMembership,
+  verifyInsertion,
+  type AbsenceProof,
+  type IndexedLeaf,
+  type IndexedMembershipProof,
+  type InsertionStep,
+  type InsertionWitness,
+} from "./indexed.js";

@@ -35,6 +35,13 @@ export type ErrorKind =
   | "NonCanonical"
   | "RootMismatch"
   | "LeafMismatch"
+  // verify, indexed trees (docs/spec.md section 11)
+  | "ValueMismatch"
+  | "GuardValue"
+  | "NotBracketed"
+  | "BadPointer"
+  | "EmptyHead"
+  | "Step"
   // input: a malformed argument (arity, hasher, head, leaf)
   | "InvalidArgument"
   // fetch: the server could not be reached or answered an error

@@ -207,10 +207,6 @@ impl IndexedDb {
 
     fn insert_inner(&self, values: &[Hash], witness: bool) -> Result<WitnessTicket> {
         let _writer = self.writer.lock();
-        // What became durable goes into the tree first, so the pending
-        // values (and their map) stay within the log's undurable window
-        // even when nothing reads.
-        self.catch_up();
         let first = self.db.store.size();
         let slot = Arc::new(OnceLock::new());
         {
@@ -230,6 +226,11 @@ impl IndexedDb {
         match self.db.append_batch(values) {
             Ok(appended) => {
                 assert_eq!(appended.first, first, "inserts are serialised");
+                // What became durable goes into the tree now, while the
+                // log writes this batch: the pending values (and their
+                // map) stay within the log's undurable window even when
+                // nothing reads, and applying overlaps the fsync.
+                self.catch_up();
                 Ok(WitnessTicket {
                     inserted: Inserted {
                         first: first + 1,

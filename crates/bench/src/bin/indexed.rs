@@ -85,11 +85,26 @@ fn db_config() -> DbConfig {
 
 struct Ingested {
     seconds: f64,
+    cpu_seconds: Option<f64>,
     disk_bytes: Option<u64>,
+}
+
+/// The process's CPU time (user + system, all threads) from
+/// `/proc/self/stat`, in seconds: less sensitive than the wall clock to
+/// other load on a shared machine.
+fn cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start at ')'.
+    let rest = text.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
 
 fn ingest_indexed(dir: &Path, values: &[Hash], batch: usize) -> Ingested {
     let before = IoCounters::now();
+    let cpu = cpu_seconds();
     let start = Instant::now();
     let db = IndexedDb::create(dir, db_config()).expect("create");
     for chunk in values.chunks(batch) {
@@ -105,12 +120,14 @@ fn ingest_indexed(dir: &Path, values: &[Hash], batch: usize) -> Ingested {
     let seconds = start.elapsed().as_secs_f64();
     Ingested {
         seconds,
+        cpu_seconds: cpu.zip(cpu_seconds()).map(|(a, b)| b - a),
         disk_bytes: IoDelta::between(before, IoCounters::now()).map(|d| d.disk_bytes()),
     }
 }
 
 fn ingest_lean(dir: &Path, values: &[Hash], batch: usize) -> Ingested {
     let before = IoCounters::now();
+    let cpu = cpu_seconds();
     let start = Instant::now();
     let db = Db::create(dir, db_config()).expect("create");
     for chunk in values.chunks(batch) {
@@ -126,6 +143,7 @@ fn ingest_lean(dir: &Path, values: &[Hash], batch: usize) -> Ingested {
     let seconds = start.elapsed().as_secs_f64();
     Ingested {
         seconds,
+        cpu_seconds: cpu.zip(cpu_seconds()).map(|(a, b)| b - a),
         disk_bytes: IoDelta::between(before, IoCounters::now()).map(|d| d.disk_bytes()),
     }
 }
@@ -135,8 +153,11 @@ fn print_ingest(kind: &str, batch: u64, count: u64, done: &Ingested) {
         || "n/a".to_owned(),
         |b| format!("{:.1}", b as f64 / count as f64),
     );
+    let cpu = done
+        .cpu_seconds
+        .map_or_else(|| "n/a".to_owned(), |c| format!("{c:.2}"));
     println!(
-        "| {kind} | {batch} | {count} | {:.2} | {:.0} | {per_value} |",
+        "| {kind} | {batch} | {count} | {:.2} | {cpu} | {:.0} | {per_value} |",
         done.seconds,
         count as f64 / done.seconds
     );
@@ -152,8 +173,10 @@ fn main() {
     let all = values(count, 0x1dec);
     let root = tempfile::tempdir_in(&options.dir).expect("temp dir");
     if options.workloads.iter().any(|w| w == "ingest") {
-        println!("\n| database | batch | values | seconds | values/s | bytes written per value |");
-        println!("|---|---|---|---|---|---|");
+        println!(
+            "\n| database | batch | values | seconds | CPU seconds | values/s | bytes written per value |"
+        );
+        println!("|---|---|---|---|---|---|---|");
         for &batch in &options.batches {
             // Interleaved: the two kinds under the same machine load.
             let lean = ingest_lean(
@@ -168,9 +191,40 @@ fn main() {
             );
             print_ingest("lean (append + nullifier set)", batch, count, &lean);
             print_ingest("indexed (insert)", batch, count, &indexed);
+            let cpu_ratio = lean
+                .cpu_seconds
+                .zip(indexed.cpu_seconds)
+                .map_or_else(|| "n/a".to_owned(), |(l, i)| format!("{:.2}", i / l));
             println!(
-                "| ratio indexed / lean | {batch} | | | {:.2} | |",
+                "| indexed / lean | {batch} | | {:.2} x the time | {cpu_ratio} x the CPU | {:.2} x the rate | |",
+                indexed.seconds / lean.seconds,
                 lean.seconds / indexed.seconds
+            );
+        }
+    }
+    if options.workloads.iter().any(|w| w == "memory") {
+        println!(
+            "\n| in memory, batch | values/s (IndexedTree::insert_batch) | values/s (LeanImt::append_batch + commit) |"
+        );
+        println!("|---|---|---|");
+        for &batch in &options.batches {
+            let start = Instant::now();
+            let mut tree = IndexedTree::new(config(4));
+            for chunk in all.chunks(batch as usize) {
+                tree.insert_batch(chunk).expect("insert");
+            }
+            let indexed = start.elapsed().as_secs_f64();
+            let start = Instant::now();
+            let mut lean = LeanImt::new(config(4));
+            for chunk in all.chunks(batch as usize) {
+                lean.append_batch(chunk).expect("append");
+                lean.commit();
+            }
+            let lean_seconds = start.elapsed().as_secs_f64();
+            println!(
+                "| {batch} | {:.0} | {:.0} |",
+                count as f64 / indexed,
+                count as f64 / lean_seconds
             );
         }
     }

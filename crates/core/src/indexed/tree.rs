@@ -306,25 +306,35 @@ impl IndexedTree {
         }
         // The new leaves, and the older leaves whose successor changed.
         let reader = self.reader_uncommitted();
-        let mut changed: Vec<u64> = Vec::new();
+        // An older leaf changes when a new value is its immediate
+        // successor in the final order: it then points to that value (each
+        // value has one immediate predecessor, so no leaf is named twice).
+        let mut changed: Vec<(u64, IndexedLeaf)> = Vec::new();
         let mut leaves: Vec<IndexedLeaf> = Vec::with_capacity(values.len());
-        for value in values {
+        for (offset, value) in values.iter().enumerate() {
             let position = reader
                 .sorted
                 .locate(value, reader.values)
                 .unwrap_or_else(|_| unreachable!("just inserted"));
             let low = reader.sorted.before(position).expect("the guard is below");
             if low.index() < first {
-                changed.push(low.index());
+                changed.push((
+                    low.index(),
+                    IndexedLeaf {
+                        value: reader.values.at(low.index() as usize),
+                        next_index: first + offset as u64,
+                        next_value: *value,
+                    },
+                ));
             }
             leaves.push(reader.leaf_at(value, position));
         }
-        changed.sort_unstable();
-        changed.dedup();
-        let old: Vec<IndexedLeaf> = changed
-            .iter()
-            .map(|&i| reader.leaf(i).expect("below the size"))
-            .collect();
+        debug_assert!(
+            changed
+                .iter()
+                .all(|(i, leaf)| reader.leaf(*i) == Some(*leaf))
+        );
+        let (changed, old): (Vec<u64>, Vec<IndexedLeaf>) = changed.into_iter().unzip();
         let hash = self.config().hash;
         let new_hashes = hash_leaves(hash, &leaves);
         let old_hashes = hash_leaves(hash, &old);

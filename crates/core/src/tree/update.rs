@@ -56,24 +56,7 @@ impl LeanImt {
             }
             dirty.dedup();
             let (lower, upper) = self.levels.split_at_mut(level + 1);
-            let children = &lower[level];
-            let hash = self.config.hash;
-            let parent = |&p: &usize| -> Hash {
-                let start = p * n;
-                let len = n.min(children.len() - start);
-                if len == 1 {
-                    return children.at(start);
-                }
-                let mut group = [[0u8; 32]; MAX_GROUP];
-                children.copy_to(start, &mut group[..len]);
-                hash.hash_children(&group[..len])
-            };
-            let values: Vec<Hash> =
-                if dirty.len() >= PARALLEL_FROM || (hash.is_field_hash() && dirty.len() >= 2) {
-                    dirty.par_iter().map(parent).collect()
-                } else {
-                    dirty.iter().map(parent).collect()
-                };
+            let values = parents_of(self.config.hash, n, &lower[level], &dirty);
             let parents: &mut Level = &mut upper[0];
             for (&p, value) in dirty.iter().zip(values) {
                 parents.set(p, value);
@@ -81,6 +64,51 @@ impl LeanImt {
             level += 1;
         }
         Ok(())
+    }
+}
+
+/// The parents `dirty` (sorted, distinct) of `children`, in order. The
+/// complete groups are gathered into one buffer and hashed by the
+/// multi-lane kernels ([`HashKind::hash_groups`]), in parallel pieces when
+/// there are many; a partial last group is hashed alone, a lone child lifted.
+fn parents_of(
+    hash: crate::hash::HashKind,
+    n: usize,
+    children: &Level,
+    dirty: &[usize],
+) -> Vec<Hash> {
+    let len = children.len();
+    let one = |p: usize| -> Hash {
+        let start = p * n;
+        let count = n.min(len - start);
+        if count == 1 {
+            return children.at(start);
+        }
+        let mut group = [[0u8; 32]; MAX_GROUP];
+        children.copy_to(start, &mut group[..count]);
+        hash.hash_children(&group[..count])
+    };
+    let piece = |parents: &[usize]| -> Vec<Hash> {
+        // Every parent but possibly the level's last has a complete group.
+        let complete = parents.iter().take_while(|&&p| p * n + n <= len).count();
+        let mut buffer = vec![[0u8; 32]; complete * n];
+        for (slot, &p) in buffer.chunks_exact_mut(n).zip(parents) {
+            children.copy_to(p * n, slot);
+        }
+        let mut out = vec![[0u8; 32]; complete];
+        hash.hash_groups(&buffer, n, &mut out);
+        out.extend(parents[complete..].iter().map(|&p| one(p)));
+        out
+    };
+    let chunk = if hash.is_field_hash() {
+        1
+    } else {
+        PARALLEL_FROM
+    };
+    if dirty.len() > chunk && rayon::current_num_threads() > 1 {
+        dirty.par_chunks(chunk).flat_map_iter(piece).collect()
+    } else {
+        piece(dirty)
     }
 }
 
