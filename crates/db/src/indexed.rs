@@ -504,8 +504,10 @@ impl State {
         }
         let mut duplicates = Vec::new();
         let mut seen: HashMap<&Hash, usize> = HashMap::with_capacity(values.len());
+        // Held values, found for a large batch by one walk of the order.
+        let mut held = self.tree.present(values).into_iter().peekable();
         for (position, value) in values.iter().enumerate() {
-            let of = if let Some(index) = self.tree.index_of(value) {
+            let of = if let Some((_, index)) = held.next_if(|&(p, _)| p == position) {
                 Some(DuplicateOf::Leaf(index))
             } else if let Some(&index) = self.pending.get(value) {
                 Some(DuplicateOf::Leaf(index + 1))

@@ -33,8 +33,8 @@ also rewrites its predecessor's leaf; the database keeps the values in insertion
 refuses a value twice (exit 3) without a nullifier set, and proves against its current head \
 only (no --size, no consistency proofs). Value 0 is the guard's and is refused.
 
---json prints {\"dir\":\"..\",\"kind\":\"lean\"|\"indexed\",\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,\
-\"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1}.
+--json prints {\"dir\":\"..\",\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,\
+\"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1,\"kind\":\"lean\"|\"indexed\"}.
 
 Examples:
   cairn init db --arity 4 --hash blake3
@@ -145,7 +145,6 @@ impl InitCmd {
             return output::line(
                 &Object::new()
                     .field("dir", self.dir.display().to_string())
-                    .field("kind", self.kind.name())
                     .field("arity", self.arity.as_u64())
                     .field("hash", self.hash.name())
                     .field("max_depth", self.max_depth)
@@ -153,6 +152,7 @@ impl InitCmd {
                     .field("log_file_leaves", log_file_leaves)
                     .field("finality", self.finality.name())
                     .field("format_version", cairn_store::format::VERSION)
+                    .field("kind", self.kind.name())
                     .finish(),
             );
         }

@@ -190,6 +190,173 @@ impl SortedIndex {
     pub(crate) fn iter(&self) -> impl Iterator<Item = Entry> + '_ {
         self.chunks.iter().flat_map(|c| c.iter().copied())
     }
+
+    /// Merges a batch into the order, chunk by chunk, without changing
+    /// anything: `batch[p]` will be leaf `first + p`, `sorted` lists the
+    /// batch positions in the order of their values (distinct, none 0).
+    /// Each chunk the batch touches is read once, sequentially, instead of
+    /// one binary search per value (whose cache misses dominated large
+    /// batches). Returns the merged chunks and each batch position's
+    /// neighbours in the final order, or the positions of the values the
+    /// order already holds with their leaf indices.
+    pub(crate) fn merge(
+        &self,
+        batch: &[Hash],
+        sorted: &[usize],
+        first: u64,
+        values: &Level,
+    ) -> Result<Merged, Vec<(usize, u64)>> {
+        let mut duplicates = Vec::new();
+        let mut replaced: Vec<(usize, Vec<Entry>)> = Vec::new();
+        let mut neighbours = vec![(Entry::new(&[0; 32], 0), None); batch.len()];
+        let mut at = 0;
+        for (chunk, entries) in self.chunks.iter().enumerate() {
+            if at == sorted.len() {
+                break;
+            }
+            // The batch values below the next chunk's first value go here
+            // (every value is above the guard, the first of chunk 0).
+            let end = match self.firsts.get(chunk + 1) {
+                Some(next) => at + sorted[at..].partition_point(|&p| batch[p] < *next),
+                None => sorted.len(),
+            };
+            if end == at {
+                continue;
+            }
+            let mut out: Vec<Entry> = Vec::with_capacity(entries.len() + end - at);
+            let mut added: Vec<(usize, usize)> = Vec::with_capacity(end - at);
+            let mut old = entries.iter().peekable();
+            for &p in &sorted[at..end] {
+                let x = &batch[p];
+                let want = prefix(x);
+                while let Some(&&entry) = old.peek() {
+                    let order = match entry.prefix.cmp(&want) {
+                        Ordering::Equal => values.at(entry.index as usize).cmp(x),
+                        other => other,
+                    };
+                    match order {
+                        Ordering::Less => {
+                            out.push(entry);
+                            old.next();
+                        }
+                        Ordering::Equal => {
+                            duplicates.push((p, entry.index));
+                            break;
+                        }
+                        Ordering::Greater => break,
+                    }
+                }
+                added.push((p, out.len()));
+                out.push(Entry {
+                    prefix: want,
+                    index: first + p as u64,
+                });
+            }
+            out.extend(old.copied());
+            let next_first = self.chunks.get(chunk + 1).and_then(|c| c.first()).copied();
+            for &(p, k) in added.iter().filter(|_| duplicates.is_empty()) {
+                // A touched chunk starts with its old first entry: every
+                // value of the batch has its predecessor in the chunk.
+                let below = out[k - 1];
+                let above = out.get(k + 1).copied().or(next_first);
+                neighbours[p] = (below, above);
+            }
+            replaced.push((chunk, out));
+            at = end;
+        }
+        if !duplicates.is_empty() {
+            duplicates.sort_unstable();
+            return Err(duplicates);
+        }
+        Ok(Merged {
+            replaced,
+            neighbours,
+            added: batch.len() as u64,
+        })
+    }
+
+    /// The batch positions among `sorted` (as for [`SortedIndex::merge`])
+    /// whose values the order holds, with their leaf indices: one
+    /// sequential walk of the chunks the batch falls in.
+    pub(crate) fn present(
+        &self,
+        batch: &[Hash],
+        sorted: &[usize],
+        values: &Level,
+    ) -> Vec<(usize, u64)> {
+        let mut found = Vec::new();
+        let mut at = 0;
+        for (chunk, entries) in self.chunks.iter().enumerate() {
+            if at == sorted.len() {
+                break;
+            }
+            let end = match self.firsts.get(chunk + 1) {
+                Some(next) => at + sorted[at..].partition_point(|&p| batch[p] < *next),
+                None => sorted.len(),
+            };
+            let mut k = 0;
+            for &p in &sorted[at..end] {
+                let x = &batch[p];
+                let want = prefix(x);
+                while let Some(entry) = entries.get(k) {
+                    let order = match entry.prefix.cmp(&want) {
+                        Ordering::Equal => values.at(entry.index as usize).cmp(x),
+                        other => other,
+                    };
+                    match order {
+                        Ordering::Less => k += 1,
+                        Ordering::Equal => {
+                            found.push((p, entry.index));
+                            break;
+                        }
+                        Ordering::Greater => break,
+                    }
+                }
+            }
+            at = end;
+        }
+        found.sort_unstable();
+        found
+    }
+
+    /// The order after a [`SortedIndex::merge`] (whose batch `values` now
+    /// holds): untouched chunks shared, merged ones split to at most
+    /// [`CHUNK_MAX`] entries.
+    pub(crate) fn apply(&self, merged: Merged, values: &Level) -> SortedIndex {
+        let mut out = SortedIndex {
+            chunks: Vec::with_capacity(self.chunks.len() + merged.replaced.len()),
+            firsts: Vec::with_capacity(self.chunks.len() + merged.replaced.len()),
+            len: self.len + merged.added,
+        };
+        let mut replaced = merged.replaced.into_iter().peekable();
+        for (chunk, entries) in self.chunks.iter().enumerate() {
+            match replaced.next_if(|(c, _)| *c == chunk) {
+                None => {
+                    out.chunks.push(Arc::clone(entries));
+                    out.firsts.push(self.firsts[chunk]);
+                }
+                Some((_, merged)) => {
+                    let pieces = merged.len().div_ceil(CHUNK_MAX * 3 / 4);
+                    let size = merged.len().div_ceil(pieces);
+                    for piece in merged.chunks(size) {
+                        out.firsts.push(values.at(piece[0].index as usize));
+                        out.chunks.push(Arc::new(piece.to_vec()));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A batch merged into the order, not yet applied.
+#[derive(Debug)]
+pub(crate) struct Merged {
+    /// The touched chunks' new entries, by chunk, in order.
+    replaced: Vec<(usize, Vec<Entry>)>,
+    /// Per batch position, its predecessor and successor in the final order.
+    pub(crate) neighbours: Vec<(Entry, Option<Entry>)>,
+    added: u64,
 }
 
 #[cfg(test)]

@@ -290,6 +290,9 @@ impl IndexedTree {
     /// value's predecessor may be another value of the batch), every
     /// changed path once.
     pub fn insert_batch(&mut self, values: &[Hash]) -> Result<u64, IndexedError> {
+        if values.len() >= MERGE_FROM {
+            return self.insert_merged(values);
+        }
         self.check_values(values)?;
         let first = self.size();
         self.values.extend_from_slice(values);
@@ -348,6 +351,114 @@ impl IndexedTree {
         self.tree.commit();
         debug_assert_eq!(self.sorted.len(), self.size());
         Ok(first)
+    }
+
+    /// [`IndexedTree::insert_batch`] of a large batch: the batch sorted,
+    /// then merged into the order chunk by chunk (one sequential pass over
+    /// the chunks it falls in, instead of a binary search per value), which
+    /// also finds every value's neighbours for its leaf.
+    fn insert_merged(&mut self, values: &[Hash]) -> Result<u64, IndexedError> {
+        self.check_basics(values)?;
+        let sorted = sorted_positions(values);
+        let first = self.size();
+        let merged = match self
+            .sorted
+            .merge(values, &sorted.distinct, first, &self.values)
+        {
+            Ok(merged) if sorted.repeats.is_empty() => merged,
+            Ok(_) => return Err(duplicates(values, &[], &sorted.repeats)),
+            Err(present) => return Err(duplicates(values, &present, &sorted.repeats)),
+        };
+        self.values.extend_from_slice(values);
+        let hash = self.config().hash;
+        let mut changed: Vec<(u64, IndexedLeaf)> = Vec::new();
+        let mut leaves: Vec<IndexedLeaf> = Vec::with_capacity(values.len());
+        for (offset, value) in values.iter().enumerate() {
+            let (low, next) = merged.neighbours[offset];
+            if low.index() < first {
+                changed.push((
+                    low.index(),
+                    IndexedLeaf {
+                        value: self.values.at(low.index() as usize),
+                        next_index: first + offset as u64,
+                        next_value: *value,
+                    },
+                ));
+            }
+            leaves.push(match next {
+                Some(next) => IndexedLeaf {
+                    value: *value,
+                    next_index: next.index(),
+                    next_value: self.values.at(next.index() as usize),
+                },
+                None => IndexedLeaf {
+                    value: *value,
+                    next_index: 0,
+                    next_value: super::leaf::END_MARKER,
+                },
+            });
+        }
+        self.sorted = self.sorted.apply(merged, &self.values);
+        let new_hashes = hash_leaves(hash, &leaves);
+        let (changed, old): (Vec<u64>, Vec<IndexedLeaf>) = changed.into_iter().unzip();
+        let old_hashes = hash_leaves(hash, &old);
+        let updates: Vec<(u64, Hash)> = changed.into_iter().zip(old_hashes).collect();
+        self.tree
+            .update_leaves(&updates)
+            .expect("indices below the size, hashes are canonical");
+        self.tree
+            .append_batch(&new_hashes)
+            .expect("capacity checked with the values");
+        self.tree.commit();
+        debug_assert_eq!(self.sorted.len(), self.size());
+        Ok(first)
+    }
+
+    /// Refuses what no tree takes: an empty batch, the guard value, a
+    /// non-canonical value, more values than the maximum depth allows.
+    fn check_basics(&self, values: &[Hash]) -> Result<(), IndexedError> {
+        if values.is_empty() {
+            return Err(crate::error::TreeError::EmptyBatch.into());
+        }
+        let hash = self.config().hash;
+        for (position, value) in values.iter().enumerate() {
+            if *value == GUARD_VALUE {
+                return Err(IndexedError::GuardValue { position });
+            }
+            if !hash.accepts(value) {
+                return Err(IndexedError::NonCanonical {
+                    position,
+                    value: *value,
+                });
+            }
+        }
+        self.tree.check_batch_size(values.len() as u64)?;
+        Ok(())
+    }
+
+    /// The positions of `values` the tree holds, with their leaf indices,
+    /// found by one sequential walk of the order for a large batch (a
+    /// search per value for a small one).
+    pub fn present(&self, values: &[Hash]) -> Vec<(usize, u64)> {
+        if values.len() < MERGE_FROM {
+            return values
+                .iter()
+                .enumerate()
+                .filter_map(|(p, v)| self.index_of(v).map(|i| (p, i)))
+                .collect();
+        }
+        let sorted = sorted_positions(values);
+        let mut found = self.sorted.present(values, &sorted.distinct, &self.values);
+        // A repeat of a held value is held too.
+        let held: HashMap<Hash, u64> = found.iter().map(|&(p, i)| (values[p], i)).collect();
+        found.extend(
+            sorted
+                .repeats
+                .iter()
+                .filter_map(|&(p, _)| held.get(&values[p]).map(|&i| (p, i))),
+        );
+        found.sort_unstable();
+        found
     }
 
     /// Inserts `values` one at a time, all or nothing, and returns the
@@ -718,4 +829,62 @@ pub(crate) fn hash_leaves(hash: HashKind, leaves: &[IndexedLeaf]) -> Vec<Hash> {
         fill((leaves, &mut out));
     }
     out
+}
+
+/// From this many values a batch is merged into the order (see
+/// `IndexedTree::insert_merged`); below, each value is searched for.
+const MERGE_FROM: usize = 64;
+
+/// A batch's positions in the order of their values.
+struct SortedPositions {
+    /// The first position of each distinct value, in value order.
+    distinct: Vec<usize>,
+    /// (position, first position of the same value) for every repeat.
+    repeats: Vec<(usize, usize)>,
+}
+
+fn sorted_positions(values: &[Hash]) -> SortedPositions {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.par_sort_unstable_by(|&a, &b| values[a].cmp(&values[b]).then(a.cmp(&b)));
+    let mut distinct = Vec::with_capacity(order.len());
+    let mut repeats = Vec::new();
+    for &p in &order {
+        match distinct.last() {
+            Some(&q) if values[q] == values[p] => repeats.push((p, q)),
+            _ => distinct.push(p),
+        }
+    }
+    SortedPositions { distinct, repeats }
+}
+
+/// The refusal of a batch, as [`IndexedTree::check_values`] words it:
+/// every duplicate in batch order, a value the tree holds (or its repeat)
+/// as that leaf, another repeat as its first position.
+fn duplicates(
+    values: &[Hash],
+    present: &[(usize, u64)],
+    repeats: &[(usize, usize)],
+) -> IndexedError {
+    let held: HashMap<Hash, u64> = present.iter().map(|&(p, i)| (values[p], i)).collect();
+    let mut duplicates: Vec<Duplicate> = present
+        .iter()
+        .map(|&(position, index)| Duplicate {
+            position,
+            value: values[position],
+            of: DuplicateOf::Leaf(index),
+        })
+        .collect();
+    duplicates.extend(repeats.iter().map(|&(position, first)| Duplicate {
+        position,
+        value: values[position],
+        of: match held.get(&values[position]) {
+            Some(&index) => DuplicateOf::Leaf(index),
+            None => DuplicateOf::Batch(first),
+        },
+    }));
+    duplicates.sort_by_key(|d| d.position);
+    IndexedError::Duplicates {
+        batch: values.len(),
+        duplicates,
+    }
 }

@@ -608,3 +608,59 @@ fn small_trees_agree_with_the_model_for_every_arity() {
         );
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Large batches take the merge path (the batch sorted and merged into
+    /// the order chunk by chunk); they must refuse exactly what
+    /// `check_values` refuses, list the same duplicates, and otherwise
+    /// build the tree a rebuild builds.
+    #[test]
+    fn merged_batches_agree_with_the_per_value_checks_and_a_rebuild(
+        n in prop_oneof![Just(2u64), Just(4), Just(16)],
+        batches in prop::collection::vec(prop::collection::vec(0u64..3000, 64..400), 1..6),
+    ) {
+        let config = TreeConfig::new(arity(n), HashKind::Blake3);
+        let mut tree = IndexedTree::new(config);
+        let mut values: Vec<Hash> = Vec::new();
+        let at = |k: u64| cairn_testkit::leaf(21, k);
+        for batch in batches {
+            let batch: Vec<Hash> = batch.into_iter().map(at).collect();
+            let want = tree.check_values(&batch);
+            let present: Vec<(usize, u64)> = batch
+                .iter()
+                .enumerate()
+                .filter_map(|(p, v)| tree.index_of(v).map(|i| (p, i)))
+                .collect();
+            prop_assert_eq!(tree.present(&batch), present);
+            let before = tree.head();
+            match (want, tree.insert_batch(&batch)) {
+                (Ok(()), Ok(first)) => {
+                    prop_assert_eq!(first, values.len() as u64 + 1);
+                    values.extend_from_slice(&batch);
+                }
+                (Err(want), Err(got)) => {
+                    prop_assert_eq!(got, want);
+                    prop_assert_eq!(tree.head(), before);
+                }
+                (want, got) => prop_assert!(false, "check_values {want:?}, insert_batch {got:?}"),
+            }
+            // Distinct values of the same batch go in too.
+            let mut fresh: Vec<Hash> = Vec::new();
+            for v in &batch {
+                if tree.index_of(v).is_none() && !fresh.contains(v) {
+                    fresh.push(*v);
+                }
+            }
+            if fresh.len() >= 64 {
+                tree.insert_batch(&fresh).unwrap();
+                values.extend_from_slice(&fresh);
+            }
+            prop_assert_eq!(tree.head(), IndexedTree::from_values(config, &values).unwrap().head());
+        }
+        for (index, leaf) in cairn_testkit::indexed::leaves(&values).iter().enumerate().step_by(7) {
+            prop_assert_eq!(tree.leaf(index as u64), Some(*leaf));
+        }
+    }
+}
