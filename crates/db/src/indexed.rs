@@ -273,11 +273,18 @@ impl IndexedDb {
             return;
         }
         let mut state = self.state.write();
+        // Read again under the lock: a rollback that finished meanwhile cut
+        // the tree under this lock, and values appended after it may not
+        // be durable, whatever the first reading said.
+        let durable = self.db.store.durable_size();
         let mut at = state.tree.size() - 1;
         if at >= durable {
             return;
         }
         let leaves = self.db.store.leaves();
+        // A rollback may have cut the log since `durable` was read (it
+        // then cuts the tree too, under the writer lock, after this).
+        let durable = durable.min(leaves.len() as u64);
         let read = |from: u64, to: u64| -> Vec<Hash> {
             (from..to)
                 .map(|i| {
