@@ -75,7 +75,7 @@ pub fn lean_only(dir: &Path) -> Failure {
     Failure::new(
         Code::Usage,
         anyhow!(
-            "{} is an indexed database (`cairn init --kind indexed`): this command reads a lean tree; indexed databases take ingest, root, stats, contains, prove, verify, truncate, checkpoint, backup, export and serve",
+            "{} is an indexed database (`cairn init --kind indexed`): this command reads a lean tree; indexed databases take ingest, root, stats, contains, prove, verify, check, truncate, checkpoint, backup, export and serve",
             dir.display()
         ),
     )

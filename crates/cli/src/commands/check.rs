@@ -145,6 +145,8 @@ impl CheckCmd {
                 group(outcome.size.unwrap_or(0)),
                 if outcome.set_checked {
                     "the nullifier set holds exactly the leaves"
+                } else if database::is_indexed_dir(&self.dir) {
+                    "the indexed tree rebuilt from the log's values (each nonzero, canonical and held once)"
                 } else {
                     "no nullifier set to check (created with --no-unique)"
                 }
@@ -164,6 +166,9 @@ impl CheckCmd {
             background: false,
             verify: true,
         };
+        if database::is_indexed_dir(&self.dir) {
+            return self.check_indexed(verify, outcome);
+        }
         let db = match database::open_read_only_raw(&self.dir, verify) {
             Ok(db) => db,
             Err(error) => {
@@ -208,6 +213,38 @@ impl CheckCmd {
         {
             let code = database::db_code(&error);
             outcome.error = Some((code, error));
+        }
+        outcome
+    }
+
+    /// An indexed database: its log recovered and its levels recomputed as
+    /// for any database, then its tree rebuilt from the values, which
+    /// refuses a log holding 0, a non-canonical value or a repeat.
+    fn check_indexed(&self, verify: Options, mut outcome: Outcome) -> Outcome {
+        let opened = database::db_config(&self.dir, verify).and_then(|config| {
+            cairn_db::IndexedDb::open_read_only_in(
+                std::sync::Arc::new(cairn_store::StdFs),
+                &self.dir,
+                Some(config),
+            )
+        });
+        match opened {
+            Ok(db) => {
+                let head = db.head();
+                outcome.size = Some(head.size);
+                outcome.depth = Some(cairn_core::shape::depth(head.size, db.tree_config().arity));
+                if let Err(error) = db.close() {
+                    outcome.error = Some((database::db_code(&error), error));
+                }
+            }
+            Err(error) => {
+                let code = if database::corrupt_location(&error).is_some() {
+                    Code::Invalid
+                } else {
+                    database::db_code(&error)
+                };
+                outcome.error = Some((code, error));
+            }
         }
         outcome
     }

@@ -129,6 +129,8 @@ fn an_indexed_database_ingests_proves_absence_and_verifies() {
     cairn(&["prove", &lean, "--absent", &absent]).error(2, &["--absent"]);
     cairn(&["verify", "--db", &lean, &file]).invalid("not an indexed database");
 
+    let checked = cairn(&["check", &db]).success();
+    assert!(checked.contains("indexed tree rebuilt"), "{checked}");
     // Truncate (refused below what a checkpoint finalized), checkpoint,
     // backup, export.
     let truncated = cairn(&["truncate", &db, "--to", "201", "--json"]).json();
