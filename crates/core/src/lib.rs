@@ -14,6 +14,7 @@ pub mod error;
 pub mod hash;
 pub mod hex;
 pub mod kind;
+pub mod indexed;
 pub mod level;
 pub mod proof;
 pub mod shape;
