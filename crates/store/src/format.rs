@@ -694,6 +694,25 @@ mod tests {
             assert!(StoreMeta::decode(&bad).is_err(), "fixed meta bit {bit}");
         }
         assert!(StoreMeta::decode(&bytes[..StoreMeta::LEN]).is_err());
+        // An indexed tree's meta: version 2, kind 2, no depth or zero; one
+        // under a valid CRC but with a depth or zero is corruption.
+        let indexed = StoreMeta {
+            tree: TreeConfig::new(Arity::new(4).unwrap(), HashKind::Blake3)
+                .with_kind(TreeKind::Indexed)
+                .with_max_depth(30),
+            ..meta()
+        };
+        let indexed_bytes = indexed.encode();
+        assert_eq!(indexed_bytes.len(), StoreMeta::LEN_KINDS);
+        assert_eq!((indexed_bytes[32], indexed_bytes[33]), (2, 0));
+        assert_eq!(StoreMeta::decode(&indexed_bytes), Ok(indexed));
+        for at in [33, 40, 71] {
+            let mut bad = indexed_bytes.clone();
+            bad[at] = 1;
+            let crc = crc32c::crc32c(&bad[..72]);
+            bad[72..76].copy_from_slice(&crc.to_le_bytes());
+            assert!(StoreMeta::decode(&bad).is_err(), "indexed meta byte {at}");
+        }
         // A depth or zero value that is no tree is corruption, even under a valid CRC.
         let mut bad = bytes.clone();
         bad[33] = 0;

@@ -664,3 +664,63 @@ proptest! {
         }
     }
 }
+
+/// The plain proofs of an indexed tree's leaf hashes: version 2 with tree
+/// kind 2 in both encodings, one encoding only, Lean-shaped, refused
+/// against another kind; no consistency proof of an indexed tree verifies.
+#[test]
+fn plain_proofs_of_an_indexed_tree_name_their_kind() {
+    use cairn_core::{ConsistencyProof, MembershipProof, TreeKind};
+    let config = TreeConfig::new(arity(3), HashKind::Blake3);
+    let values: Vec<Hash> = (1..=20u8).map(|i| [i; 32]).collect();
+    let indexed = IndexedTree::from_values(config, &values).unwrap();
+    assert_eq!(indexed.config().kind, TreeKind::Indexed);
+    // The same leaf hashes in a Lean tree: the shape is the Lean one.
+    let indexed_config = config.with_kind(TreeKind::Indexed);
+    let mut plain = cairn_core::LeanImt::new(indexed_config);
+    let mut lean = cairn_core::LeanImt::new(config);
+    let leaves: Vec<Hash> = (0..indexed.size()).map(|i| [i as u8 + 100; 32]).collect();
+    plain.append_batch(&leaves).unwrap();
+    lean.append_batch(&leaves).unwrap();
+    assert_eq!(plain.root(), lean.root());
+    let head = plain.head();
+    let proof = plain.prove(7).unwrap();
+    proof.verify_with(&indexed_config, &head).unwrap();
+    let bytes = proof.to_bytes();
+    assert_eq!((bytes[0], bytes[4], bytes[5]), (2, 2, 0));
+    assert_eq!(bytes[6..38], [0; 32]);
+    assert_eq!(MembershipProof::from_bytes(&bytes).unwrap(), proof);
+    let json = proof.to_json();
+    assert!(json.contains("\"tree\": {\n    \"kind\": \"indexed\"\n  }"), "{json}");
+    assert_eq!(MembershipProof::from_json(&json).unwrap(), proof);
+    // A Lean proof of the same leaf is refused against the indexed tree and
+    // the reverse: the kind is part of what a verifier trusts.
+    let lean_proof = lean.prove(7).unwrap();
+    assert!(lean_proof.verify_with(&indexed_config, &head).is_err());
+    assert!(proof.verify_with(&config, &lean.head()).is_err());
+    // A depth byte or zero value under kind 2 would not re-encode: refused.
+    for at in [5, 6, 37] {
+        let mut bad = bytes.clone();
+        bad[at] = 1;
+        assert!(
+            matches!(MembershipProof::from_bytes(&bad), Err(DecodeError::TreeKind(_))),
+            "byte {at}"
+        );
+    }
+    let with_depth = json.replace(
+        "\"kind\": \"indexed\"",
+        "\"kind\": \"indexed\",\n    \"depth\": 3",
+    );
+    assert!(matches!(
+        MembershipProof::from_json(&with_depth),
+        Err(DecodeError::TreeKind(_))
+    ));
+    // Consistency: an indexed tree is not append-only.
+    let old = plain.view(5).unwrap().head();
+    let consistency = plain.prove_consistency(5).unwrap();
+    let decoded = ConsistencyProof::from_bytes(&consistency.to_bytes()).unwrap();
+    assert!(matches!(
+        decoded.verify_with(&indexed_config, &old, &head),
+        Err(VerifyError::NotAppendOnly { kind: "indexed" })
+    ));
+}
