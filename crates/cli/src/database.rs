@@ -74,10 +74,7 @@ pub fn lean_only(dir: &Path) -> Failure {
 
 /// Opens the indexed database in `dir`.
 pub fn open_indexed(dir: &Path, options: Options) -> Result<IndexedDb, Failure> {
-    options
-        .open_options()
-        .open_indexed(dir)
-        .map_err(db_failure)
+    options.open_options().open_indexed(dir).map_err(db_failure)
 }
 
 /// Opens the indexed database in `dir` read-only (beside a writer).

@@ -17,11 +17,11 @@ use cairn_core::indexed::{
 use cairn_core::{Arity, DecodeError, Hash, HashKind, TreeError, TreeHead};
 use cairn_db::{DbError, ErrorKind, IndexedDb};
 
-use crate::units::group;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::output;
+use crate::units::group;
 
 /// Opens the indexed database in `dir` for writing.
 pub fn open(dir: &Path, options: Options) -> Result<IndexedDb, Failure> {

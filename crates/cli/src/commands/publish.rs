@@ -158,9 +158,7 @@ impl PublishCmd {
             Err(
                 error @ (cairn_tiles::PublishError::NotLean { .. }
                 | cairn_tiles::PublishError::Indexed),
-            ) => {
-                Err(Failure::new(Code::Usage, error))
-            }
+            ) => Err(Failure::new(Code::Usage, error)),
             Err(error) => Err(Failure::new(Code::Input, error)),
         }
     }

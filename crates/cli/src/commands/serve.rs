@@ -122,7 +122,10 @@ impl ServeCmd {
         };
         if database::is_indexed_dir(&self.dir) {
             let unsupported: Vec<&str> = [
-                config.signer.as_ref().map(|_| "signed checkpoints (--sign-key, DIR/signer.key)"),
+                config
+                    .signer
+                    .as_ref()
+                    .map(|_| "signed checkpoints (--sign-key, DIR/signer.key)"),
                 config.publish.as_ref().map(|_| "--publish"),
                 config.mirror.as_ref().map(|_| "--mirror-from"),
                 config.read_only.then_some("--read-only"),

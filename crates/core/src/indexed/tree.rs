@@ -157,7 +157,7 @@ impl IndexedTree {
             .collect();
         drop(order);
         tree.sorted = SortedIndex::from_sorted(&entries, &all);
-        tree.tree = LeanImt::from_leaves(config, &hashes)?;
+        tree.tree = LeanImt::from_leaves(config.with_kind(crate::TreeKind::Indexed), &hashes)?;
         tree.values = all;
         Ok(tree)
     }

@@ -141,7 +141,11 @@ fn header(out: &mut Vec<u8>, kind: &str, arity: u64, hash: &str, tree: TreeKind)
             out.extend_from_slice(b"\n  }");
         }
         TreeKind::Indexed => {
-            let _ = write!(out, ",\n  \"tree\": {{\n    \"kind\": \"{}\"\n  }}", tree.name());
+            let _ = write!(
+                out,
+                ",\n  \"tree\": {{\n    \"kind\": \"{}\"\n  }}",
+                tree.name()
+            );
         }
         TreeKind::Lean => {}
     }

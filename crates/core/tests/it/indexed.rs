@@ -691,7 +691,10 @@ fn plain_proofs_of_an_indexed_tree_name_their_kind() {
     assert_eq!(bytes[6..38], [0; 32]);
     assert_eq!(MembershipProof::from_bytes(&bytes).unwrap(), proof);
     let json = proof.to_json();
-    assert!(json.contains("\"tree\": {\n    \"kind\": \"indexed\"\n  }"), "{json}");
+    assert!(
+        json.contains("\"tree\": {\n    \"kind\": \"indexed\"\n  }"),
+        "{json}"
+    );
     assert_eq!(MembershipProof::from_json(&json).unwrap(), proof);
     // A Lean proof of the same leaf is refused against the indexed tree and
     // the reverse: the kind is part of what a verifier trusts.
@@ -703,7 +706,10 @@ fn plain_proofs_of_an_indexed_tree_name_their_kind() {
         let mut bad = bytes.clone();
         bad[at] = 1;
         assert!(
-            matches!(MembershipProof::from_bytes(&bad), Err(DecodeError::TreeKind(_))),
+            matches!(
+                MembershipProof::from_bytes(&bad),
+                Err(DecodeError::TreeKind(_))
+            ),
             "byte {at}"
         );
     }
@@ -717,7 +723,7 @@ fn plain_proofs_of_an_indexed_tree_name_their_kind() {
     ));
     // Consistency: an indexed tree is not append-only.
     let old = plain.view(5).unwrap().head();
-    let consistency = plain.prove_consistency(5).unwrap();
+    let consistency = plain.prove_consistency(5, plain.size()).unwrap();
     let decoded = ConsistencyProof::from_bytes(&consistency.to_bytes()).unwrap();
     assert!(matches!(
         decoded.verify_with(&indexed_config, &old, &head),
