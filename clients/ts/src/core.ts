@@ -36,3 +36,18 @@ export {
   type TileStats,
   type TrustedTileHead,
 } from "./tiles.js";
+export {
+  decodeAbsence,
+  decodeIndexedMembership,
+  decodeInsertion,
+  indexedLeafHash,
+  indexedRoot,
+  verifyAbsence,
+  verifyIndexedMembership,
+  verifyInsertion,
+  type AbsenceProof,
+  type IndexedLeaf,
+  type IndexedMembershipProof,
+  type InsertionStep,
+  type InsertionWitness,
+} from "./indexed.js";

@@ -46,6 +46,13 @@ export type ErrorKind =
   | "NoKnownSignature"
   | "BadSignature"
   | "Origin"
+  // verify, indexed trees (docs/spec.md section 12)
+  | "ValueMismatch"
+  | "GuardValue"
+  | "NotBracketed"
+  | "BadPointer"
+  | "EmptyHead"
+  | "Step"
   // input: a malformed argument (arity, hasher, head, leaf, verifier key)
   | "InvalidArgument"
   | "VerifierKey"

@@ -122,13 +122,16 @@ pub enum KindName {
     /// zk-kit's IMT (Tornado Cash's shape): fixed depth, every group padded
     /// to N with the level's zero hash.
     Imt,
+    /// An indexed tree (a database only): sorted linked-list leaves with a
+    /// guard, so that a value's absence can be proven.
+    Indexed,
 }
 
 /// `--kind`, `--depth` and `--zero`: the tree's kind, for commands given a
 /// leaf file or a trusted head (a database stores its kind).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct KindArgs {
-    /// Tree kind: lean (the LeanIMT) or imt (zk-kit's IMT: fixed depth, zero-padded) [default: lean].
+    /// Tree kind: lean (the LeanIMT), imt (zk-kit's IMT: fixed depth, zero-padded) or indexed (sorted leaves, absence proofs; databases only) [default: lean].
     #[arg(long, value_enum, value_name = "KIND")]
     pub kind: Option<KindName>,
     /// With --kind imt: levels above the leaves, 1 to 64 (the tree holds at most N^D leaves).
@@ -158,14 +161,18 @@ impl KindArgs {
     pub fn resolve(&self, hash: HashKind) -> Result<TreeKind, Failure> {
         let usage = |message: String| Failure::new(Code::Usage, anyhow::anyhow!(message));
         match self.kind.unwrap_or(KindName::Lean) {
-            KindName::Lean => {
+            name @ (KindName::Lean | KindName::Indexed) => {
                 let stray: Vec<&str> = self
                     .given()
                     .into_iter()
                     .filter(|&option| option != "--kind")
                     .collect();
                 if stray.is_empty() {
-                    Ok(TreeKind::Lean)
+                    Ok(if name == KindName::Indexed {
+                        TreeKind::Indexed
+                    } else {
+                        TreeKind::Lean
+                    })
                 } else {
                     Err(usage(format!(
                         "{} {} for a fixed-depth tree: add --kind imt",
@@ -219,9 +226,15 @@ pub fn file_tree(
     command: &str,
 ) -> Result<TreeConfig, Failure> {
     match (arity, hash) {
-        (Some(arity), Some(hash)) => {
-            Ok(TreeConfig::new(arity, hash).with_kind(kind.resolve(hash)?))
-        }
+        (Some(arity), Some(hash)) => match kind.resolve(hash)? {
+            TreeKind::Indexed => Err(Failure::new(
+                Code::Usage,
+                anyhow::anyhow!(
+                    "--kind indexed is for databases (`cairn init DIR --kind indexed`, then `cairn {command} DIR`), not leaf files"
+                ),
+            )),
+            kind => Ok(TreeConfig::new(arity, hash).with_kind(kind)),
+        },
         (arity, hash) => {
             let missing: Vec<&str> = [
                 arity.is_none().then_some("--arity <N>"),

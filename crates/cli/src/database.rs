@@ -14,8 +14,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use cairn_core::Snapshot;
-use cairn_db::{Db, DbConfig, DbError, DiskUsage, ErrorKind, FileBytes, OpenOptions};
+use cairn_core::{Snapshot, TreeKind};
+use cairn_db::{Db, DbConfig, DbError, DiskUsage, ErrorKind, FileBytes, IndexedDb, OpenOptions};
 pub use cairn_db::{META_FILE, is_database};
 
 use crate::failure::{Code, Failure};
@@ -31,7 +31,7 @@ pub struct Options {
 }
 
 impl Options {
-    fn open_options(self) -> OpenOptions {
+    pub(crate) fn open_options(self) -> OpenOptions {
         OpenOptions::new()
             .background(self.background)
             .verify(self.verify)
@@ -45,11 +45,58 @@ pub fn stored(dir: &Path) -> Result<DbConfig, Failure> {
 
 /// The tree of the database in `dir`, read-only, without its nullifier set.
 pub fn read_tree(dir: &Path) -> Result<Arc<Snapshot>, Failure> {
+    if is_indexed_dir(dir) {
+        return Err(lean_only(dir));
+    }
     Db::read_tree(dir).map_err(db_failure)
+}
+
+/// Whether `dir` holds an indexed database (`cairn init --kind indexed`).
+pub fn is_indexed_dir(dir: &Path) -> bool {
+    is_database(dir) && DbConfig::stored(dir).is_ok_and(|config| is_indexed(&config))
+}
+
+/// Whether a database created as `config` is an indexed tree.
+pub fn is_indexed(config: &DbConfig) -> bool {
+    config.tree().kind == TreeKind::Indexed
+}
+
+/// What commands for lean and imt databases say of an indexed one.
+pub fn lean_only(dir: &Path) -> Failure {
+    Failure::new(
+        Code::Usage,
+        anyhow!(
+            "{} is an indexed database (`cairn init --kind indexed`): this command reads a lean or imt tree; indexed databases take ingest, root, stats, contains, prove, verify, check, truncate, checkpoint, backup, export and serve",
+            dir.display()
+        ),
+    )
+}
+
+/// Opens the indexed database in `dir`.
+pub fn open_indexed(dir: &Path, options: Options) -> Result<IndexedDb, Failure> {
+    options.open_options().open_indexed(dir).map_err(db_failure)
+}
+
+/// Opens the indexed database in `dir` read-only (beside a writer).
+pub fn open_indexed_read_only(dir: &Path) -> Result<IndexedDb, Failure> {
+    Options::default()
+        .open_options()
+        .read_only(true)
+        .open_indexed(dir)
+        .map_err(db_failure)
+}
+
+/// The values of the indexed database in `dir`, in insertion order, as
+/// the leaves of a tree (read-only, without building the indexed tree).
+pub fn read_values(dir: &Path) -> Result<Arc<Snapshot>, Failure> {
+    IndexedDb::read_values(dir).map_err(db_failure)
 }
 
 /// Opens the database in `dir` (its tree and its nullifier set, if any).
 pub fn open(dir: &Path, options: Options) -> Result<Db, Failure> {
+    if is_indexed_dir(dir) {
+        return Err(lean_only(dir));
+    }
     open_raw(dir, options).map_err(db_failure)
 }
 
@@ -60,6 +107,9 @@ pub fn open_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
 
 /// Opens the database in `dir` read-only (beside a writer, if one runs).
 pub fn open_read_only(dir: &Path, options: Options) -> Result<Db, Failure> {
+    if is_indexed_dir(dir) {
+        return Err(lean_only(dir));
+    }
     open_read_only_raw(dir, options).map_err(db_failure)
 }
 
@@ -80,6 +130,8 @@ pub fn db_code(error: &DbError) -> Code {
         | ErrorKind::NotFound
         | ErrorKind::BlockOrder
         | ErrorKind::BelowFinalized { .. } => Code::Usage,
+        // An absence asked of a value present, or the reverse.
+        ErrorKind::Presence => Code::Invalid,
         _ => Code::Input,
     }
 }

@@ -19,6 +19,13 @@ pub fn membership(source: &Source) -> Result<MembershipProof, Failure> {
     decode(source, MembershipProof::decode)
 }
 
+/// Decodes a membership proof already read from `source`. Malformed is exit 1.
+pub fn decode_membership(source: &Source, bytes: &[u8]) -> Result<MembershipProof, Failure> {
+    MembershipProof::decode(bytes)
+        .with_context(|| format!("{}: invalid proof", source.name()))
+        .or_exit(Code::Invalid)
+}
+
 /// Reads and decodes a consistency proof. Unreadable is exit 4, malformed exit 1.
 pub fn consistency(source: &Source) -> Result<ConsistencyProof, Failure> {
     decode(source, ConsistencyProof::decode)

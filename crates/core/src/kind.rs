@@ -41,12 +41,15 @@ pub enum TreeKind {
         /// The value of an absent leaf, `zeros[0]`.
         zero: Hash,
     },
+    /// The indexed tree: Lean-shaped, over sorted linked-list leaves.
+    Indexed,
 }
 
 impl std::fmt::Debug for TreeKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TreeKind::Lean => f.write_str("Lean"),
+            TreeKind::Indexed => f.write_str("Indexed"),
             TreeKind::Fixed { depth, zero } => f
                 .debug_struct("Fixed")
                 .field("depth", depth)
@@ -57,28 +60,37 @@ impl std::fmt::Debug for TreeKind {
 }
 
 impl TreeKind {
-    /// The name the CLI, the server and the JSON encodings use: `lean` or `imt`.
+    /// The name the CLI, the server and the JSON encodings use: `lean`,
+    /// `imt` or `indexed`.
     pub const fn name(&self) -> &'static str {
         match self {
             TreeKind::Lean => "lean",
             TreeKind::Fixed { .. } => "imt",
+            TreeKind::Indexed => "indexed",
         }
     }
 
-    /// The fixed depth, `None` for a Lean tree.
+    /// The fixed depth, `None` for a Lean or indexed tree.
     pub const fn fixed_depth(&self) -> Option<u32> {
         match self {
-            TreeKind::Lean => None,
+            TreeKind::Lean | TreeKind::Indexed => None,
             TreeKind::Fixed { depth, .. } => Some(*depth),
         }
     }
 
-    /// The zero value of a fixed-depth tree, `None` for a Lean tree.
+    /// The zero value of a fixed-depth tree, `None` for a Lean or indexed tree.
     pub const fn zero(&self) -> Option<Hash> {
         match self {
-            TreeKind::Lean => None,
+            TreeKind::Lean | TreeKind::Indexed => None,
             TreeKind::Fixed { zero, .. } => Some(*zero),
         }
+    }
+
+    /// Whether the tree only grows at its right edge (every leaf, once
+    /// written, keeps its value), so that consistency proofs between two
+    /// of its heads exist: Lean and fixed-depth trees, not indexed ones.
+    pub const fn is_append_only(&self) -> bool {
+        !matches!(self, TreeKind::Indexed)
     }
 
     /// Whether this kind can be a tree of `hash`: the depth is in
@@ -86,7 +98,7 @@ impl TreeKind {
     /// hash takes only canonical field elements).
     pub fn check(&self, hash: HashKind) -> Result<(), KindError> {
         match *self {
-            TreeKind::Lean => Ok(()),
+            TreeKind::Lean | TreeKind::Indexed => Ok(()),
             TreeKind::Fixed { depth, zero } => {
                 if !(1..=MAX_FIXED_DEPTH).contains(&depth) {
                     return Err(KindError::Depth { depth });
@@ -101,10 +113,11 @@ impl TreeKind {
 
     /// `zeros[0..=depth]` of a fixed-depth tree: `zeros[0] = zero`,
     /// `zeros[k + 1]` the hash of N copies of `zeros[k]`, `zeros[depth]` the
-    /// root of the empty tree. Empty for a Lean tree. Costs `depth` hashes.
+    /// root of the empty tree. Empty for a Lean or indexed tree. Costs
+    /// `depth` hashes.
     pub fn zeros(&self, arity: Arity, hash: HashKind) -> Vec<Hash> {
         match *self {
-            TreeKind::Lean => Vec::new(),
+            TreeKind::Lean | TreeKind::Indexed => Vec::new(),
             TreeKind::Fixed { depth, zero } => {
                 let mut zeros = Vec::with_capacity(depth as usize + 1);
                 zeros.push(zero);
@@ -184,8 +197,8 @@ impl Zeros {
     /// The zeros of a tree of `arity`, `hash` and `kind`.
     pub(crate) fn new(arity: Arity, hash: HashKind, kind: TreeKind) -> Zeros {
         match kind {
-            TreeKind::Lean => Zeros(None),
-            _ => Zeros(Some(kind.zeros(arity, hash).into())),
+            TreeKind::Fixed { .. } => Zeros(Some(kind.zeros(arity, hash).into())),
+            TreeKind::Lean | TreeKind::Indexed => Zeros(None),
         }
     }
 

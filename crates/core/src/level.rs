@@ -31,6 +31,8 @@ use std::sync::Arc;
 
 use crate::hash::Hash;
 
+mod update;
+
 /// Nodes per chunk: 4 KiB, one page.
 pub const CHUNK_LEN: usize = 128;
 /// Nodes per segment: 512 chunks, 2 MiB (one transparent huge page), one allocation.

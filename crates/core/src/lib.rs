@@ -13,6 +13,7 @@ pub mod decimal;
 pub mod error;
 pub mod hash;
 pub mod hex;
+pub mod indexed;
 pub mod kind;
 pub mod level;
 pub mod proof;

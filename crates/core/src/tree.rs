@@ -22,6 +22,8 @@ use crate::kind::{KindError, TreeKind, Zeros};
 use crate::level::Level;
 use crate::shape::{self, Shape};
 
+mod update;
+
 /// What a tree is: chosen at creation, stored by the database, never changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TreeConfig {

@@ -242,6 +242,12 @@ impl Db {
 
     /// [`Db::create`] through a given file system.
     pub fn create_in(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<Db> {
+        check_kind(is_indexed(&config), false)?;
+        Db::create_kind(fs, dir, config)
+    }
+
+    /// Creates a database of either kind (the indexed one's store).
+    pub(crate) fn create_kind(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<Db> {
         let store = Store::create(Arc::clone(&fs), dir, config.store_config())?;
         let set = config
             .unique
@@ -276,7 +282,18 @@ impl Db {
     /// (which must agree with the stored one; `verify_on_open` is honoured,
     /// background settings are ignored) or the stored configuration.
     pub fn open_read_only_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
+        Db::open_read_only_kind(fs, dir, config, false)
+    }
+
+    /// Opens a database of the given kind read-only.
+    pub(crate) fn open_read_only_kind(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        config: Option<DbConfig>,
+        indexed: bool,
+    ) -> Result<Db> {
         let config = resolve_config(&*fs, dir, config)?;
+        check_kind(is_indexed(&config), indexed)?;
         // Taken before the store: the file then covers no leaf the store
         // lacks (see `file::open`).
         let published = if config.unique {
@@ -291,7 +308,18 @@ impl Db {
     /// [`Db::open`] (`config: None`) or [`Db::open_with`] through a given
     /// file system.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
+        Db::open_kind(fs, dir, config, false)
+    }
+
+    /// Opens a database of the given kind.
+    pub(crate) fn open_kind(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        config: Option<DbConfig>,
+        indexed: bool,
+    ) -> Result<Db> {
         let config = resolve_config(&*fs, dir, config)?;
+        check_kind(is_indexed(&config), indexed)?;
         let store = Store::open(Arc::clone(&fs), dir, config.store_config())?;
         if config.unique {
             // Never published: a set checkpoint that crashed.
@@ -703,6 +731,34 @@ impl Db {
     }
 }
 
+/// Whether `config` is an indexed database's: its store's leaves are the
+/// values inserted, and the tree proven is the indexed tree derived from
+/// them (see [`crate::IndexedDb`]).
+pub(crate) fn is_indexed(config: &DbConfig) -> bool {
+    config.tree().kind == cairn_core::TreeKind::Indexed
+}
+
+/// Refuses to open a database of one kind as the other: the trees differ
+/// (a plain LeanIMT over the values, or the indexed tree derived from them).
+pub(crate) fn check_kind(stored: bool, asked: bool) -> Result<()> {
+    if stored == asked {
+        return Ok(());
+    }
+    let word = |indexed: bool| {
+        if indexed {
+            "indexed (open it with IndexedDb)"
+        } else {
+            "lean or imt (open it with Db)"
+        }
+        .to_string()
+    };
+    Err(DbError::ConfigMismatch {
+        field: "tree kind",
+        stored: word(stored),
+        given: word(asked),
+    })
+}
+
 /// `config` checked against the stored configuration of `dir`, or the
 /// stored configuration with default runtime settings.
 pub(crate) fn resolve_config(
@@ -713,6 +769,7 @@ pub(crate) fn resolve_config(
     let meta = stored_config(fs, dir)?;
     let stored_unique = meta.flags & FLAG_UNIQUE != 0;
     let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
+    let stored_indexed = meta.tree.kind == cairn_core::TreeKind::Indexed;
     let config = match config {
         Some(config) => {
             if config.unique != stored_unique {
@@ -731,6 +788,7 @@ pub(crate) fn resolve_config(
                     given: word(config.explicit_finality),
                 });
             }
+            check_kind(stored_indexed, is_indexed(&config))?;
             config
         }
         None => {

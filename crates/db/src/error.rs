@@ -39,6 +39,11 @@ pub enum DbError {
     /// The set cannot take more values.
     #[error("the nullifier set is full: {0}")]
     SetFull(String),
+    /// An indexed database refused a value or a query (the guard value 0,
+    /// a non-canonical value, a value present or absent, a rollback below
+    /// the guard).
+    #[error(transparent)]
+    Indexed(cairn_core::indexed::IndexedError),
 }
 
 /// Up to this many duplicates are spelled out in the message (all are in
@@ -81,8 +86,22 @@ impl DbError {
     /// tree's errors inside.
     pub fn kind(&self) -> ErrorKind {
         use cairn_core::TreeError as Tree;
+        use cairn_core::indexed::IndexedError as Indexed;
         match self {
             DbError::Duplicates { .. } => ErrorKind::Duplicate,
+            DbError::Indexed(error) => match error {
+                Indexed::Duplicates { .. } => ErrorKind::Duplicate,
+                Indexed::Present { .. } | Indexed::Absent { .. } => ErrorKind::Presence,
+                Indexed::TruncateGuard { .. }
+                | Indexed::Tree(
+                    Tree::IndexOutOfRange { .. }
+                    | Tree::SizeBeyondTree { .. }
+                    | Tree::TruncateBeyondSize { .. },
+                ) => ErrorKind::NotFound,
+                Indexed::Tree(Tree::CapacityExceeded { .. }) => ErrorKind::Full,
+                // The guard value 0, a non-canonical value, an empty batch.
+                _ => ErrorKind::InvalidBatch,
+            },
             DbError::NoSet | DbError::ConfigMismatch { .. } => ErrorKind::Config,
             DbError::SetFull(_) => ErrorKind::Full,
             DbError::Store(error) => match error {
@@ -135,8 +154,12 @@ pub enum ErrorKind {
     /// allow it: a config that contradicts the stored one, an invalid
     /// config, a directory that is not empty, a lookup without a set.
     Config,
-    /// An index, size, or block the tree does not hold.
+    /// An index, size, or block the tree does not hold (or, in an indexed
+    /// tree, a rollback that would remove its guard leaf).
     NotFound,
+    /// An indexed tree asked to prove a value absent that is present, or
+    /// present that is absent.
+    Presence,
     /// A block number that does not follow the last tagged one.
     BlockOrder,
     /// The append a durability wait was for was rolled back.

@@ -29,6 +29,7 @@ mod db;
 #[doc(hidden)]
 pub mod decoders;
 mod error;
+mod indexed;
 mod open;
 mod rollback;
 mod set;
@@ -46,6 +47,7 @@ pub use cairn_store::{
 pub use config::DbConfig;
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
 pub use error::{DbError, ErrorKind, Result};
+pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use open::{OpenOptions, StoredChildren, is_database};
 pub use set::table::MAX_INDEX;
 pub use set::{Duplicate, DuplicateOf, SetStats};

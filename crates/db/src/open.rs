@@ -9,8 +9,9 @@ use cairn_core::{Snapshot, shape};
 use cairn_store::{CheckpointPolicy, StdFs, Store, names};
 
 use crate::config::DbConfig;
-use crate::db::{Db, resolve_config};
+use crate::db::{Db, check_kind, is_indexed, resolve_config};
 use crate::error::Result;
+use crate::indexed::IndexedDb;
 
 /// Whether `dir` is a directory holding a cairn database (it has the
 /// store's `cairn.meta`).
@@ -89,6 +90,17 @@ impl OpenOptions {
             Db::open_with(dir, config)
         }
     }
+
+    /// Opens the indexed database in `dir` with these options.
+    pub fn open_indexed(&self, dir: impl AsRef<Path>) -> Result<IndexedDb> {
+        let dir = dir.as_ref();
+        let config = self.config(dir)?;
+        if self.read_only {
+            IndexedDb::open_read_only_in(Arc::new(StdFs), dir, Some(config))
+        } else {
+            IndexedDb::open_in(Arc::new(StdFs), dir, Some(config))
+        }
+    }
 }
 
 impl DbConfig {
@@ -121,13 +133,32 @@ pub struct StoredChildren {
     pub offset: u64,
 }
 
+impl IndexedDb {
+    /// The values of the indexed database in `dir` in insertion order, as
+    /// durable now, read-only (beside a writer, if one runs): the leaves
+    /// of the returned tree are the values (its root is not the indexed
+    /// tree's), what an export or a mirror copies.
+    pub fn read_values(dir: impl AsRef<Path>) -> Result<Arc<Snapshot>> {
+        let dir = dir.as_ref();
+        let config = OpenOptions::new().background(false).config(dir)?;
+        check_kind(is_indexed(&config), true)?;
+        let store = Store::open_read_only(Arc::new(StdFs), dir, config.store_config())?;
+        let snapshot = store.snapshot();
+        store.close()?;
+        Ok(snapshot)
+    }
+}
+
 impl Db {
     /// The tree of the database in `dir` as durable now, read-only (beside
     /// a writer, if one runs) and without loading the nullifier set: for
     /// readers of roots and proofs only.
+    /// An indexed database is refused (its store holds the values, not
+    /// the tree: see [`IndexedDb::read_values`]).
     pub fn read_tree(dir: impl AsRef<Path>) -> Result<Arc<Snapshot>> {
         let dir = dir.as_ref();
         let config = OpenOptions::new().background(false).config(dir)?;
+        check_kind(is_indexed(&config), false)?;
         let store = Store::open_read_only(Arc::new(StdFs), dir, config.store_config())?;
         let snapshot = store.snapshot();
         store.close()?;

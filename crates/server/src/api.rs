@@ -1132,6 +1132,14 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     )
 }
 
+/// Absence proofs need an indexed database (`cairn init --kind indexed`,
+/// served by `indexed.rs`): a lean tree's leaves are in append order.
+pub(crate) async fn absence() -> ApiError {
+    ApiError::not_found(
+        "this database is lean (append-only leaves in insertion order): absence proofs need an indexed database (`cairn init --kind indexed`)",
+    )
+}
+
 pub(crate) async fn openapi() -> Response {
     with_type(StatusCode::OK, OPENAPI_JSON.into(), "application/json")
 }

@@ -41,6 +41,7 @@ mod companions;
 mod config;
 mod cors;
 mod error;
+mod indexed;
 mod metrics;
 mod mirror;
 mod process;
@@ -55,6 +56,7 @@ pub use config::{
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;
+pub use indexed::{run_indexed, serve_indexed};
 pub use mirror::DEFAULT_MAX_LEAVES_PER_READ;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};

@@ -79,7 +79,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "GET",
         path: "/v1/heads",
-        statuses: &[200, 400],
+        statuses: &[200, 400, 404],
         needs_token: false,
     },
     Route {
@@ -93,6 +93,12 @@ pub const ROUTES: &[Route] = &[
         path: "/v1/finalize",
         statuses: &[200, 400, 401, 403, 404, 413, 500, 503],
         needs_token: true,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/absence/{value}",
+        statuses: &[200, 400, 404, 409],
+        needs_token: false,
     },
     Route {
         method: "GET",
@@ -137,6 +143,7 @@ fn handler(route: &Route) -> MethodRouter<AppState> {
         ("GET", "/v1/heads") => get(api::heads),
         ("POST", "/v1/rollback") => post(api::rollback),
         ("POST", "/v1/finalize") => post(api::finalize),
+        ("GET", "/v1/absence/{value}") => get(api::absence),
         ("GET", "/healthz") => get(api::health),
         ("GET", "/metrics") => get(api::metrics),
         ("GET", "/openapi.json") => get(api::openapi),

@@ -216,7 +216,7 @@ pub fn run_db(
 /// Completes at the first SIGTERM or SIGINT; a second one exits the
 /// process at once.
 #[cfg(unix)]
-fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, ServerError> {
+pub(crate) fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, ServerError> {
     use tokio::signal::unix::{SignalKind, signal};
     let install = |kind: SignalKind| {
         signal(kind).map_err(|source| ServerError::Io {
@@ -243,7 +243,7 @@ fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, Server
 }
 
 #[cfg(not(unix))]
-fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, ServerError> {
+pub(crate) fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, ServerError> {
     Ok(async {
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("interrupted");

@@ -100,9 +100,11 @@ fn check_crc(bytes: &[u8], body: usize) -> Result<(), Malformed> {
 /// The tree-kind byte of `cairn.meta` version 2: a Lean tree (never
 /// written: a Lean store's meta is version 1).
 const META_KIND_LEAN: u8 = 0;
-/// The tree-kind byte of a fixed-depth tree (2 is reserved for the
-/// indexed tree).
+/// The tree-kind byte of a fixed-depth tree.
 const META_KIND_FIXED: u8 = 1;
+/// The tree-kind byte of an indexed tree (its store's leaves are the
+/// values inserted, in order; depth and zero are 0).
+const META_KIND_INDEXED: u8 = 2;
 
 /// What `cairn.meta` records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,14 +154,21 @@ impl StoreMeta {
         b[15] = self.log_shift;
         b[16..24].copy_from_slice(&self.store_id.to_le_bytes());
         b[24..32].copy_from_slice(&self.flags.to_le_bytes());
-        let body = if let TreeKind::Fixed { depth, zero } = self.tree.kind {
-            b[32] = META_KIND_FIXED;
-            // Depths are 1..=64 (`TreeKind::check`): one byte.
-            b[33] = depth as u8;
-            b[40..72].copy_from_slice(&zero);
-            72
-        } else {
-            32
+        let body = match self.tree.kind {
+            TreeKind::Fixed { depth, zero } => {
+                b[32] = META_KIND_FIXED;
+                // Depths are 1..=64 (`TreeKind::check`): one byte.
+                b[33] = depth as u8;
+                b[40..72].copy_from_slice(&zero);
+                72
+            }
+            TreeKind::Indexed => {
+                b[32] = META_KIND_INDEXED;
+                72
+            }
+            // A Lean tree (and any kind a later version adds, which this
+            // store cannot have been given: `TreeKind` is non-exhaustive).
+            _ => 32,
         };
         let crc = crc32c::crc32c(&b[..body]);
         b[body..body + 4].copy_from_slice(&crc.to_le_bytes());
@@ -198,6 +207,12 @@ impl StoreMeta {
                         depth: u32::from(b[33]),
                         zero: b[40..72].try_into().expect("32 bytes"),
                     },
+                    META_KIND_INDEXED if b[33] != 0 || b[40..72].iter().any(|&x| x != 0) => {
+                        return Err(Malformed::Field(
+                            "an indexed tree's depth and zero are not zero".to_owned(),
+                        ));
+                    }
+                    META_KIND_INDEXED => TreeKind::Indexed,
                     META_KIND_LEAN => {
                         return Err(Malformed::Field(
                             "tree kind 0 (lean) in a version 2 meta, which only other kinds use"
@@ -206,7 +221,7 @@ impl StoreMeta {
                     }
                     other => {
                         return Err(Malformed::Field(format!(
-                            "tree kind {other} is unknown, want {META_KIND_FIXED} (imt)"
+                            "tree kind {other} is unknown, want {META_KIND_FIXED} (imt) or {META_KIND_INDEXED} (indexed)"
                         )));
                     }
                 }
@@ -679,6 +694,25 @@ mod tests {
             assert!(StoreMeta::decode(&bad).is_err(), "fixed meta bit {bit}");
         }
         assert!(StoreMeta::decode(&bytes[..StoreMeta::LEN]).is_err());
+        // An indexed tree's meta: version 2, kind 2, no depth or zero; one
+        // under a valid CRC but with a depth or zero is corruption.
+        let indexed = StoreMeta {
+            tree: TreeConfig::new(Arity::new(4).unwrap(), HashKind::Blake3)
+                .with_kind(TreeKind::Indexed)
+                .with_max_depth(30),
+            ..meta()
+        };
+        let indexed_bytes = indexed.encode();
+        assert_eq!(indexed_bytes.len(), StoreMeta::LEN_KINDS);
+        assert_eq!((indexed_bytes[32], indexed_bytes[33]), (2, 0));
+        assert_eq!(StoreMeta::decode(&indexed_bytes), Ok(indexed));
+        for at in [33, 40, 71] {
+            let mut bad = indexed_bytes.clone();
+            bad[at] = 1;
+            let crc = crc32c::crc32c(&bad[..72]);
+            bad[72..76].copy_from_slice(&crc.to_le_bytes());
+            assert!(StoreMeta::decode(&bad).is_err(), "indexed meta byte {at}");
+        }
         // A depth or zero value that is no tree is corruption, even under a valid CRC.
         let mut bad = bytes.clone();
         bad[33] = 0;

@@ -3,6 +3,7 @@
 //! committed vectors under `test-vectors/`. Never used by production code.
 
 pub mod http;
+pub mod indexed;
 pub mod reference;
 pub mod s3;
 pub mod vectors;

@@ -46,6 +46,12 @@ pub enum PublishError {
         /// The fixed-depth tree's depth.
         depth: u32,
     },
+    /// An indexed tree rewrites earlier leaves: no object of it would stay
+    /// immutable.
+    #[error(
+        "tiles describe lean trees: an indexed tree rewrites earlier leaves as values are inserted, so it cannot be published as tiles"
+    )]
+    Indexed,
 }
 
 /// Tiles read and written per round trip to the store.
@@ -69,6 +75,9 @@ pub fn publish_at(
     let config = snapshot.config();
     if let Some(depth) = config.kind.fixed_depth() {
         return Err(PublishError::NotLean { depth });
+    }
+    if !config.kind.is_append_only() {
+        return Err(PublishError::Indexed);
     }
     let layout = Layout::new(config.arity, config.hash);
     let view = snapshot.view(size)?;

@@ -1,6 +1,6 @@
 //! `cairn-vectors`: generates and checks the committed test vectors under
 //! `test-vectors/` (`roots.json`, `proofs.json`, `invalid-proofs.json`,
-//! `imt.json`),
+//! `imt.json`, `indexed.json`),
 //! cross-checking cairn against independent implementations on the way.
 //!
 //! ```text
@@ -14,6 +14,7 @@
 //! never regenerated, here.
 
 mod imt;
+mod indexed;
 mod invalid;
 mod json;
 mod peers;
@@ -142,11 +143,15 @@ fn generate_all() -> Result<Generated> {
     let start = Instant::now();
     let (imt_doc, s) = imt::build(&typescript, &leaves)?;
     summary.push(timed(start, s));
+    let start = Instant::now();
+    let (indexed_doc, s) = indexed::build(&leaves)?;
+    summary.push(timed(start, s));
     let files = vec![
         ("roots.json", roots_doc.to_pretty()),
         ("proofs.json", proofs_doc.to_pretty()),
         ("invalid-proofs.json", invalid_doc.to_pretty()),
         ("imt.json", imt_doc.to_pretty()),
+        ("indexed.json", indexed_doc.to_pretty()),
     ];
     Ok(Generated { files, summary })
 }
@@ -210,7 +215,7 @@ fn run(command: &str) -> Result<bool> {
                 }
             }
             eprintln!(
-                "test-vectors/{{roots,proofs,invalid-proofs,imt}}.json are up to date ({secs:.1}s)"
+                "test-vectors/{{roots,proofs,invalid-proofs,imt,indexed}}.json are up to date ({secs:.1}s)"
             );
             Ok(true)
         }

@@ -37,6 +37,9 @@ pub struct CheckpointCmd {
 
 impl CheckpointCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if database::is_indexed_dir(&self.dir) {
+            return self.run_indexed();
+        }
         let db = database::open(&self.dir, Options::default())?;
         let written = db.checkpoint().map_err(database::db_failure)?;
         let stats = db.stats();
@@ -61,6 +64,36 @@ impl CheckpointCmd {
             (None, 0) => "nothing to checkpoint: the database is empty".to_owned(),
             (None, _) => format!(
                 "checkpoint {number} already covers all {} leaves",
+                group(size)
+            ),
+        })
+    }
+}
+
+impl CheckpointCmd {
+    /// An indexed database checkpoints its log of values (its tree is
+    /// rebuilt from them at open).
+    fn run_indexed(self) -> Result<(), Failure> {
+        let db = crate::indexed::open(&self.dir, Options::default())?;
+        let written = db.checkpoint().map_err(database::db_failure)?;
+        let stats = db.stats();
+        db.close().map_err(database::db_failure)?;
+        let (number, size) = (stats.store.checkpoint_number, stats.store.checkpoint_size);
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("written", written.is_some())
+                    .field("number", number)
+                    .field("size", size)
+                    .field("set_checkpoint_size", None::<u64>)
+                    .finish(),
+            );
+        }
+        output::line(&match (&written, number) {
+            (Some(_), _) => format!("wrote checkpoint {number}, covering {} values", group(size)),
+            (None, 0) => "nothing to checkpoint: the database holds no value".to_owned(),
+            (None, _) => format!(
+                "checkpoint {number} already covers all {} values",
                 group(size)
             ),
         })

@@ -44,6 +44,9 @@ pub struct ContainsCmd {
 
 impl ContainsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if database::is_indexed_dir(&self.dir) {
+            return crate::indexed::contains(&self.dir, &self.leaf, self.json);
+        }
         let db = database::open_read_only(&self.dir, Options::default())?;
         let snapshot = db.snapshot();
         let index = snapshot

@@ -53,7 +53,12 @@ impl ExportCmd {
                 ),
             ));
         }
-        let snapshot = database::read_tree(&self.dir)?;
+        // An indexed database exports its values, in insertion order.
+        let snapshot = if database::is_indexed_dir(&self.dir) {
+            database::read_values(&self.dir)?
+        } else {
+            database::read_tree(&self.dir)?
+        };
         if let Err(message) = self.format.check_hash(snapshot.config().hash) {
             return Err(Failure::new(
                 Code::Usage,

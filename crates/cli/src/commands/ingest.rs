@@ -27,6 +27,8 @@ use crate::output;
 use crate::progress::Progress;
 use crate::units::group;
 
+mod indexed;
+
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
 Append the leaves of FILE (- or nothing reads stdin) to the cairn database DIR, durably: the \
@@ -223,6 +225,9 @@ impl IngestCmd {
             // Otherwise a bare `cairn ingest db` looks hung.
             eprintln!("{}", waiting_notice(self.format));
         }
+        if database::is_indexed_dir(&self.dir) {
+            return self.run_indexed(&source, input);
+        }
         let db = database::open(
             &self.dir,
             Options {
@@ -253,7 +258,7 @@ impl IngestCmd {
                 self.report(&done, head, checkpointed)
             }
             Err(failure) => {
-                let failure = self.explain(&db, &done, failure);
+                let failure = self.explain(db.size(), &|| db.head(), &done, failure);
                 drop(db);
                 Err(failure)
             }
@@ -434,8 +439,13 @@ impl IngestCmd {
     }
 
     /// The failure to report for `stop`, saying what was appended before it.
-    fn explain(&self, db: &Db, done: &Progressed, stop: Stop) -> Failure {
-        let size = db.size();
+    fn explain(
+        &self,
+        size: u64,
+        head: &dyn Fn() -> TreeHead,
+        done: &Progressed,
+        stop: Stop,
+    ) -> Failure {
         let before = if done.count == 0 {
             format!(
                 "nothing was appended (the database holds {} leaves)",
@@ -483,7 +493,7 @@ impl IngestCmd {
                     listing(&located, count, &json_lists),
                 );
                 if self.json {
-                    let head = db.head();
+                    let head = head();
                     let json = Object::new()
                         .field("error", "duplicates")
                         .field("message", message.as_str())

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use cairn_core::hex::to_hex;
 use cairn_core::{Arity, HashKind, TreeConfig, TreeKind};
-use cairn_db::{Db, DbConfig};
+use cairn_db::{Db, DbConfig, IndexedDb};
 
 use crate::args::{KindArgs, parse_arity, parse_hash_kind};
 use crate::database;
@@ -36,13 +36,21 @@ which accepts repeated values and looks nothing up by value.
 
 --finality says what makes leaves final, which `cairn truncate` (a rollback) never goes below: checkpoint (the default) finalizes what each checkpoint covers, so a rollback reaches back to the last checkpoint only; explicit finalizes only what `cairn finalize` names, so a chain follower can roll back any block it has not finalized, whatever was checkpointed.
 
+--kind indexed creates an indexed tree instead: leaves are a sorted linked list (value, next \
+index, next value) with a guard leaf 0, so that `cairn prove DIR --absent 0x..` proves a value \
+is not there (docs/spec.md, \"Indexed trees\"). Inserting a value also rewrites its \
+predecessor's leaf; the database keeps the values in insertion order and refuses a value twice \
+(exit 3) without a nullifier set (--no-unique does not apply), and proves against its current \
+head only (no --size, no consistency proofs). Value 0 is the guard's and is refused.
+
 --sign-key FILE (a signer key from `cairn keygen`) makes the database sign its checkpoints \
 (`cairn signed-checkpoint`, GET /v1/checkpoint of `cairn serve`): a copy goes to DIR/signer.key, \
 mode 0600; `cairn sign-key` adds one later.
 
 --json prints {\"dir\":\"..\",\"arity\":N,\"hash\":\"..\",\"max_depth\":D|null,\"unique\":true|false,\
-\"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1,\"kind\":\"lean\"|\"imt\",\
-\"depth\":D|null,\"zero\":\"0x..\"|null} (depth and zero: an imt's; format_version 2 for an imt's cairn.meta).
+\"log_file_leaves\":L,\"finality\":\"checkpoint\"|\"explicit\",\"format_version\":1,\"kind\":\"lean\"|\"imt\"|\"indexed\",\
+\"depth\":D|null,\"zero\":\"0x..\"|null} (depth and zero: an imt's; format_version 2 for an imt's or an \
+indexed tree's cairn.meta).
 
 Examples:
   cairn init db --arity 4 --hash blake3
@@ -53,7 +61,8 @@ Examples:
   cairn init tornado --arity 2 --hash mimcsponge --kind imt --depth 20 \\
       --zero 21663839004416932945382355908790599225266501822907911457504978515578255421292
   cairn keygen --name example.org/signed --out signed.key
-  cairn init signed --arity 4 --hash blake3 --sign-key signed.key";
+  cairn init signed --arity 4 --hash blake3 --sign-key signed.key
+  cairn init spent --kind indexed --arity 4 --hash blake3";
 
 /// What makes leaves final.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +149,22 @@ impl InitCmd {
                 ),
             ));
         }
+        if kind == TreeKind::Indexed && self.sign_key.is_some() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "--sign-key is for lean trees: an indexed database's checkpoints are not signed"
+                ),
+            ));
+        }
+        if kind == TreeKind::Indexed && self.no_unique {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "--no-unique is for lean and imt trees: an indexed tree refuses a value twice by construction"
+                ),
+            ));
+        }
         let mut tree = TreeConfig::new(self.arity, self.hash).with_kind(kind);
         if let Some(depth) = self.max_depth {
             tree = tree.with_max_depth(depth);
@@ -149,12 +174,20 @@ impl InitCmd {
         config.explicit_finality = self.finality == Finality::Explicit;
         config.store.flush_interval = None;
         config.store.checkpoint = Default::default();
-        let db = Db::create(&self.dir, config).map_err(database::db_failure)?;
-        let log_file_leaves = 1u64 << db.config().store.log_shift;
-        db.close().map_err(database::db_failure)?;
+        let log_file_leaves = 1u64 << config.store.log_shift;
+        if kind == TreeKind::Indexed {
+            IndexedDb::create(&self.dir, config)
+                .and_then(IndexedDb::close)
+                .map_err(database::db_failure)?;
+        } else {
+            Db::create(&self.dir, config)
+                .and_then(Db::close)
+                .map_err(database::db_failure)?;
+        }
         if let Some(signer) = &signer {
             crate::signing::install(&self.dir, signer, false)?;
         }
+        let unique = !self.no_unique && kind != TreeKind::Indexed;
         if self.json {
             return output::line(
                 &Object::new()
@@ -162,7 +195,7 @@ impl InitCmd {
                     .field("arity", self.arity.as_u64())
                     .field("hash", self.hash.name())
                     .field("max_depth", self.max_depth)
-                    .field("unique", !self.no_unique)
+                    .field("unique", unique)
                     .field("log_file_leaves", log_file_leaves)
                     .field("finality", self.finality.name())
                     .field("format_version", format_version(&tree))
@@ -172,22 +205,28 @@ impl InitCmd {
                     .finish(),
             );
         }
+        let max_depth = format!(
+            "max depth {}",
+            self.max_depth
+                .map_or_else(|| "none".to_owned(), |d| d.to_string())
+        );
         let shape = match kind {
             TreeKind::Fixed { depth, zero } => {
                 format!("imt of depth {depth} (zero {})", to_hex(&zero))
             }
-            _ => format!(
-                "max depth {}",
-                self.max_depth
-                    .map_or_else(|| "none".to_owned(), |d| d.to_string())
-            ),
+            TreeKind::Indexed => format!("indexed tree, {max_depth}"),
+            _ => max_depth,
+        };
+        let set = match (kind, unique) {
+            (TreeKind::Indexed, _) => "",
+            (_, true) => ", nullifier set on",
+            (_, false) => ", nullifier set off",
         };
         output::line(&format!(
-            "created {}: arity {}, hash {}, {shape}, nullifier set {}{}",
+            "created {}: arity {}, hash {}, {shape}{set}{}",
             self.dir.display(),
             self.arity,
             self.hash,
-            if self.no_unique { "off" } else { "on" },
             match self.finality {
                 Finality::Checkpoint => "",
                 Finality::Explicit => ", explicit finality",

@@ -47,6 +47,12 @@ Poseidon tree: the input JSON of cairn's LeanIMTInclusion(N, D) circom template 
 --circuit-depth, default the tree's depth) or `zkkit-circom` (arity 2, Poseidon: the inputs of \
 zk-kit's BinaryMerkleRoot(D) template). A format the tree cannot have exits 2.
 
+In an indexed database (`cairn init --kind indexed`), --absent 0x.. prints the absence proof of a \
+value (its low leaf: the largest value below it, whose next value is above it or none, and that \
+leaf's path; a value that is present exits 1), and --leaf or --index the membership proof of a \
+value's leaf with its pointer (--index 0 is the guard leaf). These are against the database's \
+current durable head: --size, --root and --proof-format do not apply.
+
 Examples:
   cairn prove --arity 3 --hash sha256 --format hex --leaves leaves.hex --index 4 > proof.json
   cairn prove db --index 4
@@ -58,7 +64,8 @@ Examples:
   seq 1 9 | cairn prove --arity 5 --hash poseidon --kind imt --depth 3 --format dec --index 7 --proof-format zkkit
 
   cairn publish db --to public && cairn prove --tiles public --index 4
-  cairn prove --tiles https://tiles.example.org/nullifiers --index 4";
+  cairn prove --tiles https://tiles.example.org/nullifiers --index 4
+  cairn prove spent --absent 0x000000000000000000000000000000000000000000000000000000000000000a";
 
 /// Print the membership proof of one leaf.
 #[derive(clap::Args, Debug)]
@@ -90,13 +97,16 @@ pub struct ProveCmd {
     #[arg(
         long,
         value_name = "I",
-        required_unless_present = "leaf",
+        required_unless_present_any = ["leaf", "absent"],
         conflicts_with = "leaf"
     )]
     index: Option<u64>,
     /// The leaf to prove, by value (0x and 64 hex digits).
     #[arg(long, value_name = "0x..", value_parser = parse_root)]
     leaf: Option<Hash>,
+    /// Prove that this value is absent (an indexed database: its low leaf and path).
+    #[arg(long, value_name = "0x..", value_parser = parse_root, requires = "dir", conflicts_with_all = ["index", "leaf", "size", "root"])]
+    absent: Option<Hash>,
     /// Prove against the tree of the first S leaves (default: all of them).
     #[arg(long, value_name = "S", conflicts_with = "root")]
     size: Option<u64>,
@@ -209,6 +219,19 @@ impl ProveCmd {
                 ),
             ));
         }
+        if let Some(dir) = &self.dir
+            && database::is_indexed_dir(dir)
+        {
+            return self.prove_indexed(dir, format);
+        }
+        if self.absent.is_some() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "--absent proves absence in an indexed database (`cairn init --kind indexed`); a lean tree has no absence proofs"
+                ),
+            ));
+        }
         let proof = match (&self.dir, &self.tiles) {
             (Some(dir), _) => self.prove_db(dir)?,
             (None, Some(tiles)) => self.prove_tiles(tiles)?,
@@ -228,6 +251,36 @@ impl ProveCmd {
             )
         })?;
         output::line(&text)
+    }
+
+    /// The proofs of an indexed database: absence, or membership by value
+    /// or index, against its current durable head.
+    fn prove_indexed(&self, dir: &std::path::Path, format: ProofFormat) -> Result<(), Failure> {
+        if self.size.is_some() || self.root.is_some() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{} is an indexed database: it proves against its current head only (its leaves change as values are inserted), so --size and --root do not apply",
+                    dir.display()
+                ),
+            ));
+        }
+        if format != ProofFormat::Json {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "--proof-format is for lean trees; an indexed database prints its own proof JSON (or --binary)"
+                ),
+            ));
+        }
+        use crate::indexed::Query;
+        let query = match (self.absent, self.leaf, self.index) {
+            (Some(value), _, _) => Query::Absent(value),
+            (None, Some(value), _) => Query::Value(value),
+            (None, None, Some(index)) => Query::Index(index),
+            (None, None, None) => unreachable!("clap requires --index, --leaf or --absent"),
+        };
+        crate::indexed::prove(dir, query, self.binary)
     }
 
     fn prove_tiles(&self, tiles: &str) -> Result<MembershipProof, Failure> {

@@ -155,9 +155,10 @@ impl PublishCmd {
                 Code::Usage,
                 anyhow!("{}: {why}", to.location()),
             )),
-            Err(error @ cairn_tiles::PublishError::NotLean { .. }) => {
-                Err(Failure::new(Code::Usage, error))
-            }
+            Err(
+                error @ (cairn_tiles::PublishError::NotLean { .. }
+                | cairn_tiles::PublishError::Indexed),
+            ) => Err(Failure::new(Code::Usage, error)),
             Err(error) => Err(Failure::new(Code::Input, error)),
         }
     }

@@ -83,6 +83,18 @@ pub struct FinalizeCmd {
 
 impl TruncateCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if database::is_indexed_dir(&self.dir) {
+            let Some(size) = self.target.to else {
+                return Err(Failure::new(
+                    crate::failure::Code::Usage,
+                    anyhow::anyhow!(
+                        "{} is an indexed database: it records no block-tagged heads, so roll it back --to a size",
+                        self.dir.display()
+                    ),
+                ));
+            };
+            return crate::indexed::truncate(&self.dir, size, self.json);
+        }
         let db = database::open(&self.dir, Options::default())?;
         let before = db.size();
         let head = match (self.target.to, self.target.to_block) {

@@ -63,6 +63,10 @@ pub struct RootCmd {
 impl RootCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let (head, depth, config, name) = match &self.source {
+            Some(dir) if database::is_indexed_dir(dir) => {
+                refuse_tree_options(dir, self.arity, self.hash, &self.kind, self.format)?;
+                return crate::indexed::root(dir, self.json);
+            }
             Some(dir) if database::is_database(dir) => {
                 refuse_tree_options(dir, self.arity, self.hash, &self.kind, self.format)?;
                 let snapshot = database::read_tree(dir)?;

@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use cairn_core::{Arity, HashKind, TreeConfig};
-use cairn_db::{Db, DbConfig};
+use cairn_core::{Arity, HashKind, TreeConfig, TreeKind};
+use cairn_db::{Db, DbConfig, IndexedDb};
 use cairn_server::{ServeOptions, ServerError, init_logging, run_db};
 
 use crate::args::{KindArgs, parse_arity, parse_hash_kind};
@@ -115,6 +115,44 @@ impl ServeCmd {
                 .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
             crate::commands::mirror::create_for(&self.dir, &mut *upstream, false)?;
         }
+        let ready = |addr: std::net::SocketAddr| {
+            let mut stdout = std::io::stdout();
+            let _ = writeln!(stdout, "listening on {addr}");
+            let _ = stdout.flush();
+        };
+        if database::is_indexed_dir(&self.dir) {
+            let unsupported: Vec<&str> = [
+                config
+                    .signer
+                    .as_ref()
+                    .map(|_| "signed checkpoints (--sign-key, DIR/signer.key)"),
+                config.publish.as_ref().map(|_| "--publish"),
+                config.mirror.as_ref().map(|_| "--mirror-from"),
+                config.read_only.then_some("--read-only"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !unsupported.is_empty() {
+                return Err(Failure::new(
+                    Code::Usage,
+                    anyhow!(
+                        "{} is an indexed database, which is served without {}: tiles, mirrors and signed checkpoints are for lean trees",
+                        self.dir.display(),
+                        unsupported.join(", ")
+                    ),
+                ));
+            }
+            let db = crate::indexed::open(
+                &self.dir,
+                Options {
+                    background: true,
+                    verify: false,
+                },
+            )?;
+            init_logging();
+            return cairn_server::run_indexed(db, config, ready).map_err(server_failure);
+        }
         // The store's background flush and automatic checkpoints run while
         // serving.
         let db = database::open(
@@ -125,12 +163,7 @@ impl ServeCmd {
             },
         )?;
         init_logging();
-        run_db(db, config, |addr| {
-            let mut stdout = std::io::stdout();
-            let _ = writeln!(stdout, "listening on {addr}");
-            let _ = stdout.flush();
-        })
-        .map_err(server_failure)
+        run_db(db, config, ready).map_err(server_failure)
     }
 }
 
@@ -169,6 +202,10 @@ fn create_or_check(dir: &Path, tree: TreeConfig) -> Result<(), Failure> {
     let mut config = DbConfig::new(tree);
     config.store.flush_interval = None;
     config.store.checkpoint = Default::default();
+    if kind == TreeKind::Indexed {
+        let db = IndexedDb::create(dir, config).map_err(database::db_failure)?;
+        return db.close().map_err(database::db_failure);
+    }
     let db = Db::create(dir, config).map_err(database::db_failure)?;
     db.close().map_err(database::db_failure)
 }

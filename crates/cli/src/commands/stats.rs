@@ -65,6 +65,9 @@ struct LevelFigures {
 impl StatsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let meta = database::stored(&self.dir)?;
+        if database::is_indexed(&meta) {
+            return crate::indexed::stats(&self.dir, self.json);
+        }
         let db = database::open_read_only(&self.dir, Options::default())?;
         let stats = db.stats();
         let snapshot = db.snapshot();

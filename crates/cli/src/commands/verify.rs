@@ -31,10 +31,19 @@ of any size it has reached; a size beyond it is invalid). --arity, --hash, the k
 proof that does not verify or is malformed, {\"valid\":false,\"reason\":\"..\"} (exit 1, nothing on \
 stderr).
 
+Indexed trees (`cairn init --kind indexed`): an absence proof, an indexed membership proof \
+(`cairn prove DIR --absent|--leaf|--index`) or an insertion witness is recognised by its kind and \
+checked the same way. An absence or membership proof is about the value it carries, or about \
+--value 0x.. when given (a proof about another value is invalid); with --db the trusted head is \
+the database's current one (an indexed database has no older heads). An insertion witness is \
+checked against the head before it, so it takes --root and --size, not --db, and prints the \
+head after it.
+
 Examples:
   cairn verify --arity 3 --hash sha256 --root 0x3e3999cd6a77a34ae09f0d40912e365683144ad848f0d3f1c576737fdc43c920 --size 7 proof.json
   cairn verify --db db proof.json
-  cairn prove db --index 4 | cairn verify --db db --json";
+  cairn prove db --index 4 | cairn verify --db db --json
+  cairn prove spent --absent 0x000000000000000000000000000000000000000000000000000000000000000a | cairn verify --db spent";
 
 /// Check a membership proof against a trusted root and size.
 #[derive(clap::Args, Debug)]
@@ -59,6 +68,9 @@ pub struct VerifyCmd {
     /// Print the verdict as one line of JSON.
     #[arg(long)]
     json: bool,
+    /// The value an indexed absence or membership proof must be about (default: its own).
+    #[arg(long, value_name = "0x..", value_parser = parse_root)]
+    value: Option<Hash>,
     /// The proof file; - or nothing reads stdin.
     #[arg(value_name = "PROOF_FILE")]
     proof: Option<PathBuf>,
@@ -137,7 +149,29 @@ impl VerifyCmd {
                 anyhow!("--size 0 is the empty tree, which has no root and no leaves to prove"),
             ));
         }
-        let proof = proof_file::membership(&Source::from_arg(self.proof.as_deref()))?;
+        let source = Source::from_arg(self.proof.as_deref());
+        let bytes = source.read()?;
+        if let Some(kind @ ("absence" | "indexed_membership" | "insertion")) =
+            cairn_core::indexed::proof_kind(&bytes)
+        {
+            return self.verify_indexed(&source.name(), &bytes, kind);
+        }
+        if self.value.is_some() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!("--value is for indexed proofs (absence or indexed membership)"),
+            ));
+        }
+        if let Some(dir) = &self.db
+            && database::is_indexed_dir(dir)
+        {
+            return Err(Failure::rejected(anyhow!(
+                "{}: a lean or imt tree's membership proof, but {} is an indexed database",
+                source.name(),
+                dir.display()
+            )));
+        }
+        let proof = proof_file::decode_membership(&source, &bytes)?;
         let (config, head) = match &self.db {
             Some(dir) => {
                 let size = self.size.unwrap_or(proof.size());
@@ -178,5 +212,68 @@ impl VerifyCmd {
             head.size,
             Hex(&root),
         ))
+    }
+}
+
+impl VerifyCmd {
+    /// An indexed tree's proof or witness, against --db's current head or
+    /// the head given.
+    fn verify_indexed(&self, name: &str, bytes: &[u8], kind: &str) -> Result<(), Failure> {
+        let trusted = match &self.db {
+            Some(dir) => {
+                if kind == "insertion" {
+                    return Err(Failure::new(
+                        Code::Usage,
+                        anyhow!(
+                            "an insertion witness is checked against the head before it: give that head with --arity, --hash, --root and --size instead of --db"
+                        ),
+                    ));
+                }
+                if !database::is_indexed_dir(dir) {
+                    return Err(Failure::rejected(anyhow!(
+                        "{name}: an indexed tree's proof, but {} is not an indexed database",
+                        dir.display()
+                    )));
+                }
+                let trusted = crate::indexed::trusted_from(dir)?;
+                if let Some(size) = self.size
+                    && size != trusted.head.size
+                {
+                    return Err(Failure::new(
+                        Code::Usage,
+                        anyhow!(
+                            "--size {size}: the indexed database {} proves at its current size {} only",
+                            dir.display(),
+                            trusted.head.size
+                        ),
+                    ));
+                }
+                trusted
+            }
+            None => {
+                // The proof names its kind: --kind, --depth and --zero
+                // describe the trusted tree of a lean or imt proof.
+                let given = self.kind.given();
+                if !given.is_empty() {
+                    return Err(Failure::new(
+                        Code::Usage,
+                        anyhow!(
+                            "{name}: an indexed tree's proof; {} describe a lean or imt tree",
+                            given.join(" and ")
+                        ),
+                    ));
+                }
+                let config = file_tree(self.arity, self.hash, &self.kind, "verify")?;
+                let (Some(root), Some(size)) = (self.root, self.size) else {
+                    unreachable!("clap requires --root and --size without --db")
+                };
+                crate::indexed::Trusted {
+                    arity: config.arity,
+                    hash: config.hash,
+                    head: TreeHead::new(size, root),
+                }
+            }
+        };
+        crate::indexed::verify(name, bytes, kind, trusted, self.value, self.json)
     }
 }

@@ -90,7 +90,9 @@ fn fixture(dir: &Path) {
     let setup = "cairn init db --arity 3 --hash sha256 >/dev/null \
         && cairn ingest db db.hex --format hex >/dev/null \
         && cairn prove db --index 4 > proof.json \
-        && cairn consistency db --from 4 --to 7 --binary > c.bin";
+        && cairn consistency db --from 4 --to 7 --binary > c.bin \
+        && cairn init spent --kind indexed --arity 4 --hash blake3 >/dev/null \
+        && cairn ingest spent db.hex --format hex >/dev/null";
     let status = shell(setup, dir).status().unwrap();
     assert!(status.success(), "fixture setup failed");
 }
@@ -131,7 +133,7 @@ fn every_help_example_runs_as_written() {
             if fresh {
                 let copy = format!("cp -r {}/. .", template.path().display());
                 let copy = if creates {
-                    format!("{copy} && rm -r db")
+                    format!("{copy} && rm -r db spent")
                 } else {
                     copy
                 };

@@ -8,6 +8,7 @@ mod db;
 mod demo;
 mod help_examples;
 mod imt;
+mod indexed;
 mod ingest;
 mod interop;
 mod leaves;

@@ -58,7 +58,10 @@ fn version_names_the_release_and_the_on_disk_format() {
         "sha256",
         "--json",
     ]);
-    assert!(init.success().contains(r#""format_version":1,"#));
+    assert!(
+        init.success()
+            .contains(r#""format_version":1,"kind":"lean","#)
+    );
 }
 
 /// Completes `words` (the last one being typed) with the bash script

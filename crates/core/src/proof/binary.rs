@@ -24,8 +24,11 @@ pub const FORMAT_VERSION: u8 = 1;
 /// tree's kind: proofs of a fixed-depth tree.
 pub const FORMAT_VERSION_KINDS: u8 = 2;
 /// The tree-kind byte of a fixed-depth tree in a version 2 header (0 is
-/// never written: a Lean tree's proof is version 1; 2 is reserved).
+/// never written: a Lean tree's proof is version 1).
 pub const TREE_KIND_FIXED: u8 = 1;
+/// The tree-kind byte of an indexed tree in a version 2 header; its depth
+/// byte and zero are 0.
+pub const TREE_KIND_INDEXED: u8 = 2;
 /// Kind byte of a membership proof.
 pub const KIND_MEMBERSHIP: u8 = 1;
 /// Kind byte of a consistency proof.
@@ -39,6 +42,9 @@ fn kind_name(kind: u8) -> String {
     match kind {
         KIND_MEMBERSHIP => "membership".to_owned(),
         KIND_CONSISTENCY => "consistency".to_owned(),
+        crate::indexed::KIND_ABSENCE => "absence".to_owned(),
+        crate::indexed::KIND_INDEXED_MEMBERSHIP => "indexed_membership".to_owned(),
+        crate::indexed::KIND_INSERTION => "insertion".to_owned(),
         other => format!("unknown ({other})"),
     }
 }
@@ -78,6 +84,11 @@ fn encode_header(
             out.extend_from_slice(&[TREE_KIND_FIXED, depth as u8]);
             out.extend_from_slice(&zero);
         }
+        TreeKind::Indexed => {
+            out.extend_from_slice(&[FORMAT_VERSION_KINDS, kind, arity.get() as u8, hash.id()]);
+            out.extend_from_slice(&[TREE_KIND_INDEXED, 0]);
+            out.extend_from_slice(&[0; 32]);
+        }
     }
     out.extend_from_slice(&first.to_be_bytes());
     out.extend_from_slice(&second.to_be_bytes());
@@ -106,9 +117,17 @@ fn decode_header(
                     depth: u32::from(*depth),
                     zero: *zero,
                 },
+                // One encoding only: what would not re-encode is refused.
+                TREE_KIND_INDEXED if *depth != 0 || *zero != [0; 32] => {
+                    return Err(DecodeError::TreeKind(format!(
+                        "an indexed tree's depth byte and zero are 0, got depth {depth} and zero {}",
+                        crate::hex::Hex(zero)
+                    )));
+                }
+                TREE_KIND_INDEXED => TreeKind::Indexed,
                 other => {
                     return Err(DecodeError::TreeKind(format!(
-                        "tree kind byte {other} is unknown, want {TREE_KIND_FIXED} (imt)"
+                        "tree kind byte {other} is unknown, want {TREE_KIND_FIXED} (imt) or {TREE_KIND_INDEXED} (indexed)"
                     )));
                 }
             };

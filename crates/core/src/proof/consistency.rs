@@ -167,6 +167,11 @@ impl ConsistencyProof {
             (self.arity, self.hash, self.kind),
             (config.arity, config.hash, config.kind),
         )?;
+        if !self.kind.is_append_only() {
+            return Err(VerifyError::NotAppendOnly {
+                kind: self.kind.name(),
+            });
+        }
         check_head(self.kind, old)?;
         check_head(self.kind, new)?;
         for (which, proof, trusted) in [

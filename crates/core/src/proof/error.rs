@@ -156,6 +156,15 @@ pub enum VerifyError {
         /// The trusted kind, spelled the same way.
         trusted: String,
     },
+    /// A consistency proof of a tree that is not append-only (an indexed
+    /// tree rewrites earlier leaves): no such proof is ever produced.
+    #[error(
+        "a consistency proof of an {kind} tree: its leaves change as values are inserted, so it has none"
+    )]
+    NotAppendOnly {
+        /// The proof's tree kind.
+        kind: &'static str,
+    },
     /// The proof claims a size other than the trusted one.
     #[error("proof {which} is {proof}, the trusted size is {trusted}")]
     SizeMismatch {

@@ -33,8 +33,12 @@ use crate::shape::{PathStep, Shape};
 #[serde(deny_unknown_fields)]
 struct TreeJson {
     kind: String,
-    depth: u32,
-    zero: String,
+    /// An imt's; absent for an indexed tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    depth: Option<u32>,
+    /// An imt's; absent for an indexed tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    zero: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -126,14 +130,24 @@ fn header(out: &mut Vec<u8>, kind: &str, arity: u64, hash: &str, tree: TreeKind)
         out,
         "{{\n  \"version\": {version},\n  \"kind\": \"{kind}\",\n  \"arity\": {arity},\n  \"hash\": \"{hash}\""
     );
-    if let TreeKind::Fixed { depth, zero } = tree {
-        let _ = write!(
-            out,
-            ",\n  \"tree\": {{\n    \"kind\": \"{}\",\n    \"depth\": {depth},\n    \"zero\": ",
-            tree.name()
-        );
-        push_quoted_hex(out, &zero);
-        out.extend_from_slice(b"\n  }");
+    match tree {
+        TreeKind::Fixed { depth, zero } => {
+            let _ = write!(
+                out,
+                ",\n  \"tree\": {{\n    \"kind\": \"{}\",\n    \"depth\": {depth},\n    \"zero\": ",
+                tree.name()
+            );
+            push_quoted_hex(out, &zero);
+            out.extend_from_slice(b"\n  }");
+        }
+        TreeKind::Indexed => {
+            let _ = write!(
+                out,
+                ",\n  \"tree\": {{\n    \"kind\": \"{}\"\n  }}",
+                tree.name()
+            );
+        }
+        TreeKind::Lean => {}
     }
 }
 
@@ -149,11 +163,19 @@ fn tree_doc(kind: &TreeKind) -> (u64, Option<TreeJson>) {
             u64::from(FORMAT_VERSION_KINDS),
             Some(TreeJson {
                 kind: kind.name().to_owned(),
-                depth: *depth,
-                zero: to_hex(zero),
+                depth: Some(*depth),
+                zero: Some(to_hex(zero)),
             }),
         ),
-        _ => (u64::from(FORMAT_VERSION), None),
+        TreeKind::Indexed => (
+            u64::from(FORMAT_VERSION_KINDS),
+            Some(TreeJson {
+                kind: kind.name().to_owned(),
+                depth: None,
+                zero: None,
+            }),
+        ),
+        TreeKind::Lean => (u64::from(FORMAT_VERSION), None),
     }
 }
 
@@ -168,18 +190,22 @@ fn tree_of(version: u64, tree: Option<&TreeJson>) -> Result<TreeKind, DecodeErro
         (2, None) => Err(DecodeError::TreeKind(
             "a version 2 proof needs a \"tree\" field".to_owned(),
         )),
-        (2, Some(tree)) => {
-            if tree.kind != "imt" {
-                return Err(DecodeError::TreeKind(format!(
-                    "tree kind {:?} is unknown, want \"imt\"",
-                    tree.kind
-                )));
-            }
-            Ok(TreeKind::Fixed {
-                depth: tree.depth,
-                zero: parse_hash(&tree.zero)?,
-            })
-        }
+        (2, Some(tree)) => match (tree.kind.as_str(), tree.depth, &tree.zero) {
+            ("imt", Some(depth), Some(zero)) => Ok(TreeKind::Fixed {
+                depth,
+                zero: parse_hash(zero)?,
+            }),
+            ("imt", _, _) => Err(DecodeError::TreeKind(
+                "an imt's \"tree\" needs \"depth\" and \"zero\"".to_owned(),
+            )),
+            ("indexed", None, None) => Ok(TreeKind::Indexed),
+            ("indexed", _, _) => Err(DecodeError::TreeKind(
+                "an indexed tree's \"tree\" has no \"depth\" or \"zero\"".to_owned(),
+            )),
+            (other, _, _) => Err(DecodeError::TreeKind(format!(
+                "tree kind {other:?} is unknown, want \"imt\" or \"indexed\""
+            ))),
+        },
         (other, _) => Err(DecodeError::UnsupportedVersion {
             got: other,
             want: FORMAT_VERSION_KINDS,

@@ -304,7 +304,7 @@ impl MembershipProof {
                 });
             }
         }
-        if self.kind != TreeKind::Lean {
+        if self.kind.fixed_depth().is_some() {
             return Ok(self.fold_fixed());
         }
         if self.hash == HashKind::Blake3 {

@@ -64,10 +64,11 @@ fn describe_kind(kind: &TreeKind) -> String {
     }
 }
 
-/// A trusted head of a tree of `kind` must be consistent: a Lean tree has
-/// a root exactly when it has leaves, a fixed-depth tree always has one.
+/// A trusted head of a tree of `kind` must be consistent: a Lean (or
+/// indexed) tree has a root exactly when it has leaves, a fixed-depth tree
+/// always has one.
 fn check_head(kind: TreeKind, head: &TreeHead) -> Result<(), VerifyError> {
-    let want_root = head.size > 0 || kind != TreeKind::Lean;
+    let want_root = head.size > 0 || kind.fixed_depth().is_some();
     if want_root != head.root.is_some() {
         return Err(VerifyError::InconsistentHead {
             size: head.size,

@@ -4,6 +4,8 @@ mod debug_serde;
 mod encoding;
 mod fixed;
 mod forgery;
+mod indexed;
+mod indexed_vectors;
 mod properties;
 mod support;
 mod vectors;

@@ -6,6 +6,8 @@ mod basics;
 mod callers;
 mod concurrency;
 mod crash;
+mod indexed;
+mod indexed_crash;
 mod model;
 mod read_only;
 mod rollback;

@@ -9,6 +9,7 @@ mod chain;
 mod checkpoint;
 mod concurrency;
 mod crash;
+mod indexed;
 mod limits;
 mod mirror;
 mod openapi;

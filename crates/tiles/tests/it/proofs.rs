@@ -194,4 +194,10 @@ fn a_fixed_depth_tree_is_refused_and_nothing_is_written() {
     let err = publish(&tree.snapshot(), &store).unwrap_err();
     assert!(matches!(err, PublishError::NotLean { depth: 12 }), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).map_or(0, |d| d.count()), 0);
+    // Nor does an indexed tree's (its earlier leaves change).
+    let indexed = config(2).with_kind(cairn_core::TreeKind::Indexed);
+    let mut tree = LeanImt::from_leaves(indexed, &leaves(300)).unwrap();
+    let err = publish(&tree.snapshot(), &store).unwrap_err();
+    assert!(matches!(err, PublishError::Indexed), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).map_or(0, |d| d.count()), 0);
 }

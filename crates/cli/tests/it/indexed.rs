@@ -1,0 +1,183 @@
+//! Indexed databases end to end on the real binary: init --kind indexed,
+//! ingest (blocks, duplicates, skipped duplicates, the guard value), root,
+//! stats, contains, prove --absent/--leaf/--index, verify (with --db and
+//! with a given head, --value), truncate, checkpoint, backup, export, and
+//! the commands that apply to lean trees only.
+
+use cairn_core::hex::to_hex;
+use cairn_core::indexed::{AbsenceProof, IndexedTree, InsertionWitness};
+use cairn_core::{Hash, HashKind, TreeConfig};
+
+use crate::support::{Dir, arity, cairn, cairn_stdin, ingest, init, leaves};
+
+fn indexed_root(n: u64, hash: HashKind, values: &[Hash]) -> String {
+    let tree = IndexedTree::from_values(TreeConfig::new(arity(n), hash), values).unwrap();
+    to_hex(&tree.root())
+}
+
+#[test]
+fn an_indexed_database_ingests_proves_absence_and_verifies() {
+    let dir = Dir::new();
+    let db = dir.path("db");
+    let json = cairn(&[
+        "init", &db, "--kind", "indexed", "--arity", "4", "--hash", "sha256", "--json",
+    ])
+    .json();
+    assert_eq!(json["kind"], "indexed");
+    assert_eq!(json["unique"], false);
+    let values = leaves(300);
+    let report = ingest(&db, &values[..200], &["--block-size", "64", "--json"]).json();
+    assert_eq!(report["first_index"], 1);
+    assert_eq!(report["count"], 200);
+    assert_eq!(report["size"], 201);
+    assert_eq!(report["blocks"], 4);
+    let root = indexed_root(4, HashKind::Sha256, &values[..200]);
+    assert_eq!(report["root"], root.as_str());
+    assert_eq!(cairn(&["root", &db]).success(), format!("{root}\n"));
+    let root_json = cairn(&["root", "--json", &db]).json();
+    assert_eq!(
+        (root_json["size"].as_u64(), root_json["kind"].as_str()),
+        (Some(201), Some("indexed"))
+    );
+    assert_eq!(cairn(&["stats", "--json", &db]).json()["values"], 200);
+
+    // Duplicates: refused whole (exit 3), or skipped.
+    ingest(&db, &values[190..210], &[]).error(3, &["10 duplicate values", "is already leaf 191"]);
+    let skipped = ingest(&db, &values[190..210], &["--skip-duplicates", "--json"]).json();
+    assert_eq!(
+        (skipped["count"].as_u64(), skipped["skipped_count"].as_u64()),
+        (Some(10), Some(10))
+    );
+    let root = indexed_root(4, HashKind::Sha256, &values[..210]);
+    assert_eq!(skipped["root"], root.as_str());
+    // The guard value, and block tags, are refused.
+    cairn_stdin(
+        &["ingest", &db, "--format", "hex", "-"],
+        format!("{}\n", to_hex(&[0; 32])).as_bytes(),
+    )
+    .error(4, &["line 1", "guard"]);
+    ingest(&db, &values[250..251], &["--block", "7"]).error(2, &["indexed database", "--block"]);
+
+    // Lookups and proofs.
+    assert_eq!(
+        cairn(&["contains", &db, &to_hex(&values[7])]).success(),
+        "8\n"
+    );
+    cairn(&["contains", &db, &to_hex(&values[250])]).fails(1, "absent: ");
+    let absent = to_hex(&values[250]);
+    let proof = cairn(&["prove", &db, "--absent", &absent]).success();
+    let file = dir.file("absence.json", &proof);
+    let decoded = AbsenceProof::from_json(&proof).unwrap();
+    assert_eq!(decoded.size(), 211);
+    let verdict = cairn(&["verify", "--db", &db, "--json", &file]).json();
+    assert_eq!(
+        (verdict["valid"].as_bool(), verdict["kind"].as_str()),
+        (Some(true), Some("absence"))
+    );
+    let out = cairn(&[
+        "verify", "--arity", "4", "--hash", "sha256", "--root", &root, "--size", "211", &file,
+    ])
+    .success();
+    assert!(
+        out.starts_with(&format!("valid: {absent} is absent")),
+        "{out}"
+    );
+    // About another value, against another head, or with the wrong size: invalid.
+    cairn(&[
+        "verify",
+        "--db",
+        &db,
+        "--value",
+        &to_hex(&values[251]),
+        &file,
+    ])
+    .invalid("the verifier asked about");
+    cairn(&[
+        "verify", "--arity", "4", "--hash", "sha256", "--root", &root, "--size", "212", &file,
+    ])
+    .invalid("trusted size is 212");
+    cairn(&["prove", &db, "--absent", &to_hex(&values[3])]).fails(1, "present: ");
+    let member = cairn(&["prove", &db, "--leaf", &to_hex(&values[3])]).success();
+    let member_file = dir.file("member.json", &member);
+    assert_eq!(
+        cairn(&["verify", "--db", &db, "--json", &member_file]).json()["index"],
+        4
+    );
+    let guard = dir.file(
+        "guard.json",
+        cairn(&["prove", &db, "--index", "0"]).success(),
+    );
+    cairn(&["verify", "--db", &db, &guard]).success();
+    cairn(&["prove", &db, "--index", "211"]).error(2, &["beyond the indexed database"]);
+    cairn(&["prove", &db, "--index", "3", "--size", "5"]).error(2, &["current head only"]);
+    // Binary proofs verify the same.
+    let bin = dir.path("absence.bin");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["prove", &db, "--absent", &absent, "--binary"])
+        .output()
+        .unwrap();
+    std::fs::write(&bin, &out.stdout).unwrap();
+    assert_eq!(AbsenceProof::from_bytes(&out.stdout).unwrap(), decoded);
+    cairn(&["verify", "--db", &db, &bin]).success();
+
+    // Commands of lean trees say so; --absent on a lean database too.
+    cairn(&["consistency", &db, "--from", "3"]).error(2, &["indexed database"]);
+    cairn(&["heads", &db]).error(2, &["indexed database"]);
+    let lean = dir.path("lean");
+    init(&lean, 4, HashKind::Sha256, &[]);
+    ingest(&lean, &values[..5], &[]).success();
+    cairn(&["prove", &lean, "--absent", &absent]).error(2, &["--absent"]);
+    cairn(&["verify", "--db", &lean, &file]).invalid("not an indexed database");
+
+    let checked = cairn(&["check", &db]).success();
+    assert!(checked.contains("indexed tree rebuilt"), "{checked}");
+    // Truncate (refused below what a checkpoint finalized), checkpoint,
+    // backup, export.
+    let truncated = cairn(&["truncate", &db, "--to", "201", "--json"]).json();
+    assert_eq!(truncated["removed"], 10);
+    assert_eq!(
+        truncated["root"],
+        indexed_root(4, HashKind::Sha256, &values[..200]).as_str()
+    );
+    cairn(&["truncate", &db, "--to", "300"]).error(2, &["it holds 201 leaves"]);
+    ingest(&db, &values[200..210], &[]).success();
+    cairn(&["checkpoint", &db]).success();
+    cairn(&["truncate", &db, "--to", "101"]).error(2, &["first 211 leaves are final"]);
+    let copy = dir.path("copy");
+    let backup = cairn(&["backup", &db, &copy, "--json"]).json();
+    assert_eq!(backup["root"], root.as_str());
+    assert_eq!(cairn(&["root", &copy]).success(), format!("{root}\n"));
+    let exported = cairn(&["export", &db, "--format", "hex"]).success();
+    assert_eq!(exported.lines().count(), 210);
+}
+
+#[test]
+fn an_insertion_witness_verifies_against_the_head_before_it() {
+    let dir = Dir::new();
+    let db = dir.path("db");
+    cairn(&[
+        "init", &db, "--kind", "indexed", "--arity", "2", "--hash", "blake3",
+    ])
+    .success();
+    let values = leaves(20);
+    ingest(&db, &values[..10], &[]).success();
+    let mut tree =
+        IndexedTree::from_values(TreeConfig::new(arity(2), HashKind::Blake3), &values[..10])
+            .unwrap();
+    let before = tree.head();
+    let witness: InsertionWitness = tree.insert_with_witness(&values[10..13]).unwrap();
+    let file = dir.file("witness.json", witness.to_json());
+    let root = to_hex(&before.root.unwrap());
+    let verdict = cairn(&[
+        "verify", "--arity", "2", "--hash", "blake3", "--root", &root, "--size", "11", "--json",
+        &file,
+    ])
+    .json();
+    assert_eq!(verdict["new_size"], 14);
+    assert_eq!(verdict["new_root"], to_hex(&tree.root()).as_str());
+    cairn(&["verify", "--db", &db, &file]).error(2, &["head before it"]);
+    cairn(&[
+        "verify", "--arity", "2", "--hash", "blake3", "--root", &root, "--size", "12", &file,
+    ])
+    .invalid("size");
+}

@@ -1,0 +1,54 @@
+//! Indexed Merkle trees: non-membership for the LeanIMT.
+//!
+//! Leaves are a sorted linked list `(value, next_index, next_value)` over
+//! the values inserted, with a guard leaf (value 0) at index 0, under the
+//! same n-ary LeanIMT as plain trees. A value's absence is shown by its
+//! low leaf: the largest value below it, whose successor is above it (or
+//! which has none). Inserting a value appends its leaf and rewrites its
+//! low leaf's pointer, so unlike the plain tree the leaves below the right
+//! edge change; the tree remains a function of the values in insertion
+//! order. Construction and encodings: docs/spec.md, "Indexed trees".
+
+mod binary;
+mod error;
+mod json;
+mod leaf;
+mod proof;
+mod sorted;
+mod tree;
+
+pub use binary::{KIND_ABSENCE, KIND_INDEXED_MEMBERSHIP, KIND_INSERTION};
+pub use error::{Duplicate, DuplicateOf, IndexedError, IndexedVerifyError};
+pub use leaf::{END_MARKER, GUARD_VALUE, IndexedLeaf, index_word};
+pub use proof::{AbsenceProof, IndexedMembershipProof, InsertionStep, InsertionWitness};
+pub use tree::{IndexedSnapshot, IndexedTree};
+
+/// Proof kinds any cairn proof file may hold, by their kind byte (binary)
+/// or kind name (JSON): what a generic `verify` dispatches on.
+pub fn proof_kind(bytes: &[u8]) -> Option<&'static str> {
+    let trimmed = bytes.trim_ascii_start();
+    if trimmed.first() == Some(&b'{') {
+        #[derive(serde::Deserialize)]
+        struct Kind {
+            kind: String,
+        }
+        let kind: Kind = serde_json::from_slice(bytes).ok()?;
+        return [
+            "membership",
+            "consistency",
+            "absence",
+            "indexed_membership",
+            "insertion",
+        ]
+        .into_iter()
+        .find(|k| *k == kind.kind);
+    }
+    match bytes.get(1)? {
+        1 => Some("membership"),
+        2 => Some("consistency"),
+        3 => Some("absence"),
+        4 => Some("indexed_membership"),
+        5 => Some("insertion"),
+        _ => None,
+    }
+}

@@ -1,0 +1,576 @@
+//! The indexed database: an indexed tree (sorted linked-list leaves,
+//! absence proofs) over a durable log of the values inserted.
+//!
+//! The store is used unchanged as the durable, group-committed log of the
+//! values in insertion order; the indexed tree is a function of that
+//! sequence, kept in memory and rebuilt at open from the recovered values
+//! (a sort and one hash per leaf). So durability tokens, recovery,
+//! rollback, checkpoints of the log and backups are the store's, and
+//! after any crash the tree is exactly the tree of the recovered values.
+//!
+//! Invariant: the tree holds exactly the durable values (a prefix of the
+//! log): values are applied to it once the log has made them durable, so
+//! every head, proof and lookup describes durable state only, and nothing
+//! a reader was told can be lost or forked by a crash. Values appended but
+//! not yet durable are "pending": the duplicate check covers them, readers
+//! do not see them. The first reader (or writer) to notice that the log's
+//! durable size passed the tree applies the new values, under the tree's
+//! write lock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use cairn_core::indexed::{
+    AbsenceProof, Duplicate as IndexedDuplicate, DuplicateOf as IndexedDuplicateOf, IndexedError,
+    IndexedLeaf, IndexedMembershipProof, IndexedSnapshot, IndexedTree, InsertionWitness,
+};
+use cairn_core::{Hash, TreeConfig, TreeHead};
+use cairn_store::fs::Fs;
+use cairn_store::{Backup, CheckpointMeta, StdFs, StoreError, Token};
+use parking_lot::{Mutex, RwLock};
+
+use crate::config::DbConfig;
+use crate::db::{Db, DbStats};
+use crate::error::{DbError, Result};
+use crate::set::{Duplicate, DuplicateOf};
+
+/// A durable indexed Merkle tree in a directory: insert values, prove
+/// their absence or membership, get insertion witnesses.
+///
+/// Sizes and indices are the indexed tree's: leaf 0 is the guard (value
+/// 0), so a database holding `n` values has size `n + 1`, and the `i`-th
+/// value inserted (from 0) is leaf `i + 1`. Durability tokens count values
+/// (the log's sequence): a token's `end()` is a size minus one.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairn_core::{Arity, HashKind, TreeConfig};
+/// use cairn_db::{DbConfig, IndexedDb};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("nullifiers");
+/// let config = TreeConfig::new(Arity::new(4)?, HashKind::Blake3);
+/// let db = IndexedDb::create(&path, DbConfig::new(config))?;
+/// let inserted = db.insert_batch(&[[7; 32], [3; 32]])?;
+/// inserted.token.wait(Duration::from_secs(5))?;      // durable from here on
+/// let head = db.head();                              // the guard and two values
+/// assert_eq!(head.size, 3);
+/// let proof = db.prove_absence(&[5; 32])?;           // 3 < 5 < 7
+/// proof.verify(config.arity, config.hash, &head, &[5; 32])?;
+/// assert!(db.insert([3; 32]).is_err());              // already there
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct IndexedDb {
+    db: Db,
+    state: RwLock<State>,
+    /// Values applied to the tree (its size minus the guard), read
+    /// without the lock to skip catching up when there is nothing new.
+    applied: AtomicU64,
+    /// Serialises inserts and rollbacks (the duplicate check and the
+    /// append are one step).
+    writer: Mutex<()>,
+}
+
+#[derive(Debug)]
+struct State {
+    tree: IndexedTree,
+    /// Values in the log but not yet in the tree: value -> log index.
+    pending: HashMap<Hash, u64>,
+    /// Batches whose witness was asked for: first log index -> (count, slot).
+    witnesses: BTreeMap<u64, (u64, Arc<OnceLock<InsertionWitness>>)>,
+}
+
+/// Where an insert went.
+#[derive(Debug, Clone)]
+pub struct Inserted {
+    /// The leaf index of the first value (the guard is leaf 0).
+    pub first: u64,
+    /// Values inserted.
+    pub count: u64,
+    /// Durability of everything up to and including these values (its
+    /// `end()` counts values, one less than the tree's size).
+    pub token: Token,
+}
+
+/// An insert whose witness was asked for: [`IndexedDb::witness`] returns it
+/// once the values are durable.
+#[derive(Debug, Clone)]
+pub struct WitnessTicket {
+    /// The insert.
+    pub inserted: Inserted,
+    slot: Arc<OnceLock<InsertionWitness>>,
+}
+
+impl IndexedDb {
+    /// Creates an indexed database in `dir` (created if missing; must be
+    /// empty). `config.unique` is ignored: the indexed tree itself refuses
+    /// duplicates.
+    pub fn create(dir: impl AsRef<Path>, config: DbConfig) -> Result<IndexedDb> {
+        IndexedDb::create_in(Arc::new(StdFs), dir.as_ref(), config)
+    }
+
+    /// [`IndexedDb::create`] through a given file system.
+    pub fn create_in(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<IndexedDb> {
+        let db = Db::create_kind(fs, dir, indexed_config(config))?;
+        IndexedDb::load(db)
+    }
+
+    /// Opens the indexed database in `dir` with the configuration it was
+    /// created with: recovers the log and rebuilds the tree from its values.
+    pub fn open(dir: impl AsRef<Path>) -> Result<IndexedDb> {
+        IndexedDb::open_in(Arc::new(StdFs), dir.as_ref(), None)
+    }
+
+    /// [`IndexedDb::open`] through a given file system, with `config`
+    /// (which must agree with the stored one) or the stored one.
+    pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<IndexedDb> {
+        let db = Db::open_kind(fs, dir, config.map(indexed_config), true)?;
+        IndexedDb::load(db)
+    }
+
+    /// Opens the indexed database in `dir` read-only (beside a writer, if
+    /// one runs): the values durable when it opened.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<IndexedDb> {
+        IndexedDb::open_read_only_in(Arc::new(StdFs), dir.as_ref(), None)
+    }
+
+    /// [`IndexedDb::open_read_only`] through a given file system.
+    pub fn open_read_only_in(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        config: Option<DbConfig>,
+    ) -> Result<IndexedDb> {
+        let db = Db::open_read_only_kind(fs, dir, config.map(indexed_config), true)?;
+        IndexedDb::load(db)
+    }
+
+    /// Rebuilds the tree from every value in the log (all durable after
+    /// recovery). A value the tree refuses (0, non-canonical, repeated)
+    /// means the log holds what this database never appends: corruption.
+    fn load(db: Db) -> Result<IndexedDb> {
+        let config = db.config().tree();
+        let size = db.store.size();
+        let leaves = db.store.leaves();
+        let runs = leaves
+            .segment_slices()
+            .scan(0u64, |at, run| {
+                let take = (size - *at).min(run.len() as u64) as usize;
+                *at += take as u64;
+                Some(&run[..take])
+            })
+            .filter(|run| !run.is_empty());
+        let tree = IndexedTree::from_runs(config, runs).map_err(|e| {
+            let path = db.dir().join("log");
+            DbError::Store(StoreError::corrupt(
+                path,
+                0,
+                format!("the log is not an indexed tree's values: {e}"),
+            ))
+        })?;
+        let applied = tree.size() - 1;
+        Ok(IndexedDb {
+            db,
+            state: RwLock::new(State {
+                tree,
+                pending: HashMap::new(),
+                witnesses: BTreeMap::new(),
+            }),
+            applied: AtomicU64::new(applied),
+            writer: Mutex::new(()),
+        })
+    }
+
+    /// Inserts one value (see [`IndexedDb::insert_batch`]).
+    pub fn insert(&self, value: Hash) -> Result<Inserted> {
+        self.insert_batch(std::slice::from_ref(&value))
+    }
+
+    /// Inserts `values` in order, all or nothing: a batch holding the
+    /// guard value 0, a non-canonical value (field hashes), or a value the
+    /// database holds (durable or pending) or repeats is refused with every
+    /// duplicate listed, and nothing is written. The values reach the tree
+    /// (and its head and proofs) once durable.
+    pub fn insert_batch(&self, values: &[Hash]) -> Result<Inserted> {
+        Ok(self.insert_inner(values, false)?.inserted)
+    }
+
+    /// [`IndexedDb::insert_batch`], keeping the witness of the insertion
+    /// (the low leaves before and the new leaves' paths after, one value
+    /// at a time): [`IndexedDb::witness`] returns it once durable.
+    pub fn insert_witnessed(&self, values: &[Hash]) -> Result<WitnessTicket> {
+        self.insert_inner(values, true)
+    }
+
+    fn insert_inner(&self, values: &[Hash], witness: bool) -> Result<WitnessTicket> {
+        let _writer = self.writer.lock();
+        let first = self.db.store.size();
+        let slot = Arc::new(OnceLock::new());
+        {
+            let mut state = self.state.write();
+            state.check(values, first)?;
+            // Registered before the log holds them: a reader that sees
+            // them durable right after the append finds them here.
+            for (offset, value) in values.iter().enumerate() {
+                state.pending.insert(*value, first + offset as u64);
+            }
+            if witness {
+                state
+                    .witnesses
+                    .insert(first, (values.len() as u64, Arc::clone(&slot)));
+            }
+        }
+        match self.db.append_batch(values) {
+            Ok(appended) => {
+                assert_eq!(appended.first, first, "inserts are serialised");
+                // What became durable goes into the tree now, while the
+                // log writes this batch: the pending values (and their
+                // map) stay within the log's undurable window even when
+                // nothing reads, and applying overlaps the fsync.
+                self.catch_up();
+                Ok(WitnessTicket {
+                    inserted: Inserted {
+                        first: first + 1,
+                        count: appended.count,
+                        token: appended.token,
+                    },
+                    slot,
+                })
+            }
+            Err(error) => {
+                let mut state = self.state.write();
+                for value in values {
+                    state.pending.remove(value);
+                }
+                state.witnesses.remove(&first);
+                Err(error)
+            }
+        }
+    }
+
+    /// The witness of `ticket`'s insert: waits up to `timeout` for it to be
+    /// durable (flushing if no flush runs), then returns it.
+    pub fn witness(&self, ticket: &WitnessTicket, timeout: Duration) -> Result<InsertionWitness> {
+        ticket.inserted.token.wait(timeout)?;
+        self.catch_up();
+        ticket.slot.get().cloned().ok_or_else(|| {
+            // Durable but not applied: only if a rollback removed it
+            // between the wait and here.
+            DbError::Store(StoreError::RolledBack {
+                end: ticket.inserted.token.end(),
+                to: self.applied.load(Ordering::Acquire),
+            })
+        })
+    }
+
+    /// Applies the values the log made durable since the last call.
+    fn catch_up(&self) {
+        let durable = self.db.store.durable_size();
+        if self.applied.load(Ordering::Acquire) >= durable {
+            return;
+        }
+        let mut state = self.state.write();
+        // Read again under the lock: a rollback that finished meanwhile cut
+        // the tree under this lock, and values appended after it may not
+        // be durable, whatever the first reading said.
+        let durable = self.db.store.durable_size();
+        let mut at = state.tree.size() - 1;
+        if at >= durable {
+            return;
+        }
+        let leaves = self.db.store.leaves();
+        // A rollback may have cut the log since `durable` was read (it
+        // then cuts the tree too, under the writer lock, after this).
+        let durable = durable.min(leaves.len() as u64);
+        let read = |from: u64, to: u64| -> Vec<Hash> {
+            (from..to)
+                .map(|i| {
+                    *leaves
+                        .get(i as usize)
+                        .expect("durable leaves are in the log")
+                })
+                .collect()
+        };
+        while at < durable {
+            let next = state
+                .witnesses
+                .range(at..)
+                .next()
+                .map(|(&first, &(count, _))| (first, count));
+            match next {
+                Some((first, count)) if first == at => {
+                    if first + count > durable {
+                        break;
+                    }
+                    let values = read(first, first + count);
+                    let witness = state
+                        .tree
+                        .insert_with_witness(&values)
+                        .expect("values checked when they were appended");
+                    if let Some((_, slot)) = state.witnesses.remove(&first) {
+                        let _ = slot.set(witness);
+                    }
+                    at += count;
+                }
+                next => {
+                    let end = next.map_or(durable, |(first, _)| first.min(durable));
+                    let values = read(at, end);
+                    state
+                        .tree
+                        .insert_batch(&values)
+                        .expect("values checked when they were appended");
+                    at = end;
+                }
+            }
+            if at > self.applied.load(Ordering::Acquire) {
+                let from = self.applied.load(Ordering::Acquire);
+                for value in read(from, at) {
+                    state.pending.remove(&value);
+                }
+                self.applied.store(at, Ordering::Release);
+            }
+        }
+    }
+
+    /// The durable head: size (values + 1) and root.
+    pub fn head(&self) -> TreeHead {
+        self.catch_up();
+        self.state.read().tree.head()
+    }
+
+    /// The tree's size (durable values + 1).
+    pub fn size(&self) -> u64 {
+        self.catch_up();
+        self.state.read().tree.size()
+    }
+
+    /// Values in the log, durable or not (the next insert's log index).
+    pub fn logged(&self) -> u64 {
+        self.db.store.size()
+    }
+
+    /// The leaf index of `value` if it is durable in the tree.
+    pub fn index_of(&self, value: &Hash) -> Option<u64> {
+        self.catch_up();
+        self.state.read().tree.index_of(value)
+    }
+
+    /// Leaf `index`, with its pointer.
+    pub fn leaf(&self, index: u64) -> Option<IndexedLeaf> {
+        self.catch_up();
+        self.state.read().tree.leaf(index)
+    }
+
+    /// The absence proof of `value` against the durable head.
+    pub fn prove_absence(&self, value: &Hash) -> Result<AbsenceProof> {
+        self.catch_up();
+        Ok(self.state.read().tree.prove_absence(value)?)
+    }
+
+    /// The absence proof of `value` and the head it is against, read together.
+    pub fn prove_absence_with_head(&self, value: &Hash) -> Result<(AbsenceProof, TreeHead)> {
+        self.catch_up();
+        let state = self.state.read();
+        Ok((state.tree.prove_absence(value)?, state.tree.head()))
+    }
+
+    /// The membership proof of `value` against the durable head.
+    pub fn prove_value(&self, value: &Hash) -> Result<IndexedMembershipProof> {
+        self.catch_up();
+        Ok(self.state.read().tree.prove_value(value)?)
+    }
+
+    /// The membership proof of leaf `index` against the durable head.
+    pub fn prove_index(&self, index: u64) -> Result<IndexedMembershipProof> {
+        self.catch_up();
+        Ok(self.state.read().tree.prove_index(index)?)
+    }
+
+    /// An immutable snapshot of the durable tree: later inserts and
+    /// rollbacks never change what it answers (they copy what they would
+    /// overwrite, so the first insert after a snapshot costs a copy of
+    /// each 2 MiB segment it touches).
+    pub fn snapshot(&self) -> IndexedSnapshot {
+        self.catch_up();
+        self.state.write().tree.snapshot()
+    }
+
+    /// Makes every value appended so far durable and applies it; returns
+    /// the head.
+    pub fn flush(&self) -> Result<TreeHead> {
+        self.db.flush()?;
+        Ok(self.head())
+    }
+
+    /// Checkpoints the log (flushing first): open then recovers from it
+    /// rather than from every frame. The tree is always rebuilt from the
+    /// values.
+    pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
+        let written = self.db.checkpoint()?;
+        self.catch_up();
+        Ok(written)
+    }
+
+    /// Rolls back to the tree of `size` leaves (the guard and the first
+    /// `size - 1` values): atomic and durable (the log's rollback), refused
+    /// below the finalized size. Pending values past it are dropped (their
+    /// tokens fail with `RolledBack`); the removed values can be inserted
+    /// again; snapshots taken before keep their answers.
+    pub fn truncate(&self, size: u64) -> Result<TreeHead> {
+        if size == 0 {
+            return Err(IndexedError::TruncateGuard { to: 0 }.into());
+        }
+        let _writer = self.writer.lock();
+        self.catch_up();
+        let to = size - 1;
+        self.db.truncate(to)?;
+        let mut state = self.state.write();
+        state.pending.retain(|_, index| *index < to);
+        state
+            .witnesses
+            .retain(|&first, &mut (count, _)| first + count <= to);
+        if state.tree.size() > size {
+            state.tree.truncate(size)?;
+        }
+        self.applied.store(state.tree.size() - 1, Ordering::Release);
+        drop(state);
+        self.catch_up();
+        Ok(self.head())
+    }
+
+    /// Marks the first `size` leaves final: no rollback below them.
+    pub fn finalize(&self, size: u64) -> Result<u64> {
+        Ok(self.db.finalize(size.saturating_sub(1))? + 1)
+    }
+
+    /// Leaves below which a rollback is refused.
+    pub fn finalized_size(&self) -> u64 {
+        self.db.finalized_size() + 1
+    }
+
+    /// Writes a consistent copy of the durable log into `dest` (see
+    /// [`Db::backup_to`]); it opens as an indexed database with the same
+    /// values and root.
+    pub fn backup_to(&self, dest: impl AsRef<Path>) -> Result<Backup> {
+        self.db.backup_to(dest)
+    }
+
+    /// Figures about the log.
+    pub fn stats(&self) -> DbStats {
+        self.db.stats()
+    }
+
+    /// The tree's configuration.
+    pub fn tree_config(&self) -> TreeConfig {
+        self.db.config().tree()
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &DbConfig {
+        self.db.config()
+    }
+
+    /// The database's directory.
+    pub fn dir(&self) -> &Path {
+        self.db.dir()
+    }
+
+    /// Runs `observer` after every checkpoint of the log.
+    pub fn set_checkpoint_observer(&self, observer: cairn_store::CheckpointObserver) {
+        self.db.set_checkpoint_observer(observer);
+    }
+
+    /// Flushes and releases the directory.
+    pub fn close(self) -> Result<()> {
+        self.db.close()
+    }
+}
+
+impl State {
+    /// Refuses a batch the tree would refuse, counting pending values as
+    /// held; duplicates are reported against leaf indices.
+    fn check(&self, values: &[Hash], first: u64) -> Result<()> {
+        if values.is_empty() {
+            return Err(IndexedError::Tree(cairn_core::TreeError::EmptyBatch).into());
+        }
+        let hash = self.tree.config().hash;
+        for (position, value) in values.iter().enumerate() {
+            if *value == [0; 32] {
+                return Err(IndexedError::GuardValue { position }.into());
+            }
+            if !hash.accepts(value) {
+                return Err(IndexedError::NonCanonical {
+                    position,
+                    value: *value,
+                }
+                .into());
+            }
+        }
+        let mut duplicates = Vec::new();
+        let mut seen: HashMap<&Hash, usize> = HashMap::with_capacity(values.len());
+        // Held values, found for a large batch by one walk of the order.
+        let mut held = self.tree.present(values).into_iter().peekable();
+        for (position, value) in values.iter().enumerate() {
+            let of = if let Some((_, index)) = held.next_if(|&(p, _)| p == position) {
+                Some(DuplicateOf::Leaf(index))
+            } else if let Some(&index) = self.pending.get(value) {
+                Some(DuplicateOf::Leaf(index + 1))
+            } else if let Some(&earlier) = seen.get(value) {
+                Some(DuplicateOf::Batch(earlier))
+            } else {
+                seen.insert(value, position);
+                None
+            };
+            if let Some(of) = of {
+                duplicates.push(Duplicate {
+                    position,
+                    value: *value,
+                    of,
+                });
+            }
+        }
+        if !duplicates.is_empty() {
+            return Err(DbError::Duplicates {
+                batch: values.len(),
+                duplicates,
+            });
+        }
+        let logged_ahead = first - (self.tree.size() - 1);
+        self.tree
+            .check_room(logged_ahead + values.len() as u64)
+            .map_err(DbError::from)
+    }
+}
+
+/// `config` as an indexed database's: the indexed kind, no nullifier set.
+fn indexed_config(mut config: DbConfig) -> DbConfig {
+    config.store.tree = config.store.tree.with_kind(cairn_core::TreeKind::Indexed);
+    config.unique = false;
+    config
+}
+
+impl From<IndexedError> for DbError {
+    fn from(error: IndexedError) -> DbError {
+        match error {
+            IndexedError::Duplicates { batch, duplicates } => DbError::Duplicates {
+                batch,
+                duplicates: duplicates.into_iter().map(duplicate).collect(),
+            },
+            other => DbError::Indexed(other),
+        }
+    }
+}
+
+fn duplicate(d: IndexedDuplicate) -> Duplicate {
+    Duplicate {
+        position: d.position,
+        value: d.value,
+        of: match d.of {
+            IndexedDuplicateOf::Leaf(index) => DuplicateOf::Leaf(index),
+            IndexedDuplicateOf::Batch(position) => DuplicateOf::Batch(position),
+        },
+    }
+}
