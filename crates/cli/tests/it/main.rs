@@ -23,4 +23,5 @@ mod signing;
 mod support;
 mod tidy;
 mod tiles;
+mod tiles_signed;
 mod usage;

@@ -90,10 +90,11 @@ fn verifier_key_files_hold_one_key_a_line() {
     );
     std::fs::write(&path, format!("{a}\nnot-a-key\n")).unwrap();
     crate::support::refused(cairn_note::file::read_verifier_keys(&path), &["line 2"]);
-    let signer_key = crate::support::signer("example.org/a").to_key_text().to_string();
+    let signer_key = crate::support::signer("example.org/a")
+        .to_key_text()
+        .to_string();
     std::fs::write(&path, signer_key).unwrap();
-    let error =
-        crate::support::refused(cairn_note::file::read_verifier_keys(&path), &["signer"]);
+    let error = crate::support::refused(cairn_note::file::read_verifier_keys(&path), &["signer"]);
     assert!(!error.contains("PRIVATE"), "{error}");
     crate::support::refused(
         cairn_note::file::read_verifier_keys(&dir.path().join("missing")),
