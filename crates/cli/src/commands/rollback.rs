@@ -97,7 +97,7 @@ impl TruncateCmd {
                 return Failure::new(
                     code,
                     anyhow::anyhow!(
-                        "{error} (leaves become final by `cairn finalize`, by a checkpoint of a database with --finality checkpoint, and by publishing them as tiles: a published size is never rolled back, so the tile store is never contradicted)"
+                        "{error} (made final by `cairn finalize`, a checkpoint, or publishing them as tiles)"
                     ),
                 );
             }
