@@ -145,6 +145,9 @@ impl PublisherStatus {
     }
 }
 
+/// A [`PinHead`](crate::publish::PinHead) a publisher thread can own.
+pub type PinHeadSend = dyn Fn(&TreeHead) -> Result<(), String> + Send;
+
 /// Keeps a tile store up to date with a database.
 pub struct Publisher {
     /// Where to publish.
@@ -162,7 +165,7 @@ pub struct Publisher {
     pub signer: Option<Arc<Signer>>,
     /// Makes a head final before the checkpoint names it
     /// ([`PublishOptions::before_checkpoint`]).
-    pub pin: Option<Box<dyn Fn(&TreeHead) -> Result<(), String> + Send>>,
+    pub pin: Option<Box<PinHeadSend>>,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -196,7 +199,7 @@ impl Publisher {
                     before_checkpoint: self
                         .pin
                         .as_ref()
-                        .map(|pin| pin as &dyn Fn(&TreeHead) -> Result<(), String>),
+                        .map(|pin| pin as &crate::publish::PinHead<'_>),
                 };
                 match publish_with(&snapshot, target, &*self.sink, &options) {
                     Ok(done) => {

@@ -28,7 +28,7 @@ mod remote;
 mod signed;
 mod store;
 
-pub use background::{Follower, FollowerStatus, Publisher, PublisherStatus, Stop};
+pub use background::{Follower, FollowerStatus, PinHeadSend, Publisher, PublisherStatus, Stop};
 pub use checkpoint::{Checkpoint, MAGIC, signers};
 pub use client::{
     DEFAULT_CACHED_TILES, TileError, TileTree, read_checkpoint, read_checkpoint_checked,
@@ -39,7 +39,7 @@ pub use mirror::{
     ServerUpstream, TilesUpstream, Unsigned, Upstream, catch_up, root_after,
 };
 pub use publish::{
-    CHECKPOINT, PublishError, PublishOptions, Published, publish, publish_at, publish_with,
+    CHECKPOINT, PinHead, PublishError, PublishOptions, Published, publish, publish_at, publish_with,
 };
 pub use remote::{Location, RemoteOptions, RemoteStore, open_sink, open_source};
 pub use signed::SignedBy;

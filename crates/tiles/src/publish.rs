@@ -74,6 +74,10 @@ pub enum PublishError {
     },
 }
 
+/// A hook called with the head a checkpoint is about to name; `Err(why)`
+/// stops the publication ([`PublishOptions::before_checkpoint`]).
+pub type PinHead<'a> = dyn Fn(&TreeHead) -> Result<(), String> + 'a;
+
 /// How a publication signs and pins its checkpoint.
 #[derive(Default)]
 pub struct PublishOptions<'a> {
@@ -84,7 +88,7 @@ pub struct PublishOptions<'a> {
     /// that head final there, so that no rollback can contradict what the
     /// store is about to say. An `Err` stops the publication, leaving the
     /// old checkpoint.
-    pub before_checkpoint: Option<&'a dyn Fn(&TreeHead) -> Result<(), String>>,
+    pub before_checkpoint: Option<&'a PinHead<'a>>,
 }
 
 impl std::fmt::Debug for PublishOptions<'_> {
