@@ -1,8 +1,10 @@
 //! Long-running companions of a served database, each on its own thread:
 //! a [`Publisher`] that keeps a tile store up to date with the database's
 //! durable size, and a [`Follower`] that keeps a mirror up to date with its
-//! upstream. Neither ever holds a lock an append waits on: they read
-//! snapshots. Both count what they do in a status that `/metrics` renders.
+//! upstream. Both read snapshots; the only lock an append may wait on is
+//! the database's, taken by the publisher's pin hook (the caller's: a
+//! finalize, once per publication whose size is not final yet). Both
+//! count what they do in a status that `/metrics` renders.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
