@@ -10,7 +10,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { CairnError, computeRoot, consistencyFromTiles, fetchCheckpoint, hashers, parseCheckpoint, proveFromTiles, verifyCheckpoint } from "cairn-verify";
+import { CairnError, computeRoot, consistencyFromTiles, fetchCheckpoint, hashers, parseCheckpoint, proveFromTiles, TileClient, verifyCheckpoint } from "cairn-verify";
 import { blake3 } from "cairn-verify/blake3";
 import { cairnBinary, random, seed, toHexString } from "./helpers.mjs";
 
@@ -89,6 +89,10 @@ test(`a signed store proves with its key and is refused otherwise (seed ${seed})
   const stale = { ...head, size: 999n, root: computeRoot(leaves.slice(0, 999), { arity: 4, hash: hashers.blake3 }) };
   const mismatch = await rejection(proveFromTiles(url, stale, 7, { verifierKey: vkey }));
   assert.equal(mismatch.kind, "InconsistentHead", mismatch.message);
+  // A shared client must hold the signed head too.
+  await proveFromTiles(url, null, 7, { verifierKey: vkey, client: new TileClient(url, head) });
+  const staleClient = await rejection(proveFromTiles(url, null, 7, { verifierKey: vkey, client: new TileClient(url, stale) }));
+  assert.equal(staleClient.kind, "InconsistentHead", staleClient.message);
   // The hash's hasher is needed when no head is given.
   const missing = await rejection(proveFromTiles(url, null, 7, { verifierKey: vkey, hashers: {} }));
   assert.equal(missing.stage, "input", missing.message);
