@@ -138,11 +138,15 @@ export function parseVerifierKey(text: string): VerifierKey {
 
 const keyName = (name: string, id: number) => `${name}+${id.toString(16).padStart(8, "0")}`;
 
-/**
- * Opens a signed note: returns its text if a signature by `key` verifies
- * (and none by it fails). Signatures by other keys are ignored.
- */
-export function openNote(note: string, key: VerifierKey): string {
+/** A signature line, parsed but not verified. */
+interface SignatureLine {
+  readonly name: string;
+  readonly id: number;
+  readonly signature: Uint8Array;
+}
+
+/** Splits a note into its text and its well-formed signature lines, verifying nothing. */
+function parseNote(note: string): { text: string; signatures: SignatureLine[] } {
   if (note.length > MAX_NOTE_LENGTH) throw malformed("Note", `malformed note: ${note.length} characters, want at most ${MAX_NOTE_LENGTH}`);
   for (let i = 0; i < note.length; i++) {
     const code = note.charCodeAt(i);
@@ -157,33 +161,45 @@ export function openNote(note: string, key: VerifierKey): string {
   const split = note.lastIndexOf("\n\n");
   if (split < 0) throw malformed("Note", "malformed note: no blank line between the text and the signatures");
   const text = note.slice(0, split + 1);
-  const signatures = note.slice(split + 2);
-  if (signatures.length === 0) throw malformed("Note", "malformed note: no signature lines after the blank line");
-  if (!signatures.endsWith("\n")) throw malformed("Note", "malformed note: the last signature line does not end in a newline");
-  const message = new TextEncoder().encode(text);
-  const found: string[] = [];
-  let verified = false;
-  const lines = signatures.slice(0, -1).split("\n");
+  const rest = note.slice(split + 2);
+  if (rest.length === 0) throw malformed("Note", "malformed note: no signature lines after the blank line");
+  if (!rest.endsWith("\n")) throw malformed("Note", "malformed note: the last signature line does not end in a newline");
+  const signatures: SignatureLine[] = [];
+  const lines = rest.slice(0, -1).split("\n");
   for (const [index, line] of lines.entries()) {
     const number = index + 1;
     if (number > MAX_SIGNATURES) throw malformed("Note", `the note has more than ${MAX_SIGNATURES} signatures, want at most ${MAX_SIGNATURES}`);
     const where = `malformed signature line ${number}`;
     if (!line.startsWith(SIGNATURE_PREFIX)) throw malformed("Note", `${where}: it does not start with an em dash (U+2014) and a space`);
-    const rest = line.slice(SIGNATURE_PREFIX.length);
-    const space = rest.indexOf(" ");
+    const field = line.slice(SIGNATURE_PREFIX.length);
+    const space = field.indexOf(" ");
     if (space < 0) throw malformed("Note", `${where}: no space between key name and signature`);
-    const name = rest.slice(0, space);
+    const name = field.slice(0, space);
     const nameProblem = validName(name);
     if (nameProblem !== null) throw malformed("Note", `${where}: key name ${JSON.stringify(name)}: ${nameProblem}`);
-    const bytes = decodeBase64(rest.slice(space + 1));
+    const bytes = decodeBase64(field.slice(space + 1));
     if (typeof bytes === "string") throw malformed("Note", `${where}: ${bytes}`);
     if (bytes.length < 5) throw malformed("Note", `${where}: the signature field has ${bytes.length} bytes, want a 4-byte key ID and a signature`);
     const id = ((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0;
+    signatures.push({ name, id, signature: bytes.slice(4) });
+  }
+  return { text, signatures };
+}
+
+/**
+ * Opens a signed note: returns its text if a signature by `key` verifies
+ * (and none by it fails). Signatures by other keys are ignored.
+ */
+export function openNote(note: string, key: VerifierKey): string {
+  const { text, signatures } = parseNote(note);
+  const message = new TextEncoder().encode(text);
+  const found: string[] = [];
+  let verified = false;
+  for (const { name, id, signature } of signatures) {
     if (name !== key.name || id !== key.id) {
       found.push(keyName(name, id));
       continue;
     }
-    const signature = bytes.slice(4);
     let ok = false;
     try {
       ok = signature.length === 64 && ed25519.verify(signature, message, key.publicKey, { zip215: false });
@@ -240,17 +256,32 @@ function parseTreeLine(line: string): { arity: number; hash: HashName } {
 export function verifyCheckpoint(note: string, verifierKey: string | VerifierKey): SignedHead {
   if (typeof note !== "string") throw new CairnError("input", "InvalidArgument", `note: want a string, got ${typeof note}`);
   const key = typeof verifierKey === "string" ? parseVerifierKey(verifierKey) : verifierKey;
-  const text = openNote(note, key);
+  return headOf(openNote(note, key), key.name);
+}
+
+/**
+ * Reads the head of a signed checkpoint WITHOUT verifying its signature:
+ * what a reader with no key, trusting the place it fetched the note from,
+ * learns from it. The note must still be well formed. Never a substitute
+ * for [`verifyCheckpoint`].
+ */
+export function readCheckpointUnverified(note: string): SignedHead {
+  if (typeof note !== "string") throw new CairnError("input", "InvalidArgument", `note: want a string, got ${typeof note}`);
+  return headOf(parseNote(note).text, null);
+}
+
+/** The head a checkpoint text names; its origin must be `origin` when one is given. */
+function headOf(text: string, origin: string | null): SignedHead {
   const lines = text.slice(0, -1).split("\n");
   if (lines.length < 3) throw malformed("Checkpoint", `malformed checkpoint: ${lines.length} lines, want at least 3 (origin, size, root)`);
   const empty = lines.findIndex((line) => line.length === 0);
   if (empty >= 0) throw malformed("Checkpoint", `malformed checkpoint: line ${empty + 1} is empty`);
-  const [origin, sizeLine, rootLine, ...extensions] = lines as [string, string, string, ...string[]];
+  const [name, sizeLine, rootLine, ...extensions] = lines as [string, string, string, ...string[]];
   const size = parseSize(sizeLine);
   const root = decodeBase64(rootLine);
   if (typeof root === "string") throw malformed("Checkpoint", `malformed checkpoint: root line: ${root}`);
   if (root.length !== 32) throw malformed("Checkpoint", `malformed checkpoint: the root has ${root.length} bytes, want 32`);
-  if (origin !== key.name) throw rejected("Origin", `the checkpoint's origin is ${JSON.stringify(origin)}, want ${JSON.stringify(key.name)} (the verifier key's name)`);
+  if (origin !== null && name !== origin) throw rejected("Origin", `the checkpoint's origin is ${JSON.stringify(name)}, want ${JSON.stringify(origin)} (the verifier key's name)`);
   const treeLines = extensions.filter((line) => line.split(" ")[0] === TREE_KEYWORD);
   if (treeLines.length !== 1) {
     throw malformed("TreeLine", `cairn tree line: the checkpoint has ${treeLines.length} ${TREE_KEYWORD} lines, want one`);
@@ -258,7 +289,7 @@ export function verifyCheckpoint(note: string, verifierKey: string | VerifierKey
   const tree = parseTreeLine(treeLines[0]!);
   if (size === 0n) throw malformed("Checkpoint", "malformed checkpoint: size 0: cairn's empty tree has no root, so no checkpoint names it");
   return Object.freeze({
-    origin,
+    origin: name,
     size,
     root,
     kind: "leanimt",

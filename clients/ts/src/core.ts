@@ -31,6 +31,7 @@ export {
   TileClient,
   tileHeight,
   tilePath,
+  type CheckpointOptions,
   type TileCheckpoint,
   type TileOptions,
   type TileStats,

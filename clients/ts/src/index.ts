@@ -9,7 +9,7 @@ import { sha256 } from "./hashes/sha256.js";
 import type { Hasher, HashName } from "./hasher.js";
 
 export * from "./core.js";
-export { keyId, MAX_SIGNATURES, openNote, parseVerifierKey, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
+export { keyId, MAX_SIGNATURES, openNote, parseVerifierKey, readCheckpointUnverified, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
 export { CairnClient, type ClientOptions, type ServerHead } from "./client.js";
 export { blake3, keccak256, mimcsponge, poseidon, sha256 };
 

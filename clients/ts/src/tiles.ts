@@ -4,11 +4,14 @@
 // against the head before returning it. A tile of the wrong length, an
 // oversized or missing one is refused naming it; tiles that do not hash to
 // the head fail verification, naming every tile read. The cache keeps
-// only tiles of verified proofs.
+// only tiles of verified proofs. A store's checkpoint is either the five
+// unsigned lines or cairn's signed checkpoint; given a verifier key, only
+// a signed one that verifies is trusted (verifyCheckpoint).
 
 import { u64Argument, type Hash } from "./bytes.js";
+import { parseVerifierKey, readCheckpointUnverified, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
 import { CairnError, inputError } from "./errors.js";
-import { HASH_NAMES, type HashName } from "./hasher.js";
+import { HASH_NAMES, type Hasher, type HashName } from "./hasher.js";
 import { isCanonicalFieldElement } from "./hashes/field.js";
 import { ConsistencyProof, MembershipProof } from "./proof.js";
 import { consistencySteps, path } from "./shape.js";
@@ -25,6 +28,8 @@ export interface TileCheckpoint {
   readonly hash: HashName;
   readonly size: bigint;
   readonly root: Uint8Array | null;
+  /** A signed checkpoint's origin (the signer key's name); null for the unsigned form. Verified only if a verifier key was given. */
+  readonly origin: string | null;
 }
 
 /** A head the caller trusts, with the tree's arity and hash. */
@@ -45,13 +50,31 @@ function tileError(message: string, status?: number): CairnError {
   return new CairnError("fetch", "BadTile", message, status);
 }
 
+/** A signed head as a tile checkpoint. */
+function fromSigned(head: SignedHead): TileCheckpoint {
+  if ((head.hash === "poseidon" || head.hash === "mimcsponge") && !isCanonicalFieldElement(head.root)) {
+    throw new CairnError("fetch", "BadCheckpoint", `checkpoint: the root is not a canonical ${head.hash} value`);
+  }
+  return Object.freeze({ arity: head.arity, hash: head.hash, size: head.size, root: head.root, origin: head.origin });
+}
+
 /**
- * Parses a checkpoint object, refusing anything cairn's publisher would not
- * write (strictly: five lines, decimal without leading zeros, 0x and
- * lowercase hex).
+ * Parses a checkpoint object of either form, refusing anything cairn's
+ * publisher would not write: the unsigned five lines (strictly: decimal
+ * without leading zeros, 0x and lowercase hex) or a signed checkpoint,
+ * whose signature is NOT checked here (see `fetchCheckpoint` with a
+ * verifier key).
  */
 export function parseCheckpoint(text: string): TileCheckpoint {
   const bad = (why: string) => new CairnError("fetch", "BadCheckpoint", `checkpoint: ${why}`);
+  if (text.split("\n", 1)[0] !== CHECKPOINT_MAGIC) {
+    try {
+      return fromSigned(readCheckpointUnverified(text));
+    } catch (error) {
+      if (!(error instanceof CairnError)) throw error;
+      throw bad(`neither an unsigned checkpoint (first line ${JSON.stringify(CHECKPOINT_MAGIC)}) nor a signed one: ${error.message}`);
+    }
+  }
   const lines = text.split("\n");
   if (lines.length !== 6 || lines[5] !== "") throw bad(`${Math.max(lines.length - 1, 0)} lines, want 5 each ending in a newline`);
   if (lines[0] !== CHECKPOINT_MAGIC) throw bad(`first line ${JSON.stringify(lines[0])}, want ${JSON.stringify(CHECKPOINT_MAGIC)}`);
@@ -78,7 +101,7 @@ export function parseCheckpoint(text: string): TileCheckpoint {
     }
   }
   if ((root !== null) !== size > 0n) throw bad(`size ${size} with ${root === null ? "no" : "a"} root`);
-  return Object.freeze({ arity, hash: hash as HashName, size, root });
+  return Object.freeze({ arity, hash: hash as HashName, size, root, origin: null });
 }
 
 /** Tree levels per tile-level: the largest h with N^h <= 256. */
@@ -331,16 +354,50 @@ async function getObject(
   }
 }
 
-/** Fetches and parses the checkpoint of the tile store at `baseUrl` (trust it only as far as you trust that place). */
-export async function fetchCheckpoint(baseUrl: string, options: TileOptions = {}): Promise<TileCheckpoint> {
+/** Options of the functions that read a store's checkpoint. */
+export interface CheckpointOptions extends TileOptions {
+  /**
+   * Trust only a checkpoint signed by this key (the text `cairn keygen`
+   * prints, or a parsed key): it must be cairn's signed checkpoint, its
+   * signature by the key must verify and its origin be the key's name.
+   * Without one, the checkpoint is trusted as far as the place serving it.
+   */
+  readonly verifierKey?: string | VerifierKey;
+  /**
+   * With `verifierKey` and no head: the hashers to pick the checkpoint's
+   * hash from (the `hashers` export of "cairn-verify", or `{ blake3 }`).
+   */
+  readonly hashers?: Readonly<Partial<Record<HashName, Hasher>>>;
+}
+
+/**
+ * Fetches and parses the checkpoint of the tile store at `baseUrl`. With
+ * `options.verifierKey` it must be signed by that key (a CairnError of
+ * stage "verify" otherwise, stage "decode" for a malformed note); without
+ * one, trust it only as far as you trust that place.
+ */
+export async function fetchCheckpoint(baseUrl: string, options: CheckpointOptions = {}): Promise<TileCheckpoint> {
   const fetcher = options.fetch ?? globalThis.fetch;
   const base = String(baseUrl).replace(/\/+$/, "");
+  const key = options.verifierKey === undefined ? undefined : typeof options.verifierKey === "string" ? parseVerifierKey(options.verifierKey) : options.verifierKey;
   const body = await getObject(fetcher, `${base}/checkpoint`, CHECKPOINT_MAX_BYTES, Math.max(1, options.attempts ?? 4), options.backoffMs ?? 100, () => {});
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(body);
   } catch {
     throw new CairnError("fetch", "BadCheckpoint", `${base}/checkpoint: not UTF-8`);
+  }
+  if (key !== undefined) {
+    const name = `${key.name}+${key.id.toString(16).padStart(8, "0")}`;
+    if (text.split("\n", 1)[0] === CHECKPOINT_MAGIC) {
+      throw new CairnError("verify", "NoKnownSignature", `${base}/checkpoint: the checkpoint is unsigned, want one signed by ${name}`);
+    }
+    try {
+      return fromSigned(verifyCheckpoint(text, key));
+    } catch (error) {
+      if (error instanceof CairnError) throw new CairnError(error.stage, error.kind, `${base}/checkpoint: ${error.message}`);
+      throw error;
+    }
   }
   try {
     return parseCheckpoint(text);
@@ -351,26 +408,66 @@ export async function fetchCheckpoint(baseUrl: string, options: TileOptions = {}
 }
 
 /**
+ * The head to prove against: `head` as given, or, with a verifier key, the
+ * store's signed head (which `head`, when given too, must equal).
+ */
+async function trustedHead(baseUrl: string, head: TrustedTileHead | null, options: CheckpointOptions & { client?: TileClient }): Promise<TrustedTileHead | null> {
+  if (options.verifierKey === undefined) {
+    if (head === null && options.client === undefined) throw inputError("no trusted head: pass one, or options.verifierKey to trust the store's signed checkpoint");
+    return head;
+  }
+  const signed = await fetchCheckpoint(baseUrl, options);
+  const given = head ?? (options.client ? { arity: signed.arity, hash: { name: signed.hash }, size: options.client.head.size, root: options.client.head.root } : null);
+  if (given !== null) {
+    const root = given.root === null || given.root === undefined ? null : typeof given.root === "string" ? fromHex(given.root) : given.root;
+    const same =
+      given.arity === signed.arity &&
+      given.hash.name === signed.hash &&
+      BigInt(given.size) === signed.size &&
+      root !== null &&
+      signed.root !== null &&
+      root.every((byte, i) => byte === signed.root![i]);
+    if (!same) {
+      throw new CairnError("verify", "InconsistentHead", `${String(baseUrl).replace(/\/+$/, "")}/checkpoint: the store's signed head (${signed.size} leaves) is not the head given (${String(given.size)} leaves)`);
+    }
+    if (head !== null) return head;
+    // The client proves at its own head, the signed one.
+    if (options.client !== undefined) return null;
+  }
+  const hasher = options.hashers?.[signed.hash];
+  if (hasher === undefined) throw inputError(`the store's signed checkpoint names the hash ${signed.hash}: pass its hasher in options.hashers (or a head)`);
+  return { arity: signed.arity, hash: hasher, size: signed.size, root: signed.root };
+}
+
+/**
  * The membership proof of leaf `index` at the trusted `head` (its arity and
  * hash too), computed from the tiles at `baseUrl` and verified against the
  * head. Pass a [`TileClient`] as `options.client` to share its tile cache
- * across proofs.
+ * across proofs. With `options.verifierKey` the store's checkpoint must be
+ * signed by that key, and the proof is at its head: `head` may then be
+ * null, and must otherwise be that head.
  */
 export async function proveFromTiles(
   baseUrl: string,
-  head: TrustedTileHead,
+  head: TrustedTileHead | null,
   index: bigint | number,
-  options: TileOptions & { client?: TileClient } = {},
+  options: CheckpointOptions & { client?: TileClient } = {},
 ): Promise<MembershipProof> {
-  return (options.client ?? new TileClient(baseUrl, head, options)).prove(index);
+  const trusted = await trustedHead(baseUrl, head, options);
+  return (options.client ?? new TileClient(baseUrl, trusted!, options)).prove(index);
 }
 
-/** The consistency proof from `old` to `head`, computed from the tiles at `baseUrl` and verified against both. */
+/**
+ * The consistency proof from `old` to `head`, computed from the tiles at
+ * `baseUrl` and verified against both. With `options.verifierKey`, `head`
+ * is the store's signed head (pass null, or that head).
+ */
 export async function consistencyFromTiles(
   baseUrl: string,
-  head: TrustedTileHead,
+  head: TrustedTileHead | null,
   old: TreeHead,
-  options: TileOptions & { client?: TileClient } = {},
+  options: CheckpointOptions & { client?: TileClient } = {},
 ): Promise<ConsistencyProof> {
-  return (options.client ?? new TileClient(baseUrl, head, options)).proveConsistency(old);
+  const trusted = await trustedHead(baseUrl, head, options);
+  return (options.client ?? new TileClient(baseUrl, trusted!, options)).proveConsistency(old);
 }

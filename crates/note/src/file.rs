@@ -1,5 +1,5 @@
 //! Signer key files: the signer key text and a newline, readable by its
-//! owner only.
+//! owner only. Verifier key files (public): one key text per line.
 //!
 //! Invariant: a key file is written whole or not at all (a temporary file in
 //! the same directory, synced, renamed over the name, then the directory
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
 
 use crate::error::KeyError;
-use crate::key::Signer;
+use crate::key::{Signer, Verifier};
 
 /// The largest key file read (a key text is about 110 bytes).
 const MAX_KEY_FILE_BYTES: u64 = 4096;
@@ -55,6 +55,44 @@ pub fn read_signer_key(path: &Path) -> Result<Signer, KeyError> {
         ),
         other => content_error(path, other.to_string()),
     })
+}
+
+/// The largest verifier key file read (a trusted-keys list).
+const MAX_VERIFIER_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads a verifier key file: one verifier key text per line (what `cairn
+/// keygen` prints), blank lines and lines starting with `#` ignored, at
+/// least one key. Errors name the file and the line.
+pub fn read_verifier_keys(path: &Path) -> Result<Vec<Verifier>, KeyError> {
+    let length = fs::metadata(path)
+        .map_err(|e| file_error(path, e.to_string()))?
+        .len();
+    if length > MAX_VERIFIER_FILE_BYTES {
+        return Err(file_error(
+            path,
+            format!("it has {length} bytes, want at most {MAX_VERIFIER_FILE_BYTES}"),
+        ));
+    }
+    let bytes = fs::read(path).map_err(|e| file_error(path, e.to_string()))?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| file_error(path, format!("not UTF-8 text (byte {})", e.valid_up_to())))?;
+    let mut keys = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let key = Verifier::parse(line)
+            .map_err(|e| file_error(path, format!("line {}: {e}", index + 1)))?;
+        keys.push(key);
+    }
+    if keys.is_empty() {
+        return Err(file_error(
+            path,
+            "holds no verifier key, want one NAME+ID+KEYDATA per line (what `cairn keygen` prints)",
+        ));
+    }
+    Ok(keys)
 }
 
 /// Whether the file's mode lets users other than its owner read it.

@@ -38,4 +38,6 @@ pub use checkpoint::Checkpoint;
 pub use error::{KeyError, NoteError};
 pub use key::{Signer, Verifier, key_id};
 pub use note::Note;
-pub use tree::{SignedHead, TreeKind, TreeLine, head_checkpoint, open_head, sign_head};
+pub use tree::{
+    SignedHead, TreeKind, TreeLine, head_checkpoint, open_head, read_head_unverified, sign_head,
+};

@@ -131,14 +131,9 @@ fn parse_signature_line(line: &str, number: usize) -> Result<(Signature, Vec<u8>
     ))
 }
 
-/// Reads a signed note and checks its signatures against `known`.
-///
-/// Signatures by keys not in `known` (name and ID both matching) are kept
-/// unverified; a signature by a known key must verify, else the whole note
-/// is refused (C2SP signed-note: verifiers must verify a known key's
-/// signature, should reject the note if it fails, and must reject a note no
-/// known key verified).
-pub fn open(note: &str, known: &[Verifier]) -> Result<Note, NoteError> {
+/// Splits a note into its text and its signature lines (without their
+/// final newline), checking everything but the signature lines.
+fn split(note: &str) -> Result<(&str, &str), NoteError> {
     if note.len() > MAX_NOTE_BYTES {
         return Err(NoteError::TooLarge {
             got: note.len(),
@@ -167,6 +162,18 @@ pub fn open(note: &str, known: &[Verifier]) -> Result<Note, NoteError> {
             "the last signature line does not end in a newline".into(),
         ));
     };
+    Ok((text, lines))
+}
+
+/// Reads a signed note and checks its signatures against `known`.
+///
+/// Signatures by keys not in `known` (name and ID both matching) are kept
+/// unverified; a signature by a known key must verify, else the whole note
+/// is refused (C2SP signed-note: verifiers must verify a known key's
+/// signature, should reject the note if it fails, and must reject a note no
+/// known key verified).
+pub fn open(note: &str, known: &[Verifier]) -> Result<Note, NoteError> {
+    let (text, lines) = split(note)?;
     let mut result = Note {
         text: text.to_owned(),
         verified: Vec::new(),
@@ -209,6 +216,32 @@ pub fn open(note: &str, known: &[Verifier]) -> Result<Note, NoteError> {
                 .map(|v| format!("{}+{:08x}", v.name(), v.id()))
                 .collect(),
         });
+    }
+    Ok(result)
+}
+
+/// Reads a signed note without verifying any signature: every signature
+/// line is parsed and returned in `unverified`. For a reader that trusts
+/// the place it got the note from (and so no key), or one that wants to
+/// know who signed before choosing a key; never a substitute for [`open`].
+pub fn read_unverified(note: &str) -> Result<Note, NoteError> {
+    let (text, lines) = split(note)?;
+    let mut result = Note {
+        text: text.to_owned(),
+        verified: Vec::new(),
+        unverified: Vec::new(),
+    };
+    for (index, line) in lines.split('\n').enumerate() {
+        let number = index + 1;
+        if number > MAX_SIGNATURES {
+            return Err(NoteError::TooManySignatures {
+                max: MAX_SIGNATURES,
+            });
+        }
+        let (signature, _) = parse_signature_line(line, number)?;
+        if !result.unverified.contains(&signature) {
+            result.unverified.push(signature);
+        }
     }
     Ok(result)
 }

@@ -178,7 +178,20 @@ pub fn sign_head(
 /// Verifies a signed head with `verifier`: the signature, the origin, the
 /// checkpoint body and exactly one tree line.
 pub fn open_head(note: &str, verifier: &Verifier) -> Result<SignedHead, NoteError> {
-    let checkpoint = Checkpoint::open(note, verifier)?;
+    head_of(Checkpoint::open(note, verifier)?)
+}
+
+/// Reads the head of a signed note WITHOUT verifying its signature (nor
+/// its origin against a key): what a reader with no key, trusting the
+/// place it fetched the note from, learns from it. The note must still be
+/// well formed, with at least one well-formed signature line.
+pub fn read_head_unverified(note: &str) -> Result<SignedHead, NoteError> {
+    let opened = crate::note::read_unverified(note)?;
+    head_of(Checkpoint::parse(&opened.text)?)
+}
+
+/// The head a checkpoint names: exactly one tree line, not the empty tree.
+fn head_of(checkpoint: Checkpoint) -> Result<SignedHead, NoteError> {
     let (tree_lines, other): (Vec<String>, Vec<String>) = checkpoint
         .extensions
         .into_iter()

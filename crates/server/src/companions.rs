@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use cairn_core::{Hash, Snapshot};
+use cairn_core::{Hash, Snapshot, TreeHead};
 use cairn_db::Db;
 use cairn_tiles::{
-    Follower, FollowerStatus, Location, MirrorTarget, Publisher, PublisherStatus, RemoteOptions,
-    ServerUpstream, Stop, TilesUpstream, Unsigned, Upstream,
+    CheckpointSignature, Follower, FollowerStatus, Location, MirrorTarget, Publisher,
+    PublisherStatus, RemoteOptions, ServerUpstream, SignedBy, Stop, TilesUpstream, Unsigned,
+    Upstream,
 };
 
 use crate::config::ServerConfig;
@@ -45,6 +46,36 @@ pub struct MirrorSettings {
     pub interval: Duration,
     /// Leaves verified and adopted at once.
     pub chunk_leaves: u64,
+    /// The keys a tile store's checkpoint must be signed by (`--verify-key`);
+    /// `None` trusts the transport.
+    pub trusted: Option<SignedBy>,
+}
+
+/// Makes `head` final in `db` before a publisher's checkpoint names it, so
+/// that no rollback can ever contradict the tile store: after this, the
+/// database refuses a rollback below `head.size`. Refuses (the publisher
+/// retries with a fresh snapshot) when the tree was rolled back since the
+/// snapshot the tiles came from.
+pub fn pin_published(db: &Db, head: &TreeHead) -> Result<(), String> {
+    db.finalize(head.size).map_err(|e| {
+        format!(
+            "making the first {} leaves final before publishing them: {e}",
+            head.size
+        )
+    })?;
+    let now = db
+        .snapshot()
+        .tree()
+        .view(head.size)
+        .map_err(|e| e.to_string())?
+        .head();
+    if now != *head {
+        return Err(format!(
+            "the tree was rolled back and regrown since its tiles were read: its head at {} leaves changed",
+            head.size
+        ));
+    }
+    Ok(())
 }
 
 /// A mirror's database as the target of a follower: appends of verified
@@ -75,26 +106,40 @@ impl MirrorTarget for DbTarget {
 }
 
 /// The upstream at `from`: a cairn server when `from` is an http(s) URL
-/// answering `GET /v1/root`, else a tile store (its `checkpoint`).
+/// answering `GET /v1/root`, else a tile store (its `checkpoint`), whose
+/// checkpoints must be signed by one of `trusted`'s keys when given.
 pub fn open_upstream(
     from: &str,
     remote: &RemoteOptions,
+    trusted: Option<&SignedBy>,
 ) -> Result<Box<dyn Upstream + Send>, String> {
+    let signature = || -> Box<dyn CheckpointSignature> {
+        match trusted {
+            Some(keys) => Box::new(keys.clone()),
+            None => Box::new(Unsigned),
+        }
+    };
+    let server_upstream = |url: &str| -> Result<Box<dyn Upstream + Send>, String> {
+        if trusted.is_some() {
+            return Err(format!(
+                "{from} is a cairn server, not a tile store: verifier keys check a tile store's signed checkpoint (give the URL of the store `cairn publish` or `cairn serve --publish` writes)"
+            ));
+        }
+        Ok(Box::new(ServerUpstream::new(url, remote)?))
+    };
     let location = Location::parse(from)?;
     if let Location::Http(url) = &location {
         let source = cairn_tiles::open_source(&location, remote)?;
         // A tile store has a checkpoint; a cairn server answers /v1/root.
         match source.get(cairn_tiles::CHECKPOINT, cairn_tiles::CHECKPOINT_MAX_BYTES) {
             Ok(_) => {}
-            Err(e) if e.missing => {
-                return Ok(Box::new(ServerUpstream::new(url, remote)?));
-            }
+            Err(e) if e.missing => return server_upstream(url),
             Err(e) => return Err(e.to_string()),
         }
-        return Ok(Box::new(TilesUpstream::new(source, Box::new(Unsigned))));
+        return Ok(Box::new(TilesUpstream::new(source, signature())));
     }
     let source = cairn_tiles::open_source(&location, remote)?;
-    Ok(Box::new(TilesUpstream::new(source, Box::new(Unsigned))))
+    Ok(Box::new(TilesUpstream::new(source, signature())))
 }
 
 /// The running companions.
@@ -120,10 +165,13 @@ impl Companions {
             let source_db = Arc::clone(db);
             let run_status = Arc::clone(&status);
             let stop = Arc::clone(&companions.stop);
+            let signer = config.signer.clone();
+            let pin_db = Arc::clone(db);
             let thread = start_thread("cairn-publisher", move || {
                 let sink = cairn_tiles::open_sink(&settings.location, &settings.remote)?;
                 let finalized = settings.finalized;
-                tracing::info!(store = %settings.location, finalized, "publishing tiles");
+                let signed = signer.as_ref().map(|s| format!("{}+{:08x}", s.name(), s.id()));
+                tracing::info!(store = %settings.location, finalized, signed_by = ?signed, "publishing tiles");
                 Ok(move || {
                     Publisher {
                         sink,
@@ -142,6 +190,8 @@ impl Companions {
                         interval: settings.interval,
                         max_backoff: Duration::from_secs(60),
                         status: run_status,
+                        signer,
+                        pin: Some(Box::new(move |head| pin_published(&pin_db, head))),
                     }
                     .run(&stop);
                 })
@@ -159,7 +209,8 @@ impl Companions {
             let run_status = Arc::clone(&status);
             let stop = Arc::clone(&companions.stop);
             let thread = start_thread("cairn-mirror", move || {
-                let upstream = open_upstream(&settings.from, &settings.remote)?;
+                let upstream =
+                    open_upstream(&settings.from, &settings.remote, settings.trusted.as_ref())?;
                 tracing::info!(upstream = %upstream.describe(), "mirroring");
                 Ok(move || {
                     Follower {

@@ -218,7 +218,7 @@ pub struct ServeOptions {
     /// A browser origin allowed to call the server (repeat for more): '*' lets every origin read; a named origin (`https://app.example.org`) may also write.
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
-    /// A signer key file (`cairn keygen`): GET /v1/checkpoint serves the head signed with it (default: DIR/signer.key, if the database has one).
+    /// A signer key file (`cairn keygen`): GET /v1/checkpoint serves the head signed with it, and --publish signs the tile store's checkpoint with it (default: DIR/signer.key, if the database has one).
     #[arg(long, value_name = "FILE")]
     pub sign_key: Option<std::path::PathBuf>,
     /// Sign the finalized head instead of the durable one (a chain follower's heads above the finalized size may be rolled back).
@@ -253,6 +253,26 @@ pub struct ServeOptions {
         requires = "mirror_from"
     )]
     pub mirror_interval_ms: u64,
+    /// With --mirror-from: a file of verifier keys (one per line, as `cairn keygen` prints); the tile store's checkpoint must be signed by one of them (repeatable).
+    #[arg(long, value_name = "FILE", requires = "mirror_from")]
+    pub verify_key: Vec<std::path::PathBuf>,
+}
+
+/// The keys in the verifier key files `paths` (`--verify-key`), or `None`
+/// when none is given.
+pub fn trusted_keys(
+    paths: &[std::path::PathBuf],
+) -> Result<Option<cairn_tiles::SignedBy>, cairn_note::KeyError> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let mut keys = Vec::new();
+    for path in paths {
+        keys.extend(cairn_note::file::read_verifier_keys(path)?);
+    }
+    Ok(Some(
+        cairn_tiles::SignedBy::new(keys).expect("read_verifier_keys refuses a file without a key"),
+    ))
 }
 
 impl ServeOptions {
@@ -290,6 +310,7 @@ impl ServeOptions {
                 remote,
                 interval: Duration::from_millis(self.mirror_interval_ms.max(1)),
                 chunk_leaves: cairn_tiles::DEFAULT_CHUNK_LEAVES,
+                trusted: trusted_keys(&self.verify_key)?,
             });
         }
         if let Some(path) = &self.sign_key {

@@ -49,10 +49,11 @@ mod routes;
 mod server;
 mod signed;
 
-pub use companions::{DbTarget, MirrorSettings, PublishSettings, open_upstream};
+pub use companions::{DbTarget, MirrorSettings, PublishSettings, open_upstream, pin_published};
 pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
     SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file, read_token_file,
+    trusted_keys,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;

@@ -1,18 +1,21 @@
 //! Long-running companions of a served database, each on its own thread:
 //! a [`Publisher`] that keeps a tile store up to date with the database's
 //! durable size, and a [`Follower`] that keeps a mirror up to date with its
-//! upstream. Neither ever holds a lock an append waits on: they read
-//! snapshots. Both count what they do in a status that `/metrics` renders.
+//! upstream. Both read snapshots; the only lock an append may wait on is
+//! the database's, taken by the publisher's pin hook (the caller's: a
+//! finalize, once per publication whose size is not final yet). Both
+//! count what they do in a status that `/metrics` renders.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use cairn_core::Snapshot;
+use cairn_core::{Snapshot, TreeHead};
+use cairn_note::Signer;
 
 use crate::mirror::{MirrorError, MirrorTarget, Upstream, catch_up};
-use crate::publish::{PublishError, publish_at};
+use crate::publish::{PublishError, PublishOptions, publish_with};
 use crate::store::TileSink;
 
 /// Tells a companion thread to stop, and wakes it.
@@ -144,6 +147,9 @@ impl PublisherStatus {
     }
 }
 
+/// A [`PinHead`](crate::publish::PinHead) a publisher thread can own.
+pub type PinHeadSend = dyn Fn(&TreeHead) -> Result<(), String> + Send;
+
 /// Keeps a tile store up to date with a database.
 pub struct Publisher {
     /// Where to publish.
@@ -157,6 +163,11 @@ pub struct Publisher {
     pub max_backoff: Duration,
     /// What it has done.
     pub status: Arc<PublisherStatus>,
+    /// Signs the checkpoint (unsigned without a key).
+    pub signer: Option<Arc<Signer>>,
+    /// Makes a head final before the checkpoint names it
+    /// ([`PublishOptions::before_checkpoint`]).
+    pub pin: Option<Box<PinHeadSend>>,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -164,6 +175,8 @@ impl std::fmt::Debug for Publisher {
         f.debug_struct("Publisher")
             .field("sink", &self.sink.location())
             .field("interval", &self.interval)
+            .field("signer", &self.signer)
+            .field("pin", &self.pin.is_some())
             .finish()
     }
 }
@@ -183,7 +196,14 @@ impl Publisher {
             self.status.target_size.store(target, Ordering::Relaxed);
             if published != Some(target) {
                 let started = Instant::now();
-                match publish_at(&snapshot, target, &*self.sink) {
+                let options = PublishOptions {
+                    signer: self.signer.as_deref(),
+                    before_checkpoint: self
+                        .pin
+                        .as_ref()
+                        .map(|pin| pin as &crate::publish::PinHead<'_>),
+                };
+                match publish_with(&snapshot, target, &*self.sink, &options) {
                     Ok(done) => {
                         published = Some(target);
                         let s = &self.status;
@@ -198,7 +218,10 @@ impl Publisher {
                     Err(error) => {
                         self.status.failures.fetch_add(1, Ordering::Relaxed);
                         let message = error.to_string();
-                        let level_error = matches!(error, PublishError::Foreign(_));
+                        let level_error = matches!(
+                            error,
+                            PublishError::Foreign(_) | PublishError::WouldUnsign { .. }
+                        );
                         if level_error {
                             tracing::error!(store = %self.sink.location(), error = %message, "publishing refused");
                         } else {

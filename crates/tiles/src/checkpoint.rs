@@ -1,10 +1,15 @@
 //! The checkpoint object: the head a tile store publishes, written after
-//! every tile it needs (docs/spec.md, "Tiles"). Plain text, one field per
-//! line, parsed strictly: a client trusts it only as far as it trusts the
-//! place it fetched it from (or, once signed, its signature).
+//! every tile it needs (docs/spec.md, "Tiles"), in one of two forms: the
+//! unsigned five lines (`cairn tiles v1`, one field per line), or, when
+//! the publisher has a key, cairn's signed checkpoint (the C2SP signed
+//! note that `GET /v1/checkpoint` serves). Both are parsed strictly;
+//! [`Checkpoint::decode`] reads either WITHOUT checking a signature (a
+//! reader with no key trusts the place it fetched the object from), and
+//! `SignedBy` (signed.rs) checks one against trusted keys.
 
 use cairn_core::hex::{parse_hash, to_hex};
-use cairn_core::{Arity, HashKind, TreeHead};
+use cairn_core::{Arity, HashKind, TreeConfig, TreeHead};
+use cairn_note::{Signer, TreeLine};
 
 use crate::layout::Layout;
 
@@ -35,10 +40,26 @@ impl Checkpoint {
         )
     }
 
-    /// Parses a checkpoint object, refusing anything [`Checkpoint::encode`]
-    /// would not write.
+    /// The object's text signed by `signer`: cairn's signed checkpoint
+    /// (docs/spec.md, "Signed checkpoints"), whose origin is the signer's
+    /// name. The empty tree has no root, so no signed checkpoint: refused.
+    pub fn encode_signed(&self, signer: &Signer) -> Result<String, String> {
+        let root = self.head.root.ok_or_else(|| {
+            "the tree is empty: cairn's empty tree has no root, so no signed checkpoint names it"
+                .to_owned()
+        })?;
+        let tree = TreeLine::lean_imt(&TreeConfig::new(self.layout.arity, self.layout.hash));
+        cairn_note::sign_head(signer, &tree, self.head.size, &root).map_err(|e| e.to_string())
+    }
+
+    /// Parses a checkpoint object of either form, refusing anything
+    /// [`Checkpoint::encode`] or [`Checkpoint::encode_signed`] would not
+    /// write. A signed object's signature is NOT checked here.
     pub fn decode(text: &[u8]) -> Result<Checkpoint, String> {
         let text = std::str::from_utf8(text).map_err(|_| "not UTF-8".to_owned())?;
+        if !is_unsigned(text) {
+            return decode_signed(text);
+        }
         let lines: Vec<&str> = text.split('\n').collect();
         if lines.len() != 6 || !lines[5].is_empty() {
             return Err(format!(
@@ -107,6 +128,46 @@ impl Checkpoint {
     }
 }
 
+/// Whether `text` is (meant to be) the unsigned form: its first line is
+/// [`MAGIC`].
+pub(crate) fn is_unsigned(text: &str) -> bool {
+    text.split('\n').next() == Some(MAGIC)
+}
+
+/// The head of a signed checkpoint object, its signature unchecked.
+fn decode_signed(text: &str) -> Result<Checkpoint, String> {
+    let head = cairn_note::read_head_unverified(text).map_err(|e| {
+        let first = text.split('\n').next().unwrap_or_default();
+        format!(
+            "neither an unsigned checkpoint (first line {MAGIC:?}, got {:?}) nor a signed one: {e}",
+            first.chars().take(80).collect::<String>()
+        )
+    })?;
+    if !head.tree.hash.accepts(&head.root) {
+        return Err(format!(
+            "root {} is not a canonical {} value",
+            to_hex(&head.root),
+            head.tree.hash
+        ));
+    }
+    Ok(Checkpoint {
+        layout: Layout::new(head.tree.arity, head.tree.hash),
+        head: TreeHead::new(head.size, head.root),
+    })
+}
+
+/// The keys (`name+id`) whose signature lines a checkpoint object carries,
+/// unverified: `None` for the unsigned form (or an object that is no
+/// signed note).
+pub fn signers(object: &[u8]) -> Option<Vec<String>> {
+    let text = std::str::from_utf8(object).ok()?;
+    if is_unsigned(text) {
+        return None;
+    }
+    let note = cairn_note::note::read_unverified(text).ok()?;
+    Some(note.unverified.iter().map(|s| s.key()).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +196,42 @@ mod tests {
             good.replace("root 0x", "root 0X"),
         ] {
             assert!(Checkpoint::decode(bad.as_bytes()).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn signed_checkpoints_decode_to_the_same_head_and_name_their_signers() {
+        let layout = Layout::new(Arity::new(4).unwrap(), HashKind::Sha256);
+        let signer = Signer::from_seed("example.org/tiles", &[1; 32]).unwrap();
+        let c = Checkpoint {
+            layout,
+            head: TreeHead::new(12345, [7; 32]),
+        };
+        let signed = c.encode_signed(&signer).unwrap();
+        assert!(signed.starts_with("example.org/tiles\n12345\n"), "{signed}");
+        assert!(
+            signed.contains("\ncairn-tree kind=leanimt arity=4 hash=sha256\n\n\u{2014} "),
+            "{signed}"
+        );
+        assert_eq!(Checkpoint::decode(signed.as_bytes()), Ok(c));
+        assert_eq!(
+            signers(signed.as_bytes()),
+            Some(vec![format!("example.org/tiles+{:08x}", signer.id())])
+        );
+        assert_eq!(signers(c.encode().as_bytes()), None);
+        let empty = Checkpoint {
+            layout,
+            head: TreeHead::EMPTY,
+        };
+        assert!(empty.encode_signed(&signer).unwrap_err().contains("empty"));
+        for bad in [
+            signed.replace("arity=4", "arity=04"),
+            signed.replace("\n12345\n", "\n012345\n"),
+            signed.replace("\n\n", "\n"),
+            format!("{signed}extra"),
+        ] {
+            let error = Checkpoint::decode(bad.as_bytes()).unwrap_err();
+            assert!(error.contains("nor a signed one"), "{error}");
         }
     }
 }

@@ -78,6 +78,25 @@ pub fn read_checkpoint(source: &dyn TileSource) -> Result<Checkpoint, TileError>
     })
 }
 
+/// [`read_checkpoint`], then `signature`'s check of the object (a
+/// [`SignedBy`](crate::SignedBy) for a reader that holds verifier keys):
+/// a refused signature is a [`TileError::Checkpoint`] naming the object.
+pub fn read_checkpoint_checked(
+    source: &dyn TileSource,
+    signature: &dyn crate::mirror::CheckpointSignature,
+) -> Result<Checkpoint, TileError> {
+    let bytes = source.get(CHECKPOINT, CHECKPOINT_MAX_BYTES)?;
+    let refuse = |reason: String| TileError::Checkpoint {
+        store: source.location(),
+        reason,
+    };
+    let checkpoint = Checkpoint::decode(&bytes).map_err(refuse)?;
+    signature
+        .verify_checkpoint_signature(&bytes, &checkpoint)
+        .map_err(|reason| refuse(format!("signature: {reason}")))?;
+    Ok(checkpoint)
+}
+
 /// A tree read through tiles, at one trusted head.
 pub struct TileTree<'s> {
     config: TreeConfig,

@@ -6,6 +6,11 @@
 //! by serving the objects from any static store or CDN; the layout is in
 //! docs/spec.md ("Tiles").
 //!
+//! The checkpoint is signed (cairn's signed checkpoint, the C2SP note
+//! `GET /v1/checkpoint` serves) when the publisher has a key, and
+//! [`SignedBy`] checks it for readers that hold verifier keys; a reader
+//! without one trusts the place it fetched the checkpoint from.
+//!
 //! Stores: a directory, S3-compatible object storage and HTTP(S) GET
 //! (`remote.rs`, through `object_store`). A verifying mirror (`mirror.rs`)
 //! copies a tile store or a cairn server into a local tree, adopting a
@@ -20,16 +25,22 @@ mod layout;
 mod mirror;
 mod publish;
 mod remote;
+mod signed;
 mod store;
 
-pub use background::{Follower, FollowerStatus, Publisher, PublisherStatus, Stop};
-pub use checkpoint::{Checkpoint, MAGIC};
-pub use client::{DEFAULT_CACHED_TILES, TileError, TileTree, read_checkpoint};
+pub use background::{Follower, FollowerStatus, PinHeadSend, Publisher, PublisherStatus, Stop};
+pub use checkpoint::{Checkpoint, MAGIC, signers};
+pub use client::{
+    DEFAULT_CACHED_TILES, TileError, TileTree, read_checkpoint, read_checkpoint_checked,
+};
 pub use layout::{Layout, MAX_TILE_NODES, TileId};
 pub use mirror::{
     CaughtUp, CheckpointSignature, DEFAULT_CHUNK_LEAVES, DEFAULT_POLL, MirrorError, MirrorTarget,
     ServerUpstream, TilesUpstream, Unsigned, Upstream, catch_up, root_after,
 };
-pub use publish::{CHECKPOINT, PublishError, Published, publish, publish_at};
+pub use publish::{
+    CHECKPOINT, PinHead, PublishError, PublishOptions, Published, publish, publish_at, publish_with,
+};
 pub use remote::{Location, RemoteOptions, RemoteStore, open_sink, open_source};
+pub use signed::SignedBy;
 pub use store::{CHECKPOINT_MAX_BYTES, DirStore, ObjectError, TileSink, TileSource};

@@ -61,8 +61,8 @@ impl From<ObjectError> for MirrorError {
     }
 }
 
-/// Checks a checkpoint's signature before a mirror adopts its head: the
-/// hook signed checkpoints plug into. `object` is the checkpoint object's
+/// Checks a checkpoint's signature before a mirror or a client trusts its
+/// head ([`SignedBy`](crate::SignedBy) checks cairn's signed checkpoint). `object` is the checkpoint object's
 /// bytes as fetched, `checkpoint` what [`Checkpoint::decode`] read from it.
 pub trait CheckpointSignature: Send + Sync {
     /// `Ok` to go on with the head, `Err(reason)` to refuse it.
@@ -369,7 +369,8 @@ impl std::fmt::Debug for TilesUpstream {
 
 impl TilesUpstream {
     /// Follows the tile store `source`, checking each checkpoint with
-    /// `signature` ([`Unsigned`] until checkpoints are signed).
+    /// `signature`: [`SignedBy`](crate::SignedBy) for a mirror that holds
+    /// verifier keys, [`Unsigned`] for one that trusts the transport.
     pub fn new(source: Box<dyn TileSource>, signature: Box<dyn CheckpointSignature>) -> Self {
         TilesUpstream { source, signature }
     }

@@ -1,10 +1,13 @@
 //! Publishing a tree's tiles from a snapshot: every tile the store does
 //! not have yet, then the checkpoint, last, once they are durable, so a
-//! published checkpoint never names a missing tile.
+//! published checkpoint never names a missing tile. With a signer key the
+//! checkpoint is cairn's signed checkpoint; a store whose checkpoint is
+//! signed is never given an unsigned one.
 
-use cairn_core::{Snapshot, TreeError};
+use cairn_core::{Snapshot, TreeError, TreeHead};
+use cairn_note::Signer;
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, signers};
 use crate::layout::Layout;
 use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSink};
 
@@ -52,6 +55,55 @@ pub enum PublishError {
         "tiles describe lean trees: an indexed tree rewrites earlier leaves as values are inserted, so it cannot be published as tiles"
     )]
     Indexed,
+    /// The store's checkpoint is signed and this publication has no key:
+    /// an unsigned checkpoint over it would make every verifying reader
+    /// refuse the store.
+    #[error(
+        "the store's checkpoint is signed by {keys}: publishing an unsigned one over it would make every reader that checks signatures refuse the store; give the signer key"
+    )]
+    WouldUnsign {
+        /// The keys (`name+id`) that signed the store's checkpoint.
+        keys: String,
+    },
+    /// The signer refused the head (the empty tree has no signed
+    /// checkpoint; a key that cannot sign).
+    #[error("signing the checkpoint: {0}")]
+    Sign(String),
+    /// The caller's hook refused to let the head be published (the
+    /// database could not make it final, say): the old checkpoint stands.
+    #[error("the head of {size} leaves cannot be published: {reason}")]
+    Pinned {
+        /// The head's size.
+        size: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A hook called with the head a checkpoint is about to name; `Err(why)`
+/// stops the publication ([`PublishOptions::before_checkpoint`]).
+pub type PinHead<'a> = dyn Fn(&TreeHead) -> Result<(), String> + 'a;
+
+/// How a publication signs and pins its checkpoint.
+#[derive(Default)]
+pub struct PublishOptions<'a> {
+    /// Sign the checkpoint with this key (unsigned without one).
+    pub signer: Option<&'a Signer>,
+    /// Called with the head the checkpoint will name once its tiles are
+    /// durable, right before the checkpoint is written: the database makes
+    /// that head final there, so that no rollback can contradict what the
+    /// store is about to say. An `Err` stops the publication, leaving the
+    /// old checkpoint.
+    pub before_checkpoint: Option<&'a PinHead<'a>>,
+}
+
+impl std::fmt::Debug for PublishOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PublishOptions")
+            .field("signer", &self.signer)
+            .field("before_checkpoint", &self.before_checkpoint.is_some())
+            .finish()
+    }
 }
 
 /// Tiles read and written per round trip to the store.
@@ -72,6 +124,18 @@ pub fn publish_at(
     size: u64,
     sink: &dyn TileSink,
 ) -> Result<Published, PublishError> {
+    publish_with(snapshot, size, sink, &PublishOptions::default())
+}
+
+/// [`publish_at`], signing and pinning the checkpoint as `options` say. A
+/// signed publication of the empty tree writes no checkpoint (it has no
+/// root to sign).
+pub fn publish_with(
+    snapshot: &Snapshot,
+    size: u64,
+    sink: &dyn TileSink,
+    options: &PublishOptions<'_>,
+) -> Result<Published, PublishError> {
     let config = snapshot.config();
     if let Some(depth) = config.kind.fixed_depth() {
         return Err(PublishError::NotLean { depth });
@@ -81,7 +145,7 @@ pub fn publish_at(
     }
     let layout = Layout::new(config.arity, config.hash);
     let view = snapshot.view(size)?;
-    let from = published_size(sink, snapshot, size, layout)?;
+    let from = published_size(sink, snapshot, size, layout, options.signer.is_some())?;
     let width = layout.width();
     let mut done = Published::default();
     let tiles = layout.tiles_since(from, size);
@@ -128,8 +192,19 @@ pub fn publish_at(
     let checkpoint = Checkpoint {
         layout,
         head: view.head(),
+    };
+    let checkpoint = match options.signer {
+        None => checkpoint.encode(),
+        // Nothing to sign, and no tile to name: the store stays as it is.
+        Some(_) if size == 0 => return Ok(done),
+        Some(signer) => checkpoint
+            .encode_signed(signer)
+            .map_err(PublishError::Sign)?,
+    };
+    if let Some(pin) = options.before_checkpoint {
+        let head = view.head();
+        pin(&head).map_err(|reason| PublishError::Pinned { size, reason })?;
     }
-    .encode();
     sink.put(CHECKPOINT, checkpoint.as_bytes())?;
     sink.sync()?;
     done.objects += 1;
@@ -149,6 +224,7 @@ fn published_size(
     snapshot: &Snapshot,
     size: u64,
     layout: Layout,
+    signing: bool,
 ) -> Result<u64, PublishError> {
     let bytes = match sink.get(CHECKPOINT, CHECKPOINT_MAX_BYTES) {
         Ok(bytes) => bytes,
@@ -156,6 +232,13 @@ fn published_size(
         Err(e) => return Err(e.into()),
     };
     let old = Checkpoint::decode(&bytes).map_err(PublishError::Foreign)?;
+    // The publisher checks the old head against its own tree below, so it
+    // needs no key to trust it; but it must not unsign a signed store.
+    if !signing && let Some(keys) = signers(&bytes) {
+        return Err(PublishError::WouldUnsign {
+            keys: keys.join(", "),
+        });
+    }
     if old.layout != layout {
         return Err(PublishError::Foreign(format!(
             "it is for arity {} under {}, the tree has arity {} under {}",

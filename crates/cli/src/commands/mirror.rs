@@ -32,6 +32,15 @@ and a leaf tile that is wrong, short or oversized are refused loudly, naming the
 nothing of them is adopted (exit 1). An upstream that cannot be reached after the retries exits 4; \
 run again to resume from the adopted size.
 
+Signed checkpoints: with --verify-key FILE (a file of verifier keys, one per line, as `cairn \
+keygen` prints them; repeatable) the store's checkpoint must be a signed checkpoint (`cairn \
+publish --sign-key`, `cairn serve --publish` with a key) whose signature by one of those keys \
+verifies and whose origin is that key's name; an unsigned checkpoint, one signed by another key, \
+or one whose text or signature was changed is refused loudly, naming the object, before anything \
+is fetched or adopted (exit 1). Without --verify-key the checkpoint, signed or not, is trusted as \
+far as the place it comes from (the transport); each new head is still checked to extend the one \
+adopted. --verify-key applies to tile stores, not to a cairn server's URL.
+
 With --follow the mirror keeps following (every --interval seconds) until SIGINT/SIGTERM; to \
 serve a mirror while it follows, run `cairn serve DIR --read-only --mirror-from URL`.
 
@@ -40,7 +49,8 @@ serve a mirror while it follows, run `cairn serve DIR --read-only --mirror-from 
 Examples:
   cairn publish db --to public && cairn mirror --from public replica
   cairn mirror --from https://tiles.example.org/nullifiers replica --json
-  cairn mirror --from http://127.0.0.1:7878 replica --follow";
+  cairn mirror --from http://127.0.0.1:7878 replica --follow
+  cairn keygen --name example.org/db --out db.key > db.vkey && cairn publish db --to public --sign-key db.key && cairn mirror --from public replica --verify-key db.vkey";
 
 /// Copy and verify a tile store or a cairn server into a database.
 #[derive(clap::Args, Debug)]
@@ -63,12 +73,29 @@ pub struct MirrorCmd {
     /// When creating DIR: keep no nullifier set (for trees that repeat values).
     #[arg(long)]
     no_unique: bool,
+    /// Trust only checkpoints signed by a key in this file (one verifier key per line; repeatable).
+    #[arg(long, value_name = "FILE")]
+    verify_key: Vec<PathBuf>,
     /// How remote stores are reached.
     #[command(flatten)]
     remote: RemoteArgs,
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// The keys of the `--verify-key` files, if any (exit 2 for a file that
+/// holds none or a malformed one, 4 for one that cannot be read).
+pub(crate) fn trusted_keys(paths: &[PathBuf]) -> Result<Option<cairn_tiles::SignedBy>, Failure> {
+    cairn_server::trusted_keys(paths).map_err(|e| {
+        let error = anyhow!("--verify-key: {e}");
+        match e {
+            cairn_note::KeyError::File { .. } if paths.iter().any(|p| !p.exists()) => {
+                Failure::new(Code::Input, error)
+            }
+            _ => Failure::new(Code::Usage, error),
+        }
+    })
 }
 
 /// Maps a mirror's error to an exit code: refused is a failed check (1),
@@ -101,7 +128,8 @@ pub(crate) fn create_for(
 
 impl MirrorCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let mut upstream = open_upstream(&self.from, &self.remote.options())
+        let trusted = trusted_keys(&self.verify_key)?;
+        let mut upstream = open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
             .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
         let db = Arc::new(database::open(

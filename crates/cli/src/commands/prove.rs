@@ -36,7 +36,10 @@ serving it, or s3://BUCKET/PREFIX with --s3-endpoint for S3-compatible servers) 
 --index I is computed from the published tiles alone, fetching only those it needs (failed \
 requests are retried with backoff), and checked against the head in STORE's checkpoint before \
 it is printed (a tile that is short, oversized, missing or does not hash to that head exits 4, \
-naming the object).
+naming the object). With --verify-key FILE (verifier keys, one per line, as `cairn keygen` prints \
+them; repeatable) that checkpoint must be signed by one of the keys, for its own origin: an \
+unsigned, foreign or altered checkpoint exits 1 and nothing is proven; without it, the \
+checkpoint is trusted as far as the place serving it.
 
 --proof-format picks what is printed: `json` (the default, cairn's proof JSON), `zkkit` (arity 2: \
 exactly what @zk-kit/lean-imt's generateProof returns for the same tree, {\"root\",\"leaf\",\"index\",\
@@ -65,6 +68,7 @@ Examples:
 
   cairn publish db --to public && cairn prove --tiles public --index 4
   cairn prove --tiles https://tiles.example.org/nullifiers --index 4
+  cairn keygen --name example.org/db --out db.key > db.vkey && cairn publish db --to public --sign-key db.key && cairn prove --tiles public --index 4 --verify-key db.vkey
   cairn prove spent --absent 0x000000000000000000000000000000000000000000000000000000000000000a";
 
 /// Print the membership proof of one leaf.
@@ -79,6 +83,9 @@ pub struct ProveCmd {
     /// With --tiles: how a remote store is reached.
     #[command(flatten)]
     remote: crate::commands::publish::RemoteArgs,
+    /// With --tiles: trust only a checkpoint signed by a key in this file (one verifier key per line; repeatable).
+    #[arg(long, value_name = "FILE", requires = "tiles")]
+    verify_key: Vec<PathBuf>,
     /// Children per internal node, 2 to 16 (for a leaf file).
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present_any = ["dir", "tiles"])]
     arity: Option<Arity>,
@@ -284,10 +291,20 @@ impl ProveCmd {
     }
 
     fn prove_tiles(&self, tiles: &str) -> Result<MembershipProof, Failure> {
-        use cairn_tiles::{TileTree, read_checkpoint};
+        use cairn_tiles::{TileError, TileTree, Unsigned, read_checkpoint_checked};
+        let trusted = crate::commands::mirror::trusted_keys(&self.verify_key)?;
         let store = crate::commands::publish::open_source(tiles, &self.remote)?;
-        let checkpoint =
-            read_checkpoint(&*store).map_err(|error| Failure::new(Code::Input, error))?;
+        let checkpoint = match &trusted {
+            None => read_checkpoint_checked(&*store, &Unsigned),
+            Some(keys) => read_checkpoint_checked(&*store, keys),
+        }
+        .map_err(|error| match error {
+            // A checkpoint the keys do not vouch for: a failed check.
+            TileError::Checkpoint { ref reason, .. } if reason.starts_with("signature: ") => {
+                Failure::new(Code::Invalid, error)
+            }
+            error => Failure::new(Code::Input, error),
+        })?;
         let config = cairn_core::TreeConfig::new(checkpoint.layout.arity, checkpoint.layout.hash);
         let index = self.index.expect("clap requires --index with --tiles");
         let mut tree = TileTree::new(config, checkpoint.head, &*store);

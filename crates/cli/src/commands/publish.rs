@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use cairn_tiles::{Location, RemoteOptions, TileSink, TileSource, publish_at};
+use cairn_tiles::{Location, PublishOptions, RemoteOptions, TileSink, TileSource, publish_with};
 
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
@@ -29,16 +29,27 @@ credential's token) and AWS_REGION (default us-east-1); --s3-endpoint URL names 
 path-style). A failed request is retried with exponential backoff (--retries, --retry-seconds); \
 a publication that still fails exits 4 naming the object, and the store's old checkpoint stands.
 
-A directory published from a tree that was rolled back below its checkpoint, or from another \
-tree, is refused (exit 2): published tiles never change. Chain followers publish finalized sizes \
-(--finalized).
+Signed checkpoints: with a signer key (--sign-key FILE, else DIR/signer.key if the database has \
+one, see `cairn sign-key`) the checkpoint object is the database's signed checkpoint, the C2SP \
+signed note GET /v1/checkpoint serves, which `cairn mirror --verify-key` and `cairn prove --tiles \
+--verify-key` check; without one it is five unsigned lines, trusted as far as the place serving \
+it. A store whose checkpoint is signed is never given an unsigned one (exit 2). The empty tree \
+has no signed checkpoint: a signed publication of it writes nothing.
 
---json prints {\"size\":S,\"root\":\"0x..\"|null,\"objects\":O,\"bytes\":B,\"skipped\":K}.
+Before its checkpoint is written, the published size is made final in DIR (as `cairn finalize` \
+does): `cairn truncate` below it is then refused, so the database never contradicts what the \
+store says. A store published from a tree that was rolled back below its checkpoint (a copy \
+restored from an older backup), or from another tree, is refused (exit 2): published tiles never \
+change. Chain followers publish finalized sizes (--finalized).
+
+--json prints {\"size\":S,\"root\":\"0x..\"|null,\"objects\":O,\"bytes\":B,\"skipped\":K,\
+\"signed_by\":\"name+id\"|null}.
 
 Examples:
   cairn publish db --to public
   cairn publish db --to file://public --json
-  cairn publish db --to s3://tiles/nullifiers --s3-endpoint http://127.0.0.1:9000";
+  cairn publish db --to s3://tiles/nullifiers --s3-endpoint http://127.0.0.1:9000
+  cairn keygen --name example.org/db --out db.key && cairn publish db --to public --sign-key db.key";
 
 /// Publish a database's tiles to a directory.
 #[derive(clap::Args, Debug)]
@@ -55,6 +66,9 @@ pub struct PublishCmd {
     /// Publish the finalized size only (what a rollback can never undo).
     #[arg(long)]
     finalized: bool,
+    /// Sign the checkpoint with this signer key file (default: DIR/signer.key, if the database has one).
+    #[arg(long, value_name = "FILE")]
+    sign_key: Option<PathBuf>,
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -106,17 +120,37 @@ pub(crate) fn open_source(text: &str, remote: &RemoteArgs) -> Result<Box<dyn Til
 impl PublishCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let to = open_sink(&self.to, &self.remote)?;
+        let signer = match &self.sign_key {
+            Some(path) => Some(crate::signing::read_key(path)?),
+            None => {
+                let own = crate::signing::database_key_path(&self.dir);
+                own.exists()
+                    .then(|| crate::signing::read_key(&own))
+                    .transpose()?
+            }
+        };
         let db = database::open(&self.dir, Options::default())?;
         let snapshot = db.snapshot();
-        let finalized = db.finalized_size();
-        db.close().map_err(database::db_failure)?;
         let tree = snapshot.tree();
         let size = if self.finalized {
-            finalized
+            db.finalized_size()
         } else {
             tree.size()
         };
-        let (published, head) = self.publish(tree, size, &*to)?;
+        // The database is this command's alone: its tree cannot move
+        // between the snapshot and the finalize.
+        let pin = |head: &cairn_core::TreeHead| cairn_server::pin_published(&db, head);
+        let options = PublishOptions {
+            signer: signer.as_ref(),
+            before_checkpoint: Some(&pin),
+        };
+        let published = self.publish(tree, size, &*to, &options);
+        db.close().map_err(database::db_failure)?;
+        let (published, head) = published?;
+        let signed_by = signer
+            .as_ref()
+            .filter(|_| head.size > 0)
+            .map(|s| format!("{}+{:08x}", s.name(), s.id()));
         if self.json {
             return output::line(
                 &Object::new()
@@ -125,17 +159,25 @@ impl PublishCmd {
                     .field("objects", published.objects)
                     .field("bytes", published.bytes)
                     .field("skipped", published.skipped)
+                    .field("signed_by", signed_by)
                     .finish(),
             );
         }
+        if signer.is_some() && head.size == 0 {
+            return output::line(&format!(
+                "published nothing to {}: the tree is empty, and cairn's empty tree has no root to sign",
+                to.location()
+            ));
+        }
         output::line(&format!(
-            "published {} objects ({} bytes) to {}: size {}, root {}",
+            "published {} objects ({} bytes) to {}: size {}, root {}{}",
             group(published.objects),
             group(published.bytes),
             to.location(),
             head.size,
             head.root
-                .map_or_else(|| "none".to_owned(), |r| cairn_core::hex::to_hex(&r))
+                .map_or_else(|| "none".to_owned(), |r| cairn_core::hex::to_hex(&r)),
+            signed_by.map_or_else(String::new, |key| format!(", signed by {key}"))
         ))
     }
 
@@ -144,16 +186,24 @@ impl PublishCmd {
         snapshot: &cairn_core::Snapshot,
         size: u64,
         to: &dyn TileSink,
+        options: &PublishOptions<'_>,
     ) -> Result<(cairn_tiles::Published, cairn_core::TreeHead), Failure> {
         let head = snapshot
             .view(size)
             .map_err(|e| Failure::new(Code::Input, e))?
             .head();
-        match publish_at(snapshot, size, to) {
+        match publish_with(snapshot, size, to, options) {
             Ok(done) => Ok((done, head)),
             Err(cairn_tiles::PublishError::Foreign(why)) => Err(Failure::new(
                 Code::Usage,
                 anyhow!("{}: {why}", to.location()),
+            )),
+            Err(error @ cairn_tiles::PublishError::WouldUnsign { .. }) => Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{}: {error} (--sign-key FILE, or `cairn sign-key DIR FILE`)",
+                    to.location()
+                ),
             )),
             Err(
                 error @ (cairn_tiles::PublishError::NotLean { .. }

@@ -17,8 +17,8 @@ leaf from SIZE on and every tagged head above it is removed, atomically and dura
 any instant leaves the database as before or as after), their values leave the nullifier set (so \
 they can be ingested again), and the next ingest reuses their indices.
 
-A rollback below the finalized size (see `cairn finalize` and `cairn init --finality`) is \
-refused (exit 2) and changes nothing; so is a size beyond the tree or a block with no tagged \
+A rollback below the finalized size (see `cairn finalize` and `cairn init --finality`; a size \
+published as tiles by `cairn publish` or `cairn serve --publish` is final too) is refused (exit 2) and changes nothing; so is a size beyond the tree or a block with no tagged \
 head at or below it.
 
 --json prints {\"size\":S,\"root\":\"0x..\"|null,\"removed\":R,\"finalized_size\":F}.
@@ -102,7 +102,19 @@ impl TruncateCmd {
             (None, Some(block)) => db.truncate_to_block(block),
             (None, None) => unreachable!("clap requires --to or --to-block"),
         }
-        .map_err(database::db_failure)?;
+        .map_err(|error| {
+            if matches!(error.kind(), cairn_db::ErrorKind::BelowFinalized { .. }) {
+                // Say where finality can come from: publishing is one.
+                let code = database::db_code(&error);
+                return Failure::new(
+                    code,
+                    anyhow::anyhow!(
+                        "{error} (made final by `cairn finalize`, a checkpoint, or publishing them as tiles)"
+                    ),
+                );
+            }
+            database::db_failure(error)
+        })?;
         let finalized = db.finalized_size();
         db.close().map_err(database::db_failure)?;
         let removed = before - head.size;

@@ -37,15 +37,18 @@ checkpoints (unless --no-checkpoint-on-shutdown) and releases the directory. Pri
 port); logs go to stderr (CAIRN_LOG=debug for every request, CAIRN_LOG_FORMAT=json).
 
 Scaling reads: --publish STORE keeps a tile store (a directory, file://DIR or s3://BUCKET/PREFIX \
-with --s3-endpoint and the AWS_* credentials) at the durable size in the background, never \
-holding up an append: the tiles added since the store's checkpoint, then the checkpoint, retried \
+with --s3-endpoint and the AWS_* credentials) at the durable size in the background: the tiles added since the store's checkpoint, then the checkpoint, retried \
 with backoff, resumed from the store's checkpoint after a restart (--publish-finalized publishes \
-the finalized size, for databases that are rolled back). /metrics then shows \
-cairn_publish_published_size, cairn_publish_durable_size, cairn_publish_lag_leaves and \
+the finalized size, for databases that are rolled back). Each published size is made final \
+first (a database checkpoint per publication, unless it is final already), so no rollback can \
+contradict the store. With a signer key (--sign-key FILE, else \
+DIR/signer.key) the store's checkpoint is the signed note GET /v1/checkpoint serves. /metrics \
+then shows cairn_publish_published_size, cairn_publish_durable_size, cairn_publish_lag_leaves and \
 cairn_publish_failures_total. --read-only answers every write with 403. --read-only \
 --mirror-from URL makes the server a verifying mirror of a tile store or a cairn server (see \
-`cairn mirror --help`), creating DIR from upstream's arity and hash if it holds no database; \
-/metrics then shows cairn_mirror_adopted_size and cairn_mirror_refusals_total.
+`cairn mirror --help`; --verify-key FILE trusts only checkpoints signed by its keys), creating \
+DIR from upstream's arity and hash if it holds no database; /metrics then shows \
+cairn_mirror_adopted_size and cairn_mirror_refusals_total.
 
 With --create --arity N --hash H [--kind imt --depth D --zero Z], a DIR holding no database is \
 created first (as `cairn init DIR --arity N --hash H ..` would); a DIR already holding one is \
@@ -111,7 +114,8 @@ impl ServeCmd {
                 .as_ref()
                 .map(|m| m.remote.clone())
                 .unwrap_or_default();
-            let mut upstream = cairn_server::open_upstream(from, &remote)
+            let trusted = config.mirror.as_ref().and_then(|m| m.trusted.as_ref());
+            let mut upstream = cairn_server::open_upstream(from, &remote, trusted)
                 .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
             crate::commands::mirror::create_for(&self.dir, &mut *upstream, false)?;
         }

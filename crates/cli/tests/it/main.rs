@@ -24,4 +24,5 @@ mod signing;
 mod support;
 mod tidy;
 mod tiles;
+mod tiles_signed;
 mod usage;

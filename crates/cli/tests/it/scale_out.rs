@@ -394,3 +394,111 @@ fn serve_publishes_in_the_background_and_survives_the_s3_server_dying() {
     assert_eq!(metric(&addr, "cairn_publish_objects_total"), 1);
     stop(child);
 }
+
+#[test]
+fn a_served_database_publishes_signed_final_heads_and_a_mirror_server_checks_them() {
+    let dir = Dir::new();
+    let key = dir.path("log.key");
+    let vkey = cairn(&["keygen", "--name", "example.org/served", "--out", &key])
+        .success()
+        .trim()
+        .to_owned();
+    let vkey_file = dir.file("log.vkey", format!("{vkey}\n"));
+    let other_key = dir.path("other.key");
+    let other = cairn(&[
+        "keygen",
+        "--name",
+        "example.org/served",
+        "--out",
+        &other_key,
+    ])
+    .success();
+    let other_file = dir.file("other.vkey", other);
+    let db = dir.path("db");
+    init(
+        &db,
+        4,
+        HashKind::Blake3,
+        &["--finality", "explicit", "--sign-key", &key],
+    );
+    let l = leaves(2_000);
+    ingest(&db, &l[..1_000], &[]).success();
+    let public = dir.path("public");
+    let (primary, addr) = serve(
+        &[&db, "--publish", &public, "--publish-interval-ms", "20"],
+        &[],
+    );
+    eventually("the first publication", || {
+        metric(&addr, "cairn_publish_published_size") == 1_000
+    });
+    // The store's checkpoint is the note GET /v1/checkpoint serves.
+    let object = std::fs::read_to_string(format!("{public}/checkpoint")).unwrap();
+    assert_eq!(object, get(&addr, "/v1/checkpoint"));
+    // What was published is final: a rollback below it is refused.
+    let (status, body) = request(
+        &addr,
+        "POST",
+        "/v1/rollback",
+        "application/json",
+        br#"{"to_size":500}"#,
+    );
+    assert_eq!(status, 409, "{}", String::from_utf8_lossy(&body));
+    assert!(
+        String::from_utf8_lossy(&body).contains("final"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let (status, _) = request(
+        &addr,
+        "POST",
+        "/v1/leaves",
+        "application/octet-stream",
+        &bin(&l[1_000..]),
+    );
+    assert_eq!(status, 200);
+    eventually("the second publication", || {
+        metric(&addr, "cairn_publish_published_size") == 2_000
+    });
+    // A read-only mirror server that trusts the key follows the store.
+    let replica = dir.path("replica");
+    let (mirror, mirror_addr) = serve(
+        &[
+            &replica,
+            "--read-only",
+            "--mirror-from",
+            &public,
+            "--verify-key",
+            &vkey_file,
+            "--mirror-interval-ms",
+            "20",
+        ],
+        &[],
+    );
+    let want = (2_000, root_hex(4, HashKind::Blake3, &l));
+    eventually("the mirror to adopt 2,000 leaves", || {
+        root_of(&mirror_addr) == want
+    });
+    stop(mirror);
+    // One that trusts another key refuses the store and creates nothing.
+    cairn(&[
+        "serve",
+        &dir.path("r2"),
+        "--read-only",
+        "--mirror-from",
+        &public,
+        "--verify-key",
+        &other_file,
+    ])
+    .error(1, &["no known signature", "checkpoint"]);
+    // Verifier keys check tile stores, not a server's API.
+    cairn(&[
+        "mirror",
+        "--from",
+        &format!("http://{addr}"),
+        &dir.path("r3"),
+        "--verify-key",
+        &vkey_file,
+    ])
+    .error(2, &["is a cairn server, not a tile store"]);
+    stop(primary);
+}

@@ -34,10 +34,14 @@ fn proofs_from_published_tiles_verify_and_damage_is_refused() {
         .success();
     }
     cairn(&["prove", "--tiles", &public, "--index", "2000"]).error(2, &["out of range"]);
+    // A copy of the database as published so far.
+    let older = dir.path("older");
+    cairn(&["backup", &db, &older]).success();
     // Publishing again after more leaves writes only what changed.
     ingest(&db, &l[2_000..], &[]).success();
     let again = cairn(&["publish", &db, "--to", &public, "--json"]).json();
     assert!(again["objects"].as_u64().unwrap() < json["objects"].as_u64().unwrap());
+    assert_eq!(again["signed_by"], serde_json::Value::Null);
     // A damaged tile is refused by name.
     let tile = format!("{public}/tile/0/001");
     let mut bytes = std::fs::read(&tile).unwrap();
@@ -45,14 +49,21 @@ fn proofs_from_published_tiles_verify_and_damage_is_refused() {
     std::fs::write(&tile, bytes).unwrap();
     cairn(&["prove", "--tiles", &public, "--index", "300"])
         .error(4, &["tile/0/001", "do not match"]);
-    // A tree rolled back below what was published cannot publish there.
-    cairn(&["truncate", &db, "--to", "2500"]).success();
-    cairn(&["publish", &db, "--to", &public]).error(2, &["rolled back below what was published"]);
+    // What was published is final: no rollback contradicts the store.
+    cairn(&["truncate", &db, "--to", "2500"])
+        .error(2, &["the first 3000 are final", "publishing them as tiles"]);
+    cairn(&["truncate", &db, "--to", "3000"]).success();
+    // A tree behind what was published (an older copy) cannot publish there.
+    cairn(&["publish", &older, "--to", &public])
+        .error(2, &["rolled back below what was published"]);
     // --finalized publishes only what can never be rolled back.
-    cairn(&["finalize", &db, "--to", "1000"]).success();
+    let chain = dir.path("chain");
+    init(&chain, 4, HashKind::Blake3, &["--finality", "explicit"]);
+    ingest(&chain, &l, &[]).success();
+    cairn(&["finalize", &chain, "--to", "1000"]).success();
     let fin = cairn(&[
         "publish",
-        &db,
+        &chain,
         "--to",
         &dir.path("final"),
         "--finalized",
@@ -64,6 +75,8 @@ fn proofs_from_published_tiles_verify_and_damage_is_refused() {
         fin["root"],
         root_hex(4, HashKind::Blake3, &l[..1_000]).as_str()
     );
+    // Above the published size, the chain can still be rolled back.
+    cairn(&["truncate", &chain, "--to", "1000"]).success();
     cairn(&["publish", &db, "--to", "gs://bucket/prefix"]).error(2, &["gs:// is not supported"]);
     cairn(&["publish", &db, "--to", "https://example.org/x"]).error(2, &["read-only"]);
 }

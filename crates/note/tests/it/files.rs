@@ -73,3 +73,31 @@ fn bad_key_files_are_refused_without_quoting_them() {
         signer.verifier()
     );
 }
+
+#[test]
+fn verifier_key_files_hold_one_key_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trusted");
+    let a = crate::support::verifier("example.org/a");
+    let b = crate::support::verifier("example.org/b");
+    std::fs::write(&path, format!("# trusted logs\n{a}\n\n  {b}  \n")).unwrap();
+    let keys = cairn_note::file::read_verifier_keys(&path).unwrap();
+    assert_eq!(keys, vec![a.clone(), b]);
+    std::fs::write(&path, "# nothing\n\n").unwrap();
+    crate::support::refused(
+        cairn_note::file::read_verifier_keys(&path),
+        &["holds no verifier key"],
+    );
+    std::fs::write(&path, format!("{a}\nnot-a-key\n")).unwrap();
+    crate::support::refused(cairn_note::file::read_verifier_keys(&path), &["line 2"]);
+    let signer_key = crate::support::signer("example.org/a")
+        .to_key_text()
+        .to_string();
+    std::fs::write(&path, signer_key).unwrap();
+    let error = crate::support::refused(cairn_note::file::read_verifier_keys(&path), &["signer"]);
+    assert!(!error.contains("PRIVATE"), "{error}");
+    crate::support::refused(
+        cairn_note::file::read_verifier_keys(&dir.path().join("missing")),
+        &["missing"],
+    );
+}

@@ -140,3 +140,35 @@ fn a_tampered_head_is_refused() {
         refused(open_head(&tampered, &signer.verifier()), &["bad signature"]);
     }
 }
+
+#[test]
+fn an_unverified_read_gives_the_signed_head_and_still_refuses_malformed_notes() {
+    let signer = signer("example.org/log");
+    let note = sign_head(&signer, &tree(), 77, &[9; 32]).unwrap();
+    let head = cairn_note::read_head_unverified(&note).unwrap();
+    assert_eq!(head, open_head(&note, &signer.verifier()).unwrap());
+    // No key is checked: a note signed by anyone reads the same.
+    let other = crate::support::signer("example.org/other");
+    let forged = sign_head(&other, &tree(), 77, &[9; 32]).unwrap();
+    assert_eq!(
+        cairn_note::read_head_unverified(&forged).unwrap().origin,
+        "example.org/other"
+    );
+    // But the note and the checkpoint must be well formed.
+    refused(
+        cairn_note::read_head_unverified(note.split("\n\n").next().unwrap()),
+        &["no blank line"],
+    );
+    refused(
+        cairn_note::read_head_unverified(&note.replace("\n77\n", "\n077\n")),
+        &["leading zero"],
+    );
+    refused(
+        cairn_note::read_head_unverified(&note.replace("cairn-tree", "cairn-trees")),
+        &["no cairn-tree extension line"],
+    );
+    refused(
+        cairn_note::read_head_unverified(&note.replace("\u{2014} ", "- ")),
+        &["signature line 1"],
+    );
+}

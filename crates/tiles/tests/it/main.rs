@@ -5,3 +5,4 @@
 mod mirror;
 mod proofs;
 mod s3;
+mod signed;

@@ -12,22 +12,22 @@ use cairn_tiles::{
 };
 use proptest::prelude::*;
 
-fn config(n: u64) -> TreeConfig {
+pub(crate) fn config(n: u64) -> TreeConfig {
     TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3)
 }
 
-fn leaves(seed: u64, count: u64) -> Vec<Hash> {
+pub(crate) fn leaves(seed: u64, count: u64) -> Vec<Hash> {
     (0..count).map(|i| cairn_testkit::leaf(seed, i)).collect()
 }
 
 /// A mirror's tree in memory.
-struct Memory {
-    tree: LeanImt,
-    snapshot: Arc<Snapshot>,
+pub(crate) struct Memory {
+    pub(crate) tree: LeanImt,
+    pub(crate) snapshot: Arc<Snapshot>,
 }
 
 impl Memory {
-    fn new(config: TreeConfig) -> Memory {
+    pub(crate) fn new(config: TreeConfig) -> Memory {
         let mut tree = LeanImt::new(config);
         let snapshot = Arc::new(tree.snapshot());
         Memory { tree, snapshot }

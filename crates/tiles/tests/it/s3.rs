@@ -250,3 +250,43 @@ fn count_files(dir: &std::path::Path) -> usize {
             .sum()
     })
 }
+
+#[test]
+fn a_signed_checkpoint_on_s3_is_adopted_with_its_key_and_refused_when_replaced() {
+    let Some(server) = S3Server::start("tiles") else {
+        return;
+    };
+    let key = cairn_note::Signer::from_seed("example.org/s3", &[8; 32]).unwrap();
+    let mut tree = LeanImt::from_leaves(config(2), &leaves(1_200)).unwrap();
+    let snapshot = tree.snapshot();
+    let options = cairn_tiles::PublishOptions {
+        signer: Some(&key),
+        ..cairn_tiles::PublishOptions::default()
+    };
+    let s3 = store(&server, "s3://tiles/signed");
+    cairn_tiles::publish_with(&snapshot, 1_200, &s3, &options).unwrap();
+    let trusted = || {
+        cairn_tiles::TilesUpstream::new(
+            Box::new(store(&server, "s3://tiles/signed")),
+            Box::new(cairn_tiles::SignedBy::new(vec![key.verifier()]).unwrap()),
+        )
+    };
+    let mut mirror = crate::mirror::Memory::new(config(2));
+    let done = cairn_tiles::catch_up(&mut trusted(), &mut mirror, 500).unwrap();
+    assert_eq!(done.head, tree.head());
+    // Someone with write access to the bucket replaces the checkpoint
+    // with an unsigned one of another tree: refused, nothing adopted.
+    let mut other = LeanImt::from_leaves(config(2), &leaves(1_300)[100..]).unwrap();
+    let forged = Checkpoint {
+        layout: Layout::new(config(2).arity, HashKind::Sha256),
+        head: other.head(),
+    };
+    s3.put(CHECKPOINT, forged.encode().as_bytes()).unwrap();
+    let err = cairn_tiles::catch_up(&mut trusted(), &mut mirror, 500).unwrap_err();
+    assert!(
+        err.to_string().contains("s3://tiles/signed/checkpoint")
+            && err.to_string().contains("unsigned"),
+        "{err}"
+    );
+    assert_eq!(mirror.snapshot.head(), tree.head());
+}
