@@ -55,6 +55,9 @@ impl SignKeyCmd {
                 ),
             ));
         }
+        if database::is_indexed_dir(&self.dir) {
+            return Err(database::lean_only(&self.dir));
+        }
         let signer = signing::read_key(&self.key)?;
         let installed = signing::install(&self.dir, &signer, self.replace)?;
         let verifier = signer.verifier().to_string();

@@ -52,6 +52,9 @@ pub struct SignedCheckpointCmd {
 
 impl SignedCheckpointCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if database::is_indexed_dir(&self.dir) {
+            return Err(database::lean_only(&self.dir));
+        }
         let signer = signing::key_for(&self.dir, self.sign_key.as_deref())?;
         let db = database::open_read_only(&self.dir, Options::default())?;
         let snapshot = db.snapshot().tree().clone();

@@ -123,6 +123,62 @@ fn an_indexed_database_ingests_proves_absence_and_verifies() {
     // Commands of lean trees say so; --absent on a lean database too.
     cairn(&["consistency", &db, "--from", "3"]).error(2, &["indexed database"]);
     cairn(&["heads", &db]).error(2, &["indexed database"]);
+    // Tiles, signatures and mirrors are for lean trees: each says so.
+    cairn(&["publish", &db, "--to", &dir.path("public")]).error(2, &["indexed database"]);
+    cairn(&["signed-checkpoint", &db]).error(2, &["indexed database"]);
+    let key = dir.path("signer.key");
+    cairn(&["keygen", "--name", "example.org/spent", "--out", &key]).success();
+    cairn(&["sign-key", &db, &key]).error(2, &["indexed database"]);
+    cairn(&["serve", &db, "--sign-key", &key, "--listen", "127.0.0.1:0"])
+        .error(2, &["indexed database", "signed checkpoints"]);
+    cairn(&[
+        "serve",
+        &db,
+        "--publish",
+        &dir.path("public"),
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .error(2, &["indexed database", "--publish"]);
+    let other = dir.path("other");
+    cairn(&[
+        "init",
+        &other,
+        "--kind",
+        "indexed",
+        "--arity",
+        "2",
+        "--hash",
+        "blake3",
+        "--sign-key",
+        &key,
+    ])
+    .error(2, &["--sign-key is for lean trees"]);
+    cairn(&[
+        "init",
+        &other,
+        "--kind",
+        "indexed",
+        "--arity",
+        "2",
+        "--hash",
+        "blake3",
+        "--no-unique",
+    ])
+    .error(2, &["--no-unique"]);
+    cairn(&[
+        "init", &other, "--kind", "indexed", "--arity", "2", "--hash", "blake3", "--depth", "3",
+    ])
+    .error(2, &["--depth"]);
+    assert!(!std::path::Path::new(&other).join("cairn.meta").exists());
+    // A leaf file has no indexed kind: that is a database's.
+    cairn_stdin(
+        &[
+            "root", "--arity", "2", "--hash", "blake3", "--kind", "indexed", "--format", "hex", "-",
+        ],
+        format!("{}\n", to_hex(&values[0])).as_bytes(),
+    )
+    .error(2, &["--kind indexed is for databases"]);
     let lean = dir.path("lean");
     init(&lean, 4, HashKind::Sha256, &[]);
     ingest(&lean, &values[..5], &[]).success();
