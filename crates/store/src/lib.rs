@@ -30,6 +30,7 @@ pub mod error;
 pub mod format;
 pub mod fs;
 mod heads;
+mod layout;
 mod log;
 pub mod names;
 pub mod replace;
@@ -44,6 +45,7 @@ pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 pub use fs::SimFs;
 pub use fs::{Fs, StdFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
+pub use layout::Layout;
 pub use rollback::RollbackFloor;
 pub use store::{
     Appended, CheckpointHook, CheckpointObserver, Store, StoreStats, Token, stored_config,

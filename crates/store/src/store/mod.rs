@@ -20,12 +20,13 @@ use cairn_core::level::Level;
 use cairn_core::{CheckedLeaves, Hash, LeanImt, Snapshot, TreeError, TreeHead};
 use parking_lot::{Condvar, Mutex};
 
-use crate::checkpoint::{Checkpoints, LEVELS_DIR};
+use crate::checkpoint::Checkpoints;
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
-use crate::format::{self, CheckpointMeta, HEADER_LEN, StoreMeta};
+use crate::format::{CheckpointMeta, StoreMeta};
 use crate::fs::{Fs, FsLock};
 use crate::heads::{self, Heads, HeadsWriter};
+use crate::layout::Layout;
 use crate::log::LogWriter;
 
 mod background;
@@ -38,15 +39,6 @@ mod tiering;
 pub use durability::Token;
 pub(crate) use durability::{Durable, Taken, Want, poisoned};
 pub use open::stored_config;
-
-/// What the store is: the file that makes a directory a store.
-pub const META: &str = "cairn.meta";
-/// `cairn.meta` being written at creation.
-pub const META_TMP: &str = "cairn.meta.tmp";
-/// The writers' lock file.
-pub const LOCK: &str = "LOCK";
-/// The directory of the log files (level 0).
-pub const LOG_DIR: &str = "log";
 
 /// A durable n-ary LeanIMT in a directory (without the nullifier set of
 /// `cairn_db::Db`: repeated values are accepted).
@@ -90,6 +82,8 @@ pub(crate) struct Inner {
     pub(crate) fs: Arc<dyn Fs>,
     pub(crate) dir: PathBuf,
     pub(crate) meta: StoreMeta,
+    /// Where the store's files, nodes and frames are.
+    pub(crate) layout: Layout,
     pub(crate) config: StoreConfig,
     pub(crate) tree: Mutex<LeanImt>,
     /// The tree's size, readable without the lock.
@@ -244,6 +238,7 @@ impl Store {
         let inner = Arc::new(Inner {
             fs,
             dir: dir.to_path_buf(),
+            layout: Layout::new(dir, &meta),
             meta,
             size: AtomicU64::new(tree.size()),
             appends: AtomicU64::new(0),
@@ -479,18 +474,22 @@ impl Store {
         &self.inner.dir
     }
 
+    /// Where the store's files are, and its nodes and frames in them.
+    pub fn layout(&self) -> &Layout {
+        &self.inner.layout
+    }
+
     /// Where node `index` of `level` is stored: its file and byte offset
     /// (level 0 in the log files, the levels above in the level files).
     pub fn node_location(&self, level: u32, index: u64) -> (PathBuf, u64) {
-        node_location(&self.inner.dir, &self.inner.meta, level, index)
+        self.inner.layout.node_location(level, index)
     }
 
     /// The level and index of the node a level file holds at `offset`, if
     /// `path` names a level file and `offset` is past its header: the
     /// inverse of [`Store::node_location`] for levels 1 and up.
     pub fn stored_node_at(&self, path: &Path, offset: u64) -> Option<(u32, u64)> {
-        let level = format::parse_level_name(path.file_name()?.to_str()?)?;
-        Some((level, offset.checked_sub(HEADER_LEN)? / 32))
+        self.inner.layout.stored_node_at(path, offset)
     }
 
     /// An immutable snapshot of everything appended so far, for proofs.
@@ -612,21 +611,5 @@ impl Inner {
         let fresh = Arc::new(tree.snapshot());
         self.published.store(Arc::clone(&fresh));
         fresh
-    }
-}
-
-/// Where node `index` of `level` is stored.
-fn node_location(dir: &Path, meta: &StoreMeta, level: u32, index: u64) -> (PathBuf, u64) {
-    if level == 0 {
-        let file = index / meta.log_file_leaves();
-        (
-            dir.join(LOG_DIR).join(format::log_name(file)),
-            HEADER_LEN + 32 * (index - file * meta.log_file_leaves()),
-        )
-    } else {
-        (
-            dir.join(LEVELS_DIR).join(format::level_name(level)),
-            HEADER_LEN + 32 * index,
-        )
     }
 }

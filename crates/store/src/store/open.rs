@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 
 use cairn_core::LeanImt;
 
-use super::{Access, LOCK, LOG_DIR, META, META_TMP, Store};
-use crate::checkpoint::{self, Checkpoints, LEVELS_DIR};
+use super::{Access, Store};
+use crate::checkpoint::{self, Checkpoints};
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
 use crate::format::StoreMeta;
 use crate::fs::{Fs, FsLock, OpenMode};
 use crate::heads;
+use crate::layout::Layout;
 use crate::log;
 
 impl Store {
@@ -43,7 +44,7 @@ impl Store {
             let entries = fs
                 .list_dir(dir)
                 .map_err(|e| StoreError::io("list", dir, e))?;
-            if entries.iter().any(|name| name != LOCK) {
+            if entries.iter().any(|name| name != Layout::LOCK) {
                 return Err(StoreError::NotEmpty { path: dir.into() });
             }
         } else {
@@ -55,7 +56,7 @@ impl Store {
             }
         }
         let lock = take_lock(&*fs, dir)?;
-        for sub in [LOG_DIR, LEVELS_DIR] {
+        for sub in [Layout::LOG_DIR, Layout::LEVELS_DIR] {
             let path = dir.join(sub);
             fs.create_dir(&path)
                 .map_err(|e| StoreError::io("create directory", &path, e))?;
@@ -66,11 +67,11 @@ impl Store {
             store_id: rand::random::<u64>() | 1,
             flags: config.flags,
         };
-        crate::replace::replace_file(&*fs, dir, META_TMP, META, |file, tmp| {
+        crate::replace::replace_file(&*fs, dir, Layout::META_TMP, Layout::META, |file, tmp| {
             file.write_at(&meta.encode(), 0)
                 .map_err(|e| StoreError::io("write", tmp, e))
         })?;
-        let log = log::new_writer(Arc::clone(&fs), &dir.join(LOG_DIR), meta);
+        let log = log::new_writer(Arc::clone(&fs), &Layout::new(dir, &meta), meta);
         let heads_writer = heads::new_writer(Arc::clone(&fs), dir, meta);
         let mut store = Store::start(
             fs,
@@ -157,7 +158,7 @@ impl Store {
     /// Opens the store in `dir`, creating it if the directory holds none.
     pub fn open_or_create(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
         if fs
-            .exists(&dir.join(META))
+            .exists(&dir.join(Layout::META))
             .map_err(|e| StoreError::io("stat", dir, e))?
         {
             Store::open(fs, dir, config)
@@ -182,7 +183,7 @@ const LOCK_WAIT: Duration = Duration::from_millis(500);
 /// (the file system says so with `ResourceBusy`), [`StoreError::Locked`]
 /// otherwise.
 fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
-    let path = dir.join(LOCK);
+    let path = dir.join(Layout::LOCK);
     let started = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
@@ -257,7 +258,7 @@ fn take_open_lock(fs: &dyn Fs, meta_path: &Path, shared: bool) -> Result<Box<dyn
 /// no writer can finish opening meanwhile, so "no" stays true while the
 /// read-only open reads.
 fn writer_present(fs: &dyn Fs, dir: &Path) -> Result<bool> {
-    let path = dir.join(LOCK);
+    let path = dir.join(Layout::LOCK);
     match fs.lock_existing(&path, false) {
         Ok(_probe) => Ok(false),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(true),
@@ -269,7 +270,7 @@ fn writer_present(fs: &dyn Fs, dir: &Path) -> Result<bool> {
 /// The path of `dir`'s `cairn.meta`, if `dir` holds a store.
 fn require_store(fs: &dyn Fs, dir: &Path) -> Result<PathBuf> {
     require_dir(fs, dir)?;
-    let meta_path = dir.join(META);
+    let meta_path = dir.join(Layout::META);
     if !fs
         .exists(&meta_path)
         .map_err(|e| StoreError::io("stat", &meta_path, e))?
@@ -357,7 +358,7 @@ pub(super) fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()>
 /// knowing it).
 pub fn stored_config(fs: &dyn Fs, dir: &Path) -> Result<StoreMeta> {
     require_dir(fs, dir)?;
-    let path = dir.join(META);
+    let path = dir.join(Layout::META);
     if !fs
         .exists(&path)
         .map_err(|e| StoreError::io("stat", &path, e))?

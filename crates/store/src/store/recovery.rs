@@ -11,13 +11,14 @@ use cairn_core::{Hash, LeanImt};
 
 use super::open::{check_config, read_meta};
 use super::tiering::{map_leaves, map_segment, mappable};
-use super::{Access, LOG_DIR, META, Store, node_location};
-use crate::checkpoint::{self, CHECKPOINT_TMP, Checkpoints, LEVELS_DIR};
+use super::{Access, Store};
+use crate::checkpoint::{self, Checkpoints};
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
 use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
 use crate::heads;
+use crate::layout::Layout;
 use crate::log;
 
 impl Store {
@@ -30,14 +31,15 @@ impl Store {
         access: Access,
     ) -> Result<Store> {
         let read_only = access.is_read_only();
-        let meta_path = dir.join(META);
+        let meta_path = dir.join(Layout::META);
         let meta = read_meta(&*fs, &meta_path)?;
         check_config(&meta, &config)?;
+        let layout = Layout::new(dir, &meta);
         if !read_only {
             // Never published, so never valid: a checkpoint that crashed.
-            crate::replace::remove_stale(&*fs, &dir.join(CHECKPOINT_TMP))?;
+            crate::replace::remove_stale(&*fs, &layout.checkpoint_tmp())?;
         }
-        let levels_dir = dir.join(LEVELS_DIR);
+        let levels_dir = layout.levels_dir();
         for name in fs
             .list_dir(&levels_dir)
             .map_err(|e| StoreError::io("list", &levels_dir, e))?
@@ -62,8 +64,7 @@ impl Store {
                 0,
             ),
         };
-        let log_dir = dir.join(LOG_DIR);
-        let recovered = log::recover(Arc::clone(&fs), &log_dir, meta, (resume, start), access)?;
+        let recovered = log::recover(Arc::clone(&fs), &layout, meta, (resume, start), access)?;
         let mut checkpoints = Checkpoints {
             last: last.clone(),
             ..Checkpoints::default()
@@ -93,7 +94,7 @@ impl Store {
         if !recovered.tail.is_empty() {
             tree.append_batch(&recovered.tail).map_err(|e| {
                 StoreError::corrupt(
-                    &log_dir,
+                    layout.log_dir(),
                     0,
                     format!("the log holds leaves the tree refuses: {e}"),
                 )
@@ -103,7 +104,7 @@ impl Store {
         if config.verify_on_open
             && let Some((level, index)) = tree.first_mismatch()
         {
-            let (path, offset) = node_location(dir, &meta, level, index);
+            let (path, offset) = layout.node_location(level, index);
             return Err(StoreError::corrupt(
                 path,
                 offset,
@@ -140,8 +141,9 @@ fn load_levels(
     } else {
         OpenMode::Existing
     };
-    let per_file = meta.log_file_leaves();
-    let checkpoint_path = dir.join(checkpoint::CHECKPOINT);
+    let layout = Layout::new(dir, meta);
+    let per_file = layout.log_file_leaves();
+    let checkpoint_path = layout.checkpoint();
     let mut levels = Vec::with_capacity(last.levels.len());
     checkpoints.tiered = vec![0; last.levels.len()];
     for (level, &(final_len, edge)) in last.levels.iter().enumerate() {
@@ -150,8 +152,8 @@ fn load_levels(
         // Where node `i` of this level lives: (file, offset).
         // Where leaf `i` lives: (log file, its path, offset).
         let file_for = |i: u64| -> Result<(Arc<dyn FsFile>, PathBuf, u64)> {
-            let number = i / per_file;
-            let path = dir.join(LOG_DIR).join(format::log_name(number));
+            let (number, offset) = layout.leaf_location(i);
+            let path = layout.log_file(number);
             let handle = log_files.get(number as usize).ok_or_else(|| {
                 StoreError::corrupt(
                     &checkpoint_path,
@@ -159,14 +161,10 @@ fn load_levels(
                     format!("the checkpoint covers leaf {i} but log file {number} is missing"),
                 )
             })?;
-            Ok((
-                Arc::clone(handle),
-                path,
-                HEADER_LEN + 32 * (i - number * per_file),
-            ))
+            Ok((Arc::clone(handle), path, offset))
         };
         let level_file = if level > 0 && final_len > 0 {
-            let path = dir.join(LEVELS_DIR).join(format::level_name(level as u32));
+            let path = layout.level_file(level as u32);
             let handle: Arc<dyn FsFile> = Arc::from(
                 fs.open(&path, mode)
                     .map_err(|e| StoreError::io("open", &path, e))?,
@@ -177,7 +175,7 @@ fn load_levels(
                 .map_err(|e| StoreError::corrupt(&path, 0, format!("header: {e}")))?;
             format::check_level_header(meta, level as u32, &header)
                 .map_err(|why| StoreError::corrupt(&path, 0, why))?;
-            let want = HEADER_LEN + 32 * final_len as u64;
+            let want = Layout::nodes_len(final_len as u64);
             let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
             if len < want {
                 return Err(StoreError::corrupt(
@@ -199,7 +197,7 @@ fn load_levels(
             if leaves > 0 {
                 let (handle, path, offset) = file_for(leaves - 1)?;
                 let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
-                if len < offset + 32 {
+                if len < offset + Layout::NODE_LEN {
                     return Err(StoreError::corrupt(
                         &path,
                         len,
@@ -226,7 +224,7 @@ fn load_levels(
             if whole {
                 let source = match &level_file {
                     Some((handle, path)) => Some(map_segment(&**handle, at / SEGMENT_LEN, path)?),
-                    None => map_leaves(meta, log_files, at / SEGMENT_LEN, dir)?,
+                    None => map_leaves(&layout, log_files, at / SEGMENT_LEN)?,
                 };
                 if let Some(source) = source {
                     nodes
@@ -244,7 +242,7 @@ fn load_levels(
                 Some((handle, path)) => (
                     Arc::clone(handle),
                     path.clone(),
-                    HEADER_LEN + 32 * at as u64,
+                    Layout::node_offset(at as u64),
                 ),
                 None => {
                     let (handle, path, offset) = file_for(at as u64)?;
@@ -256,7 +254,7 @@ fn load_levels(
             // Straight into the level's memory: no buffer, no zeroing.
             let first = at;
             nodes.extend_with(take, |index, run: &mut [Hash]| {
-                let at = offset + 32 * (index - first) as u64;
+                let at = offset + Layout::NODE_LEN * (index - first) as u64;
                 handle
                     .read_exact_at(run.as_flattened_mut(), at)
                     .map_err(|e| StoreError::corrupt(&path, at, format!("reading nodes: {e}")))

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use cairn_core::Hash;
 use cairn_core::level::{NodeSource, SEGMENT_LEN};
 
-use super::{Inner, LOG_DIR};
-use crate::checkpoint::{Checkpoints, LEVELS_DIR};
+use super::Inner;
+use crate::checkpoint::Checkpoints;
 use crate::error::{Result, StoreError};
-use crate::format::{self, HEADER_LEN, StoreMeta};
+use crate::format::StoreMeta;
 use crate::fs::{FsFile, MappedNodes};
+use crate::layout::Layout;
 
 /// Read-only file mappings standing in for a tiered segment.
 #[derive(Debug)]
@@ -46,17 +47,13 @@ impl Inner {
             while checkpoints.tiered[level] < complete {
                 let segment = checkpoints.tiered[level];
                 let source = if level == 0 {
-                    match map_leaves(&self.meta, &log_files, segment, &self.dir)? {
+                    match map_leaves(&self.layout, &log_files, segment)? {
                         Some(source) => source,
                         None => break,
                     }
                 } else {
                     let file = checkpoints.level_file(&*self.fs, &self.dir, &self.meta, level)?;
-                    let path = self
-                        .dir
-                        .join(LEVELS_DIR)
-                        .join(format::level_name(level as u32));
-                    map_segment(&*file, segment, &path)?
+                    map_segment(&*file, segment, &self.layout.level_file(level as u32))?
                 };
                 self.tree
                     .lock()
@@ -86,28 +83,22 @@ pub(crate) fn mappable(meta: &StoreMeta, finalized: u64, level: usize) -> u64 {
 /// A mapping of the leaves of level-0 segment `segment`, if the log files
 /// are large enough to hold whole segments.
 pub(super) fn map_leaves(
-    meta: &StoreMeta,
+    layout: &Layout,
     files: &[Arc<dyn FsFile>],
     segment: usize,
-    dir: &Path,
 ) -> Result<Option<Arc<dyn NodeSource>>> {
-    let per_file = meta.log_file_leaves();
+    let per_file = layout.log_file_leaves();
     if per_file < SEGMENT_LEN as u64 {
         return Ok(None);
     }
     let first = (segment * SEGMENT_LEN) as u64;
-    let file = (first / per_file) as usize;
-    let Some(handle) = files.get(file) else {
+    let (file, offset) = layout.leaf_location(first);
+    let Some(handle) = files.get(file as usize) else {
         return Ok(None);
     };
-    let offset = HEADER_LEN + 32 * (first - file as u64 * per_file);
-    let map = handle.map_nodes(offset, SEGMENT_LEN).map_err(|e| {
-        StoreError::io(
-            "map",
-            dir.join(LOG_DIR).join(format::log_name(file as u64)),
-            e,
-        )
-    })?;
+    let map = handle
+        .map_nodes(offset, SEGMENT_LEN)
+        .map_err(|e| StoreError::io("map", layout.log_file(file), e))?;
     Ok(Some(Arc::new(Tiered(map))))
 }
 
@@ -116,7 +107,7 @@ pub(super) fn map_segment(
     segment: usize,
     path: &Path,
 ) -> Result<Arc<dyn NodeSource>> {
-    let offset = HEADER_LEN + 32 * (segment * SEGMENT_LEN) as u64;
+    let offset = Layout::node_offset((segment * SEGMENT_LEN) as u64);
     let map = file
         .map_nodes(offset, SEGMENT_LEN)
         .map_err(|e| StoreError::io("map", path, e))?;
