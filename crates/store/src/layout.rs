@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::StoredChildren;
 use crate::format::{self, FRAME_LEN, HEAD_RECORD_LEN, HEADER_LEN, HEADS_HEADER_LEN, StoreMeta};
 
 /// The places of a store's files and of the nodes, frames and records in
@@ -174,6 +175,28 @@ impl Layout {
         } else {
             (self.level_file(level), Layout::node_offset(index))
         }
+    }
+
+    /// Where the children of node `index` of `level` (1 and up) are in a
+    /// tree of `size` leaves; `None` for a leaf.
+    pub fn children_of(
+        &self,
+        arity: cairn_core::Arity,
+        size: u64,
+        level: u32,
+        index: u64,
+    ) -> Option<StoredChildren> {
+        let below = level.checked_sub(1)?;
+        let first = index * arity.as_u64();
+        let end = (first + arity.as_u64()).min(cairn_core::shape::level_len(size, arity, below));
+        let (file, offset) = self.node_location(below, first);
+        Some(StoredChildren {
+            level: below,
+            first,
+            end,
+            file,
+            offset,
+        })
     }
 
     /// The level and index of the node a level file holds at `offset`, if

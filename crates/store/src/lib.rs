@@ -39,7 +39,7 @@ mod store;
 
 pub use backup::{Backup, DerivedFiles};
 pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
-pub use error::StoreError;
+pub use error::{NodeMismatch, StoreError, StoredChildren};
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 #[cfg(any(test, feature = "sim"))]
 pub use fs::SimFs;

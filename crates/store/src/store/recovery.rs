@@ -14,7 +14,7 @@ use super::tiering::{map_leaves, map_segment, mappable};
 use super::{Access, Store};
 use crate::checkpoint::{self, Checkpoints};
 use crate::config::StoreConfig;
-use crate::error::{Result, StoreError};
+use crate::error::{NodeMismatch, Result, StoreError};
 use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
 use crate::heads;
@@ -104,12 +104,17 @@ impl Store {
         if config.verify_on_open
             && let Some((level, index)) = tree.first_mismatch()
         {
-            let (path, offset) = layout.node_location(level, index);
-            return Err(StoreError::corrupt(
-                path,
+            let (file, offset) = layout.node_location(level, index);
+            let children = layout
+                .children_of(meta.tree.arity, tree.size(), level, index)
+                .expect("verification finds mismatches above the leaves");
+            return Err(StoreError::NodeMismatch(Box::new(NodeMismatch {
+                level,
+                index,
+                file,
                 offset,
-                format!("node {index} of level {level} is not the hash of its children"),
-            ));
+                children,
+            })));
         }
         Ok(Store::start(
             fs,
