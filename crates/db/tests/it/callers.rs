@@ -249,9 +249,7 @@ fn a_verified_open_reports_a_wrong_node_with_its_children() {
     // Opened without verification, the same database names the same
     // children, and other corruptions carry no node.
     let db = OpenOptions::new().read_only(true).open(&path).unwrap();
-    let from_db = db
-        .children_of_stored_node(&level1, 4096 + 10 * 32)
-        .unwrap();
+    let from_db = db.children_of_stored_node(&level1, 4096 + 10 * 32).unwrap();
     assert_eq!(&from_db, children);
     db.close().unwrap();
     std::fs::write(path.join("checkpoint"), b"not a checkpoint").unwrap();
