@@ -4,7 +4,7 @@ use cairn_core::TreeConfig;
 use cairn_store::{FLAG_EXPLICIT_FINALITY, StoreConfig};
 
 /// The store's flag bit that says the database keeps a nullifier set.
-pub(crate) const FLAG_UNIQUE: u64 = 1;
+pub(crate) const FLAG_UNIQUE: u64 = cairn_store::Layout::FLAG_NULLIFIER_SET;
 
 /// Everything a database needs to be created or opened.
 #[derive(Clone, Debug)]

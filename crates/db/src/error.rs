@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use cairn_core::hex::to_hex;
-use cairn_store::StoreError;
+use cairn_store::{NodeMismatch, StoreError};
 
 use crate::set::{Duplicate, DuplicateOf};
 
@@ -123,6 +123,7 @@ impl DbError {
                 StoreError::Poisoned { .. }
                 | StoreError::Io { .. }
                 | StoreError::Corrupt { .. }
+                | StoreError::NodeMismatch(_)
                 | StoreError::Timeout { .. }
                 | StoreError::Closed => ErrorKind::Unavailable,
                 _ => ErrorKind::Other,
@@ -133,7 +134,17 @@ impl DbError {
     /// The file and byte offset a corruption names, if this is one.
     pub fn corrupt_location(&self) -> Option<(&Path, u64)> {
         match self {
-            DbError::Store(StoreError::Corrupt { path, offset, .. }) => Some((path, *offset)),
+            DbError::Store(error) => error.corrupt_location(),
+            _ => None,
+        }
+    }
+
+    /// The stored node verification found not to be the hash of its
+    /// children, with where its children are, if this is that corruption
+    /// (an open with verification on: `OpenOptions::verify`).
+    pub fn node_mismatch(&self) -> Option<&NodeMismatch> {
+        match self {
+            DbError::Store(StoreError::NodeMismatch(mismatch)) => Some(mismatch),
             _ => None,
         }
     }

@@ -164,7 +164,7 @@ impl IndexedDb {
             })
             .filter(|run| !run.is_empty());
         let tree = IndexedTree::from_runs(config, runs).map_err(|e| {
-            let path = db.dir().join("log");
+            let path = db.store.layout().log_dir();
             DbError::Store(StoreError::corrupt(
                 path,
                 0,

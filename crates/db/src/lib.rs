@@ -41,14 +41,14 @@ pub use cairn_store::format::META_VERSION_KINDS as FORMAT_VERSION_KINDS;
 pub use cairn_store::format::VERSION as FORMAT_VERSION;
 pub use cairn_store::names::META as META_FILE;
 pub use cairn_store::{
-    Appended, Backup, BlockTag, CheckpointMeta, CheckpointObserver, CheckpointPolicy, RootAt,
-    StoreConfig, StoreError, StoreStats, TaggedHead, Token,
+    Appended, Backup, BlockTag, CheckpointMeta, CheckpointObserver, CheckpointPolicy, NodeMismatch,
+    RootAt, StoreConfig, StoreError, StoreStats, StoredChildren, TaggedHead, Token,
 };
 pub use config::DbConfig;
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
 pub use error::{DbError, ErrorKind, Result};
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
-pub use open::{OpenOptions, StoredChildren, is_database};
+pub use open::{OpenOptions, is_database};
 pub use set::table::MAX_INDEX;
 pub use set::{Duplicate, DuplicateOf, SetStats};
 pub use usage::{DiskUsage, FileBytes};

@@ -2,11 +2,11 @@
 //! writing, background work, verification), the stored configuration,
 //! the tree alone, and where a stored node's children are.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use cairn_core::{Snapshot, shape};
-use cairn_store::{CheckpointPolicy, StdFs, Store, names};
+use cairn_core::Snapshot;
+use cairn_store::{CheckpointPolicy, StdFs, Store, StoredChildren, names};
 
 use crate::config::DbConfig;
 use crate::db::{Db, check_kind, is_indexed, resolve_config};
@@ -117,22 +117,6 @@ impl DbConfig {
     }
 }
 
-/// Where the children of a stored node are (see
-/// [`Db::children_of_stored_node`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredChildren {
-    /// Their level.
-    pub level: u32,
-    /// The first child's index in that level.
-    pub first: u64,
-    /// One past the last child's index.
-    pub end: u64,
-    /// The file holding the first child.
-    pub file: PathBuf,
-    /// The first child's byte offset in it.
-    pub offset: u64,
-}
-
 impl IndexedDb {
     /// The values of the indexed database in `dir` in insertion order, as
     /// durable now, read-only (beside a writer, if one runs): the leaves
@@ -170,20 +154,8 @@ impl Db {
     /// reporting a node that is not the hash of its children (one of the
     /// two is wrong).
     pub fn children_of_stored_node(&self, file: &Path, offset: u64) -> Option<StoredChildren> {
-        let store = &self.store;
-        let (level, index) = store.stored_node_at(file, offset)?;
-        let tree = self.config().tree();
-        let below = level.checked_sub(1)?;
-        let first = index * tree.arity.as_u64();
-        let end =
-            (first + tree.arity.as_u64()).min(shape::level_len(self.size(), tree.arity, below));
-        let (file, offset) = store.node_location(below, first);
-        Some(StoredChildren {
-            level: below,
-            first,
-            end,
-            file,
-            offset,
-        })
+        let layout = self.store.layout();
+        let (level, index) = layout.stored_node_at(file, offset)?;
+        layout.children_of(self.config().tree().arity, self.size(), level, index)
     }
 }

@@ -10,12 +10,13 @@ use std::sync::Arc;
 
 use cairn_core::{Hash, Snapshot, TreeHead};
 
-use crate::checkpoint::{self, Checkpoints, LEVELS_DIR, Marks};
+use crate::checkpoint::{self, Checkpoints, Marks};
 use crate::error::{Result, StoreError};
-use crate::format::{self, FRAME_LEN, Frame, HEADER_LEN, HeadRecord, LogPosition, StoreMeta};
+use crate::format::{self, FRAME_LEN, Frame, HeadRecord, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
-use crate::heads::{HEADS, TaggedHead};
-use crate::store::{Inner, LOCK, LOG_DIR, META, META_TMP, Store, Taken};
+use crate::heads::TaggedHead;
+use crate::layout::Layout;
+use crate::store::{Inner, Store, Taken};
 
 /// What [`Store::backup_with`] runs to write the layer above's files.
 pub type DerivedFiles<'a> = dyn FnMut(&dyn Fs, &Path, u64) -> Result<u64> + 'a;
@@ -94,19 +95,19 @@ fn write_copy(
     derived: &mut DerivedFiles<'_>,
 ) -> Result<Backup> {
     prepare(fs, dest)?;
+    let layout = Layout::new(dest, meta);
     // Kept until the copy is complete: nobody opens a half-written copy.
     let _lock = fs
-        .lock(&dest.join(LOCK))
-        .map_err(|e| StoreError::io("lock", dest.join(LOCK), e))?;
+        .lock(&layout.lock())
+        .map_err(|e| StoreError::io("lock", layout.lock(), e))?;
     let mut bytes = 0u64;
-    for sub in [LOG_DIR, LEVELS_DIR] {
-        let path = dest.join(sub);
+    for path in [layout.log_dir(), layout.levels_dir()] {
         fs.create_dir(&path)
             .map_err(|e| StoreError::io("create directory", &path, e))?;
     }
     fs.sync_dir(dest)
         .map_err(|e| StoreError::io("fsync", dest, e))?;
-    let (resume, log_bytes) = write_log(fs, &dest.join(LOG_DIR), meta, snapshot)?;
+    let (resume, log_bytes) = write_log(fs, &layout, meta, snapshot)?;
     bytes += log_bytes;
     if !tags.is_empty() {
         bytes += write_heads(fs, dest, meta, tags)?;
@@ -131,11 +132,11 @@ fn write_copy(
         .iter()
         .skip(1)
         .filter(|(final_len, _)| *final_len > 0)
-        .map(|(final_len, _)| HEADER_LEN + 32 * final_len)
+        .map(|(final_len, _)| Layout::nodes_len(*final_len))
         .sum::<u64>();
     bytes += derived(fs, dest, snapshot.size())?;
     // Last: a directory with `cairn.meta` is a store.
-    crate::replace::replace_file(fs, dest, META_TMP, META, |file, tmp| {
+    crate::replace::replace_file(fs, dest, Layout::META_TMP, Layout::META, |file, tmp| {
         file.write_at(&meta.encode(), 0)
             .map_err(|e| StoreError::io("write", tmp, e))
     })?;
@@ -174,7 +175,7 @@ fn prepare(fs: &dyn Fs, dest: &Path) -> Result<()> {
 /// where the next frame goes and the bytes written.
 fn write_log(
     fs: &dyn Fs,
-    dir: &Path,
+    layout: &Layout,
     meta: &StoreMeta,
     snapshot: &Snapshot,
 ) -> Result<(LogPosition, u64)> {
@@ -183,7 +184,7 @@ fn write_log(
     let files = size.div_ceil(per_file);
     let mut bytes = 0;
     for number in 0..files {
-        let path: PathBuf = dir.join(format::log_name(number));
+        let path: PathBuf = layout.log_file(number);
         let file = fs
             .open(&path, OpenMode::CreateNew)
             .map_err(|e| StoreError::io("create", &path, e))?;
@@ -201,7 +202,7 @@ fn write_log(
             let take = (run.len() as u64).min(end - at) as usize;
             let run = run[..take].as_flattened();
             crc = crc32c::crc32c_append(crc, run);
-            write(run, HEADER_LEN + 32 * (at - first))?;
+            write(run, Layout::node_offset(at - first))?;
             at += take as u64;
         }
         let frame = Frame {
@@ -210,12 +211,13 @@ fn write_log(
             count: u32::try_from(end - first).expect("log files hold at most 2^30 leaves"),
             leaves_crc: crc,
         };
-        write(&frame.encode(), HEADER_LEN + 32 * per_file)?;
+        write(&frame.encode(), layout.frame_offset(0))?;
         sync(&*file, &path)?;
-        bytes += HEADER_LEN + 32 * (end - first) + FRAME_LEN;
+        bytes += Layout::nodes_len(end - first) + FRAME_LEN;
     }
-    fs.sync_dir(dir)
-        .map_err(|e| StoreError::io("fsync", dir, e))?;
+    let dir = layout.log_dir();
+    fs.sync_dir(&dir)
+        .map_err(|e| StoreError::io("fsync", &dir, e))?;
     let resume = if size.is_multiple_of(per_file) {
         LogPosition {
             file: files,
@@ -246,7 +248,7 @@ fn leaves_from(snapshot: &Snapshot, at: u64) -> &[Hash] {
 
 /// Writes the heads file holding `tags` (all at sizes within the copy).
 fn write_heads(fs: &dyn Fs, dir: &Path, meta: &StoreMeta, tags: &[TaggedHead]) -> Result<u64> {
-    let path = dir.join(HEADS);
+    let path = Layout::new(dir, meta).heads();
     let file = fs
         .open(&path, OpenMode::CreateNew)
         .map_err(|e| StoreError::io("create", &path, e))?;

@@ -9,15 +9,9 @@ use std::sync::Arc;
 use cairn_core::Snapshot;
 
 use crate::error::{Result, StoreError};
-use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
+use crate::format::{self, CheckpointMeta, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
-
-/// The published checkpoint's name in the store directory.
-pub const CHECKPOINT: &str = "checkpoint";
-/// A checkpoint being written (removed at open: never valid).
-pub const CHECKPOINT_TMP: &str = "checkpoint.tmp";
-/// The directory of the level files.
-pub const LEVELS_DIR: &str = "levels";
+use crate::layout::Layout;
 
 /// What the last published checkpoint covers, and the open level files.
 #[derive(Debug, Default)]
@@ -53,8 +47,9 @@ impl Checkpoints {
         if let Some(file) = &self.files[level] {
             return Ok(Arc::clone(file));
         }
-        let levels_dir = dir.join(LEVELS_DIR);
-        let path = levels_dir.join(format::level_name(level as u32));
+        let layout = Layout::new(dir, meta);
+        let levels_dir = layout.levels_dir();
+        let path = layout.level_file(level as u32);
         let exists = fs
             .exists(&path)
             .map_err(|e| StoreError::io("stat", &path, e))?;
@@ -123,12 +118,12 @@ pub(crate) fn write(
             continue;
         }
         let file = state.level_file(fs, dir, meta, level)?;
-        let path = dir.join(LEVELS_DIR).join(format::level_name(level as u32));
+        let path = Layout::new(dir, meta).level_file(level as u32);
         let mut at = from;
         while at < to {
             let run = nodes.run_from(at as usize);
             let take = (run.len() as u64).min(to - at) as usize;
-            file.write_at(run[..take].as_flattened(), HEADER_LEN + 32 * at)
+            file.write_at(run[..take].as_flattened(), Layout::node_offset(at))
                 .map_err(|e| StoreError::io("write", &path, e))?;
             at += take as u64;
         }
@@ -218,15 +213,21 @@ fn assert_publishable(checkpoint: &CheckpointMeta, meta: &StoreMeta, bytes: &[u8
 
 /// Atomically replaces `checkpoint` (see [`crate::replace::replace_file`]).
 fn publish(fs: &dyn Fs, dir: &Path, bytes: &[u8]) -> Result<()> {
-    crate::replace::replace_file(fs, dir, CHECKPOINT_TMP, CHECKPOINT, |file, path| {
-        file.write_at(bytes, 0)
-            .map_err(|e| StoreError::io("write", path, e))
-    })
+    crate::replace::replace_file(
+        fs,
+        dir,
+        Layout::CHECKPOINT_TMP,
+        Layout::CHECKPOINT,
+        |file, path| {
+            file.write_at(bytes, 0)
+                .map_err(|e| StoreError::io("write", path, e))
+        },
+    )
 }
 
 /// Reads the published checkpoint, if any.
 pub(crate) fn read(fs: &dyn Fs, dir: &Path, meta: &StoreMeta) -> Result<Option<CheckpointMeta>> {
-    let path = dir.join(CHECKPOINT);
+    let path = Layout::new(dir, meta).checkpoint();
     let Some(file) = crate::replace::open_published(fs, &path)? else {
         return Ok(None);
     };

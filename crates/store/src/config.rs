@@ -7,7 +7,7 @@ use cairn_core::TreeConfig;
 /// `cairn.meta` flag bit 1: only an explicit finalize makes leaves final
 /// (without it, every checkpoint finalizes what it covers). Chosen at
 /// creation; see [`StoreConfig::flags`].
-pub const FLAG_EXPLICIT_FINALITY: u64 = 1 << 1;
+pub const FLAG_EXPLICIT_FINALITY: u64 = crate::Layout::FLAG_EXPLICIT_FINALITY;
 
 /// How many recent appends' roots are kept for lookups by value, by default.
 pub const DEFAULT_ROOT_WINDOW: usize = 4096;

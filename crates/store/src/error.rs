@@ -1,6 +1,6 @@
 //! The storage engine's errors. Every one names what was wrong and where.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cairn_core::TreeError;
 
@@ -29,6 +29,17 @@ pub enum StoreError {
         /// What is wrong.
         detail: String,
     },
+    /// Verification (`StoreConfig::verify_on_open`) found a stored node
+    /// that is not the hash of its children: a corruption whose place in
+    /// the tree is known (the node or one of its children is wrong).
+    #[error(
+        "corrupt {} at offset {}: node {} of level {} is not the hash of its children",
+        .0.file.display(),
+        .0.offset,
+        .0.index,
+        .0.level
+    )]
+    NodeMismatch(Box<NodeMismatch>),
     /// Another process has the store open.
     #[error("{path} is locked: another process has this store open")]
     Locked {
@@ -167,6 +178,38 @@ pub enum StoreError {
     },
 }
 
+/// A stored node that is not the hash of its children (see
+/// [`StoreError::NodeMismatch`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeMismatch {
+    /// The node's level (1 and up: leaves have no children).
+    pub level: u32,
+    /// Its index in that level.
+    pub index: u64,
+    /// The file holding it.
+    pub file: PathBuf,
+    /// Its byte offset in that file.
+    pub offset: u64,
+    /// Where its children are.
+    pub children: StoredChildren,
+}
+
+/// Where the children of a stored node are: a run of nodes of the level
+/// below, starting in one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredChildren {
+    /// Their level.
+    pub level: u32,
+    /// The first child's index in that level.
+    pub first: u64,
+    /// One past the last child's index.
+    pub end: u64,
+    /// The file holding the first child.
+    pub file: PathBuf,
+    /// The first child's byte offset in it.
+    pub offset: u64,
+}
+
 impl StoreError {
     /// A failed file operation on `path`.
     pub fn io(op: &'static str, path: impl Into<PathBuf>, e: std::io::Error) -> StoreError {
@@ -191,8 +234,20 @@ impl StoreError {
     pub fn is_storage_fault(&self) -> bool {
         matches!(
             self,
-            StoreError::Io { .. } | StoreError::Corrupt { .. } | StoreError::Poisoned { .. }
+            StoreError::Io { .. }
+                | StoreError::Corrupt { .. }
+                | StoreError::NodeMismatch(_)
+                | StoreError::Poisoned { .. }
         )
+    }
+
+    /// The file and byte offset a corruption names, if this is one.
+    pub fn corrupt_location(&self) -> Option<(&Path, u64)> {
+        match self {
+            StoreError::Corrupt { path, offset, .. } => Some((path, *offset)),
+            StoreError::NodeMismatch(mismatch) => Some((&mismatch.file, mismatch.offset)),
+            _ => None,
+        }
     }
 }
 

@@ -19,9 +19,7 @@ use cairn_core::Hash;
 use crate::error::{Result, StoreError};
 use crate::format::{self, HEAD_RECORD_LEN, HEADS_HEADER_LEN, HeadRecord, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
-
-/// The heads file's name in the store directory.
-pub const HEADS: &str = "heads";
+use crate::layout::Layout;
 
 /// The block an append belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,7 +292,7 @@ impl HeadsWriter {
                 file
             }
         };
-        let at = HEADS_HEADER_LEN + HEAD_RECORD_LEN * self.next;
+        let at = Layout::head_record_offset(self.next);
         let mut bytes = Vec::with_capacity(heads.len() * HEAD_RECORD_LEN as usize);
         for head in heads {
             let record = HeadRecord {
@@ -348,7 +346,7 @@ pub(crate) fn recover(
     end: u64,
     read_only: bool,
 ) -> Result<(Vec<TaggedHead>, HeadsWriter)> {
-    let path = dir.join(HEADS);
+    let path = Layout::new(dir, &meta).heads();
     let mut writer = HeadsWriter {
         fs: Arc::clone(&fs),
         path: path.clone(),
@@ -415,7 +413,7 @@ pub(crate) fn recover(
         .map_err(|e| StoreError::io("read", &path, e))?;
     let mut tags: Vec<TaggedHead> = Vec::new();
     for (index, raw) in bytes.chunks_exact(HEAD_RECORD_LEN as usize).enumerate() {
-        let offset = HEADS_HEADER_LEN + HEAD_RECORD_LEN * index as u64;
+        let offset = Layout::head_record_offset(index as u64);
         let record = HeadRecord::decode(raw, meta.tree.empty_has_root()).filter(|r| {
             tags.last()
                 .is_none_or(|last| r.block > last.block && r.size >= last.size)
@@ -463,7 +461,7 @@ pub(crate) fn recover(
         // written before leaves that did not become durable). Zero them:
         // left in place, one of this epoch could read as valid once the
         // log grows past its size. (Slots reserved ahead are zero already.)
-        let at = HEADS_HEADER_LEN + HEAD_RECORD_LEN * writer.next;
+        let at = Layout::head_record_offset(writer.next);
         let zeros = vec![0u8; ((slots - writer.next) * HEAD_RECORD_LEN) as usize];
         file.write_at(&zeros, at)
             .map_err(|e| StoreError::io("write", &path, e))?;
@@ -490,7 +488,7 @@ fn has_records(file: &dyn FsFile, path: &Path, len: u64, empty_has_root: bool) -
 pub(crate) fn new_writer(fs: Arc<dyn Fs>, dir: &Path, meta: StoreMeta) -> HeadsWriter {
     HeadsWriter {
         fs,
-        path: dir.join(HEADS),
+        path: Layout::new(dir, &meta).heads(),
         dir: dir.to_path_buf(),
         meta,
         file: None,

@@ -30,6 +30,7 @@ pub mod error;
 pub mod format;
 pub mod fs;
 mod heads;
+mod layout;
 mod log;
 pub mod names;
 pub mod replace;
@@ -38,12 +39,13 @@ mod store;
 
 pub use backup::{Backup, DerivedFiles};
 pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
-pub use error::StoreError;
+pub use error::{NodeMismatch, StoreError, StoredChildren};
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 #[cfg(any(test, feature = "sim"))]
 pub use fs::SimFs;
 pub use fs::{Fs, StdFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
+pub use layout::Layout;
 pub use rollback::RollbackFloor;
 pub use store::{
     Appended, CheckpointHook, CheckpointObserver, Store, StoreStats, Token, stored_config,

@@ -13,13 +13,14 @@ use cairn_core::level::Level;
 use crate::error::{Result, StoreError};
 use crate::format::{self, FRAME_LEN, Frame, HEADER_LEN, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
+use crate::layout::Layout;
 
 /// The log's files and where the next frame goes. Owned by whoever flushes
 /// (behind the store's flush lock).
 #[derive(Debug)]
 pub(crate) struct LogWriter {
     fs: Arc<dyn Fs>,
-    dir: PathBuf,
+    layout: Layout,
     meta: StoreMeta,
     /// Open log files, by number.
     files: Vec<Arc<dyn FsFile>>,
@@ -49,7 +50,7 @@ impl LogWriter {
     }
 
     fn path(&self, file: u64) -> PathBuf {
-        self.dir.join(format::log_name(file))
+        self.layout.log_file(file)
     }
 
     fn leaves_per_file(&self) -> u64 {
@@ -80,8 +81,8 @@ impl LogWriter {
             .sync_data()
             .map_err(|e| StoreError::io("fdatasync", &path, e))?;
         self.fs
-            .sync_dir(&self.dir)
-            .map_err(|e| StoreError::io("fsync", &self.dir, e))?;
+            .sync_dir(&self.layout.log_dir())
+            .map_err(|e| StoreError::io("fsync", self.layout.log_dir(), e))?;
         self.files.push(Arc::from(handle));
         Ok(())
     }
@@ -107,7 +108,7 @@ impl LogWriter {
                 let bytes = run[..take].as_flattened();
                 crc = crc32c::crc32c_append(crc, bytes);
                 handle
-                    .write_at(bytes, HEADER_LEN + 32 * (at - first_of_file))
+                    .write_at(bytes, Layout::node_offset(at - first_of_file))
                     .map_err(|e| StoreError::io("write", &path, e))?;
                 at += take as u64;
             }
@@ -133,7 +134,7 @@ impl LogWriter {
                 Some(frame),
                 "a frame must read back as written"
             );
-            let frame_at = HEADER_LEN + 32 * per_file + FRAME_LEN * self.next.slot;
+            let frame_at = self.layout.frame_offset(self.next.slot);
             handle
                 .write_at(&encoded, frame_at)
                 .map_err(|e| StoreError::io("write", &path, e))?;
@@ -184,7 +185,7 @@ impl LogWriter {
             let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
             // Frames are written in slot order and are the last bytes of
             // a file ever written, so its length bounds the slots used.
-            let region = HEADER_LEN + 32 * per_file;
+            let region = self.layout.frames_offset();
             len.saturating_sub(region).div_ceil(FRAME_LEN)
         };
         let first_stale = if aligned { file } else { file + 1 };
@@ -214,16 +215,16 @@ impl LogWriter {
             crate::replace::remove_stale(&*self.fs, &path)?;
         }
         self.fs
-            .sync_dir(&self.dir)
-            .map_err(|e| StoreError::io("fsync", &self.dir, e))
+            .sync_dir(&self.layout.log_dir())
+            .map_err(|e| StoreError::io("fsync", self.layout.log_dir(), e))
     }
 }
 
 /// Creates the empty log directory's first state (no files yet).
-pub(crate) fn new_writer(fs: Arc<dyn Fs>, dir: &Path, meta: StoreMeta) -> LogWriter {
+pub(crate) fn new_writer(fs: Arc<dyn Fs>, layout: &Layout, meta: StoreMeta) -> LogWriter {
     LogWriter {
         fs,
-        dir: dir.to_path_buf(),
+        layout: layout.clone(),
         meta,
         files: Vec::new(),
         stale_next: false,
@@ -253,7 +254,7 @@ pub(crate) struct Recovered {
 /// scan (it cannot tell it from damage, so it does not judge it).
 pub(crate) fn recover(
     fs: Arc<dyn Fs>,
-    dir: &Path,
+    layout: &Layout,
     meta: StoreMeta,
     (resume, start): (LogPosition, u64),
     access: crate::store::Access,
@@ -265,6 +266,7 @@ pub(crate) fn recover(
         OpenMode::Existing
     };
     let per_file = meta.log_file_leaves();
+    let dir = &layout.log_dir();
     let names = fs
         .list_dir(dir)
         .map_err(|e| StoreError::io("list", dir, e))?;
@@ -305,9 +307,7 @@ pub(crate) fn recover(
             // The last file's header was never made durable: its creation
             // was interrupted, so it cannot hold an acknowledged frame
             // (frames are written only after the header's fsync).
-            Err(_)
-                if expected + 1 == names.len() && !file_has_frames(&*handle, &path, per_file)? =>
-            {
+            Err(_) if expected + 1 == names.len() && !file_has_frames(&*handle, &path, layout)? => {
                 stale_next = true;
             }
             Err(why) => return Err(StoreError::corrupt(&path, 0, why)),
@@ -322,8 +322,8 @@ pub(crate) fn recover(
         let Some(handle) = files.get(position.file as usize) else {
             break None;
         };
-        let path = dir.join(format::log_name(position.file));
-        let frame_at = HEADER_LEN + 32 * per_file + FRAME_LEN * position.slot;
+        let path = layout.log_file(position.file);
+        let frame_at = layout.frame_offset(position.slot);
         let mut raw = [0u8; FRAME_LEN as usize];
         let read = handle
             .read_at(&mut raw, frame_at)
@@ -341,7 +341,7 @@ pub(crate) fn recover(
         tail.resize(before + count, [0; 32]);
         let bytes = tail[before..].as_flattened_mut();
         let read = handle
-            .read_at(bytes, HEADER_LEN + 32 * (frame.start() - first_of_file))
+            .read_at(bytes, Layout::node_offset(frame.start() - first_of_file))
             .map_err(|e| StoreError::io("read", &path, e))?;
         if read < bytes.len() || crc32c::crc32c(bytes) != frame.leaves_crc {
             tail.truncate(before);
@@ -385,9 +385,9 @@ pub(crate) fn recover(
             } else {
                 0
             };
-            let path = dir.join(format::log_name(number as u64));
+            let path = layout.log_file(number as u64);
             if let Some(offset) =
-                first_valid_frame(&**handle, &path, per_file, first_slot, resume.seq)?
+                first_valid_frame(&**handle, &path, layout, first_slot, resume.seq)?
             {
                 return Err(StoreError::corrupt(
                     path,
@@ -425,7 +425,7 @@ pub(crate) fn recover(
             .take(last + 1)
             .skip(resume.file as usize)
         {
-            let path = dir.join(format::log_name(number as u64));
+            let path = layout.log_file(number as u64);
             handle
                 .sync_data()
                 .map_err(|e| StoreError::io("fdatasync", &path, e))?;
@@ -438,7 +438,7 @@ pub(crate) fn recover(
         files.truncate(first as usize);
         stale_next = false;
         for &number in stale_files.iter().rev() {
-            crate::replace::remove_stale(&*fs, &dir.join(format::log_name(number)))?;
+            crate::replace::remove_stale(&*fs, &layout.log_file(number))?;
         }
         fs.sync_dir(dir)
             .map_err(|e| StoreError::io("fsync", dir, e))?;
@@ -446,7 +446,7 @@ pub(crate) fn recover(
     Ok(Recovered {
         writer: LogWriter {
             fs,
-            dir: dir.to_path_buf(),
+            layout: layout.clone(),
             meta,
             files,
             stale_next,
@@ -463,13 +463,12 @@ pub(crate) fn recover(
 fn first_valid_frame(
     file: &dyn FsFile,
     path: &Path,
-    per_file: u64,
+    layout: &Layout,
     first_slot: u64,
     min_seq: u64,
 ) -> Result<Option<u64>> {
-    let region = HEADER_LEN + 32 * per_file;
     let len = file.len().map_err(|e| StoreError::io("stat", path, e))?;
-    let mut at = region + FRAME_LEN * first_slot;
+    let mut at = layout.frame_offset(first_slot);
     let mut buffer = vec![0u8; 64 * 1024];
     while at < len {
         let want = ((len - at) as usize).min(buffer.len());
@@ -492,6 +491,6 @@ fn first_valid_frame(
     Ok(None)
 }
 
-fn file_has_frames(file: &dyn FsFile, path: &Path, per_file: u64) -> Result<bool> {
-    Ok(first_valid_frame(file, path, per_file, 0, 0)?.is_some())
+fn file_has_frames(file: &dyn FsFile, path: &Path, layout: &Layout) -> Result<bool> {
+    Ok(first_valid_frame(file, path, layout, 0, 0)?.is_some())
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use cairn_db::DbError;
+use cairn_db::{DbError, NodeMismatch};
 
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
@@ -56,20 +56,19 @@ struct Outcome {
     hint: Option<String>,
 }
 
-/// Where the children of the node a level file holds at `offset` are, in
-/// words: a node that is not the hash of its children is wrong, or one of
-/// its children is (a flipped leaf in the log shows up as a wrong node of
-/// level 1).
-fn children(db: &cairn_db::Db, path: &std::path::Path, offset: u64) -> Option<String> {
-    let children = db.children_of_stored_node(path, offset)?;
-    Some(format!(
+/// Where the children of a node that is not the hash of its children are,
+/// in words: the node is wrong, or one of its children is (a flipped leaf
+/// in the log shows up as a wrong node of level 1).
+fn children(mismatch: &NodeMismatch) -> String {
+    let children = &mismatch.children;
+    format!(
         "the node or one of its children is wrong: its children are nodes {}..{} of level {}, in {} from offset {}",
         children.first,
         children.end,
         children.level,
         children.file.display(),
         children.offset
-    ))
+    )
 }
 
 impl CheckCmd {
@@ -147,21 +146,14 @@ impl CheckCmd {
         let db = match database::open_read_only_raw(&self.dir, verify) {
             Ok(db) => db,
             Err(error) => {
-                // Tell a node the verification found wrong (1) from a
-                // database that does not open at all (4): open it again
-                // without recomputing the levels.
-                let location = error.corrupt_location();
-                let reopened = match &location {
-                    Some(_) => database::open_read_only_raw(&self.dir, Options::default()).ok(),
-                    None => None,
-                };
-                let code = match (reopened, location) {
-                    (Some(db), Some((path, offset))) => {
-                        outcome.hint = children(&db, path, offset);
-                        let _ = db.close();
+                // A node the verification found wrong (1), or a database
+                // that does not open at all (4).
+                let code = match error.node_mismatch() {
+                    Some(mismatch) => {
+                        outcome.hint = Some(children(mismatch));
                         Code::Invalid
                     }
-                    _ => database::db_code(&error),
+                    None => database::db_code(&error),
                 };
                 outcome.error = Some((code, error));
                 return outcome;

@@ -212,3 +212,47 @@ fn a_wrong_stored_node_points_at_its_children() {
     );
     db.close().unwrap();
 }
+
+#[test]
+fn a_verified_open_reports_a_wrong_node_with_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, config()).unwrap();
+    db.append_batch(&values(0..100)).unwrap();
+    db.checkpoint().unwrap();
+    db.close().unwrap();
+    // Node 10 of level 1 covers leaves 40..44, in log file 0.
+    let level1 = path.join("levels/level-01.nodes");
+    let mut bytes = std::fs::read(&level1).unwrap();
+    bytes[4096 + 10 * 32 + 3] ^= 1;
+    std::fs::write(&level1, bytes).unwrap();
+
+    let error = OpenOptions::new()
+        .read_only(true)
+        .verify(true)
+        .open(&path)
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unavailable);
+    assert!(error.is_storage_fault());
+    assert_eq!(
+        error.corrupt_location(),
+        Some((level1.as_path(), 4096 + 10 * 32))
+    );
+    let mismatch = error.node_mismatch().expect("a typed node mismatch");
+    assert_eq!((mismatch.level, mismatch.index), (1, 10));
+    assert_eq!(mismatch.file, level1);
+    let children = &mismatch.children;
+    assert_eq!((children.level, children.first, children.end), (0, 40, 44));
+    assert_eq!(children.file, path.join("log/000000000000.log"));
+    assert_eq!(children.offset, 4096 + 40 * 32);
+
+    // Opened without verification, the same database names the same
+    // children, and other corruptions carry no node.
+    let db = OpenOptions::new().read_only(true).open(&path).unwrap();
+    let from_db = db.children_of_stored_node(&level1, 4096 + 10 * 32).unwrap();
+    assert_eq!(&from_db, children);
+    db.close().unwrap();
+    std::fs::write(path.join("checkpoint"), b"not a checkpoint").unwrap();
+    let other = Db::open(&path).unwrap_err();
+    assert!(other.corrupt_location().is_some() && other.node_mismatch().is_none());
+}

@@ -260,3 +260,48 @@ fn stray_files_are_reported_and_a_leftover_temporary_checkpoint_is_ignored() {
     let store = reopen(&fs).unwrap();
     assert_eq!(check_prefix(&store, 4), 30);
 }
+
+/// Verification at open names a node that is not the hash of its
+/// children as a typed error: where the node is and where its children
+/// are, so a caller reports both without reopening the store.
+#[test]
+fn verification_reports_a_wrong_node_and_where_its_children_are() {
+    let fs = SimFs::new();
+    let store = sim_store(&fs);
+    store.append_batch(&leaves(0..300)).unwrap();
+    store.checkpoint().unwrap();
+    drop(store);
+    // Node 10 of level 1 (arity 4) covers leaves 40..44, in log file 0.
+    corrupt_byte(&fs, "/db/levels/level-01.nodes", 4096 + 32 * 10 + 5);
+    let mut verify = config(4, 10);
+    verify.verify_on_open = true;
+    let error = Store::open(
+        Arc::new(fs.clone()) as Arc<dyn Fs>,
+        Path::new("/db"),
+        verify,
+    )
+    .unwrap_err();
+    let StoreError::NodeMismatch(mismatch) = &error else {
+        panic!("want NodeMismatch, got {error:?}");
+    };
+    assert_eq!(
+        (mismatch.level, mismatch.index, mismatch.offset),
+        (1, 10, 4096 + 32 * 10)
+    );
+    assert_eq!(mismatch.file, Path::new("/db/levels/level-01.nodes"));
+    let children = &mismatch.children;
+    assert_eq!((children.level, children.first, children.end), (0, 40, 44));
+    assert_eq!(children.file, Path::new("/db/log/000000000000.log"));
+    assert_eq!(children.offset, 4096 + 32 * 40);
+    assert_eq!(
+        error.to_string(),
+        "corrupt /db/levels/level-01.nodes at offset 4416: node 10 of level 1 is not the hash of its children"
+    );
+    assert!(error.is_storage_fault());
+    assert_eq!(
+        error.corrupt_location(),
+        Some((Path::new("/db/levels/level-01.nodes"), 4416))
+    );
+    // Without verification the store opens: only recomputing finds it.
+    reopen(&fs).unwrap();
+}

@@ -1,0 +1,65 @@
+//! The background thread: flushes every `flush_interval` and takes the
+//! checkpoints the policy asks for; stopped (and joined) before a store
+//! closes. Read-only stores run none.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{Inner, Store};
+
+impl Inner {
+    pub(super) fn background(&self) {
+        let interval = self
+            .config
+            .flush_interval
+            .unwrap_or(Duration::from_millis(100));
+        loop {
+            {
+                let mut stop = self.shutdown.lock();
+                if *stop {
+                    return;
+                }
+                self.shutdown_signal.wait_for(&mut stop, interval);
+                if *stop {
+                    return;
+                }
+            }
+            if self.poisoned.load(Ordering::Acquire) {
+                continue;
+            }
+            if self.config.flush_interval.is_some() {
+                let _ = self.flush_all(interval);
+            }
+            if self.checkpoint_due() {
+                let _ = self.checkpoint(None);
+            }
+        }
+    }
+
+    fn checkpoint_due(&self) -> bool {
+        let policy = self.config.checkpoint;
+        // `covered` first: a checkpoint taken by another thread between the
+        // two reads can only make `size` larger, never `covered` > `size`.
+        let covered = self.checkpoints.lock().last.as_ref().map_or(0, |c| c.size);
+        let size = self.size.load(Ordering::Acquire);
+        let fresh = size.saturating_sub(covered);
+        let n = self.meta.tree.arity.get() as u64;
+        let appends = self.appends.load(Ordering::Relaxed)
+            - self.appends_at_checkpoint.load(Ordering::Relaxed);
+        policy.every_appends.is_some_and(|every| appends >= every)
+            || policy.every_leaves.is_some_and(|every| fresh >= every)
+            || policy
+                .memory_bytes
+                .is_some_and(|bytes| fresh.div_ceil(n - 1) * 32 >= bytes)
+    }
+}
+
+impl Store {
+    pub(super) fn stop_background(&mut self) {
+        *self.inner.shutdown.lock() = true;
+        self.inner.shutdown_signal.notify_all();
+        if let Some(handle) = self.background.take() {
+            let _ = handle.join();
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Taking a checkpoint: one flush and snapshot at the same size under
+//! the flush lock, the level files written from the snapshot without the
+//! tree lock, then tiering, the hook and the observer. Finality (which
+//! leaves a rollback may no longer undo) is decided here.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::durability::Taken;
+use super::{Hook, Inner, Observer};
+use crate::checkpoint::{self, Checkpoints, Marks};
+use crate::error::{Result, StoreError};
+use crate::format::CheckpointMeta;
+
+impl Inner {
+    /// Whether only [`Store::finalize`] finalizes (else every checkpoint
+    /// finalizes what it covers).
+    pub(crate) fn explicit_finality(&self) -> bool {
+        self.meta.flags & crate::config::FLAG_EXPLICIT_FINALITY != 0
+    }
+
+    /// The size below which a rollback is refused.
+    pub(crate) fn finalized(checkpoints: &Checkpoints) -> u64 {
+        checkpoints.last.as_ref().map_or(0, |c| c.finalized)
+    }
+
+    /// A checkpoint of everything appended so far; with `finalize`, one
+    /// that also finalizes that many leaves (published even if nothing
+    /// else changed).
+    pub(crate) fn checkpoint(&self, finalize: Option<u64>) -> Result<Option<CheckpointMeta>> {
+        self.writable(if finalize.is_some() {
+            "finalize"
+        } else {
+            "checkpoint"
+        })?;
+        let started = Instant::now();
+        let mut checkpoints = self.checkpoints.lock();
+        // Flush and snapshot at one size, under the flush lock only.
+        let mut taken = None;
+        let appends = self.appends.load(Ordering::Relaxed);
+        let result = self.flush_log(Some(&mut taken));
+        {
+            let mut durable = self.durable.lock();
+            self.record_flush(&mut durable, result.clone());
+        }
+        result?;
+        let Taken {
+            snapshot,
+            resume,
+            heads,
+            epoch,
+        } = taken.expect("flush_log fills the snapshot");
+        if let Some(size) = finalize
+            && size > snapshot.size()
+        {
+            // A rollback ran between the caller's check and this flush.
+            return Err(StoreError::BeyondSize {
+                what: "finalize",
+                to: size,
+                size: snapshot.size(),
+            });
+        }
+        let last = checkpoints.last.as_ref();
+        let before = last.map_or(0, |c| c.finalized);
+        let finalized = match finalize {
+            Some(size) => before.max(size),
+            None if self.explicit_finality() => before,
+            None => snapshot.size(),
+        };
+        if last.map_or(0, |c| c.size) == snapshot.size()
+            && finalized == before
+            && last.map_or(0, |c| c.heads) == heads
+        {
+            return Ok(None);
+        }
+        let written = checkpoint::write(
+            &*self.fs,
+            &self.dir,
+            &self.meta,
+            &mut checkpoints,
+            &snapshot,
+            resume,
+            Marks {
+                finalized,
+                epoch,
+                heads,
+                rollback_floor: self.rollback_floor.load(Ordering::Acquire),
+            },
+        );
+        let written = match written {
+            Ok(written) => written,
+            Err(error) => {
+                let mut durable = self.durable.lock();
+                self.record_flush(&mut durable, Err(error.clone()));
+                return Err(error);
+            }
+        };
+        self.appends_at_checkpoint.store(appends, Ordering::Relaxed);
+        self.tier(&mut checkpoints)?;
+        if let Some(Hook(hook)) = &*self.hook.lock() {
+            hook(&written)?;
+        }
+        if let Some(Observer(observer)) = &*self.observer.lock() {
+            observer(&written, started.elapsed());
+        }
+        Ok(Some(written))
+    }
+}

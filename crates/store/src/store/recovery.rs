@@ -1,0 +1,307 @@
+//! Recovery (docs/file-format.md, "Recovery"): the checkpoint read, the
+//! log's tail replayed without rehashing, the levels rebuilt from the log
+//! and the level files (complete segments mapped), and, when asked, every
+//! level verified against the one below.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::level::{Level, SEGMENT_LEN};
+use cairn_core::{Hash, LeanImt};
+
+use super::open::{check_config, read_meta};
+use super::tiering::{map_leaves, map_segment, mappable};
+use super::{Access, Store};
+use crate::checkpoint::{self, Checkpoints};
+use crate::config::StoreConfig;
+use crate::error::{NodeMismatch, Result, StoreError};
+use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
+use crate::fs::{Fs, FsFile, OpenMode};
+use crate::heads;
+use crate::layout::Layout;
+use crate::log;
+
+impl Store {
+    /// Recovery proper (docs/file-format.md, "Recovery"); the caller holds
+    /// the locks `access` needs.
+    pub(super) fn recover(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        config: StoreConfig,
+        access: Access,
+    ) -> Result<Store> {
+        let read_only = access.is_read_only();
+        let meta_path = dir.join(Layout::META);
+        let meta = read_meta(&*fs, &meta_path)?;
+        check_config(&meta, &config)?;
+        let layout = Layout::new(dir, &meta);
+        if !read_only {
+            // Never published, so never valid: a checkpoint that crashed.
+            crate::replace::remove_stale(&*fs, &layout.checkpoint_tmp())?;
+        }
+        let levels_dir = layout.levels_dir();
+        for name in fs
+            .list_dir(&levels_dir)
+            .map_err(|e| StoreError::io("list", &levels_dir, e))?
+        {
+            if format::parse_level_name(&name).is_none() {
+                return Err(StoreError::corrupt(
+                    levels_dir.join(name),
+                    0,
+                    "unexpected file in the levels directory",
+                ));
+            }
+        }
+        let last = checkpoint::read(&*fs, dir, &meta)?;
+        let (resume, start) = match &last {
+            Some(c) => (c.resume, c.size),
+            None => (
+                LogPosition {
+                    file: 0,
+                    slot: 0,
+                    seq: 1,
+                },
+                0,
+            ),
+        };
+        let recovered = log::recover(Arc::clone(&fs), &layout, meta, (resume, start), access)?;
+        let mut checkpoints = Checkpoints {
+            last: last.clone(),
+            ..Checkpoints::default()
+        };
+        let (trusted, epoch) = last.as_ref().map_or((0, 0), |c| (c.heads, c.epoch));
+        let recovered_heads = heads::recover(
+            Arc::clone(&fs),
+            dir,
+            meta,
+            trusted,
+            epoch,
+            recovered.writer.end(),
+            read_only,
+        )?;
+        let mut tree = match &last {
+            Some(c) if c.size > 0 => load_levels(
+                &*fs,
+                dir,
+                &meta,
+                c,
+                recovered.writer.files(),
+                &mut checkpoints,
+                read_only,
+            )?,
+            _ => LeanImt::new(meta.tree),
+        };
+        if !recovered.tail.is_empty() {
+            tree.append_batch(&recovered.tail).map_err(|e| {
+                StoreError::corrupt(
+                    layout.log_dir(),
+                    0,
+                    format!("the log holds leaves the tree refuses: {e}"),
+                )
+            })?;
+        }
+        tree.commit();
+        if config.verify_on_open
+            && let Some((level, index)) = tree.first_mismatch()
+        {
+            let (file, offset) = layout.node_location(level, index);
+            let children = layout
+                .children_of(meta.tree.arity, tree.size(), level, index)
+                .expect("verification finds mismatches above the leaves");
+            return Err(StoreError::NodeMismatch(Box::new(NodeMismatch {
+                level,
+                index,
+                file,
+                offset,
+                children,
+            })));
+        }
+        Ok(Store::start(
+            fs,
+            dir,
+            meta,
+            config,
+            tree,
+            recovered.writer,
+            recovered_heads,
+            checkpoints,
+            read_only,
+        ))
+    }
+}
+
+/// Rebuilds the tree at the checkpoint from the log (level 0) and the
+/// level files, mapping cold levels, without hashing.
+fn load_levels(
+    fs: &dyn Fs,
+    dir: &Path,
+    meta: &StoreMeta,
+    last: &CheckpointMeta,
+    log_files: &[Arc<dyn FsFile>],
+    checkpoints: &mut Checkpoints,
+    read_only: bool,
+) -> Result<LeanImt> {
+    let mode = if read_only {
+        OpenMode::ReadOnly
+    } else {
+        OpenMode::Existing
+    };
+    let layout = Layout::new(dir, meta);
+    let per_file = layout.log_file_leaves();
+    let checkpoint_path = layout.checkpoint();
+    let mut levels = Vec::with_capacity(last.levels.len());
+    checkpoints.tiered = vec![0; last.levels.len()];
+    for (level, &(final_len, edge)) in last.levels.iter().enumerate() {
+        let mut nodes = Level::default();
+        let final_len = final_len as usize;
+        // Where node `i` of this level lives: (file, offset).
+        // Where leaf `i` lives: (log file, its path, offset).
+        let file_for = |i: u64| -> Result<(Arc<dyn FsFile>, PathBuf, u64)> {
+            let (number, offset) = layout.leaf_location(i);
+            let path = layout.log_file(number);
+            let handle = log_files.get(number as usize).ok_or_else(|| {
+                StoreError::corrupt(
+                    &checkpoint_path,
+                    0,
+                    format!("the checkpoint covers leaf {i} but log file {number} is missing"),
+                )
+            })?;
+            Ok((Arc::clone(handle), path, offset))
+        };
+        let level_file = if level > 0 && final_len > 0 {
+            let path = layout.level_file(level as u32);
+            let handle: Arc<dyn FsFile> = Arc::from(
+                fs.open(&path, mode)
+                    .map_err(|e| StoreError::io("open", &path, e))?,
+            );
+            let mut header = vec![0u8; HEADER_LEN as usize];
+            handle
+                .read_exact_at(&mut header, 0)
+                .map_err(|e| StoreError::corrupt(&path, 0, format!("header: {e}")))?;
+            format::check_level_header(meta, level as u32, &header)
+                .map_err(|why| StoreError::corrupt(&path, 0, why))?;
+            let want = Layout::nodes_len(final_len as u64);
+            let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+            if len < want {
+                return Err(StoreError::corrupt(
+                    &path,
+                    len,
+                    format!(
+                        "the file has {len} bytes, the checkpoint says it holds {final_len} nodes ({want} bytes)"
+                    ),
+                ));
+            }
+            if checkpoints.files.len() <= level {
+                checkpoints.files.resize(level + 1, None);
+            }
+            checkpoints.files[level] = Some(Arc::clone(&handle));
+            Some((handle, path))
+        } else if level == 0 {
+            // Every leaf the checkpoint covers must be in the log files.
+            let leaves = last.size;
+            if leaves > 0 {
+                let (handle, path, offset) = file_for(leaves - 1)?;
+                let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+                if len < offset + Layout::NODE_LEN {
+                    return Err(StoreError::corrupt(
+                        &path,
+                        len,
+                        format!(
+                            "the log file ends before leaf {} that the checkpoint covers",
+                            leaves - 1
+                        ),
+                    ));
+                }
+            }
+            None
+        } else {
+            None
+        };
+        let mut at = 0usize;
+        while at < final_len {
+            // Open maps every complete segment of every level (pages come
+            // in on demand from the page cache, so open reads nothing for
+            // them); only the partial last segment of each level is read.
+            // `tier_below` governs what later checkpoints move out of memory.
+            let whole = at.is_multiple_of(SEGMENT_LEN)
+                && at + SEGMENT_LEN <= final_len
+                && (at + SEGMENT_LEN) as u64 <= mappable(meta, last.finalized, level);
+            if whole {
+                let source = match &level_file {
+                    Some((handle, path)) => Some(map_segment(&**handle, at / SEGMENT_LEN, path)?),
+                    None => map_leaves(&layout, log_files, at / SEGMENT_LEN)?,
+                };
+                if let Some(source) = source {
+                    nodes
+                        .push_tiered(source)
+                        .expect("segments are pushed in order");
+                    checkpoints.tiered[level] += 1;
+                    at += SEGMENT_LEN;
+                    continue;
+                }
+            }
+            // Read into memory, at most to the end of this segment (and of
+            // the log file holding it).
+            let mut take = (SEGMENT_LEN - at % SEGMENT_LEN).min(final_len - at);
+            let (handle, path, offset) = match &level_file {
+                Some((handle, path)) => (
+                    Arc::clone(handle),
+                    path.clone(),
+                    Layout::node_offset(at as u64),
+                ),
+                None => {
+                    let (handle, path, offset) = file_for(at as u64)?;
+                    let left_in_file = per_file - (at as u64 % per_file);
+                    take = take.min(left_in_file as usize);
+                    (handle, path, offset)
+                }
+            };
+            // Straight into the level's memory: no buffer, no zeroing.
+            let first = at;
+            nodes.extend_with(take, |index, run: &mut [Hash]| {
+                let at = offset + Layout::NODE_LEN * (index - first) as u64;
+                handle
+                    .read_exact_at(run.as_flattened_mut(), at)
+                    .map_err(|e| StoreError::corrupt(&path, at, format!("reading nodes: {e}")))
+            })?;
+            at += take;
+        }
+        // The level's last node is in the checkpoint (for level 0 it is
+        // also in the log: they must agree).
+        if level == 0 {
+            let (handle, path, offset) = file_for(final_len as u64)?;
+            let mut leaf = [0u8; 32];
+            handle
+                .read_exact_at(&mut leaf, offset)
+                .map_err(|e| StoreError::corrupt(&path, offset, format!("reading a leaf: {e}")))?;
+            if leaf != edge {
+                return Err(StoreError::corrupt(
+                    &path,
+                    offset,
+                    format!("leaf {final_len} differs from the checkpoint's copy"),
+                ));
+            }
+        }
+        nodes.extend_from_slice(&[edge]);
+        levels.push(nodes);
+    }
+    let tree = LeanImt::from_levels(meta.tree, levels).map_err(|e| {
+        StoreError::corrupt(
+            &checkpoint_path,
+            0,
+            format!("levels do not form a tree: {e}"),
+        )
+    })?;
+    if tree.size() != last.size {
+        return Err(StoreError::corrupt(
+            &checkpoint_path,
+            0,
+            format!(
+                "level 0 holds {} leaves, the checkpoint says {}",
+                tree.size(),
+                last.size
+            ),
+        ));
+    }
+    Ok(tree)
+}
