@@ -229,7 +229,9 @@ fn insert_refused(shared: &Shared, error: DbError) -> ApiError {
                 .duplicate_values
                 .fetch_add(duplicates.len() as u64, Ordering::Relaxed);
         }
-        DbError::Indexed(IndexedError::Tree(cairn_core::TreeError::CapacityExceeded { .. })) => {
+        DbError::Indexed(IndexedError::Tree(cairn_core::TreeError::CapacityExceeded {
+            ..
+        })) => {
             metrics.append_failures.fetch_add(1, Ordering::Relaxed);
         }
         DbError::Indexed(_) => {}
@@ -360,7 +362,8 @@ async fn insert(
             db.insert_witnessed(&batch.leaves)
                 .map(|ticket| (ticket.inserted.clone(), Some(ticket)))
         } else {
-            db.insert_batch(&batch.leaves).map(|inserted| (inserted, None))
+            db.insert_batch(&batch.leaves)
+                .map(|inserted| (inserted, None))
         };
         let (inserted, ticket) = inserted.map_err(|e| insert_refused(shared, e))?;
         let inserted_at = Instant::now();
