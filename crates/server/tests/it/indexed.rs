@@ -256,7 +256,11 @@ async fn an_indexed_database_rolls_back_and_finalizes_by_size_and_a_restart_keep
     let config = tree(4, HashKind::Blake3);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let db = Arc::new(IndexedDb::create(&path, DbConfig::new(config)).unwrap());
+    // A chain follower's database: only finalize makes leaves final (not
+    // the checkpoint the server writes at shutdown).
+    let mut db_config = DbConfig::new(config);
+    db_config.explicit_finality = true;
+    let db = Arc::new(IndexedDb::create(&path, db_config).unwrap());
     let server = Indexed::start(&db, |_| {}).await;
     let client = server.client();
     let values = leaves(5, 60);
