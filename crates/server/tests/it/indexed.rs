@@ -562,3 +562,62 @@ async fn an_indexed_server_answers_cors_and_counts_its_requests_in_metrics() {
     assert!(!text.contains("cairn_block_order_refusals_total"));
     server.stop().await;
 }
+
+/// A rollback waits for the inserts in flight and holds new ones off until
+/// it is durable: no insert is answered with a head that lacks its values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inserts_racing_rollbacks_are_answered_with_heads_that_hold_them() {
+    let config = tree(2, HashKind::Blake3);
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(IndexedDb::create(dir.path().join("db"), DbConfig::new(config)).unwrap());
+    let server = Indexed::start(&db, |_| {}).await;
+    let values = leaves(11, 400);
+    let inserter = |chunk: Vec<cairn_core::Hash>| {
+        let client = server.client();
+        tokio::spawn(async move {
+            for batch in chunk.chunks(5) {
+                let answer = client.post_json(batch, Some(TOKEN)).await.ok();
+                let first = answer["first_index"].as_u64().unwrap();
+                let size = answer["size"].as_u64().unwrap();
+                assert!(
+                    size >= first + 5,
+                    "leaves {first}..{} answered with a head of size {size}",
+                    first + 5
+                );
+            }
+        })
+    };
+    let inserters = [
+        inserter(values[..200].to_vec()),
+        inserter(values[200..].to_vec()),
+    ];
+    let client = server.client();
+    let mut rollbacks = 0;
+    loop {
+        let size = client.get("/v1/root").await.ok()["size"].as_u64().unwrap();
+        let to = 1 + size / 2;
+        let answer = client
+            .post_to("/v1/rollback", &json!({"to_size": to}), Some(TOKEN))
+            .await
+            .ok();
+        assert_eq!(answer["size"], to);
+        rollbacks += 1;
+        if rollbacks == 20 || inserters.iter().all(|task| task.is_finished()) {
+            break;
+        }
+    }
+    for task in inserters {
+        task.await.unwrap();
+    }
+    // The head is the tree of the values it holds, in leaf order.
+    let head = db.head();
+    let held: Vec<cairn_core::Hash> = (1..head.size)
+        .map(|index| db.leaf(index).unwrap().value)
+        .collect();
+    let mut sorted = held.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), held.len());
+    assert_eq!(head.root, head_of_values(config, &held).root);
+    server.stop().await;
+}
