@@ -352,6 +352,20 @@ impl IndexedDb {
         self.db.store.size()
     }
 
+    /// The tree's size as last applied, without applying the values that
+    /// became durable since (every other read applies them first): with
+    /// [`IndexedDb::durable_size`], how far the tree trails the log.
+    pub fn applied_size(&self) -> u64 {
+        self.applied.load(Ordering::Acquire) + 1
+    }
+
+    /// The tree's size once every durable value is applied: the log's
+    /// durable values and the guard. Never below [`IndexedDb::applied_size`]
+    /// outside a rollback.
+    pub fn durable_size(&self) -> u64 {
+        self.db.durable_size() + 1
+    }
+
     /// The leaf index of `value` if it is durable in the tree.
     pub fn index_of(&self, value: &Hash) -> Option<u64> {
         self.catch_up();

@@ -11,7 +11,7 @@
 //! snapshot, an acknowledged block) is used after it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
@@ -56,8 +56,6 @@ pub(crate) struct Shared {
     /// The highest block whose tagged append was acknowledged (or
     /// recovered): its tag and every earlier one are durable.
     acked_block: Mutex<Option<u64>>,
-    request_ids: AtomicU64,
-    request_id_prefix: u32,
 }
 
 /// The handlers' state.
@@ -85,20 +83,11 @@ impl AppState {
             rollbacks: watch::Sender::new(0),
             writes: Mutex::new(()),
             acked_block: Mutex::new(acked_block),
-            request_ids: AtomicU64::new(0),
-            request_id_prefix: rand::random(),
         }))
     }
 
     pub fn shared(&self) -> &Shared {
         &self.0
-    }
-
-    /// A request id unique within this process (and, through the random
-    /// prefix, across restarts in practice).
-    pub fn next_request_id(&self) -> String {
-        let n = self.0.request_ids.fetch_add(1, Ordering::Relaxed);
-        format!("{:08x}-{n}", self.0.request_id_prefix)
     }
 }
 
@@ -913,25 +902,25 @@ const SMALL_BODY_BYTES: usize = 4096;
 /// `{"to_size": S}` or `{"to_block": N}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RollbackJson {
+pub(crate) struct RollbackJson {
     #[serde(default)]
-    to_size: Option<u64>,
+    pub to_size: Option<u64>,
     #[serde(default)]
-    to_block: Option<u64>,
+    pub to_block: Option<u64>,
 }
 
 /// `{"size": S}` or `{"block": N}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FinalizeJson {
+pub(crate) struct FinalizeJson {
     #[serde(default)]
-    size: Option<u64>,
+    pub size: Option<u64>,
     #[serde(default)]
-    block: Option<u64>,
+    pub block: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Target {
+pub(crate) enum Target {
     Size(u64),
     Block(u64),
 }
@@ -939,7 +928,7 @@ enum Target {
 /// The target of a rollback or finalize body: `fields` turns the parsed
 /// body into (size, block); `size_name` and `block_name` are the fields'
 /// names in messages.
-async fn target<T: serde::de::DeserializeOwned>(
+pub(crate) async fn target<T: serde::de::DeserializeOwned>(
     request_body: Body,
     fields: impl FnOnce(T) -> (Option<u64>, Option<u64>),
     size_name: &str,
@@ -960,13 +949,13 @@ async fn target<T: serde::de::DeserializeOwned>(
 }
 
 #[derive(Serialize)]
-struct RolledBackJson {
-    size: u64,
-    root: Option<String>,
+pub(crate) struct RolledBackJson {
+    pub size: u64,
+    pub root: Option<String>,
     /// The block rolled back to (with `to_block`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    block: Option<u64>,
-    finalized: u64,
+    pub block: Option<u64>,
+    pub finalized: u64,
 }
 
 pub(crate) async fn rollback(
@@ -1050,8 +1039,8 @@ fn roll_back(shared: &Shared, target: Target) -> Result<(TreeHead, u64), ApiErro
 }
 
 #[derive(Serialize)]
-struct FinalizedJson {
-    finalized: u64,
+pub(crate) struct FinalizedJson {
+    pub finalized: u64,
 }
 
 pub(crate) async fn finalize(

@@ -7,13 +7,14 @@
 //! writes; an origin listed by name may also POST (with its token).
 #![deny(clippy::indexing_slicing, clippy::unwrap_used)]
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 
-use crate::api::AppState;
 use crate::error::ApiError;
 
 /// Which origins a browser may call the server from.
@@ -114,8 +115,12 @@ const PREFLIGHT_MAX_AGE_SECONDS: &str = "600";
 
 /// Answers preflight requests and adds the CORS headers to answers to
 /// allowed origins. Does nothing under [`CorsPolicy::None`].
-pub(crate) async fn cors(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let policy = &state.shared().config.cors;
+pub(crate) async fn cors(
+    State(policy): State<Arc<CorsPolicy>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let policy = &*policy;
     if *policy == CorsPolicy::None {
         return next.run(request).await;
     }

@@ -10,10 +10,17 @@
 //!   /v1/leaves/{value}` a value's leaf index, `GET /v1/root` the head.
 //!   Every read is at the durable head (the database applies values to its
 //!   tree only once durable), so nothing a response said can be lost.
+//! - `POST /v1/rollback` (`{"to_size": S}`) and `POST /v1/finalize`
+//!   (`{"size": S}`) as on a lean database, in the indexed tree's sizes
+//!   (the guard is leaf 0, so the guard itself is always final). A
+//!   rollback waits for the inserts in flight and holds new ones off until
+//!   it is durable, so no insert is answered with a head it removed.
 //! - The lean tree's history routes (consistency, heads, roots by value,
-//!   the leaf mirror, rollback, finalize) answer 404 naming the kind: an
-//!   indexed tree's leaves change below its right edge, so it has no
-//!   older heads to prove against.
+//!   the leaf mirror, and block targets of rollback and finalize) answer
+//!   404 naming the kind: an indexed tree's leaves change below its right
+//!   edge, so it has no older heads to prove against.
+//! - The lean server's middleware ([`observed`]): CORS, request ids and
+//!   the request metrics.
 //!
 //! Durability waits run on tokio's blocking pool (one thread per waiting
 //! request, each on its token).
@@ -21,7 +28,8 @@
 use std::future::{Future, IntoFuture as _};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
@@ -33,14 +41,18 @@ use axum::routing::{MethodRouter, get, post};
 use cairn_core::indexed::IndexedError;
 use cairn_core::{Hash, shape};
 use cairn_db::{DbError, IndexedDb};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use tokio::net::TcpListener;
 
-use crate::api::{json, method_not_allowed, no_route, openapi, with_type};
+use crate::api::{
+    FinalizeJson, FinalizedJson, RollbackJson, RolledBackJson, Target, check_size, json,
+    method_not_allowed, no_route, openapi, target, with_type,
+};
 use crate::config::ServerConfig;
 use crate::error::{ApiError, DuplicateJson, ServerError};
-use crate::routes::{ROUTES, Route};
+use crate::metrics::Metrics;
+use crate::routes::{ROUTES, Route, observed};
 use crate::{auth, body};
 use cairn_core::hex::to_hex as hex;
 
@@ -51,9 +63,14 @@ struct Shared {
     config: ServerConfig,
     /// The first storage fault an insert met.
     failure: Mutex<Option<String>>,
-    inserts: AtomicU64,
-    values: AtomicU64,
-    absence_proofs: AtomicU64,
+    metrics: Arc<Metrics>,
+    /// Held shared by an insert from its check to its answer, exclusively
+    /// by a rollback: a rollback never removes an insert in flight, and an
+    /// insert's answer never names a head a rollback removed.
+    inserts: RwLock<()>,
+    /// Serialises rollbacks and finalizations (each checks the sizes, then
+    /// acts on them).
+    writes: Mutex<()>,
 }
 
 #[derive(Clone, Debug)]
@@ -67,6 +84,8 @@ fn handler(route: &Route) -> MethodRouter<IndexedState> {
         ("GET", "/v1/leaves/{value}") => get(leaf_index),
         ("GET", "/v1/proofs/{index}") => get(proof),
         ("GET", "/v1/absence/{value}") => get(absence),
+        ("POST", "/v1/rollback") => post(rollback),
+        ("POST", "/v1/finalize") => post(finalize),
         ("GET", "/healthz") => get(health),
         ("GET", "/metrics") => get(metrics),
         ("GET", "/openapi.json") => get(openapi),
@@ -81,10 +100,16 @@ fn router(state: IndexedState) -> Router {
     for route in ROUTES {
         router = router.route(route.path, handler(route));
     }
-    router
+    let router = router
         .fallback(no_route)
-        .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
+        .method_not_allowed_fallback(method_not_allowed);
+    let shared = &state.0;
+    observed(
+        router,
+        shared.config.cors.clone(),
+        Arc::clone(&shared.metrics),
+    )
+    .with_state(state)
 }
 
 /// Binds `config.listen` and serves `db` until `shutdown` completes, then
@@ -118,13 +143,20 @@ where
         "listening"
     );
     let checkpoint = config.checkpoint_on_shutdown;
+    let metrics = Arc::new(Metrics::default());
+    // Every checkpoint of the log written while serving, the store's
+    // automatic ones included.
+    let observed_checkpoints = Arc::clone(&metrics);
+    db.set_checkpoint_observer(Box::new(move |_, elapsed| {
+        observed_checkpoints.observe_checkpoint(elapsed);
+    }));
     let state = IndexedState(Arc::new(Shared {
         db: Arc::clone(&db),
         config,
         failure: Mutex::new(None),
-        inserts: AtomicU64::new(0),
-        values: AtomicU64::new(0),
-        absence_proofs: AtomicU64::new(0),
+        metrics,
+        inserts: RwLock::new(()),
+        writes: Mutex::new(()),
     }));
     ready(local_addr);
     axum::serve(listener, router(state))
@@ -183,8 +215,31 @@ pub fn run_indexed(
 
 async fn lean_only() -> ApiError {
     ApiError::not_found(
-        "this database is indexed (sorted linked-list leaves): it proves against its current head only and keeps no tagged heads, so this route does not apply; see /v1/absence/{value}, /v1/proofs/{index}, /v1/leaves/{value} and /v1/root",
+        "this database is indexed (sorted linked-list leaves): it proves against its current head only and keeps no tagged heads, so this route does not apply; see /v1/absence/{value}, /v1/proofs/{index}, /v1/leaves/{value}, /v1/root, and /v1/rollback and /v1/finalize by size",
     )
+}
+
+/// A refused or failed insert as an answer, counted.
+fn insert_refused(shared: &Shared, error: DbError) -> ApiError {
+    let metrics = &shared.metrics;
+    match &error {
+        DbError::Duplicates { duplicates, .. } => {
+            metrics.duplicate_batches.fetch_add(1, Ordering::Relaxed);
+            metrics
+                .duplicate_values
+                .fetch_add(duplicates.len() as u64, Ordering::Relaxed);
+        }
+        DbError::Indexed(IndexedError::Tree(cairn_core::TreeError::CapacityExceeded {
+            ..
+        })) => {
+            metrics.append_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        DbError::Indexed(_) => {}
+        _ => {
+            metrics.append_failures.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    refused(shared, error)
 }
 
 /// A refusal or failure of the indexed database as an answer.
@@ -284,6 +339,10 @@ async fn insert(
                 "the body exceeds this server's limit of {limit} bytes"
             ))
         })?;
+    shared
+        .metrics
+        .body_bytes
+        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
     let hash = shared.db.tree_config().hash;
     let batch = body::batch(encoding, &bytes, shared.config.max_batch_leaves, None, hash)?;
     if batch.block.is_some() {
@@ -296,27 +355,36 @@ async fn insert(
     let answer = tokio::task::spawn_blocking(move || -> Result<InsertedJson, ApiError> {
         let shared = &task.0;
         let db = &shared.db;
-        let (inserted, witness) = if witness {
-            let ticket = db
-                .insert_witnessed(&batch.leaves)
-                .map_err(|e| refused(shared, e))?;
-            let witness = db
-                .witness(&ticket, timeout)
-                .map_err(|e| refused(shared, e))?;
-            (ticket.inserted, Some(witness))
+        let metrics = &shared.metrics;
+        let _no_rollback = shared.inserts.read();
+        let start = Instant::now();
+        let inserted = if witness {
+            db.insert_witnessed(&batch.leaves)
+                .map(|ticket| (ticket.inserted.clone(), Some(ticket)))
         } else {
-            let inserted = db
-                .insert_batch(&batch.leaves)
-                .map_err(|e| refused(shared, e))?;
-            inserted
-                .token
-                .wait(timeout)
-                .map_err(|e| refused(shared, DbError::Store(e)))?;
-            (inserted, None)
+            db.insert_batch(&batch.leaves)
+                .map(|inserted| (inserted, None))
         };
+        let (inserted, ticket) = inserted.map_err(|e| insert_refused(shared, e))?;
+        let inserted_at = Instant::now();
+        metrics.append_seconds.observe(inserted_at - start);
+        let witness = match ticket {
+            Some(ticket) => Some(
+                db.witness(&ticket, timeout)
+                    .map_err(|e| insert_refused(shared, e))?,
+            ),
+            None => {
+                inserted
+                    .token
+                    .wait(timeout)
+                    .map_err(|e| insert_refused(shared, DbError::Store(e)))?;
+                None
+            }
+        };
+        metrics.durable_wait_seconds.observe(inserted_at.elapsed());
         let head = db.head();
-        shared.inserts.fetch_add(1, Ordering::Relaxed);
-        shared.values.fetch_add(inserted.count, Ordering::Relaxed);
+        metrics.appends.fetch_add(1, Ordering::Relaxed);
+        metrics.leaves.fetch_add(inserted.count, Ordering::Relaxed);
         Ok(InsertedJson {
             first_index: inserted.first,
             count: inserted.count,
@@ -441,7 +509,10 @@ async fn absence(
         .db
         .prove_absence(&value)
         .map_err(|e| refused(shared, e))?;
-    shared.absence_proofs.fetch_add(1, Ordering::Relaxed);
+    shared
+        .metrics
+        .absence_proofs
+        .fetch_add(1, Ordering::Relaxed);
     Ok(proof_answer(proof.to_json(), proof.to_bytes(), binary))
 }
 
@@ -491,17 +562,136 @@ async fn health(State(state): State<IndexedState>) -> Response {
 
 async fn metrics(State(state): State<IndexedState>) -> Response {
     let shared = &state.0;
-    let head = shared.db.head();
-    let text = format!(
-        "# HELP cairn_indexed_size Leaves of the indexed tree (values + the guard), durable.\n# TYPE cairn_indexed_size gauge\ncairn_indexed_size {}\n# HELP cairn_indexed_inserts_total Inserts acknowledged.\n# TYPE cairn_indexed_inserts_total counter\ncairn_indexed_inserts_total {}\n# HELP cairn_indexed_values_total Values acknowledged.\n# TYPE cairn_indexed_values_total counter\ncairn_indexed_values_total {}\n# HELP cairn_indexed_absence_proofs_total Absence proofs served.\n# TYPE cairn_indexed_absence_proofs_total counter\ncairn_indexed_absence_proofs_total {}\n",
-        head.size,
-        shared.inserts.load(Ordering::Relaxed),
-        shared.values.load(Ordering::Relaxed),
-        shared.absence_proofs.load(Ordering::Relaxed),
-    );
+    let text = shared.metrics.render_indexed(&shared.db);
     with_type(
         StatusCode::OK,
         text.into(),
         "text/plain; version=0.0.4; charset=utf-8",
     )
+}
+
+/// The answer to a block target: an indexed database tags no heads.
+fn no_blocks(block: u64) -> ApiError {
+    ApiError::not_found(format!(
+        "no tagged head at or below block {block}: an indexed database records no block-tagged heads; give a size"
+    ))
+}
+
+/// The refusal of a rollback to `size` below the `finalized` size (409,
+/// naming it, as the lean server answers).
+fn below_finalized(size: u64, finalized: u64) -> ApiError {
+    let mut answer = ApiError::new(
+        StatusCode::CONFLICT,
+        format!(
+            "cannot roll back to size {size}: the first {finalized} leaves are final (the guard and {} values)",
+            finalized - 1
+        ),
+    );
+    answer.finalized = Some(finalized);
+    answer
+}
+
+/// A refused or failed rollback or finalization of the database.
+fn write_refused(shared: &Shared, size: u64, error: DbError) -> ApiError {
+    match error.kind() {
+        // Finalized meanwhile by a checkpoint (without explicit finality):
+        // the log counts values, the tree the guard too.
+        cairn_db::ErrorKind::BelowFinalized { finalized } => below_finalized(size, finalized + 1),
+        _ if error.is_storage_fault() => refused(shared, error),
+        _ => ApiError::from_write(error),
+    }
+}
+
+async fn rollback(
+    State(state): State<IndexedState>,
+    headers: HeaderMap,
+    request_body: Body,
+) -> Result<Response, ApiError> {
+    auth::check_write(state.0.config.token.as_deref(), &headers)?;
+    let target = target(
+        request_body,
+        |b: RollbackJson| (b.to_size, b.to_block),
+        "to_size",
+        "to_block",
+    )
+    .await?;
+    let size = match target {
+        Target::Size(size) => size,
+        Target::Block(block) => return Err(no_blocks(block)),
+    };
+    let task = state.clone();
+    let (head, finalized) = tokio::task::spawn_blocking(move || {
+        let shared = &task.0;
+        let _writes = shared.writes.lock();
+        // No insert in flight from here on: none is removed unanswered,
+        // and the next one is answered with the rolled back head.
+        let _inserts = shared.inserts.write();
+        let start = Instant::now();
+        let db = &shared.db;
+        let durable = db.head().size;
+        check_size(size, durable, "to_size")?;
+        let finalized = db.finalized_size();
+        if size < finalized {
+            return Err(below_finalized(size, finalized));
+        }
+        let head = db
+            .truncate(size)
+            .map_err(|e| write_refused(shared, size, e))?;
+        let metrics = &shared.metrics;
+        metrics.rollbacks.fetch_add(1, Ordering::Relaxed);
+        metrics
+            .rolled_back_leaves
+            .fetch_add(durable - head.size, Ordering::Relaxed);
+        metrics.rollback_seconds.observe(start.elapsed());
+        tracing::info!(to = head.size, from = durable, "rolled back");
+        Ok((head, db.finalized_size()))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the rollback task failed: {e}")))??;
+    Ok(json(
+        StatusCode::OK,
+        &RolledBackJson {
+            size: head.size,
+            root: head.root.as_ref().map(hex),
+            block: None,
+            finalized,
+        },
+    ))
+}
+
+async fn finalize(
+    State(state): State<IndexedState>,
+    headers: HeaderMap,
+    request_body: Body,
+) -> Result<Response, ApiError> {
+    auth::check_write(state.0.config.token.as_deref(), &headers)?;
+    let target = target(
+        request_body,
+        |b: FinalizeJson| (b.size, b.block),
+        "size",
+        "block",
+    )
+    .await?;
+    let size = match target {
+        Target::Size(size) => size,
+        Target::Block(block) => return Err(no_blocks(block)),
+    };
+    let task = state.clone();
+    let finalized = tokio::task::spawn_blocking(move || {
+        let shared = &task.0;
+        let _writes = shared.writes.lock();
+        let db = &shared.db;
+        check_size(size, db.head().size, "size")?;
+        db.finalize(size)
+            .map_err(|e| write_refused(shared, size, e))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the finalize task failed: {e}")))??;
+    state
+        .0
+        .metrics
+        .finalizations
+        .fetch_add(1, Ordering::Relaxed);
+    tracing::info!(finalized, "finalized");
+    Ok(json(StatusCode::OK, &FinalizedJson { finalized }))
 }

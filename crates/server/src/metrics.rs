@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use cairn_db::Db;
+use cairn_db::{Db, IndexedDb};
 use parking_lot::RwLock;
 
 /// Upper bounds of the histogram buckets, in seconds (the last bucket,
@@ -97,6 +97,8 @@ pub(crate) struct Metrics {
     pub rollback_seconds: Histogram,
     /// Finalize requests done.
     pub finalizations: AtomicU64,
+    /// Absence proofs served (an indexed database's).
+    pub absence_proofs: AtomicU64,
     /// Checkpoints written while serving (automatic and on shutdown).
     pub checkpoints: AtomicU64,
     /// How long each of them took.
@@ -127,18 +129,6 @@ impl Metrics {
     /// The text exposition, with the database's gauges read now.
     pub fn render(&self, db: &Db) -> String {
         let mut out = String::with_capacity(16 << 10);
-        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
-            );
-        };
-        let gauge = |out: &mut String, name: &str, help: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
-            );
-        };
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         counter(
             &mut out,
@@ -152,30 +142,7 @@ impl Metrics {
             "Leaves acknowledged as durable.",
             load(&self.leaves),
         );
-        counter(
-            &mut out,
-            "cairn_append_body_bytes_total",
-            "Bytes of append request bodies read.",
-            load(&self.body_bytes),
-        );
-        counter(
-            &mut out,
-            "cairn_duplicate_batches_total",
-            "Append requests refused because they held duplicates (409).",
-            load(&self.duplicate_batches),
-        );
-        counter(
-            &mut out,
-            "cairn_duplicates_rejected_total",
-            "Duplicate values in refused append requests.",
-            load(&self.duplicate_values),
-        );
-        counter(
-            &mut out,
-            "cairn_append_failures_total",
-            "Appends that failed in the database (storage fault, timeout, full).",
-            load(&self.append_failures),
-        );
+        self.render_write_counters(&mut out);
         counter(
             &mut out,
             "cairn_block_order_refusals_total",
@@ -187,30 +154,6 @@ impl Metrics {
             "cairn_rolled_back_appends_total",
             "Appends removed by a rollback before they were acknowledged (409).",
             load(&self.rolled_back_appends),
-        );
-        counter(
-            &mut out,
-            "cairn_rollbacks_total",
-            "Rollbacks done (POST /v1/rollback).",
-            load(&self.rollbacks),
-        );
-        counter(
-            &mut out,
-            "cairn_rolled_back_leaves_total",
-            "Durable leaves removed by rollbacks.",
-            load(&self.rolled_back_leaves),
-        );
-        counter(
-            &mut out,
-            "cairn_finalizations_total",
-            "Finalize requests done (POST /v1/finalize).",
-            load(&self.finalizations),
-        );
-        counter(
-            &mut out,
-            "cairn_checkpoints_total",
-            "Checkpoints written while serving (automatic and on shutdown).",
-            load(&self.checkpoints),
         );
         let stats = db.stats();
         gauge(
@@ -249,6 +192,168 @@ impl Metrics {
             "Block-tagged heads kept (durable or not).",
             stats.store.tagged_heads,
         );
+        self.render_histograms(&mut out);
+        if let Some(status) = self.publisher.get() {
+            // The lag against the durable size now, not when the publisher
+            // last looked (it may be stuck retrying a dead store).
+            status
+                .durable_size
+                .store(stats.store.durable, Ordering::Relaxed);
+            status.render(&mut out);
+        }
+        if let Some(status) = self.follower.get() {
+            status.render(&mut out);
+        }
+        crate::process::render(&mut out);
+        out
+    }
+
+    /// The text exposition of an indexed database's server: the counters
+    /// and histograms the lean server keeps (block tags aside: an indexed
+    /// database has none), and its gauges in the indexed tree's sizes
+    /// (the guard is leaf 0: `n` values make size `n + 1`).
+    pub fn render_indexed(&self, db: &IndexedDb) -> String {
+        let mut out = String::with_capacity(16 << 10);
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        counter(
+            &mut out,
+            "cairn_indexed_inserts_total",
+            "Insert requests acknowledged as durable.",
+            load(&self.appends),
+        );
+        counter(
+            &mut out,
+            "cairn_indexed_values_total",
+            "Values acknowledged as durable.",
+            load(&self.leaves),
+        );
+        counter(
+            &mut out,
+            "cairn_indexed_absence_proofs_total",
+            "Absence proofs served.",
+            load(&self.absence_proofs),
+        );
+        self.render_write_counters(&mut out);
+        // Read in this order so that the lag is the one this scrape found:
+        // the head applies what became durable.
+        let stats = db.stats();
+        let applied = db.applied_size();
+        let head = db.head();
+        let durable = stats.store.durable + 1;
+        gauge(
+            &mut out,
+            "cairn_indexed_size",
+            "Leaves of the indexed tree (the guard and the durable values): the head reads answer for.",
+            head.size,
+        );
+        gauge(
+            &mut out,
+            "cairn_indexed_values",
+            "Values in the indexed tree (durable).",
+            head.size - 1,
+        );
+        gauge(
+            &mut out,
+            "cairn_indexed_logged_size",
+            "The tree's size once every value logged (durable or not) is applied.",
+            stats.store.size + 1,
+        );
+        gauge(
+            &mut out,
+            "cairn_indexed_durable_size",
+            "The tree's size once every durable value is applied.",
+            durable,
+        );
+        gauge(
+            &mut out,
+            "cairn_indexed_pending_values",
+            "Values logged but not yet durable (waiting for the group commit).",
+            stats.store.size.saturating_sub(stats.store.durable),
+        );
+        gauge(
+            &mut out,
+            "cairn_indexed_apply_lag_values",
+            "Values durable but not yet applied to the tree when this scrape began (the next read applies them).",
+            durable.saturating_sub(applied),
+        );
+        gauge(
+            &mut out,
+            "cairn_finalized_size",
+            "Leaves below which a rollback is refused (at least 1: the guard).",
+            db.finalized_size(),
+        );
+        gauge(
+            &mut out,
+            "cairn_checkpoint_values",
+            "Values covered by the last checkpoint of the log.",
+            stats.store.checkpoint_size,
+        );
+        gauge(
+            &mut out,
+            "cairn_checkpoint_number",
+            "The number of the last checkpoint on disk (it survives restarts; 0: none).",
+            stats.store.checkpoint_number,
+        );
+        self.render_histograms(&mut out);
+        crate::process::render(&mut out);
+        out
+    }
+
+    /// The counters of writes both servers keep.
+    fn render_write_counters(&self, out: &mut String) {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        counter(
+            out,
+            "cairn_append_body_bytes_total",
+            "Bytes of append request bodies read.",
+            load(&self.body_bytes),
+        );
+        counter(
+            out,
+            "cairn_duplicate_batches_total",
+            "Append requests refused because they held duplicates (409).",
+            load(&self.duplicate_batches),
+        );
+        counter(
+            out,
+            "cairn_duplicates_rejected_total",
+            "Duplicate values in refused append requests.",
+            load(&self.duplicate_values),
+        );
+        counter(
+            out,
+            "cairn_append_failures_total",
+            "Appends that failed in the database (storage fault, timeout, full).",
+            load(&self.append_failures),
+        );
+        counter(
+            out,
+            "cairn_rollbacks_total",
+            "Rollbacks done (POST /v1/rollback).",
+            load(&self.rollbacks),
+        );
+        counter(
+            out,
+            "cairn_rolled_back_leaves_total",
+            "Durable leaves removed by rollbacks.",
+            load(&self.rolled_back_leaves),
+        );
+        counter(
+            out,
+            "cairn_finalizations_total",
+            "Finalize requests done (POST /v1/finalize).",
+            load(&self.finalizations),
+        );
+        counter(
+            out,
+            "cairn_checkpoints_total",
+            "Checkpoints written while serving (automatic and on shutdown).",
+            load(&self.checkpoints),
+        );
+    }
+
+    /// The histograms both servers keep, request latency included.
+    fn render_histograms(&self, out: &mut String) {
         let histograms = [
             (
                 "cairn_append_seconds",
@@ -273,7 +378,7 @@ impl Metrics {
         ];
         for (name, help, histogram) in histograms {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-            histogram.render(name, "", &mut out);
+            histogram.render(name, "", out);
         }
         let name = "cairn_http_request_duration_seconds";
         let _ = writeln!(
@@ -282,22 +387,23 @@ impl Metrics {
         );
         for ((method, route, status), histogram) in self.requests.read().iter() {
             let labels = format!("method=\"{method}\",route=\"{route}\",status=\"{status}\"");
-            histogram.render(name, &labels, &mut out);
+            histogram.render(name, &labels, out);
         }
-        if let Some(status) = self.publisher.get() {
-            // The lag against the durable size now, not when the publisher
-            // last looked (it may be stuck retrying a dead store).
-            status
-                .durable_size
-                .store(stats.store.durable, Ordering::Relaxed);
-            status.render(&mut out);
-        }
-        if let Some(status) = self.follower.get() {
-            status.render(&mut out);
-        }
-        crate::process::render(&mut out);
-        out
     }
+}
+
+fn counter(out: &mut String, name: &str, help: &str, value: u64) {
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+    );
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, value: u64) {
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+    );
 }
 
 #[cfg(test)]

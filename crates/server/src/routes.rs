@@ -1,10 +1,13 @@
 //! The routes as one table, the router built from it, and the middleware
-//! every request goes through (request id, tracing span, latency metric).
+//! every request goes through (request id, tracing span, latency metric,
+//! CORS), shared by the lean and the indexed server ([`observed`]).
 //!
 //! Invariant: the router serves exactly [`ROUTES`] (it is built from the
 //! table and nothing else), and a test checks the table, with each route's
 //! statuses, against the committed `openapi.json`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use axum::Router;
@@ -16,7 +19,9 @@ use axum::routing::{MethodRouter, get, post};
 use tracing::Instrument as _;
 
 use crate::api::{self, AppState};
+use crate::cors::CorsPolicy;
 use crate::error::ServerFailure;
+use crate::metrics::Metrics;
 use crate::{mirror, signed};
 
 /// One route: what the router serves and the OpenAPI document describes.
@@ -159,16 +164,64 @@ pub(crate) fn router(state: AppState) -> Router {
     for route in ROUTES {
         router = router.route(route.path, handler(route));
     }
-    router
+    let router = router
         .fallback(api::no_route)
         .method_not_allowed_fallback(api::method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), read_only))
+        .layer(middleware::from_fn_with_state(state.clone(), read_only));
+    let shared = state.shared();
+    observed(
+        router,
+        shared.config.cors.clone(),
+        Arc::clone(&shared.metrics),
+    )
+    .with_state(state)
+}
+
+/// `router` inside the middleware every server runs (lean or indexed):
+/// the CORS policy, then (outermost, so preflights and refusals count
+/// too) the request id, span and latency metric.
+pub(crate) fn observed<S>(router: Router<S>, cors: CorsPolicy, metrics: Arc<Metrics>) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    router
         .layer(middleware::from_fn_with_state(
-            state.clone(),
+            Arc::new(cors),
             crate::cors::cors,
         ))
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(
+            Observer {
+                metrics,
+                ids: Arc::new(RequestIds {
+                    next: AtomicU64::new(0),
+                    prefix: rand::random(),
+                }),
+            },
+            observe,
+        ))
+}
+
+/// What the observing middleware keeps: the metrics it records latencies
+/// in and the ids it gives requests.
+#[derive(Clone, Debug)]
+struct Observer {
+    metrics: Arc<Metrics>,
+    ids: Arc<RequestIds>,
+}
+
+#[derive(Debug)]
+struct RequestIds {
+    next: AtomicU64,
+    prefix: u32,
+}
+
+impl RequestIds {
+    /// A request id unique within this process (and, through the random
+    /// prefix, across restarts in practice).
+    fn next(&self) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("{:08x}-{n}", self.prefix)
+    }
 }
 
 /// Refuses every write with 403 on a read-only server (`--read-only`),
@@ -213,7 +266,7 @@ fn static_method(method: &Method) -> &'static str {
 /// route template and status. Logs every request at debug, and server
 /// errors at error with their message. Headers are never logged: the
 /// token travels in one.
-async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn observe(State(state): State<Observer>, request: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = static_method(request.method());
     // axum answers HEAD with the GET handler.
@@ -227,7 +280,7 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
                 .find(|r| r.path == matched.as_str() && r.method == routed_as)
         })
         .map_or("unmatched", |r| r.path);
-    let id = incoming_request_id(&request).unwrap_or_else(|| state.next_request_id());
+    let id = incoming_request_id(&request).unwrap_or_else(|| state.ids.next());
     // A debug span: at the default level it costs nothing per request.
     let span = tracing::debug_span!(
         "request",
@@ -240,7 +293,6 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     let elapsed = start.elapsed();
     let status = response.status();
     state
-        .shared()
         .metrics
         .observe_request((method, route, status.as_u16()), elapsed);
     if let Ok(value) = HeaderValue::from_str(&id) {

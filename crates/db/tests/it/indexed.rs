@@ -112,6 +112,45 @@ fn inserted_values_become_visible_when_durable_and_prove_absence_and_membership(
 }
 
 #[test]
+fn the_tree_trails_the_durable_log_until_a_read_applies_it_and_the_guard_is_always_final() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = IndexedDb::create(&path, config(2, HashKind::Sha256)).unwrap();
+    let values: Vec<Hash> = (0..20).map(|i| value(7, i)).collect();
+    assert_eq!((db.applied_size(), db.durable_size()), (1, 1));
+    assert_eq!(db.finalized_size(), 1);
+    let inserted = db.insert_batch(&values[..10]).unwrap();
+    inserted.token.wait(WAIT).unwrap();
+    // Durable, not applied: the next read applies it.
+    assert_eq!((db.applied_size(), db.durable_size()), (1, 11));
+    assert_eq!(db.head(), model_head(2, HashKind::Sha256, &values[..10]));
+    assert_eq!(db.applied_size(), 11);
+    // Finality in tree sizes, never lowered; the guard cannot go.
+    assert_eq!(db.finalize(6).unwrap(), 6);
+    assert_eq!(db.finalize(3).unwrap(), 6);
+    assert!(matches!(
+        db.truncate(0),
+        Err(DbError::Indexed(IndexedError::TruncateGuard { to: 0 }))
+    ));
+    // The store's refusal counts values (the log's sequence): one less.
+    let err = db.truncate(5).unwrap_err();
+    assert_eq!(
+        err.kind(),
+        cairn_db::ErrorKind::BelowFinalized { finalized: 5 },
+        "{err}"
+    );
+    assert_eq!(db.head().size, 11);
+    let head = db.truncate(8).unwrap();
+    assert_eq!(head, model_head(2, HashKind::Sha256, &values[..7]));
+    assert_eq!((db.applied_size(), db.durable_size()), (8, 8));
+    db.close().unwrap();
+    // Both are durable.
+    let db = IndexedDb::open(&path).unwrap();
+    assert_eq!(db.head(), head);
+    assert_eq!(db.finalized_size(), 6);
+}
+
+#[test]
 fn a_read_only_open_sees_the_durable_values_beside_the_writer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");

@@ -26,10 +26,21 @@ async fn raw(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, HeaderMap, String) {
+    raw_to(server.addr, method, path, headers, body).await
+}
+
+/// [`raw`] to any server's address.
+pub async fn raw_to(
+    addr: std::net::SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, HeaderMap, String) {
     let client = HyperClient::builder(TokioExecutor::new()).build_http();
     let mut builder = Request::builder()
         .method(method)
-        .uri(format!("http://{}{path}", server.addr));
+        .uri(format!("http://{addr}{path}"));
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
@@ -47,11 +58,11 @@ async fn raw(
     (status, headers, String::from_utf8(body.to_vec()).unwrap())
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).map(|v| v.to_str().unwrap())
 }
 
-const APP: &str = "https://app.example.org";
+pub const APP: &str = "https://app.example.org";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cors_is_off_by_default() {
