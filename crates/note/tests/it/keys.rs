@@ -108,7 +108,7 @@ fn signer_key_refusals() {
 #[test]
 fn a_signer_key_error_never_shows_the_seed() {
     let good = signer("log").to_key_text().to_string();
-    let data = good.rsplit('+').next().unwrap();
+    let data = good.splitn(5, '+').nth(4).unwrap();
     let error = Signer::parse(&good.replacen("+log+", "+gol+", 1)).unwrap_err();
     assert!(matches!(error, KeyError::IdMismatch { .. }), "{error:?}");
     assert!(!error.to_string().contains(data), "{error}");
