@@ -7,7 +7,11 @@
 // the value, a stored value, the guard's 0, a changed path, root, size or
 // index, a pointer rewritten to the end marker, a stored value written as
 // its integer plus p) have no witness. FieldLessThan, the whole-field
-// comparison, is checked on the values where a 252-bit comparison breaks.
+// comparison, is checked on the values where a 252-bit comparison breaks,
+// and a prover who decomposes a stored value as its integer plus p (to
+// pass it off as above the largest leaf) is refused by Num2Bits_strict's
+// alias check: the same R1CS with only that witness hint changed has no
+// witness, and without the alias check it would.
 //
 // Default circuits: N = 2 and 4 (vectors and live trees); N = 16 (its
 // vectors) compiles for a minute, so it runs with CAIRN_CIRCUIT_DEPTHS=full,
@@ -205,3 +209,91 @@ for (const arity of [2, 4]) {
     });
   });
 }
+
+/**
+ * A prover who decomposes `value` as its integer plus p (the second 254-bit
+ * decomposition of every element below 2^254 - p): IndexedAbsence with only
+ * that decomposition's witness hint changed, and with `strict` false its
+ * alias check left out too, as a circuit on plain Num2Bits(254) would be.
+ */
+function aliasedAbsence(arity, depth, strict) {
+  const source = readFileSync(`${circuits}indexed.circom`, "utf8");
+  const template = /template IndexedAbsence\(N, MAX_DEPTH\) \{[\s\S]*?\n\}\n/.exec(source)[0];
+  const line = "(x[0], x[1]) <== CanonicalHalves()(value);";
+  assert.ok(template.includes(line), "IndexedAbsence decomposes value with CanonicalHalves");
+  const forged = template.replace("IndexedAbsence(N, MAX_DEPTH)", "AliasedAbsence(N, MAX_DEPTH)").replace(line, "(x[0], x[1]) <== AliasedHalves()(value);");
+  return `include "../../indexed.circom";
+// Num2Bits(254) whose hint is the bits of in + p (in + (p - 1) + 1, with
+// p - 1 = -1 in the field), a carry rippling through.
+template AliasedBits() {
+    signal input in;
+    signal output out[254];
+    var lc = 0;
+    var e2 = 1;
+    var carry = 1;
+    for (var i = 0; i < 254; i++) {
+        var s = ((in >> i) & 1) + ((-1 >> i) & 1) + carry;
+        out[i] <-- s % 2;
+        carry = s \\ 2;
+        out[i] * (out[i] - 1) === 0;
+        lc += out[i] * e2;
+        e2 = e2 + e2;
+    }
+    lc === in;
+}
+// Num2Bits_strict's constraints (AliasCheck, then Num2Bits) over the aliased hint.
+template AliasedStrict() {
+    signal input in;
+    signal output out[254];
+    component aliasCheck = AliasCheck();
+    component n2b = AliasedBits();
+    in ==> n2b.in;
+    for (var i = 0; i < 254; i++) {
+        n2b.out[i] ==> out[i];
+        ${strict ? "n2b.out[i] ==> aliasCheck.in[i];" : "0 ==> aliasCheck.in[i];"}
+    }
+}
+template AliasedHalves() {
+    signal input in;
+    signal output high;
+    signal output low;
+    signal bits[254] <== AliasedStrict()(in);
+    var lowSum = 0;
+    var highSum = 0;
+    var scale = 1;
+    for (var i = 0; i < 127; i++) {
+        lowSum += bits[i] * scale;
+        highSum += bits[127 + i] * scale;
+        scale *= 2;
+    }
+    low <== lowSum;
+    high <== highSum;
+}
+${forged}
+component main {public [root, size, value]} = AliasedAbsence(${arity}, ${depth});`;
+}
+
+test("a stored value decomposed as its integer plus p is refused by the alias check alone", { skip: binary === null && "no cairn binary" }, async () => {
+  const [arity, depth] = [2, DEPTHS[2]];
+  const honest = await circuit(arity, depth);
+  const aliased = await load(compile(`aliased_absence_${arity}_${depth}`, aliasedAbsence(arity, depth, true)));
+  const unchecked = await load(compile(`unchecked_absence_${arity}_${depth}`, aliasedAbsence(arity, depth, false)));
+  // The forging prover's circuit is the honest one: the same R1CS.
+  assert.deepEqual(readFileSync(aliased.r1cs), readFileSync(honest.r1cs), "only the witness hint differs");
+  await withTree(async (dir) => {
+    const db = join(dir, "set");
+    run("init", db, "--kind", "indexed", "--arity", String(arity), "--hash", "poseidon");
+    const stored = 12345n;
+    writeFileSync(join(dir, "values.dec"), `${stored}\n${P - 3n}\n`);
+    run("ingest", db, join(dir, "values.dec"), "--format", "dec");
+    // The largest leaf, p - 3, with the end marker: it brackets every
+    // integer above p - 3, such as the stored value plus p.
+    const last = JSON.parse(run("prove", db, "--absent", "0x" + (P - 1n).toString(16), "--proof-format", "circom", "--circuit-depth", String(depth)));
+    assert.equal(last.lowNextValue, "0");
+    const forged = { ...last, value: String(stored) };
+    // Without the alias check the forgery goes through: the stored value "is absent".
+    await accepts(unchecked, forged, "the aliased decomposition without an alias check");
+    await refuses(aliased, forged, "the aliased decomposition under Num2Bits_strict");
+    await refuses(honest, forged, "the stored value, honestly decomposed");
+  });
+});
