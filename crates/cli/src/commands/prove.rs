@@ -141,7 +141,7 @@ pub enum ProofFormat {
     Json,
     /// @zk-kit/lean-imt's proof {root, leaf, index, siblings} (arity 2); an imt's: @zk-kit/imt's createProof.
     Zkkit,
-    /// The inputs of cairn's LeanIMTInclusion circom template (Poseidon).
+    /// The inputs of cairn's LeanIMTInclusion circom template (Poseidon); with --absent, of IndexedAbsence.
     Circom,
     /// The inputs of zk-kit's BinaryMerkleRoot circom template (arity 2, Poseidon).
     ZkkitCircom,
