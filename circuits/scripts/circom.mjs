@@ -46,6 +46,10 @@ export function compile(name, body) {
 export const inclusion = (arity, depth) =>
   `include "../../leanimt.circom";\ncomponent main {public [root, size]} = LeanIMTInclusion(${arity}, ${depth});`;
 
+/** The indexed-tree absence template as a main component with public root, size and value. */
+export const absence = (arity, depth) =>
+  `include "../../indexed.circom";\ncomponent main {public [root, size, value]} = IndexedAbsence(${arity}, ${depth});`;
+
 /** zk-kit's BinaryMerkleRoot as a main component. */
 export const binaryMerkleRoot = (depth) =>
   `include "binary-merkle-root.circom";\ncomponent main = BinaryMerkleRoot(${depth});`;

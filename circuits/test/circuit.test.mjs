@@ -9,98 +9,16 @@
 // Depths are small by default (the circuit compiles in wasm); set
 // CAIRN_CIRCUIT_DEPTHS=full for deeper circuits (minutes and gigabytes).
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import * as snarkjs from "snarkjs";
-import { binaryMerkleRoot, compile, inclusion, root as circuits } from "../scripts/circom.mjs";
+import { binaryMerkleRoot, compile, inclusion } from "../scripts/circom.mjs";
+import { P, accepts, binary, endCurve, full, load, random, refuses, run, seed, withTree } from "../scripts/harness.mjs";
 
-const require = createRequire(import.meta.url);
-const full = process.env.CAIRN_CIRCUIT_DEPTHS === "full";
 const DEPTHS = full ? { 2: 16, 3: 8, 4: 6, 8: 4, 16: 3 } : { 2: 4, 3: 3, 4: 3, 8: 2, 16: 2 };
 
-function cairnBinary() {
-  const candidates = [process.env.CAIRN_BIN, `${circuits}../target/release/cairn`, `${circuits}../target/debug/cairn`];
-  const found = candidates.find((c) => c && existsSync(c));
-  if (!found && process.env.CI) throw new Error("CI: no cairn binary (cargo build --release -p cairn-cli, or set CAIRN_BIN)");
-  return found ?? null;
-}
-const binary = cairnBinary();
-
-const seed = Number(process.env.CAIRN_TS_SEED ?? Date.now() % 1_000_000);
-function random(start) {
-  let state = start >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (low, high) => low + Math.floor(next() * (high - low + 1));
-  // Below 2^248: canonical BN254 elements.
-  const field = () => BigInt("0x" + Array.from({ length: 31 }, () => int(0, 255).toString(16).padStart(2, "0")).join(""));
-  return { int, field };
-}
-
 // snarkjs keeps the curve's worker threads alive; end them so node exits.
-after(async () => {
-  await globalThis.curve_bn128?.terminate();
-});
-
-const P = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
-
-/** The circuit with its witness calculator loaded once (compiling its wasm is the slow part). */
-async function load(compiled) {
-  const builder = require(compiled.calculator);
-  return { ...compiled, calculator: await builder(readFileSync(compiled.wasm)) };
-}
-
-const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-
-/**
- * The witness of `input` if every constraint holds, else the error that
- * stopped it. The calculator asserts each constraint as it goes; with
- * `check`, snarkjs also checks the witness against the R1CS on its own.
- */
-async function witness(circuit, input, check = false) {
-  try {
-    if (check) {
-      const data = new Uint8Array(await circuit.calculator.calculateWTNSBin(input, true));
-      if (!(await snarkjs.wtns.check(circuit.r1cs, { type: "mem", data }, quiet))) {
-        return { error: new Error("snarkjs wtns check: a constraint does not hold") };
-      }
-    }
-    return { values: await circuit.calculator.calculateWitness(input, true) };
-  } catch (error) {
-    return { error };
-  }
-}
-
-async function accepts(circuit, input, context, check = false) {
-  const result = await witness(circuit, input, check);
-  assert.ok(result.values, `${context}: refused: ${result.error?.message}`);
-  return result.values;
-}
-
-async function refuses(circuit, input, context) {
-  const result = await witness(circuit, input);
-  assert.ok(result.error, `${context}: a tampered input satisfies the circuit`);
-}
-
-async function withTree(body) {
-  const dir = mkdtempSync(join(tmpdir(), "cairn-circuit-"));
-  try {
-    return await body(dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const run = (...args) => execFileSync(binary, args, { maxBuffer: 1 << 26 }).toString();
+after(endCurve);
 
 function prover(dir, arity, leaves) {
   const file = join(dir, `leaves-${arity}-${leaves.length}.dec`);

@@ -139,9 +139,21 @@ pub enum Query {
     Index(u64),
 }
 
+/// How `cairn prove` prints an indexed proof.
+#[derive(Clone, Copy, Debug)]
+pub enum Printed {
+    /// cairn's proof JSON.
+    Json,
+    /// cairn's binary encoding.
+    Binary,
+    /// The inputs of the `IndexedAbsence` circom template for a circuit of
+    /// this depth (default: the tree's); absence proofs only.
+    Circom(Option<u32>),
+}
+
 /// `cairn prove DIR --absent|--leaf|--index`: the proof against the
-/// database's durable head, JSON or binary.
-pub fn prove(dir: &Path, query: Query, binary: bool) -> Result<(), Failure> {
+/// database's durable head, JSON, binary or (absence) circuit inputs.
+pub fn prove(dir: &Path, query: Query, printed: Printed) -> Result<(), Failure> {
     let db = open_read_only(dir)?;
     let failure = |e: DbError| match e {
         DbError::Indexed(IndexedError::Present { value, index }) => Failure::verdict(
@@ -179,6 +191,19 @@ pub fn prove(dir: &Path, query: Query, binary: bool) -> Result<(), Failure> {
     let (json, bytes) = match query {
         Query::Absent(value) => {
             let proof = db.prove_absence(&value).map_err(failure)?;
+            if let Printed::Circom(circuit_depth) = printed {
+                let text = proof.to_circom_json(circuit_depth).map_err(|error| {
+                    Failure::new(
+                        Code::Usage,
+                        anyhow::Error::new(error).context(format!(
+                            "cannot print the absence circuit's inputs for {} in {}",
+                            Hex(&value),
+                            dir.display()
+                        )),
+                    )
+                })?;
+                return output::line(&text);
+            }
             (proof.to_json(), proof.to_bytes())
         }
         Query::Value(value) => {
@@ -190,10 +215,9 @@ pub fn prove(dir: &Path, query: Query, binary: bool) -> Result<(), Failure> {
             (proof.to_json(), proof.to_bytes())
         }
     };
-    if binary {
-        output::binary(&bytes)
-    } else {
-        output::line(&json)
+    match printed {
+        Printed::Binary => output::binary(&bytes),
+        Printed::Json | Printed::Circom(_) => output::line(&json),
     }
 }
 

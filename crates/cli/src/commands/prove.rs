@@ -54,7 +54,9 @@ In an indexed database (`cairn init --kind indexed`), --absent 0x.. prints the a
 value (its low leaf: the largest value below it, whose next value is above it or none, and that \
 leaf's path; a value that is present exits 1), and --leaf or --index the membership proof of a \
 value's leaf with its pointer (--index 0 is the guard leaf). These are against the database's \
-current durable head: --size, --root and --proof-format do not apply.
+current durable head: --size and --root do not apply. With --absent, --proof-format circom (a \
+Poseidon database) prints the input JSON of cairn's IndexedAbsence(N, D) circom template in \
+circuits/indexed.circom instead (D = --circuit-depth, default the tree's depth).
 
 Examples:
   cairn prove --arity 3 --hash sha256 --format hex --leaves leaves.hex --index 4 > proof.json
@@ -69,7 +71,8 @@ Examples:
   cairn publish db --to public && cairn prove --tiles public --index 4
   cairn prove --tiles https://tiles.example.org/nullifiers --index 4
   cairn keygen --name example.org/db --out db.key > db.vkey && cairn publish db --to public --sign-key db.key && cairn prove --tiles public --index 4 --verify-key db.vkey
-  cairn prove spent --absent 0x000000000000000000000000000000000000000000000000000000000000000a";
+  cairn prove spent --absent 0x000000000000000000000000000000000000000000000000000000000000000a
+  cairn init nullifiers --kind indexed --arity 4 --hash poseidon && seq 1 9 | cairn ingest nullifiers --format dec && cairn prove nullifiers --absent 0x0000000000000000000000000000000000000000000000000000000000000010 --proof-format circom --circuit-depth 4";
 
 /// Print the membership proof of one leaf.
 #[derive(clap::Args, Debug)]
@@ -138,7 +141,7 @@ pub enum ProofFormat {
     Json,
     /// @zk-kit/lean-imt's proof {root, leaf, index, siblings} (arity 2); an imt's: @zk-kit/imt's createProof.
     Zkkit,
-    /// The inputs of cairn's LeanIMTInclusion circom template (Poseidon).
+    /// The inputs of cairn's LeanIMTInclusion circom template (Poseidon); with --absent, of IndexedAbsence.
     Circom,
     /// The inputs of zk-kit's BinaryMerkleRoot circom template (arity 2, Poseidon).
     ZkkitCircom,
@@ -272,22 +275,37 @@ impl ProveCmd {
                 ),
             ));
         }
-        if format != ProofFormat::Json {
-            return Err(Failure::new(
-                Code::Usage,
-                anyhow!(
-                    "--proof-format is for lean trees; an indexed database prints its own proof JSON (or --binary)"
-                ),
-            ));
-        }
-        use crate::indexed::Query;
+        use crate::indexed::{Printed, Query};
         let query = match (self.absent, self.leaf, self.index) {
             (Some(value), _, _) => Query::Absent(value),
             (None, Some(value), _) => Query::Value(value),
             (None, None, Some(index)) => Query::Index(index),
             (None, None, None) => unreachable!("clap requires --index, --leaf or --absent"),
         };
-        crate::indexed::prove(dir, query, self.binary)
+        let printed = match format {
+            ProofFormat::Json if self.binary => Printed::Binary,
+            ProofFormat::Json => Printed::Json,
+            ProofFormat::Circom if matches!(query, Query::Absent(_)) => {
+                Printed::Circom(self.circuit_depth)
+            }
+            ProofFormat::Circom => {
+                return Err(Failure::new(
+                    Code::Usage,
+                    anyhow!(
+                        "--proof-format circom in an indexed database prints the inputs of the absence circuit (IndexedAbsence): use it with --absent 0x.., not --leaf or --index"
+                    ),
+                ));
+            }
+            ProofFormat::Zkkit | ProofFormat::ZkkitCircom => {
+                return Err(Failure::new(
+                    Code::Usage,
+                    anyhow!(
+                        "--proof-format zkkit and zkkit-circom are for lean trees; an indexed database prints its own proof JSON (or --binary), or with --absent the inputs of its absence circuit (--proof-format circom)"
+                    ),
+                ));
+            }
+        };
+        crate::indexed::prove(dir, query, printed)
     }
 
     fn prove_tiles(&self, tiles: &str) -> Result<MembershipProof, Failure> {

@@ -237,3 +237,79 @@ fn an_insertion_witness_verifies_against_the_head_before_it() {
     ])
     .invalid("size");
 }
+
+#[test]
+fn an_absence_proof_prints_the_inputs_of_the_absence_circuit() {
+    let dir = Dir::new();
+    let db = dir.path("set");
+    init(&db, 4, HashKind::Poseidon, &["--kind", "indexed"]);
+    let values: Vec<Hash> = [30u64, 10, 20]
+        .iter()
+        .map(|&v| cairn_core::indexed::index_word(v))
+        .collect();
+    ingest(&db, &values, &[]).success();
+    let tree =
+        IndexedTree::from_values(TreeConfig::new(arity(4), HashKind::Poseidon), &values).unwrap();
+    let absent = to_hex(&cairn_core::indexed::index_word(25));
+    let inputs = cairn(&[
+        "prove",
+        &db,
+        "--absent",
+        &absent,
+        "--proof-format",
+        "circom",
+        "--circuit-depth",
+        "3",
+    ])
+    .json();
+    // Leaf 3 (value 20) points at leaf 1 (value 30); the path has one
+    // hashing level of three siblings, then two rows of zeros.
+    assert_eq!(
+        inputs["root"],
+        cairn_core::decimal::to_decimal(&tree.root()).as_str()
+    );
+    for (field, want) in [
+        ("size", "4"),
+        ("value", "25"),
+        ("lowValue", "20"),
+        ("lowNextIndex", "1"),
+        ("lowNextValue", "30"),
+        ("lowIndex", "3"),
+    ] {
+        assert_eq!(inputs[field], want, "{field}: {inputs}");
+    }
+    let siblings = inputs["siblings"].as_array().unwrap();
+    assert_eq!(siblings.len(), 3);
+    assert_eq!(siblings[0].as_array().unwrap().len(), 3);
+    assert_eq!(siblings[2], serde_json::json!(["0", "0", "0"]));
+
+    // Membership has no absence circuit; zk-kit formats are lean trees';
+    // a circuit too shallow and another hash are refused.
+    let three = to_hex(&values[2]);
+    cairn(&["prove", &db, "--leaf", &three, "--proof-format", "circom"]).error(2, &["--absent"]);
+    cairn(&["prove", &db, "--absent", &absent, "--proof-format", "zkkit"])
+        .error(2, &["lean trees"]);
+    cairn(&[
+        "prove",
+        &db,
+        "--absent",
+        &absent,
+        "--proof-format",
+        "circom",
+        "--circuit-depth",
+        "0",
+    ])
+    .error(2, &["needs depth 1"]);
+    let other = dir.path("blake");
+    init(&other, 4, HashKind::Blake3, &["--kind", "indexed"]);
+    ingest(&other, &values, &[]).success();
+    cairn(&[
+        "prove",
+        &other,
+        "--absent",
+        &absent,
+        "--proof-format",
+        "circom",
+    ])
+    .error(2, &["Poseidon"]);
+}

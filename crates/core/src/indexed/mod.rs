@@ -11,6 +11,7 @@
 
 mod binary;
 mod error;
+mod interop;
 mod json;
 mod leaf;
 mod proof;

@@ -69,7 +69,7 @@ pub enum InteropError {
     },
 }
 
-fn decimal(value: &Hash) -> String {
+pub(crate) fn decimal(value: &Hash) -> String {
     format!("\"{}\"", crate::decimal::to_decimal(value))
 }
 
@@ -203,6 +203,26 @@ impl MembershipProof {
             });
         }
         self.require_poseidon("circom")?;
+        let (root, siblings) = self.circom_path(circuit_depth)?;
+        Ok(format!(
+            "{{\"root\":{},\"leaf\":{},\"index\":\"{}\",\"size\":\"{}\",\"siblings\":{}}}",
+            decimal(&root),
+            decimal(&self.leaf),
+            self.index,
+            self.size,
+            siblings
+        ))
+    }
+
+    /// The folded root and the `siblings` rows of cairn's circom templates
+    /// for a circuit of `circuit_depth` levels (default: the tree's depth):
+    /// one row of N - 1 decimal strings per level, a hashing level's
+    /// siblings then `"0"`s, a lifted level and the levels above the root
+    /// all `"0"`s (docs/spec.md section 10.3).
+    pub(crate) fn circom_path(
+        &self,
+        circuit_depth: Option<u32>,
+    ) -> Result<(Hash, String), InteropError> {
         let circuit_depth = self.circuit_depth(circuit_depth)?;
         let width = self.arity.get() - 1;
         let zero = || "\"0\"".to_owned();
@@ -223,14 +243,7 @@ impl MembershipProof {
         while rows.len() < circuit_depth as usize {
             rows.push(list(std::iter::repeat_with(zero).take(width)));
         }
-        Ok(format!(
-            "{{\"root\":{},\"leaf\":{},\"index\":\"{}\",\"size\":\"{}\",\"siblings\":{}}}",
-            decimal(&self.folded_root()?),
-            decimal(&self.leaf),
-            self.index,
-            self.size,
-            list(rows)
-        ))
+        Ok((self.folded_root()?, list(rows)))
     }
 
     /// zk-kit's compressed path: bit k is the position (0 left, 1 right) at

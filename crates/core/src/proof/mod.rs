@@ -11,7 +11,7 @@ mod binary;
 mod consistency;
 pub mod error;
 mod from_nodes;
-mod interop;
+pub(crate) mod interop;
 mod json;
 mod membership;
 
