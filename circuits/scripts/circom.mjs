@@ -24,11 +24,28 @@ export function compile(name, body) {
   writeFileSync(`${root}build/package.json`, '{"type": "commonjs"}\n');
   writeFileSync(`${root}${dir}/${name}.circom`, `pragma circom 2.1.5;\n${body}\n`);
   const started = performance.now();
-  const output = execFileSync(
-    process.execPath,
-    [circom, `${dir}/${name}.circom`, "--r1cs", "--wasm", "-o", dir, ...includes.flatMap((l) => ["-l", l])],
-    { cwd: root, maxBuffer: 1 << 24, stdio: ["ignore", "pipe", "pipe"] },
-  ).toString();
+  const run = () =>
+    execFileSync(
+      process.execPath,
+      [circom, `${dir}/${name}.circom`, "--r1cs", "--wasm", "-o", dir, ...includes.flatMap((l) => ["-l", l])],
+      { cwd: root, maxBuffer: 1 << 24, stdio: ["ignore", "pipe", "pipe"] },
+    ).toString();
+  // circom2's WASI shim reads a pointer past 2 GiB of wasm memory as a
+  // negative offset ("Start offset -N is outside the bounds of the
+  // buffer") when opening an output file; the arity-16 compiles hit it now
+  // and then, depending on the compiler's allocations. That failure is the
+  // shim's, not the circuit's: retry it (at most twice), fail on anything
+  // else.
+  let output;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      output = run();
+      break;
+    } catch (error) {
+      const shim = /Start offset -\d+ is outside the bounds of the buffer/.test(String(error.stderr ?? error.message));
+      if (!shim || attempt === 3) throw error;
+    }
+  }
   const seconds = (performance.now() - started) / 1000;
   const count = (label) => Number(new RegExp(`(?:^|\\s)${label}: (\\d+)`, "m").exec(output.replace(/\x1b\[[0-9;]*m/g, ""))?.[1]);
   return {
