@@ -24,8 +24,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use cairn_core::indexed::{
-    AbsenceProof, Duplicate as IndexedDuplicate, DuplicateOf as IndexedDuplicateOf, IndexedError,
-    IndexedLeaf, IndexedMembershipProof, IndexedSnapshot, IndexedTree, InsertionWitness,
+    AbsenceProof, IndexedError, IndexedLeaf, IndexedMembershipProof, IndexedSnapshot, IndexedTree,
+    InsertionWitness,
 };
 use cairn_core::{Hash, TreeConfig, TreeHead};
 use cairn_store::fs::Fs;
@@ -569,22 +569,10 @@ fn indexed_config(mut config: DbConfig) -> DbConfig {
 impl From<IndexedError> for DbError {
     fn from(error: IndexedError) -> DbError {
         match error {
-            IndexedError::Duplicates { batch, duplicates } => DbError::Duplicates {
-                batch,
-                duplicates: duplicates.into_iter().map(duplicate).collect(),
-            },
+            IndexedError::Duplicates { batch, duplicates } => {
+                DbError::Duplicates { batch, duplicates }
+            }
             other => DbError::Indexed(other),
         }
-    }
-}
-
-fn duplicate(d: IndexedDuplicate) -> Duplicate {
-    Duplicate {
-        position: d.position,
-        value: d.value,
-        of: match d.of {
-            IndexedDuplicateOf::Leaf(index) => DuplicateOf::Leaf(index),
-            IndexedDuplicateOf::Batch(position) => DuplicateOf::Batch(position),
-        },
     }
 }

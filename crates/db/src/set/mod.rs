@@ -34,25 +34,10 @@ const _: () = assert!(SHARD_BITS + TAG_BITS <= u64::BITS);
 /// Below this many values a batch is inserted by the calling thread alone.
 pub(crate) const PARALLEL_FROM: usize = 4096;
 
-/// Where a refused value already is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DuplicateOf {
-    /// The leaf at this index of the tree.
-    Leaf(u64),
-    /// An earlier value of the same batch (its position in the batch).
-    Batch(usize),
-}
-
-/// A value of a batch that the set already holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Duplicate {
-    /// Its position in the batch.
-    pub position: usize,
-    /// The value.
-    pub value: Hash,
-    /// Where it already is.
-    pub of: DuplicateOf,
-}
+/// A value of a batch that the set (or an indexed tree) already holds,
+/// and where it already is: the core's types, one for every kind of
+/// database, so an indexed database's refusals need no conversion.
+pub use cairn_core::indexed::{Duplicate, DuplicateOf};
 
 /// Figures about the set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
