@@ -189,14 +189,7 @@ pub fn run_indexed(
     config: ServerConfig,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServerError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("cairn-server")
-        .build()
-        .map_err(|source| ServerError::Io {
-            what: "starting the runtime",
-            source,
-        })?;
+    let runtime = crate::server::runtime()?;
     let db = Arc::new(db);
     let served = runtime.block_on(async {
         let signal = crate::server::shutdown_signal()?;

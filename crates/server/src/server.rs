@@ -178,6 +178,18 @@ pub fn run(dir: &Path, config: ServerConfig) -> Result<(), ServerError> {
     run_db(db, config, |_| {})
 }
 
+/// The multi-threaded runtime a server runs on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("cairn-server")
+        .build()
+        .map_err(|source| ServerError::Io {
+            what: "starting the runtime",
+            source,
+        })
+}
+
 /// [`run`] for an opened database; `ready` is called with the bound
 /// address before the first request is accepted.
 pub fn run_db(
@@ -185,14 +197,7 @@ pub fn run_db(
     config: ServerConfig,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServerError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("cairn-server")
-        .build()
-        .map_err(|source| ServerError::Io {
-            what: "starting the runtime",
-            source,
-        })?;
+    let runtime = runtime()?;
     let db = Arc::new(db);
     let served = runtime.block_on(async {
         let signal = shutdown_signal()?;
