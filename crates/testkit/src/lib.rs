@@ -1,9 +1,11 @@
 //! Test support shared by every cairn crate: a naive reference transcription
-//! of the tree spec, deterministic leaf generators, and the loader of the
-//! committed vectors under `test-vectors/`. Never used by production code.
+//! of the tree spec, deterministic leaf generators, the loader of the
+//! committed vectors under `test-vectors/`, and the kill -9 harness of the
+//! crash tests. Never used by production code.
 
 pub mod http;
 pub mod indexed;
+pub mod kill9;
 pub mod reference;
 pub mod s3;
 pub mod vectors;

@@ -27,11 +27,7 @@
 //! `CAIRN_DB_CRASH_KILLS=2000` for the slow variant (both).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairn_core::hex::{parse_hash, to_hex};
@@ -41,13 +37,14 @@ use cairn_store::CheckpointPolicy;
 use rand::{Rng, SeedableRng};
 
 use cairn_testkit::env_u64;
+use cairn_testkit::kill9::{AckFile, Victim, acknowledged_lines};
 
 use crate::support::*;
 
 const CHILD_ENV: &str = "CAIRN_DB_CRASH_CHILD_DIR";
 const ACKS_ENV: &str = "CAIRN_DB_CRASH_ACKS";
 const SEED_ENV: &str = "CAIRN_DB_CRASH_SEED";
-/// Set (to anything) in the child's environment for a fixed-depth tree.
+/// Non-empty in the child's environment for a fixed-depth tree.
 const FIXED_ENV: &str = "CAIRN_DB_CRASH_FIXED";
 const N: u64 = 3;
 const HASH: HashKind = HashKind::Blake3;
@@ -147,9 +144,10 @@ fn duplicates_of(items: &[Item]) -> Vec<Duplicate> {
     out
 }
 
-/// The acknowledgement file: lines appended and fsynced as a group.
+/// The acknowledgement file, and lines to go out with the next
+/// acknowledgement (they count only with it).
 struct Acks {
-    file: File,
+    file: AckFile,
     pending: String,
 }
 
@@ -164,8 +162,7 @@ impl Acks {
                 to_hex(&value_at(end - 1))
             ));
         }
-        self.file.write_all(self.pending.as_bytes()).unwrap();
-        self.file.sync_data().unwrap();
+        self.file.record(&self.pending);
         self.pending.clear();
     }
 }
@@ -180,14 +177,11 @@ fn crash_child() {
     let seed: u64 = std::env::var(SEED_ENV).unwrap().parse().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut acks = Acks {
-        file: OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(std::env::var(ACKS_ENV).unwrap())
-            .unwrap(),
+        file: AckFile::open(std::env::var(ACKS_ENV).unwrap()),
         pending: String::new(),
     };
-    let db = Db::open_with(&dir, child_config(std::env::var_os(FIXED_ENV).is_some())).unwrap();
+    let fixed = std::env::var_os(FIXED_ENV).is_some_and(|v| !v.is_empty());
+    let db = Db::open_with(&dir, child_config(fixed)).unwrap();
     let mut next = db.size();
     loop {
         let roll = rng.gen_range(0..100);
@@ -293,11 +287,7 @@ struct Acknowledged {
 impl Acknowledged {
     /// Reads the complete lines of `path` (a torn last line is ignored).
     fn read(&mut self, path: &Path) {
-        let Ok(text) = std::fs::read_to_string(path) else {
-            return;
-        };
-        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-        for line in complete.lines() {
+        for line in acknowledged_lines(path) {
             let mut words = line.split(' ');
             match words.next() {
                 Some(what @ ("ack" | "checkpoint")) => {
@@ -386,7 +376,6 @@ fn kill_rounds(fixed: bool, default_kills: u64) {
     let kills = env_u64("CAIRN_DB_CRASH_KILLS", default_kills);
     let tree = tree_of(fixed);
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x00db_c4a5);
     let started = Instant::now();
     let mut generation = 0;
@@ -404,34 +393,19 @@ fn kill_rounds(fixed: bool, default_kills: u64) {
     let (mut leaves, mut refused, mut checkpoints, mut set_files) = (0u64, 0usize, 0usize, 0u64);
     for round in 0..kills {
         let acks = dir.path().join(format!("acks{round}"));
-        let stderr = dir.path().join("child.stderr");
-        let mut command = Command::new(&exe);
-        if fixed {
-            command.env(FIXED_ENV, "1");
-        }
-        let mut child = command
-            .args([
-                "--exact",
-                "crash::crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, &path)
-            .env(ACKS_ENV, &acks)
-            .env(SEED_ENV, round.to_string())
-            .stdout(Stdio::null())
-            .stderr(File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.gen_range(5..120)));
-        child.kill().unwrap(); // SIGKILL
-        let status = child.wait().unwrap();
-        assert_eq!(
-            status.signal(),
-            Some(9),
-            "round {round}: the child ended on its own ({status}):\n{}",
-            std::fs::read_to_string(&stderr).unwrap_or_default()
+        let seed = round.to_string();
+        let fixed_env = if fixed { "1" } else { "" };
+        let victim = Victim::start(
+            "crash::crash_child",
+            [
+                (CHILD_ENV, path.as_os_str()),
+                (ACKS_ENV, acks.as_os_str()),
+                (SEED_ENV, seed.as_ref()),
+                (FIXED_ENV, fixed_env.as_ref()),
+            ],
         );
+        std::thread::sleep(Duration::from_millis(rng.gen_range(5..120)));
+        victim.kill();
         acknowledged.read(&acks);
         let db = Db::open(&path).unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
         assert_eq!(db.config().tree(), tree, "round {round}: the stored tree");

@@ -16,11 +16,7 @@
 //!
 //! 30 kills in CI; `CAIRN_INDEXED_CRASH_KILLS=1000` for a slow variant.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use cairn_core::indexed::IndexedTree;
@@ -28,6 +24,7 @@ use cairn_core::{Arity, Hash, HashKind};
 use cairn_db::{DbConfig, DbError, IndexedDb};
 use cairn_store::CheckpointPolicy;
 use cairn_testkit::env_u64;
+use cairn_testkit::kill9::{AckFile, Victim, acknowledged_lines};
 use rand::{Rng, SeedableRng};
 
 use crate::support::*;
@@ -55,17 +52,6 @@ fn child_config() -> DbConfig {
     config
 }
 
-/// Lines appended and fsynced before an acknowledgement counts.
-struct Acks(File);
-
-impl Acks {
-    fn record(&mut self, line: &str) {
-        self.0.write_all(line.as_bytes()).unwrap();
-        self.0.write_all(b"\n").unwrap();
-        self.0.sync_data().unwrap();
-    }
-}
-
 /// The writer. A no-op unless started by
 /// `kill_9_never_loses_an_acknowledged_value_of_an_indexed_database`.
 #[test]
@@ -75,13 +61,7 @@ fn crash_child() {
     };
     let seed: u64 = std::env::var(SEED_ENV).unwrap().parse().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut acks = Acks(
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(std::env::var(ACKS_ENV).unwrap())
-            .unwrap(),
-    );
+    let mut acks = AckFile::open(std::env::var(ACKS_ENV).unwrap());
     let db = IndexedDb::open_in(
         std::sync::Arc::new(cairn_store::StdFs),
         Path::new(&dir),
@@ -97,7 +77,7 @@ fn crash_child() {
             next += 1;
             if rng.gen_bool(0.2) {
                 inserted.token.wait(WAIT).unwrap();
-                acks.record(&format!("durable {}", inserted.token.end()));
+                acks.record(&format!("durable {}\n", inserted.token.end()));
             }
         } else if roll < 75 {
             let count = rng.gen_range(2..400);
@@ -106,7 +86,7 @@ fn crash_child() {
             next += count;
             if rng.gen_bool(0.3) {
                 inserted.token.wait(WAIT).unwrap();
-                acks.record(&format!("durable {}", inserted.token.end()));
+                acks.record(&format!("durable {}\n", inserted.token.end()));
             }
         } else if roll < 85 {
             let count = rng.gen_range(1..20);
@@ -120,7 +100,7 @@ fn crash_child() {
                 .verify(Arity::new(N).unwrap(), HASH, &before)
                 .unwrap();
             assert_eq!(after.size, next + 1);
-            acks.record(&format!("durable {next}"));
+            acks.record(&format!("durable {next}\n"));
         } else if roll < 93 {
             if next > 0 {
                 let old = rng.gen_range(0..next);
@@ -131,12 +111,12 @@ fn crash_child() {
             }
         } else if roll < 97 {
             db.checkpoint().unwrap();
-            acks.record(&format!("durable {next}"));
+            acks.record(&format!("durable {next}\n"));
         } else {
             let finalized = db.finalized_size() - 1;
             if next > finalized {
                 let to = rng.gen_range(finalized..=next);
-                acks.record(&format!("rollback {to}"));
+                acks.record(&format!("rollback {to}\n"));
                 db.truncate(to + 1).unwrap();
                 next = to;
             }
@@ -147,11 +127,7 @@ fn crash_child() {
 /// The lowest size a recovery may show: the largest durable size
 /// acknowledged, lowered by every rollback begun after it.
 fn floor(path: &Path, mut acked: u64) -> u64 {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return acked;
-    };
-    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-    for line in complete.lines() {
+    for line in acknowledged_lines(path) {
         let (what, n) = line.split_once(' ').unwrap();
         let n: u64 = n.parse().unwrap();
         match what {
@@ -167,7 +143,6 @@ fn floor(path: &Path, mut acked: u64) -> u64 {
 fn kill_9_never_loses_an_acknowledged_value_of_an_indexed_database() {
     let kills = env_u64("CAIRN_INDEXED_CRASH_KILLS", 30);
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x1dec);
     let new_db = |generation: u32| -> PathBuf {
         let path = dir.path().join(format!("db{generation}"));
@@ -183,30 +158,17 @@ fn kill_9_never_loses_an_acknowledged_value_of_an_indexed_database() {
     let (mut recovered_total, mut losses) = (0u64, 0u32);
     for round in 0..kills {
         let acks = dir.path().join(format!("acks{round}"));
-        let stderr = dir.path().join("child.stderr");
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "indexed_crash::crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, &path)
-            .env(ACKS_ENV, &acks)
-            .env(SEED_ENV, round.to_string())
-            .stdout(Stdio::null())
-            .stderr(File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.gen_range(20..200)));
-        child.kill().unwrap();
-        let status = child.wait().unwrap();
-        assert_eq!(
-            status.signal(),
-            Some(9),
-            "round {round}: the child ended on its own ({status}):\n{}",
-            std::fs::read_to_string(&stderr).unwrap_or_default()
+        let seed = round.to_string();
+        let victim = Victim::start(
+            "indexed_crash::crash_child",
+            [
+                (CHILD_ENV, path.as_os_str()),
+                (ACKS_ENV, acks.as_os_str()),
+                (SEED_ENV, seed.as_ref()),
+            ],
         );
+        std::thread::sleep(Duration::from_millis(rng.gen_range(20..200)));
+        victim.kill();
         let want = floor(&acks, acked);
         let db =
             IndexedDb::open(&path).unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));

@@ -5,19 +5,19 @@
 //! fixed-depth one in CI; set `CAIRN_CRASH_KILLS=2000` for the slow variant
 //! (both).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairn_core::TreeConfig;
 use cairn_store::Store;
+use cairn_testkit::kill9::Victim;
 use rand::{Rng, SeedableRng};
 
 use crate::support::*;
 
 const CHILD_ENV: &str = "CAIRN_CRASH_CHILD_DIR";
-/// Set (to anything) in the child's environment for a fixed-depth tree.
+const SEED_ENV: &str = "CAIRN_CRASH_SEED";
+/// Non-empty in the child's environment for a fixed-depth tree.
 const FIXED_ENV: &str = "CAIRN_CRASH_CHILD_FIXED";
 const N: u64 = 3;
 const LOG_SHIFT: u8 = 10;
@@ -37,9 +37,10 @@ fn crash_child() {
     let Ok(dir) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let seed: u64 = std::env::var("CAIRN_CRASH_SEED").unwrap().parse().unwrap();
+    let seed: u64 = std::env::var(SEED_ENV).unwrap().parse().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut cfg = config_of(tree(std::env::var_os(FIXED_ENV).is_some()), LOG_SHIFT);
+    let fixed = std::env::var_os(FIXED_ENV).is_some_and(|v| !v.is_empty());
+    let mut cfg = config_of(tree(fixed), LOG_SHIFT);
     // A background flush too, so commits race with kills from two threads.
     cfg.flush_interval = Some(Duration::from_millis(2));
     let store = Store::open_or_create(std_fs(), Path::new(&dir), cfg).unwrap();
@@ -95,60 +96,39 @@ fn kill_rounds(fixed: bool, default_kills: u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut generation = 0;
     let mut db = dir.path().join("db0");
-    let exe = std::env::current_exe().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0xc4a5);
     let mut acknowledged = 0u64;
     let mut recovered = 0u64;
     let mut checkpoints = 0;
     let started = Instant::now();
     for round in 0..kills {
-        let mut command = Command::new(&exe);
-        if fixed {
-            command.env(FIXED_ENV, "1");
-        }
-        let mut child = command
-            .args([
-                "--exact",
-                "crash::crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, &db)
-            .env("CAIRN_CRASH_SEED", round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (opened_tx, opened) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut last = 0u64;
-            let mut checkpoints = 0;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                // libtest prints "test crash::crash_child ... " first, on the same line.
-                if line.ends_with("opened") {
-                    let _ = opened_tx.send(());
-                } else if let Some(end) = line.strip_prefix("ack ") {
-                    last = last.max(end.parse().unwrap());
-                } else if line == "checkpoint" {
-                    checkpoints += 1;
-                }
-            }
-            (last, checkpoints)
-        });
+        let fixed_env = if fixed { "1" } else { "" };
+        let seed = round.to_string();
+        let victim = Victim::start(
+            "crash::crash_child",
+            [
+                (CHILD_ENV, db.as_os_str()),
+                (SEED_ENV, seed.as_ref()),
+                (FIXED_ENV, fixed_env.as_ref()),
+            ],
+        );
         // Three rounds in four kill while appending, within 10 ms of the
         // open (however slow a loaded machine made the start: a child
         // appends tens of thousands of leaves a millisecond); the rest at
         // any moment, creation and recovery included.
-        if rng.gen_bool(0.75) && opened.recv_timeout(WAIT).is_ok() {
+        if rng.gen_bool(0.75) && victim.opened(WAIT) {
             std::thread::sleep(Duration::from_micros(rng.gen_range(0..10_000)));
         } else {
             std::thread::sleep(Duration::from_millis(rng.gen_range(5..60)));
         }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        let (acked, cps) = reader.join().unwrap();
+        let (mut acked, mut cps) = (0u64, 0);
+        for line in victim.kill() {
+            if let Some(end) = line.strip_prefix("ack ") {
+                acked = acked.max(end.parse().unwrap());
+            } else if line == "checkpoint" {
+                cps += 1;
+            }
+        }
         acknowledged = acknowledged.max(acked);
         checkpoints += cps;
         if !db.join("cairn.meta").exists() {

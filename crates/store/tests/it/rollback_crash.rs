@@ -12,18 +12,18 @@
 //! finalized size between the acknowledged and the asked-for one.
 //! 100 kills in CI; `CAIRN_ROLLBACK_KILLS=1000` for a longer run.
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairn_core::{Hash, LeanImt};
 use cairn_store::{BlockTag, FLAG_EXPLICIT_FINALITY, Store, StoreConfig};
+use cairn_testkit::kill9::Victim;
 use rand::{Rng, SeedableRng};
 
 use crate::support::{WAIT, config, std_fs, tree_config};
 
 const CHILD_ENV: &str = "CAIRN_ROLLBACK_CHILD_DIR";
+const SEED_ENV: &str = "CAIRN_ROLLBACK_SEED";
 const N: u64 = 3;
 const LOG_SHIFT: u8 = 10;
 
@@ -59,10 +59,7 @@ fn rollback_crash_child() {
     let Ok(dir) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let seed: u64 = std::env::var("CAIRN_ROLLBACK_SEED")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let seed: u64 = std::env::var(SEED_ENV).unwrap().parse().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     // The harness's "test ... " has no newline: end its line.
     println!();
@@ -174,7 +171,6 @@ struct History {
 
 impl History {
     fn apply(&mut self, line: &str) {
-        let line = line.rsplit_once("... ").map_or(line, |(_, ours)| ours);
         let words: Vec<&str> = line.split(' ').collect();
         match words[..] {
             ["append", block, hash, count] => {
@@ -281,61 +277,24 @@ fn kill_9_during_rollbacks_never_loses_an_acknowledged_leaf_or_tag() {
     let kills = cairn_testkit::env_u64("CAIRN_ROLLBACK_KILLS", 100);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    let exe = std::env::current_exe().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x7011_bac6);
     let mut history = History::default();
     let started = Instant::now();
     let (mut inside, mut opened_before, mut rollbacks, mut max_size) = (0, 0, 0u64, 0u64);
     for round in 0..kills {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "rollback_crash::rollback_crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, &db)
-            .env("CAIRN_ROLLBACK_SEED", round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr = child.stderr.take().unwrap();
-        let (opened_tx, opened) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(|line| line.ok())
-                .inspect(|line| {
-                    if line == "opened" {
-                        let _ = opened_tx.send(());
-                    }
-                })
-                .collect::<Vec<String>>()
-        });
-        let errors = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        });
+        let seed = round.to_string();
+        let victim = Victim::start(
+            "rollback_crash::rollback_crash_child",
+            [(CHILD_ENV, db.as_os_str()), (SEED_ENV, seed.as_ref())],
+        );
         // Three rounds in four kill while following (the child has opened,
         // however slow a loaded machine made its start); the rest at any
         // moment, creation and recovery included.
         if rng.gen_bool(0.75) {
-            let _ = opened.recv_timeout(Duration::from_secs(30));
+            victim.opened(Duration::from_secs(30));
         }
         std::thread::sleep(Duration::from_millis(rng.gen_range(5..60)));
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!(
-                "round {round}: the child exited by itself ({status}): {}",
-                errors.join().unwrap()
-            );
-        }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        let lines = reader.join().unwrap();
-        drop(errors);
+        let lines = victim.kill();
         for line in &lines {
             history.apply(line);
             if line.starts_with("truncate") && line != "truncated" {
