@@ -8,8 +8,11 @@ at that rate), the time to drain once appends stop, and what was written.
         [--seconds 20] [--s3] [--arity 4]
 
 With --s3 the tiles go to an s3s-fs server this script starts on
-127.0.0.1 (scripts/install-s3-server installs it); else to a directory.
-Everything runs on 127.0.0.1 and stops by itself.
+127.0.0.1 (scripts/install-s3-server installs it); with --s3-endpoint URL
+(and --s3-store s3://BUCKET/PREFIX) to an S3-compatible server already
+running there, credentials from the usual AWS_* variables
+(scripts/garage_bench.sh runs it against a Garage cluster); else to a
+directory. Everything runs on 127.0.0.1 and stops by itself.
 """
 
 import argparse
@@ -63,7 +66,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--arity", type=int, default=4)
     parser.add_argument("--interval-ms", type=int, default=100, help="--publish-interval-ms")
-    parser.add_argument("--s3", action="store_true")
+    parser.add_argument("--s3", action="store_true", help="start s3s-fs and publish to it")
+    parser.add_argument("--s3-endpoint", help="publish to this running S3-compatible server")
+    parser.add_argument("--s3-store", default="s3://tiles/lag", help="with --s3-endpoint: where")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="cairn-lag-")
@@ -72,12 +77,17 @@ def main():
         db = os.path.join(work, "db")
         subprocess.run([args.cairn, "init", db, "--arity", str(args.arity), "--hash", "blake3"], check=True, stdout=subprocess.DEVNULL)
         env = dict(os.environ, CAIRN_LOG="error")
-        if args.s3:
+        if args.s3_endpoint:
+            store = ["--publish", args.s3_store, "--s3-endpoint", args.s3_endpoint]
+            where = f"{args.s3_store} at {args.s3_endpoint}"
+        elif args.s3:
             s3, endpoint = start_s3(os.path.join(work, "s3"))
+            where = "s3 (s3s-fs on 127.0.0.1)"
             store = ["--publish", "s3://tiles/lag", "--s3-endpoint", endpoint]
             env.update(AWS_ACCESS_KEY_ID="lag", AWS_SECRET_ACCESS_KEY="lag-secret", AWS_REGION="us-east-1")
         else:
             store = ["--publish", os.path.join(work, "tiles")]
+            where = "directory"
         server = subprocess.Popen(
             [args.cairn, "serve", db, "--listen", "127.0.0.1:0", "--publish-interval-ms", str(args.interval_ms), *store],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True,
@@ -129,7 +139,7 @@ def main():
         samples.sort()
         pick = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))]
         rate = sent / appended_for
-        print(f"store: {'s3 (s3s-fs on 127.0.0.1)' if args.s3 else 'directory'}; arity {args.arity}; publish interval {args.interval_ms} ms")
+        print(f"store: {where}; arity {args.arity}; publish interval {args.interval_ms} ms")
         print(f"appended {sent} leaves in {appended_for:.1f} s: {rate:.0f} leaves/s")
         print(f"lag (leaves, {len(samples)} samples): p50 {pick(0.5):.0f}, p99 {pick(0.99):.0f}, max {samples[-1]:.0f}")
         print(f"lag at that rate: p50 {pick(0.5) / rate * 1e3:.0f} ms, p99 {pick(0.99) / rate * 1e3:.0f} ms, max {samples[-1] / rate * 1e3:.0f} ms")

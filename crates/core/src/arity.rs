@@ -27,10 +27,9 @@ impl Arity {
 
     /// `n` as an arity, or an error if it is outside 2..=16.
     pub fn new(n: u64) -> Result<Arity, ArityError> {
-        if (MIN_ARITY as u64..=MAX_ARITY as u64).contains(&n) {
-            Ok(Arity(n as u8))
-        } else {
-            Err(ArityError { got: n.to_string() })
+        match u8::try_from(n) {
+            Ok(byte) if (MIN_ARITY as u64..=MAX_ARITY as u64).contains(&n) => Ok(Arity(byte)),
+            _ => Err(ArityError { got: n.to_string() }),
         }
     }
 
@@ -46,9 +45,15 @@ impl Arity {
         self.0 as u64
     }
 
+    /// The arity as the one byte the encodings hold.
+    #[inline]
+    pub const fn byte(self) -> u8 {
+        self.0
+    }
+
     /// Every supported arity, ascending.
     pub fn all() -> impl Iterator<Item = Arity> {
-        (MIN_ARITY as u8..=MAX_ARITY as u8).map(Arity)
+        (MIN_ARITY as u64..=MAX_ARITY as u64).map(|n| Arity::new(n).expect("in range"))
     }
 }
 

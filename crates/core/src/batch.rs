@@ -106,7 +106,7 @@ mod tests {
         );
         let mut leaves = [[0u8; 32]; 5];
         for (i, leaf) in leaves.iter_mut().enumerate() {
-            leaf[31] = i as u8;
+            leaf[31] = i.to_le_bytes()[0];
         }
         let checked = poseidon.check_leaves(&leaves).unwrap();
         assert_eq!((checked.count(), checked.hash()), (5, HashKind::Poseidon));

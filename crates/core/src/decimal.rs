@@ -71,7 +71,10 @@ pub fn parse_field_element(text: &str) -> Result<Hash, DecimalError> {
         let mut carry = u128::from(digit);
         for limb in &mut limbs {
             let wide = u128::from(*limb) * 10 + carry;
-            *limb = wide as u64;
+            #[allow(clippy::cast_possible_truncation)] // the low 64 bits; the rest carries
+            {
+                *limb = wide as u64;
+            }
             carry = wide >> 64;
         }
         if carry != 0 {
@@ -106,10 +109,11 @@ pub fn to_decimal(value: &Hash) -> String {
         let mut remainder = 0u128;
         for limb in limbs.iter_mut().rev() {
             let wide = (remainder << 64) | u128::from(*limb);
-            *limb = (wide / u128::from(CHUNK)) as u64;
+            // wide < CHUNK * 2^64 (remainder < CHUNK), so the quotient fits.
+            *limb = u64::try_from(wide / u128::from(CHUNK)).expect("a quotient below 2^64");
             remainder = wide % u128::from(CHUNK);
         }
-        chunks.push(remainder as u64);
+        chunks.push(u64::try_from(remainder).expect("a remainder below 10^19"));
     }
     let Some((top, rest)) = chunks.split_last() else {
         return "0".to_owned();

@@ -157,7 +157,7 @@ pub fn parse_hash(text: &str) -> Result<Hash, HexError> {
             let c = bytes[2 * i + offset];
             (c as char)
                 .to_digit(16)
-                .map(|d| d as u8)
+                .and_then(|d| u8::try_from(d).ok())
                 .ok_or_else(|| HexError::BadDigit {
                     text: shorten(text),
                     position: 2 + 2 * i + offset,
@@ -177,7 +177,9 @@ mod tests {
         let mut value = [0u8; 32];
         for seed in 0..=255u8 {
             for (i, byte) in value.iter_mut().enumerate() {
-                *byte = seed.wrapping_mul(31).wrapping_add(i as u8 * 7);
+                *byte = seed
+                    .wrapping_mul(31)
+                    .wrapping_add(u8::try_from(i).unwrap() * 7);
             }
             let naive: String = std::iter::once("0x".to_string())
                 .chain(value.iter().map(|b| format!("{b:02x}")))

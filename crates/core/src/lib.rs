@@ -6,9 +6,13 @@
 //! Architecture invariant: this crate does no file or network I/O. Storage
 //! lives in the engine crate; everything here is deterministic computation.
 
+// Narrowing casts are checked conversions or name their argument ([`cast`]).
+#![warn(clippy::cast_possible_truncation)]
+
 pub mod arity;
 mod batch;
 mod build;
+pub mod cast;
 pub mod decimal;
 pub mod error;
 pub mod hash;

@@ -7,6 +7,7 @@
 //! has the same level lengths, and every one of its `depth` levels hashes).
 
 use crate::Arity;
+use crate::cast::to_usize;
 use crate::kind::TreeKind;
 
 /// What the shape arithmetic needs of a tree: its arity and, for a
@@ -211,12 +212,12 @@ impl Iterator for Path {
             ),
         };
         let group_start = self.index_at_level - position;
-        let group_len = (self.size_at_level - group_start).min(self.arity) as usize;
+        let group_len = to_usize((self.size_at_level - group_start).min(self.arity));
         let step = PathStep {
             level: self.level,
             group_start,
             group_len,
-            position: position as usize,
+            position: to_usize(position),
             pads: self.pad_to > 0,
         };
         self.size_at_level = parent_len;
@@ -289,8 +290,8 @@ fn steps(
         let step = ConsistencyStep {
             level,
             edge,
-            left: (edge - group_start) as usize,
-            right: (group_end - edge - 1) as usize,
+            left: to_usize(edge - group_start),
+            right: to_usize(group_end - edge - 1),
             below_old_root: old_len > 1 || level < pad_to,
         };
         edge /= n;
@@ -315,6 +316,7 @@ pub fn consistency_hash_count(old_size: u64, new_size: u64, arity: Arity) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cast::to_usize;
 
     fn arity(n: u64) -> Arity {
         Arity::new(n).unwrap()
@@ -402,9 +404,10 @@ mod tests {
         // Found by fuzzing the consistency decoder: a header of u64::MAX sizes.
         for n in [2, 3, 16] {
             let count = consistency_hash_count(u64::MAX, u64::MAX, arity(n));
-            assert!(count <= (n as usize - 1) * 64);
+            assert!(count <= (to_usize(n) - 1) * 64);
             assert!(
-                membership_sibling_count(u64::MAX - 1, u64::MAX, arity(n)) <= (n as usize - 1) * 64
+                membership_sibling_count(u64::MAX - 1, u64::MAX, arity(n))
+                    <= (to_usize(n) - 1) * 64
             );
             assert_eq!(
                 consistency_hash_count(1, u64::MAX, arity(n)),

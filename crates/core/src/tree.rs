@@ -10,6 +10,8 @@
 //! `depth(size)`, a non-empty fixed-depth tree's is its depth. Nothing ever
 //! changes except the right edge of each level.
 
+use crate::cast::level_number;
+use crate::cast::to_usize;
 use std::borrow::Cow;
 
 use rayon::prelude::*;
@@ -280,7 +282,7 @@ impl LeanImt {
         if self.is_committed() {
             return;
         }
-        self.rehash_from(0, self.hashed as usize);
+        self.rehash_from(0, to_usize(self.hashed));
     }
 
     /// Recomputes every level above `level` whose nodes cover leaves from
@@ -297,7 +299,7 @@ impl LeanImt {
             crate::build::rehash_level(
                 self.config.hash,
                 arity,
-                self.zeros.pad(level as u32),
+                self.zeros.pad(level_number(level)),
                 &lower[level],
                 &mut upper[0],
                 dirty,
@@ -405,11 +407,11 @@ impl LeanImt {
         let dirty = self.hashed.min(size.saturating_sub(1));
         let levels = self.config.levels_len(size);
         self.levels.truncate(levels);
-        self.levels[0].truncate(size as usize);
+        self.levels[0].truncate(to_usize(size));
         let mut keep = dirty;
         for level in self.levels.iter_mut().skip(1) {
             keep /= n;
-            level.truncate((keep as usize).min(level.len()));
+            level.truncate(to_usize(keep).min(level.len()));
         }
         // A tree with no level above the leaves is committed as it stands.
         self.hashed = if levels == 1 { size } else { dirty };
@@ -497,7 +499,7 @@ impl LeanImt {
             let above_top = index + 1 >= want_levels;
             if above_top || pair[1].len() != want {
                 return Err(TreeError::LevelShape {
-                    level: index as u32 + 1,
+                    level: level_number(index) + 1,
                     got: pair[1].len() as u64,
                     want: if above_top { 0 } else { want as u64 },
                 });
@@ -506,7 +508,7 @@ impl LeanImt {
         let top = levels.len() - 1;
         if levels.len() < want_levels {
             return Err(TreeError::LevelShape {
-                level: top as u32 + 1,
+                level: level_number(top) + 1,
                 got: 0,
                 want: levels[top].len().div_ceil(n) as u64,
             });
@@ -540,7 +542,7 @@ impl LeanImt {
                     crate::build::fill_parents(
                         self.config.hash,
                         n,
-                        self.zeros.pad(level as u32 - 1),
+                        self.zeros.pad(level_number(level) - 1),
                         children,
                         first,
                         &mut want,
@@ -553,7 +555,7 @@ impl LeanImt {
                         .map(|offset| (first + offset) as u64)
                 });
             if let Some(index) = mismatch {
-                return Some((level as u32, index));
+                return Some((level_number(level), index));
             }
         }
         None
@@ -762,14 +764,14 @@ impl<'a> View<'a> {
         // siblings), so it is in `levels` even for a snapshot.
         let arity = config.arity;
         let mut edge = Vec::with_capacity(config.depth_at(size) as usize + 1);
-        let mut node = levels[0].at((size - 1) as usize);
+        let mut node = levels[0].at(to_usize(size - 1));
         edge.push((size - 1, node));
         let mut buffer = [[0u8; 32]; crate::hash::MAX_GROUP];
         for step in config.shape().path(size - 1, size) {
             if step.hashes() {
                 // The path node is the last member of its group.
                 let level = &levels[step.level as usize];
-                level.copy_to(step.group_start as usize, &mut buffer[..step.position]);
+                level.copy_to(to_usize(step.group_start), &mut buffer[..step.position]);
                 buffer[step.position] = node;
                 node = crate::kind::group_parent(
                     config.hash,
@@ -836,7 +838,7 @@ impl<'a> View<'a> {
                 return value;
             }
         }
-        self.levels[level as usize].at(index as usize)
+        self.levels[level as usize].at(to_usize(index))
     }
 
     /// The nodes `[start, start + len)` of `level` as one stored slice, when
@@ -850,7 +852,7 @@ impl<'a> View<'a> {
             return None;
         }
         let levels: &'a [Level] = self.levels;
-        levels[level as usize].run_from(start as usize).get(..len)
+        levels[level as usize].run_from(to_usize(start)).get(..len)
     }
 
     /// For a group whose last member is the right-edge node held apart: its
@@ -869,7 +871,7 @@ impl<'a> View<'a> {
         }
         let levels: &'a [Level] = self.levels;
         let prefix = levels[level as usize]
-            .run_from(start as usize)
+            .run_from(to_usize(start))
             .get(..len - 1)?;
         Some((prefix, value))
     }
@@ -883,7 +885,7 @@ impl<'a> View<'a> {
                     *slot = self.node(level, start + offset as u64);
                 }
             }
-            _ => self.levels[level as usize].copy_to(start as usize, out),
+            _ => self.levels[level as usize].copy_to(to_usize(start), out),
         }
     }
 }
@@ -891,6 +893,7 @@ impl<'a> View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cast::{level_number, to_usize};
     use crate::level::SEGMENT_LEN;
 
     fn leaves(count: usize) -> Vec<Hash> {
@@ -925,7 +928,7 @@ mod tests {
     fn from_leaves_equals_append_and_commit_at_every_level() {
         let all = leaves(4096 * 16 + 300);
         for n in 2..=16u64 {
-            let n_usize = n as usize;
+            let n_usize = to_usize(n);
             let mut sizes = vec![2, 3, n_usize - 1, n_usize, n_usize + 1, 128, 129];
             sizes.extend([128 * n_usize - 1, 128 * n_usize, 128 * n_usize + 1, 1000]);
             sizes.extend([4096 * n_usize + 7, crate::level::SEGMENT_LEN + 5]);
@@ -1012,7 +1015,7 @@ mod tests {
         let mut level = leaves.to_vec();
         while level.len() > 1 {
             level = level
-                .chunks(n as usize)
+                .chunks(to_usize(n))
                 .map(|g| {
                     if g.len() == 1 {
                         g[0]
@@ -1084,12 +1087,12 @@ mod tests {
         for n in [2, 3, 4, 5, 16] {
             let mut tree = LeanImt::from_leaves(config(n), &l).unwrap();
             for size in 0..=70u64 {
-                let mut old = LeanImt::from_leaves(config(n), &l[..size as usize]).unwrap();
+                let mut old = LeanImt::from_leaves(config(n), &l[..to_usize(size)]).unwrap();
                 let view = tree.at_size(size).unwrap();
                 assert_eq!(view.root(), old.root(), "arity {n} size {size}");
                 for (level, nodes) in old.dump().iter().enumerate() {
                     for (index, node) in nodes.iter().enumerate() {
-                        assert_eq!(view.node(level as u32, index as u64), *node);
+                        assert_eq!(view.node(level_number(level), index as u64), *node);
                     }
                 }
             }
@@ -1114,9 +1117,9 @@ mod tests {
             assert!(empty.prove(0).is_err());
             for snapshot in &snapshots {
                 let size = snapshot.size();
-                let mut fresh = LeanImt::from_leaves(config(n), &l[..size as usize]).unwrap();
+                let mut fresh = LeanImt::from_leaves(config(n), &l[..to_usize(size)]).unwrap();
                 assert_eq!(snapshot.head(), fresh.head(), "arity {n} size {size}");
-                assert_eq!(snapshot.leaf(size - 1), Some(l[size as usize - 1]));
+                assert_eq!(snapshot.leaf(size - 1), Some(l[to_usize(size) - 1]));
                 assert_eq!(snapshot.leaf(size), None);
                 for index in [0, size / 2, size - 1] {
                     let proof = snapshot.prove(index).unwrap();
@@ -1138,7 +1141,7 @@ mod tests {
                 // The final nodes plus the edge are exactly the fresh tree's levels.
                 for (level, nodes) in fresh.dump().iter().enumerate() {
                     let stored: Vec<Hash> =
-                        snapshot.final_nodes(level as u32).iter().copied().collect();
+                        snapshot.final_nodes(level_number(level)).iter().copied().collect();
                     assert_eq!(stored[..], nodes[..nodes.len() - 1]);
                     assert_eq!(snapshot.edge()[level].1, *nodes.last().unwrap());
                 }
@@ -1162,7 +1165,7 @@ mod tests {
                     }
                     let before = share.then(|| tree.snapshot());
                     tree.truncate(size).unwrap();
-                    let mut fresh = LeanImt::from_leaves(config(n), &l[..size as usize]).unwrap();
+                    let mut fresh = LeanImt::from_leaves(config(n), &l[..to_usize(size)]).unwrap();
                     assert_eq!(tree.head(), fresh.head(), "arity {n} size {size}");
                     assert_eq!(tree.dump(), fresh.dump(), "arity {n} size {size}");
                     // The indices are reused, and the result is the tree of the new leaves.
@@ -1203,7 +1206,7 @@ mod tests {
         tree.truncate(cut).unwrap();
         let fresh_leaves: Vec<Hash> = l[..1200].iter().map(|x| x.map(|b| b ^ 0x5a)).collect();
         tree.append_batch(&fresh_leaves).unwrap();
-        let mut want = l[..cut as usize].to_vec();
+        let mut want = l[..to_usize(cut)].to_vec();
         want.extend_from_slice(&fresh_leaves);
         assert_eq!(
             tree.head(),
@@ -1211,7 +1214,7 @@ mod tests {
         );
         assert_eq!(before.head(), head);
         for index in [0, cut - 1, cut, cut + 499, count as u64 - 1] {
-            assert_eq!(before.leaf(index), Some(l[index as usize]));
+            assert_eq!(before.leaf(index), Some(l[to_usize(index)]));
             before
                 .prove(index)
                 .unwrap()

@@ -5,6 +5,7 @@
 //! frame per file, and a checkpoint at the backup's size makes it open
 //! without hashing. Nothing here holds a lock of the source store.
 
+use cairn_core::cast::to_usize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -81,7 +82,7 @@ impl Inner {
         let Taken {
             snapshot, heads, ..
         } = taken.expect("flush_log fills the snapshot");
-        let tags = self.heads.lock().tags()[..heads as usize].to_vec();
+        let tags = self.heads.lock().tags()[..to_usize(heads)].to_vec();
         Ok((Arc::new(snapshot), tags, finalized))
     }
 }
@@ -199,7 +200,7 @@ fn write_log(
         let mut at = first;
         while at < end {
             let run = leaves_from(snapshot, at);
-            let take = (run.len() as u64).min(end - at) as usize;
+            let take = to_usize((run.len() as u64).min(end - at));
             let run = run[..take].as_flattened();
             crc = crc32c::crc32c_append(crc, run);
             write(run, Layout::node_offset(at - first))?;
@@ -240,7 +241,7 @@ fn write_log(
 fn leaves_from(snapshot: &Snapshot, at: u64) -> &[Hash] {
     let finals = snapshot.final_nodes(0);
     if at < finals.len() as u64 {
-        finals.run_from(at as usize)
+        finals.run_from(to_usize(at))
     } else {
         std::slice::from_ref(&snapshot.edge()[0].1)
     }

@@ -3,6 +3,8 @@
 //! of the directory (docs/file-format.md, "Durability order" 4). Nothing
 //! here runs under the tree's lock: it writes from a [`Snapshot`].
 
+use cairn_core::cast::level_number;
+use cairn_core::cast::to_usize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -49,7 +51,7 @@ impl Checkpoints {
         }
         let layout = Layout::new(dir, meta);
         let levels_dir = layout.levels_dir();
-        let path = layout.level_file(level as u32);
+        let path = layout.level_file(level_number(level));
         let exists = fs
             .exists(&path)
             .map_err(|e| StoreError::io("stat", &path, e))?;
@@ -67,7 +69,7 @@ impl Checkpoints {
             )
         };
         if !exists || self.published_len(level) == 0 {
-            file.write_at(&format::level_header(meta, level as u32), 0)
+            file.write_at(&format::level_header(meta, level_number(level)), 0)
                 .map_err(|e| StoreError::io("write", &path, e))?;
             file.sync_data()
                 .map_err(|e| StoreError::io("fdatasync", &path, e))?;
@@ -111,18 +113,18 @@ pub(crate) fn write(
     let depth_levels = snapshot.edge().len();
     let mut written: Vec<(PathBuf, Arc<dyn FsFile>)> = Vec::new();
     for level in 1..depth_levels {
-        let nodes = snapshot.final_nodes(level as u32);
+        let nodes = snapshot.final_nodes(level_number(level));
         let from = state.published_len(level);
         let to = nodes.len() as u64;
         if to <= from {
             continue;
         }
         let file = state.level_file(fs, dir, meta, level)?;
-        let path = Layout::new(dir, meta).level_file(level as u32);
+        let path = Layout::new(dir, meta).level_file(level_number(level));
         let mut at = from;
         while at < to {
-            let run = nodes.run_from(at as usize);
-            let take = (run.len() as u64).min(to - at) as usize;
+            let run = nodes.run_from(to_usize(at));
+            let take = to_usize((run.len() as u64).min(to - at));
             file.write_at(run[..take].as_flattened(), Layout::node_offset(at))
                 .map_err(|e| StoreError::io("write", &path, e))?;
             at += take as u64;
@@ -140,7 +142,7 @@ pub(crate) fn write(
         levels: (0..depth_levels)
             .map(|level| {
                 (
-                    snapshot.final_nodes(level as u32).len() as u64,
+                    snapshot.final_nodes(level_number(level)).len() as u64,
                     snapshot.edge()[level].1,
                 )
             })
@@ -239,7 +241,7 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, meta: &StoreMeta) -> Result<Option<C
             format!("{len} bytes, too long"),
         ));
     }
-    let mut bytes = vec![0u8; len as usize];
+    let mut bytes = vec![0u8; to_usize(len)];
     file.read_exact_at(&mut bytes, 0)
         .map_err(|e| StoreError::io("read", &path, e))?;
     let checkpoint = CheckpointMeta::decode(&bytes, meta.store_id)

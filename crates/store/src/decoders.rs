@@ -4,6 +4,7 @@
 //! them (a fixed-size read where the store reads a fixed size) and answers
 //! what the store concludes from them; none may panic on any input.
 
+use cairn_core::cast::to_usize;
 use std::io;
 use std::sync::Arc;
 
@@ -36,7 +37,7 @@ pub struct FrameFields {
 
 /// A frame slot (the scan reads [`format::FRAME_LEN`] bytes per slot):
 /// `None` if it holds no frame.
-pub fn frame(slot: &[u8; format::FRAME_LEN as usize]) -> Option<FrameFields> {
+pub fn frame(slot: &[u8; to_usize(format::FRAME_LEN)]) -> Option<FrameFields> {
     Frame::decode(slot).map(|frame| FrameFields {
         seq: frame.seq,
         end: frame.end,
@@ -46,7 +47,7 @@ pub fn frame(slot: &[u8; format::FRAME_LEN as usize]) -> Option<FrameFields> {
 }
 
 /// The slot bytes of `fields`.
-pub fn encode_frame(fields: &FrameFields) -> [u8; format::FRAME_LEN as usize] {
+pub fn encode_frame(fields: &FrameFields) -> [u8; to_usize(format::FRAME_LEN)] {
     Frame {
         seq: fields.seq,
         end: fields.end,
@@ -106,7 +107,7 @@ pub fn heads_header(meta: &StoreMeta, bytes: &[u8]) -> Result<(), String> {
 pub fn log_header(
     meta: &StoreMeta,
     file: u64,
-    bytes: &[u8; HEADER_LEN as usize],
+    bytes: &[u8; to_usize(HEADER_LEN)],
 ) -> Result<(), String> {
     format::check_log_header(meta, file, bytes).map_err(|why| why.to_string())
 }
@@ -115,7 +116,7 @@ pub fn log_header(
 pub fn level_header(
     meta: &StoreMeta,
     level: u32,
-    bytes: &[u8; HEADER_LEN as usize],
+    bytes: &[u8; to_usize(HEADER_LEN)],
 ) -> Result<(), String> {
     format::check_level_header(meta, level, bytes).map_err(|why| why.to_string())
 }

@@ -1,6 +1,7 @@
 //! Byte layouts of every file (see docs/file-format.md, which this module
 //! implements; a change to one is a change to the other).
 
+use cairn_core::cast::{level_number, to_usize};
 use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeKind};
 
 /// The format version written in every file (`cairn.meta` of a tree of
@@ -148,17 +149,16 @@ impl StoreMeta {
         };
         b[..8].copy_from_slice(META_MAGIC);
         b[8..12].copy_from_slice(&version.to_le_bytes());
-        b[12] = self.tree.arity.get() as u8;
+        b[12] = self.tree.arity.byte();
         b[13] = self.tree.hash.id();
-        b[14] = self.tree.max_depth.unwrap_or(0) as u8;
+        b[14] = depth_byte(self.tree.max_depth.unwrap_or(0));
         b[15] = self.log_shift;
         b[16..24].copy_from_slice(&self.store_id.to_le_bytes());
         b[24..32].copy_from_slice(&self.flags.to_le_bytes());
         let body = match self.tree.kind {
             TreeKind::Fixed { depth, zero } => {
                 b[32] = META_KIND_FIXED;
-                // Depths are 1..=64 (`TreeKind::check`): one byte.
-                b[33] = depth as u8;
+                b[33] = depth_byte(depth);
                 b[40..72].copy_from_slice(&zero);
                 72
             }
@@ -255,10 +255,10 @@ impl StoreMeta {
 
 /// The header of log file `file`.
 pub(crate) fn log_header(meta: &StoreMeta, file: u64) -> Vec<u8> {
-    let mut b = vec![0u8; HEADER_LEN as usize];
+    let mut b = vec![0u8; to_usize(HEADER_LEN)];
     b[..8].copy_from_slice(LOG_MAGIC);
     b[8..12].copy_from_slice(&VERSION.to_le_bytes());
-    b[12] = meta.tree.arity.get() as u8;
+    b[12] = meta.tree.arity.byte();
     b[13] = meta.tree.hash.id();
     b[16..24].copy_from_slice(&meta.store_id.to_le_bytes());
     b[24..32].copy_from_slice(&file.to_le_bytes());
@@ -287,14 +287,24 @@ pub(crate) fn check_log_header(meta: &StoreMeta, file: u64, b: &[u8]) -> Result<
     Ok(())
 }
 
+/// A tree depth as the one byte `cairn.meta` holds: depths are 0 (none)
+/// or 1..=64 (`TreeKind::check` refuses others before a store exists).
+fn depth_byte(depth: u32) -> u8 {
+    u8::try_from(depth).expect("a checked depth is at most 64")
+}
+
 /// The header of the file of `level`.
 pub(crate) fn level_header(meta: &StoreMeta, level: u32) -> Vec<u8> {
-    let mut b = vec![0u8; HEADER_LEN as usize];
+    let mut b = vec![0u8; to_usize(HEADER_LEN)];
     b[..8].copy_from_slice(LEVEL_MAGIC);
     b[8..12].copy_from_slice(&VERSION.to_le_bytes());
-    b[12] = meta.tree.arity.get() as u8;
+    b[12] = meta.tree.arity.byte();
     b[13] = meta.tree.hash.id();
-    b[14..16].copy_from_slice(&(level as u16).to_le_bytes());
+    b[14..16].copy_from_slice(
+        &u16::try_from(level)
+            .expect("a level number below MAX_LEVELS")
+            .to_le_bytes(),
+    );
     b[16..24].copy_from_slice(&meta.store_id.to_le_bytes());
     let crc = crc32c::crc32c(&b[..24]);
     b[24..28].copy_from_slice(&crc.to_le_bytes());
@@ -330,8 +340,8 @@ impl Frame {
         self.end - u64::from(self.count)
     }
 
-    pub fn encode(&self) -> [u8; FRAME_LEN as usize] {
-        let mut b = [0u8; FRAME_LEN as usize];
+    pub fn encode(&self) -> [u8; to_usize(FRAME_LEN)] {
+        let mut b = [0u8; to_usize(FRAME_LEN)];
         b[..8].copy_from_slice(&self.seq.to_le_bytes());
         b[8..16].copy_from_slice(&self.end.to_le_bytes());
         b[16..20].copy_from_slice(&self.count.to_le_bytes());
@@ -419,7 +429,7 @@ impl CheckpointMeta {
         let mut b = Vec::with_capacity(CHECKPOINT_FIXED + 4 + 40 * self.levels.len());
         b.extend_from_slice(CHECKPOINT_MAGIC);
         b.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
-        b.extend_from_slice(&(self.levels.len() as u32).to_le_bytes());
+        b.extend_from_slice(&level_number(self.levels.len()).to_le_bytes());
         b.extend_from_slice(&store_id.to_le_bytes());
         b.extend_from_slice(&self.number.to_le_bytes());
         b.extend_from_slice(&self.size.to_le_bytes());
@@ -534,8 +544,8 @@ pub struct HeadRecord {
 }
 
 impl HeadRecord {
-    pub(crate) fn encode(&self) -> [u8; HEAD_RECORD_LEN as usize] {
-        let mut b = [0u8; HEAD_RECORD_LEN as usize];
+    pub(crate) fn encode(&self) -> [u8; to_usize(HEAD_RECORD_LEN)] {
+        let mut b = [0u8; to_usize(HEAD_RECORD_LEN)];
         b[0..8].copy_from_slice(&self.block.to_le_bytes());
         b[8..16].copy_from_slice(&self.size.to_le_bytes());
         b[16..24].copy_from_slice(&self.epoch.to_le_bytes());
@@ -556,7 +566,7 @@ impl HeadRecord {
     /// is not) of a tree whose empty tree has a root exactly when
     /// `empty_has_root` (a fixed-depth tree).
     pub(crate) fn decode(b: &[u8], empty_has_root: bool) -> Option<HeadRecord> {
-        if b.len() != HEAD_RECORD_LEN as usize || check_crc(b, 96).is_err() {
+        if b.len() != to_usize(HEAD_RECORD_LEN) || check_crc(b, 96).is_err() {
             return None;
         }
         let flags = u32_at(b, 24);
@@ -584,8 +594,8 @@ impl HeadRecord {
 }
 
 /// The heads file's header.
-pub(crate) fn heads_header(meta: &StoreMeta) -> [u8; HEADS_HEADER_LEN as usize] {
-    let mut b = [0u8; HEADS_HEADER_LEN as usize];
+pub(crate) fn heads_header(meta: &StoreMeta) -> [u8; to_usize(HEADS_HEADER_LEN)] {
+    let mut b = [0u8; to_usize(HEADS_HEADER_LEN)];
     b[0..8].copy_from_slice(HEADS_MAGIC);
     b[8..12].copy_from_slice(&VERSION.to_le_bytes());
     b[16..24].copy_from_slice(&meta.store_id.to_le_bytes());
@@ -595,7 +605,7 @@ pub(crate) fn heads_header(meta: &StoreMeta) -> [u8; HEADS_HEADER_LEN as usize] 
 }
 
 pub(crate) fn check_heads_header(meta: &StoreMeta, b: &[u8]) -> Result<(), Malformed> {
-    if b.len() < HEADS_HEADER_LEN as usize {
+    if b.len() < to_usize(HEADS_HEADER_LEN) {
         return Err(Malformed::Field(format!(
             "{} bytes, shorter than the {HEADS_HEADER_LEN}-byte header",
             b.len()
@@ -637,7 +647,7 @@ pub(crate) fn parse_level_name(name: &str) -> Option<u32> {
     (digits.len() == 2 && digits.bytes().all(|c| c.is_ascii_digit()))
         .then(|| digits.parse().ok())
         .flatten()
-        .filter(|&level| (1..MAX_LEVELS as u32).contains(&level))
+        .filter(|&level| (1..level_number(MAX_LEVELS)).contains(&level))
 }
 
 #[cfg(test)]

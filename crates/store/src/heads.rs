@@ -10,6 +10,7 @@
 //! keeps every tag and the roots of the last `window` appends for lookups
 //! by root value.
 
+use cairn_core::cast::to_usize;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -259,7 +260,7 @@ const RESERVE_RECORDS: u64 = 4096;
 impl HeadsWriter {
     /// Records in the file (valid, and durable once the flush writing them returned).
     pub fn written(&self) -> usize {
-        self.next as usize
+        to_usize(self.next)
     }
 
     /// The epoch new records carry.
@@ -293,7 +294,7 @@ impl HeadsWriter {
             }
         };
         let at = Layout::head_record_offset(self.next);
-        let mut bytes = Vec::with_capacity(heads.len() * HEAD_RECORD_LEN as usize);
+        let mut bytes = Vec::with_capacity(heads.len() * to_usize(HEAD_RECORD_LEN));
         for head in heads {
             let record = HeadRecord {
                 block: head.block,
@@ -314,7 +315,7 @@ impl HeadsWriter {
         if end > self.len {
             // Zeroed slots read as the end of the records, as a torn tail does.
             let reserved = end + HEAD_RECORD_LEN * RESERVE_RECORDS;
-            bytes.resize((reserved - at) as usize, 0);
+            bytes.resize(to_usize(reserved - at), 0);
             self.len = reserved;
         }
         file.write_at(&bytes, at)
@@ -380,7 +381,7 @@ pub(crate) fn recover(
             .map_err(|e| StoreError::io("open", &path, e))?,
     );
     let len = file.len().map_err(|e| StoreError::io("stat", &path, e))?;
-    let mut header = [0u8; HEADS_HEADER_LEN as usize];
+    let mut header = [0u8; to_usize(HEADS_HEADER_LEN)];
     let read = file
         .read_at(&mut header, 0)
         .map_err(|e| StoreError::io("read", &path, e))?;
@@ -408,11 +409,11 @@ pub(crate) fn recover(
         return Err(StoreError::corrupt(&path, 0, why));
     }
     let slots = len.saturating_sub(HEADS_HEADER_LEN) / HEAD_RECORD_LEN;
-    let mut bytes = vec![0u8; (slots * HEAD_RECORD_LEN) as usize];
+    let mut bytes = vec![0u8; to_usize(slots * HEAD_RECORD_LEN)];
     file.read_exact_at(&mut bytes, HEADS_HEADER_LEN)
         .map_err(|e| StoreError::io("read", &path, e))?;
     let mut tags: Vec<TaggedHead> = Vec::new();
-    for (index, raw) in bytes.chunks_exact(HEAD_RECORD_LEN as usize).enumerate() {
+    for (index, raw) in bytes.chunks_exact(to_usize(HEAD_RECORD_LEN)).enumerate() {
         let offset = Layout::head_record_offset(index as u64);
         let record = HeadRecord::decode(raw, meta.tree.empty_has_root()).filter(|r| {
             tags.last()
@@ -455,14 +456,14 @@ pub(crate) fn recover(
         ));
     }
     writer.next = tags.len() as u64;
-    let past = &bytes[(writer.next * HEAD_RECORD_LEN) as usize..];
+    let past = &bytes[to_usize(writer.next * HEAD_RECORD_LEN)..];
     if past.iter().any(|&b| b != 0) && !read_only {
         // Records past the valid ones were never acknowledged (torn, or
         // written before leaves that did not become durable). Zero them:
         // left in place, one of this epoch could read as valid once the
         // log grows past its size. (Slots reserved ahead are zero already.)
         let at = Layout::head_record_offset(writer.next);
-        let zeros = vec![0u8; ((slots - writer.next) * HEAD_RECORD_LEN) as usize];
+        let zeros = vec![0u8; to_usize((slots - writer.next) * HEAD_RECORD_LEN)];
         file.write_at(&zeros, at)
             .map_err(|e| StoreError::io("write", &path, e))?;
         file.sync_data()
@@ -476,11 +477,11 @@ pub(crate) fn recover(
 /// Whether any record slot of the heads file holds a valid record.
 fn has_records(file: &dyn FsFile, path: &Path, len: u64, empty_has_root: bool) -> Result<bool> {
     let slots = len.saturating_sub(HEADS_HEADER_LEN) / HEAD_RECORD_LEN;
-    let mut bytes = vec![0u8; (slots * HEAD_RECORD_LEN) as usize];
+    let mut bytes = vec![0u8; to_usize(slots * HEAD_RECORD_LEN)];
     file.read_exact_at(&mut bytes, HEADS_HEADER_LEN)
         .map_err(|e| StoreError::io("read", path, e))?;
     Ok(bytes
-        .chunks_exact(HEAD_RECORD_LEN as usize)
+        .chunks_exact(to_usize(HEAD_RECORD_LEN))
         .any(|raw| HeadRecord::decode(raw, empty_has_root).is_some()))
 }
 

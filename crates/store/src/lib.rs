@@ -20,6 +20,8 @@
 //! Every file operation goes through the [`fs::Fs`] seam; the on-disk
 //! format is `docs/file-format.md`.
 #![warn(missing_docs)]
+// Narrowing casts are checked conversions or name their argument (`cairn_core::cast`).
+#![warn(clippy::cast_possible_truncation)]
 
 mod backup;
 mod checkpoint;

@@ -4,6 +4,7 @@
 //! scans the frames and tells a torn unacknowledged tail from corruption
 //! ("Recovery" 3-4).
 
+use cairn_core::cast::to_usize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,10 +60,10 @@ impl LogWriter {
 
     /// Opens (creating if needed) log file `file`, which must be the next one.
     fn ensure_file(&mut self, file: u64) -> Result<()> {
-        if (file as usize) < self.files.len() {
+        if to_usize(file) < self.files.len() {
             return Ok(());
         }
-        debug_assert_eq!(file as usize, self.files.len());
+        debug_assert_eq!(to_usize(file), self.files.len());
         let path = self.path(file);
         let handle = if self.stale_next {
             self.stale_next = false;
@@ -97,13 +98,13 @@ impl LogWriter {
             self.ensure_file(file)?;
             let first_of_file = file * per_file;
             let stop = to.min(first_of_file + per_file);
-            let handle = Arc::clone(&self.files[file as usize]);
+            let handle = Arc::clone(&self.files[to_usize(file)]);
             let path = self.path(file);
             let mut crc = 0u32;
             let mut at = self.end;
             while at < stop {
-                let run = leaves.run_from(at as usize);
-                let take = (run.len() as u64).min(stop - at) as usize;
+                let run = leaves.run_from(to_usize(at));
+                let take = to_usize((run.len() as u64).min(stop - at));
                 assert!(take > 0, "leaf {at} is not in memory");
                 let bytes = run[..take].as_flattened();
                 crc = crc32c::crc32c_append(crc, bytes);
@@ -180,7 +181,7 @@ impl LogWriter {
         let slot = if aligned {
             0
         } else {
-            let handle = &self.files[file as usize];
+            let handle = &self.files[to_usize(file)];
             let path = self.path(file);
             let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
             // Frames are written in slot order and are the last bytes of
@@ -192,7 +193,7 @@ impl LogWriter {
         // A last file whose header never became durable is on disk too.
         let on_disk = self.files.len() as u64 + u64::from(self.stale_next);
         let stale: Vec<u64> = (first_stale..on_disk).collect();
-        self.files.truncate(first_stale as usize);
+        self.files.truncate(to_usize(first_stale));
         self.stale_next = false;
         self.next = LogPosition {
             file,
@@ -291,7 +292,7 @@ pub(crate) fn recover(
         let handle = fs
             .open(&path, open_mode)
             .map_err(|e| StoreError::io("open", &path, e))?;
-        let mut header = vec![0u8; HEADER_LEN as usize];
+        let mut header = vec![0u8; to_usize(HEADER_LEN)];
         let read = handle
             .read_at(&mut header, 0)
             .map_err(|e| StoreError::io("read", &path, e))?;
@@ -319,12 +320,12 @@ pub(crate) fn recover(
     let mut end = start;
     // Scan valid frames.
     let frontier_torn = loop {
-        let Some(handle) = files.get(position.file as usize) else {
+        let Some(handle) = files.get(to_usize(position.file)) else {
             break None;
         };
         let path = layout.log_file(position.file);
         let frame_at = layout.frame_offset(position.slot);
-        let mut raw = [0u8; FRAME_LEN as usize];
+        let mut raw = [0u8; to_usize(FRAME_LEN)];
         let read = handle
             .read_at(&mut raw, frame_at)
             .map_err(|e| StoreError::io("read", &path, e))?;
@@ -379,7 +380,7 @@ pub(crate) fn recover(
     let mut stale_files = Vec::new();
     let judge_tail = !matches!(access, crate::store::Access::ReadOnly { writer_live: true });
     if let Some((torn, _)) = frontier_torn.filter(|_| judge_tail) {
-        for (number, handle) in files.iter().enumerate().skip(torn.file as usize) {
+        for (number, handle) in files.iter().enumerate().skip(to_usize(torn.file)) {
             let first_slot = if number as u64 == torn.file {
                 torn.slot + 1
             } else {
@@ -418,12 +419,12 @@ pub(crate) fn recover(
         // killed before its fdatasync, or one syncing right now): sync the
         // files it read frames from, so that everything this open reports
         // is durable. This writes nothing.
-        let last = (position.file as usize).min(files.len().saturating_sub(1));
+        let last = to_usize(position.file).min(files.len().saturating_sub(1));
         for (number, handle) in files
             .iter()
             .enumerate()
             .take(last + 1)
-            .skip(resume.file as usize)
+            .skip(to_usize(resume.file))
         {
             let path = layout.log_file(number as u64);
             handle
@@ -431,11 +432,11 @@ pub(crate) fn recover(
                 .map_err(|e| StoreError::io("fdatasync", &path, e))?;
         }
         if let Some(&first) = stale_files.first() {
-            files.truncate(first as usize);
+            files.truncate(to_usize(first));
             stale_next = false;
         }
     } else if let Some(&first) = stale_files.first() {
-        files.truncate(first as usize);
+        files.truncate(to_usize(first));
         stale_next = false;
         for &number in stale_files.iter().rev() {
             crate::replace::remove_stale(&*fs, &layout.log_file(number))?;
@@ -471,20 +472,20 @@ fn first_valid_frame(
     let mut at = layout.frame_offset(first_slot);
     let mut buffer = vec![0u8; 64 * 1024];
     while at < len {
-        let want = ((len - at) as usize).min(buffer.len());
+        let want = to_usize(len - at).min(buffer.len());
         let read = file
             .read_at(&mut buffer[..want], at)
             .map_err(|e| StoreError::io("read", path, e))?;
         if read == 0 {
             break;
         }
-        for (i, slot) in buffer[..read].chunks_exact(FRAME_LEN as usize).enumerate() {
+        for (i, slot) in buffer[..read].chunks_exact(to_usize(FRAME_LEN)).enumerate() {
             if Frame::decode(slot).is_some_and(|frame| frame.seq >= min_seq) {
                 return Ok(Some(at + FRAME_LEN * i as u64));
             }
         }
         at += (read as u64 / FRAME_LEN) * FRAME_LEN;
-        if read < FRAME_LEN as usize {
+        if read < to_usize(FRAME_LEN) {
             break;
         }
     }

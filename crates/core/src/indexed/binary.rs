@@ -16,6 +16,7 @@
 use super::leaf::IndexedLeaf;
 use super::proof::{AbsenceProof, IndexedMembershipProof, InsertionStep, InsertionWitness};
 use crate::Arity;
+use crate::cast::to_usize;
 use crate::hash::{Hash, HashKind};
 use crate::proof::{DecodeError, FORMAT_VERSION};
 use crate::shape;
@@ -143,7 +144,7 @@ fn encode_header(
     first: u64,
     second: u64,
 ) {
-    out.extend_from_slice(&[FORMAT_VERSION, kind, arity.get() as u8, hash.id()]);
+    out.extend_from_slice(&[FORMAT_VERSION, kind, arity.byte(), hash.id()]);
     out.extend_from_slice(&first.to_be_bytes());
     out.extend_from_slice(&second.to_be_bytes());
 }
@@ -289,7 +290,7 @@ impl InsertionWitness {
         if count > room as u64 {
             return Err(DecodeError::WrongLength {
                 got: bytes.len(),
-                want: 20usize.saturating_add((count as usize).saturating_mul(STEP_FIXED_BYTES)),
+                want: 20usize.saturating_add(to_usize(count).saturating_mul(STEP_FIXED_BYTES)),
             });
         }
         if old_size
@@ -301,7 +302,7 @@ impl InsertionWitness {
                 size: u64::MAX,
             });
         }
-        let mut steps = Vec::with_capacity(count as usize);
+        let mut steps = Vec::with_capacity(to_usize(count));
         for j in 0..count {
             let size = old_size + j;
             let value = cursor.hash()?;

@@ -10,6 +10,7 @@
 //! Memory: 16 bytes per entry at a fill of 1/2 to 1 (about 21 bytes per
 //! value for random inserts), plus 40 bytes per chunk.
 
+use crate::cast::to_usize;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -68,7 +69,7 @@ impl SortedIndex {
     pub(crate) fn from_sorted(entries: &[Entry], values: &Level) -> SortedIndex {
         let mut index = SortedIndex::default();
         for piece in entries.chunks(CHUNK_MAX * 3 / 4) {
-            index.firsts.push(values.at(piece[0].index as usize));
+            index.firsts.push(values.at(to_usize(piece[0].index)));
             index.chunks.push(Arc::new(piece.to_vec()));
         }
         index.len = entries.len() as u64;
@@ -95,7 +96,7 @@ impl SortedIndex {
         let want = prefix(value);
         let entries = &self.chunks[chunk];
         let found = entries.binary_search_by(|entry| match entry.prefix.cmp(&want) {
-            Ordering::Equal => values.at(entry.index as usize).cmp(value),
+            Ordering::Equal => values.at(to_usize(entry.index)).cmp(value),
             other => other,
         });
         match found {
@@ -151,7 +152,7 @@ impl SortedIndex {
     /// Inserts `entry` at `position`, as returned by
     /// [`SortedIndex::locate`]'s `Err`; `values` must hold its value.
     pub(crate) fn insert(&mut self, position: Position, entry: Entry, values: &Level) {
-        let value = values.at(entry.index as usize);
+        let value = values.at(to_usize(entry.index));
         self.len += 1;
         if self.chunks.is_empty() {
             self.chunks.push(Arc::new(vec![entry]));
@@ -166,7 +167,7 @@ impl SortedIndex {
         }
         if entries.len() > CHUNK_MAX {
             let upper = entries.split_off(entries.len() / 2);
-            let first = values.at(upper[0].index as usize);
+            let first = values.at(to_usize(upper[0].index));
             self.chunks.insert(chunk + 1, Arc::new(upper));
             self.firsts.insert(chunk + 1, first);
         }
@@ -182,7 +183,7 @@ impl SortedIndex {
             self.chunks.remove(chunk);
             self.firsts.remove(chunk);
         } else if offset == 0 {
-            self.firsts[chunk] = values.at(entries[0].index as usize);
+            self.firsts[chunk] = values.at(to_usize(entries[0].index));
         }
     }
 
@@ -231,7 +232,7 @@ impl SortedIndex {
                 let want = prefix(x);
                 while let Some(&&entry) = old.peek() {
                     let order = match entry.prefix.cmp(&want) {
-                        Ordering::Equal => values.at(entry.index as usize).cmp(x),
+                        Ordering::Equal => values.at(to_usize(entry.index)).cmp(x),
                         other => other,
                     };
                     match order {
@@ -300,7 +301,7 @@ impl SortedIndex {
                 let want = prefix(x);
                 while let Some(entry) = entries.get(k) {
                     let order = match entry.prefix.cmp(&want) {
-                        Ordering::Equal => values.at(entry.index as usize).cmp(x),
+                        Ordering::Equal => values.at(to_usize(entry.index)).cmp(x),
                         other => other,
                     };
                     match order {
@@ -339,7 +340,7 @@ impl SortedIndex {
                     let pieces = merged.len().div_ceil(CHUNK_MAX * 3 / 4);
                     let size = merged.len().div_ceil(pieces);
                     for piece in merged.chunks(size) {
-                        out.firsts.push(values.at(piece[0].index as usize));
+                        out.firsts.push(values.at(to_usize(piece[0].index)));
                         out.chunks.push(Arc::new(piece.to_vec()));
                     }
                 }
@@ -362,6 +363,7 @@ pub(crate) struct Merged {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cast::to_usize;
 
     fn value(n: u64) -> Hash {
         // Equal 8-byte prefixes for neighbours, so ties go to the full value.
@@ -399,10 +401,10 @@ mod tests {
                     values.extend_from_slice(&[v]);
                     // The neighbours `before`/`at` bracket the new value.
                     if let Some(below) = index.before(position) {
-                        assert!(values.at(below.index() as usize) < v);
+                        assert!(values.at(to_usize(below.index())) < v);
                     }
                     if let Some(above) = index.following(position) {
-                        assert!(values.at(above.index() as usize) > v);
+                        assert!(values.at(to_usize(above.index())) > v);
                     }
                     index.insert(position, Entry::new(&v, i), &values);
                     model.push((v, i));
@@ -430,7 +432,7 @@ mod tests {
         while let Some(e) = index.after(at) {
             walked.push(e.index());
             at = index
-                .locate(&values.at(e.index() as usize), &values)
+                .locate(&values.at(to_usize(e.index())), &values)
                 .unwrap();
         }
         assert_eq!(walked, model.iter().map(|m| m.1).collect::<Vec<_>>());

@@ -14,6 +14,7 @@
 //! ([`SortedIndex`]). Memory per value: 32 (value) + 32 (leaf hash) +
 //! 32 / (N - 1) (upper levels) + about 21 (sorted index) bytes.
 
+use crate::cast::to_usize;
 use std::collections::HashMap;
 
 use rayon::prelude::*;
@@ -103,15 +104,17 @@ impl IndexedTree {
         tree.tree.check_batch_size(count as u64)?;
         let mut order: Vec<u64> = (0..all.len() as u64).collect();
         order.par_sort_unstable_by(|&a, &b| {
-            all.at(a as usize).cmp(&all.at(b as usize)).then(a.cmp(&b))
+            all.at(to_usize(a))
+                .cmp(&all.at(to_usize(b)))
+                .then(a.cmp(&b))
         });
         let mut duplicates: Vec<Duplicate> = order
             .windows(2)
-            .filter(|pair| all.at(pair[0] as usize) == all.at(pair[1] as usize))
+            .filter(|pair| all.at(to_usize(pair[0])) == all.at(to_usize(pair[1])))
             .map(|pair| Duplicate {
-                position: pair[1] as usize - 1,
-                value: all.at(pair[1] as usize),
-                of: DuplicateOf::Batch(pair[0] as usize - 1),
+                position: to_usize(pair[1]) - 1,
+                value: all.at(to_usize(pair[1])),
+                of: DuplicateOf::Batch(to_usize(pair[0]) - 1),
             })
             .collect();
         if !duplicates.is_empty() {
@@ -133,11 +136,11 @@ impl IndexedTree {
                     .map(|(offset, &index)| {
                         let (next_index, next_value) =
                             match order.get(piece * HASH_PIECE + offset + 1) {
-                                Some(&next) => (next, all.at(next as usize)),
+                                Some(&next) => (next, all.at(to_usize(next))),
                                 None => (0, super::leaf::END_MARKER),
                             };
                         IndexedLeaf {
-                            value: all.at(index as usize),
+                            value: all.at(to_usize(index)),
                             next_index,
                             next_value,
                         }
@@ -148,12 +151,12 @@ impl IndexedTree {
             .collect();
         let mut hashes = vec![[0u8; 32]; all.len()];
         for (&index, hash) in order.iter().zip(&ranked) {
-            hashes[index as usize] = *hash;
+            hashes[to_usize(index)] = *hash;
         }
         drop(ranked);
         let entries: Vec<Entry> = order
             .iter()
-            .map(|&i| Entry::new(&all.at(i as usize), i))
+            .map(|&i| Entry::new(&all.at(to_usize(i)), i))
             .collect();
         drop(order);
         tree.sorted = SortedIndex::from_sorted(&entries, &all);
@@ -327,7 +330,7 @@ impl IndexedTree {
                 changed.push((
                     low.index(),
                     IndexedLeaf {
-                        value: reader.values.at(low.index() as usize),
+                        value: reader.values.at(to_usize(low.index())),
                         next_index: first + offset as u64,
                         next_value: *value,
                     },
@@ -382,7 +385,7 @@ impl IndexedTree {
                 changed.push((
                     low.index(),
                     IndexedLeaf {
-                        value: self.values.at(low.index() as usize),
+                        value: self.values.at(to_usize(low.index())),
                         next_index: first + offset as u64,
                         next_value: *value,
                     },
@@ -392,7 +395,7 @@ impl IndexedTree {
                 Some(next) => IndexedLeaf {
                     value: *value,
                     next_index: next.index(),
-                    next_value: self.values.at(next.index() as usize),
+                    next_value: self.values.at(to_usize(next.index())),
                 },
                 None => IndexedLeaf {
                     value: *value,
@@ -544,7 +547,7 @@ impl IndexedTree {
             return Ok(());
         }
         let removed: Vec<Hash> = (size..current)
-            .map(|i| self.values.at(i as usize))
+            .map(|i| self.values.at(to_usize(i)))
             .collect();
         for value in &removed {
             let position = self
@@ -569,7 +572,7 @@ impl IndexedTree {
             .collect();
         changed.sort_unstable();
         changed.dedup();
-        self.values.truncate(size as usize);
+        self.values.truncate(to_usize(size));
         self.tree.truncate(size)?;
         self.tree.commit();
         let reader = self.reader();
@@ -701,7 +704,7 @@ impl Lists<'_> {
             Some(next) => IndexedLeaf {
                 value: *value,
                 next_index: next.index(),
-                next_value: self.values.at(next.index() as usize),
+                next_value: self.values.at(to_usize(next.index())),
             },
             None => IndexedLeaf {
                 value: *value,

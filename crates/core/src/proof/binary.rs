@@ -76,16 +76,16 @@ fn encode_header(
 ) {
     match tree {
         TreeKind::Lean => {
-            out.extend_from_slice(&[FORMAT_VERSION, kind, arity.get() as u8, hash.id()]);
+            out.extend_from_slice(&[FORMAT_VERSION, kind, arity.byte(), hash.id()]);
         }
         TreeKind::Fixed { depth, zero } => {
-            out.extend_from_slice(&[FORMAT_VERSION_KINDS, kind, arity.get() as u8, hash.id()]);
-            // Depths are 1..=64 (`TreeKind::check`): one byte.
-            out.extend_from_slice(&[TREE_KIND_FIXED, depth as u8]);
+            out.extend_from_slice(&[FORMAT_VERSION_KINDS, kind, arity.byte(), hash.id()]);
+            let depth = u8::try_from(depth).expect("depths are 1..=64 (`TreeKind::check`)");
+            out.extend_from_slice(&[TREE_KIND_FIXED, depth]);
             out.extend_from_slice(&zero);
         }
         TreeKind::Indexed => {
-            out.extend_from_slice(&[FORMAT_VERSION_KINDS, kind, arity.get() as u8, hash.id()]);
+            out.extend_from_slice(&[FORMAT_VERSION_KINDS, kind, arity.byte(), hash.id()]);
             out.extend_from_slice(&[TREE_KIND_INDEXED, 0]);
             out.extend_from_slice(&[0; 32]);
         }

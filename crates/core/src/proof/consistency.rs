@@ -12,6 +12,7 @@
 
 use super::{check_head, check_params, check_value};
 use crate::Arity;
+use crate::cast::to_usize;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind, MAX_GROUP};
 use crate::kind::{ClimbingZeros, TreeKind, group_parent};
@@ -310,7 +311,7 @@ impl ConsistencyProof {
         let shape = self.shape();
         // A verified membership proof means old.size > 0, so the walk covers
         // every level of the new tree.
-        debug_assert_eq!(walk.len() as u32, shape.depth(self.new_size));
+        debug_assert_eq!(walk.len() as u64, u64::from(shape.depth(self.new_size)));
         let n = arity.as_u64();
         let old_levels: Vec<(PathStep, &[Hash])> = shape
             .path(proof.index, proof.size)
@@ -344,11 +345,11 @@ impl ConsistencyProof {
                         continue;
                     }
                     let value = if member < at.step.edge {
-                        left[(member - step.group_start) as usize]
+                        left[to_usize(member - step.group_start)]
                     } else if member == at.step.edge {
                         at.new_edge
                     } else {
-                        right[(member - at.step.edge - 1) as usize]
+                        right[to_usize(member - at.step.edge - 1)]
                     };
                     siblings.push(value);
                 }

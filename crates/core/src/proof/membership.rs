@@ -283,8 +283,9 @@ impl MembershipProof {
             .filter(PathStep::hashes)
         {
             path[depth] = PathGroup {
-                width: step.group_len as u8,
-                position: step.position as u8,
+                // A group is at most the arity (16) wide.
+                width: u8::try_from(step.group_len).expect("a group of at most 16"),
+                position: u8::try_from(step.position).expect("a position below 16"),
             };
             depth += 1;
             want += step.sibling_count();
@@ -367,6 +368,7 @@ fn scatter<'a>(slots: &mut [Hash], members: impl Iterator<Item = &'a Hash>, posi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cast::to_usize;
     use crate::level::SEGMENT_LEN;
     use crate::tree::{LeanImt, TreeConfig};
 
@@ -395,7 +397,7 @@ mod tests {
             let mut tree = LeanImt::from_leaves(config, &leaves).unwrap();
             let snapshot = tree.snapshot();
             let older = count - 777;
-            let older_head = LeanImt::from_leaves(config, &leaves[..older as usize])
+            let older_head = LeanImt::from_leaves(config, &leaves[..to_usize(older)])
                 .unwrap()
                 .head();
             let mut indices: Vec<u64> = (0..64).chain(count - 900..count).collect();
@@ -426,7 +428,7 @@ mod tests {
                     let context = format!("N = {arity}, {kind} view, leaf {index}");
                     assert_eq!(fast.leaf, slow.leaf, "{context}");
                     assert_eq!(fast.siblings, slow.siblings, "{context}");
-                    assert_eq!(fast.leaf, leaves[index as usize], "{context}");
+                    assert_eq!(fast.leaf, leaves[to_usize(index)], "{context}");
                     fast.verify(config.arity, config.hash, head)
                         .unwrap_or_else(|e| panic!("{context}: {e}"));
                 }

@@ -9,6 +9,7 @@
 //! Snapshots taken before an update keep answering as before: the writes
 //! go through [`Level::set`], which copies a shared segment first.
 
+use crate::cast::to_usize;
 use rayon::prelude::*;
 
 use super::LeanImt;
@@ -42,7 +43,7 @@ impl LeanImt {
         self.commit();
         let mut dirty: Vec<usize> = Vec::with_capacity(updates.len());
         for &(index, leaf) in updates {
-            let index = index as usize;
+            let index = to_usize(index);
             self.levels[0].set(index, leaf);
             dirty.push(index);
         }
@@ -115,6 +116,7 @@ fn parents_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cast::to_usize;
     use crate::hash::HashKind;
     use crate::level::SEGMENT_LEN;
     use crate::{Arity, TreeConfig};
@@ -139,7 +141,7 @@ mod tests {
                     .map(|(k, &i)| (i, leaf(10_000 + k as u64)))
                     .collect();
                 for &(i, l) in &updates {
-                    leaves[i as usize] = l;
+                    leaves[to_usize(i)] = l;
                 }
                 tree.update_leaves(&updates).unwrap();
                 let mut want = LeanImt::from_leaves(config(n), &leaves).unwrap();
@@ -185,7 +187,7 @@ mod tests {
         }
         let mut updated = leaves.clone();
         for &(i, l) in &updates {
-            updated[i as usize] = l;
+            updated[to_usize(i)] = l;
         }
         assert_eq!(
             tree.head(),

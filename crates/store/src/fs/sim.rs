@@ -97,6 +97,7 @@
 //! * Paths must be absolute; `..` is not supported; files are limited to
 //!   4 GiB so that a wild offset is an error instead of an allocation.
 
+use cairn_core::cast::to_usize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::io;
@@ -336,7 +337,7 @@ impl fmt::Display for Op {
 /// Writes `data` at `offset` of `buf`, zero-filling any gap past its end.
 fn write_into(buf: &mut Vec<u8>, offset: u64, data: &[u8]) {
     // Offsets were checked against MAX_FILE_LEN when the write was made.
-    let start = offset as usize;
+    let start = to_usize(offset);
     let end = start + data.len();
     if buf.len() < end {
         buf.resize(end, 0);
@@ -362,7 +363,7 @@ fn tear_points_of(offset: u64, len: usize, boundary: usize) -> usize {
     if first >= end {
         0
     } else {
-        ((end - 1 - first) / boundary + 1) as usize
+        to_usize((end - 1 - first) / boundary + 1)
     }
 }
 
@@ -430,7 +431,7 @@ impl FileNode {
             CrashMode::KeepUnsynced | CrashMode::UndoDirOps => self.current.clone(),
             CrashMode::GrowthLost => {
                 let mut content = self.current.clone();
-                content.truncate(self.durable_len() as usize);
+                content.truncate(to_usize(self.durable_len()));
                 content
             }
             CrashMode::DropUnsynced => {
@@ -445,7 +446,7 @@ impl FileNode {
                 for w in &self.pending {
                     let data = match torn {
                         Some((serial, cut)) if serial == w.serial && !w.durable() => {
-                            &w.data[..(cut - w.offset) as usize]
+                            &w.data[..to_usize(cut - w.offset)]
                         }
                         _ => &w.data[..],
                     };
@@ -485,7 +486,7 @@ impl FileNode {
                 if kept.contains(&s) {
                     let lo = w.offset.max(s * sector);
                     let hi = w.end().min((s + 1) * sector);
-                    let piece = &w.data[(lo - w.offset) as usize..(hi - w.offset) as usize];
+                    let piece = &w.data[to_usize(lo - w.offset)..to_usize(hi - w.offset)];
                     write_into(&mut content, lo, piece);
                 }
             }
@@ -938,7 +939,7 @@ impl FsFile for SimFile {
             Some(left) if (buf.len() as u64) > left => {
                 if faults.short_write {
                     faults.write_budget = Some(0);
-                    left as usize
+                    to_usize(left)
                 } else {
                     0
                 }
@@ -979,7 +980,7 @@ impl FsFile for SimFile {
         if offset >= content.len() as u64 {
             return Ok(0);
         }
-        let start = offset as usize;
+        let start = to_usize(offset);
         let n = buf.len().min(content.len() - start);
         buf[..n].copy_from_slice(&content[start..start + n]);
         Ok(n)
@@ -1024,7 +1025,7 @@ impl FsFile for SimFile {
                 ),
             ));
         };
-        let bytes = &content[range.start as usize..range.end as usize];
+        let bytes = &content[to_usize(range.start)..to_usize(range.end)];
         Ok(Arc::new(SimNodes(bytes.as_chunks::<32>().0.to_vec())))
     }
 }

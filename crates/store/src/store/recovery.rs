@@ -3,6 +3,8 @@
 //! and the level files (complete segments mapped), and, when asked, every
 //! level verified against the one below.
 
+use cairn_core::cast::level_number;
+use cairn_core::cast::to_usize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -153,13 +155,13 @@ fn load_levels(
     checkpoints.tiered = vec![0; last.levels.len()];
     for (level, &(final_len, edge)) in last.levels.iter().enumerate() {
         let mut nodes = Level::default();
-        let final_len = final_len as usize;
+        let final_len = to_usize(final_len);
         // Where node `i` of this level lives: (file, offset).
         // Where leaf `i` lives: (log file, its path, offset).
         let file_for = |i: u64| -> Result<(Arc<dyn FsFile>, PathBuf, u64)> {
             let (number, offset) = layout.leaf_location(i);
             let path = layout.log_file(number);
-            let handle = log_files.get(number as usize).ok_or_else(|| {
+            let handle = log_files.get(to_usize(number)).ok_or_else(|| {
                 StoreError::corrupt(
                     &checkpoint_path,
                     0,
@@ -169,16 +171,16 @@ fn load_levels(
             Ok((Arc::clone(handle), path, offset))
         };
         let level_file = if level > 0 && final_len > 0 {
-            let path = layout.level_file(level as u32);
+            let path = layout.level_file(level_number(level));
             let handle: Arc<dyn FsFile> = Arc::from(
                 fs.open(&path, mode)
                     .map_err(|e| StoreError::io("open", &path, e))?,
             );
-            let mut header = vec![0u8; HEADER_LEN as usize];
+            let mut header = vec![0u8; to_usize(HEADER_LEN)];
             handle
                 .read_exact_at(&mut header, 0)
                 .map_err(|e| StoreError::corrupt(&path, 0, format!("header: {e}")))?;
-            format::check_level_header(meta, level as u32, &header)
+            format::check_level_header(meta, level_number(level), &header)
                 .map_err(|why| StoreError::corrupt(&path, 0, why))?;
             let want = Layout::nodes_len(final_len as u64);
             let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
@@ -252,7 +254,7 @@ fn load_levels(
                 None => {
                     let (handle, path, offset) = file_for(at as u64)?;
                     let left_in_file = per_file - (at as u64 % per_file);
-                    take = take.min(left_in_file as usize);
+                    take = take.min(to_usize(left_in_file));
                     (handle, path, offset)
                 }
             };

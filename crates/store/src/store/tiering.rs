@@ -3,6 +3,8 @@
 //! files above), so memory holds only what can still change. Only
 //! finalized nodes are mapped: a rollback never rewrites their bytes.
 
+use cairn_core::cast::level_number;
+use cairn_core::cast::to_usize;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -43,7 +45,7 @@ impl Inner {
             // Only finalized nodes are mapped: a rollback above them later
             // writes the bytes past it again.
             let final_len = mappable(&self.meta, last.finalized, level).min(last.levels[level].0);
-            let complete = (final_len as usize) / SEGMENT_LEN;
+            let complete = to_usize(final_len) / SEGMENT_LEN;
             while checkpoints.tiered[level] < complete {
                 let segment = checkpoints.tiered[level];
                 let source = if level == 0 {
@@ -53,11 +55,15 @@ impl Inner {
                     }
                 } else {
                     let file = checkpoints.level_file(&*self.fs, &self.dir, &self.meta, level)?;
-                    map_segment(&*file, segment, &self.layout.level_file(level as u32))?
+                    map_segment(
+                        &*file,
+                        segment,
+                        &self.layout.level_file(level_number(level)),
+                    )?
                 };
                 self.tree
                     .lock()
-                    .tier(level as u32, segment, source)
+                    .tier(level_number(level), segment, source)
                     .expect("a published segment is frozen");
                 checkpoints.tiered[level] += 1;
                 tiered_any = true;
@@ -77,7 +83,7 @@ impl Inner {
 /// the tree of `finalized` leaves (a rollback never reaches below them, so
 /// their bytes are never written again).
 pub(crate) fn mappable(meta: &StoreMeta, finalized: u64, level: usize) -> u64 {
-    cairn_core::shape::level_len(finalized, meta.tree.arity, level as u32).saturating_sub(1)
+    cairn_core::shape::level_len(finalized, meta.tree.arity, level_number(level)).saturating_sub(1)
 }
 
 /// A mapping of the leaves of level-0 segment `segment`, if the log files
@@ -93,7 +99,7 @@ pub(super) fn map_leaves(
     }
     let first = (segment * SEGMENT_LEN) as u64;
     let (file, offset) = layout.leaf_location(first);
-    let Some(handle) = files.get(file as usize) else {
+    let Some(handle) = files.get(to_usize(file)) else {
         return Ok(None);
     };
     let map = handle

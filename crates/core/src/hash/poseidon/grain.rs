@@ -80,7 +80,7 @@ impl Grain {
             let select = self.clock();
             let bit = self.clock();
             if select == 1 {
-                return bit as u64;
+                return u64::try_from(bit).expect("a bit");
             }
         }
     }

@@ -139,7 +139,8 @@ fn light_poseidon_hash(inputs: &[Hash]) -> Hash {
 fn parameters_equal_light_poseidon_for_widths_2_to_13() {
     for width in 2..=13usize {
         let ours = params::get(width);
-        let theirs = get_poseidon_parameters::<Fr>(width as u8).expect("light-poseidon width");
+        let theirs = get_poseidon_parameters::<Fr>(u8::try_from(width).unwrap())
+            .expect("light-poseidon width");
         assert_eq!(theirs.width, width);
         assert_eq!(theirs.full_rounds, FULL_ROUNDS, "t = {width}");
         assert_eq!(

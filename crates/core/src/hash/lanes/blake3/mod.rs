@@ -182,7 +182,7 @@ fn blocks(group: usize) -> impl Iterator<Item = Block> {
         }
         Block {
             offset,
-            len: (total - offset).min(64) as u32,
+            len: u32::try_from((total - offset).min(64)).expect("at most 64"),
             flags,
         }
     })

@@ -147,6 +147,21 @@ pub fn single_kernel_name() -> &'static str {
     SingleKernel::routed().map_or("blake3::hash", SingleKernel::name)
 }
 
+/// A block's length (at most 64 bytes) as the 32-bit word the SIMD
+/// compression state takes.
+#[inline(always)]
+#[allow(clippy::cast_possible_wrap)] // at most 64
+const fn len_word(len: u32) -> i32 {
+    debug_assert!(len <= 64);
+    len as i32
+}
+
+/// The length of a block (a slice of at most 64 bytes) as a `u32`.
+#[inline(always)]
+fn block_word_len(block: &[u8]) -> u32 {
+    u32::try_from(block.len()).expect("a block of at most 64 bytes")
+}
+
 fn check_group(children: &[[u8; 32]]) {
     assert!(
         (2..=MAX_GROUP).contains(&children.len()),
@@ -733,7 +748,7 @@ mod x86 {
                         $cv[0],
                         $cv[1],
                         iv()[0],
-                        _mm_setr_epi32(0, 0, $len as i32, $flags as i32),
+                        _mm_setr_epi32(0, 0, len_word($len), $flags as i32),
                     ];
                 )+
                 rounds!($($s / $m),+);
@@ -775,7 +790,7 @@ mod x86 {
             let mut cv = iv();
             for index in 0..count {
                 let block = &input[index * 64..input.len().min(index * 64 + 64)];
-                compress!(s / m: cv, rows(block), block.len(), block_flags(index, count));
+                compress!(s / m: cv, rows(block), block_word_len(block), block_flags(index, count));
             }
             to_bytes(cv)
         }
@@ -1015,11 +1030,11 @@ mod x86 {
                     _mm256_setr_epi32(
                         0,
                         0,
-                        $len as i32,
+                        len_word($len),
                         $flags as i32,
                         0,
                         0,
-                        $len2 as i32,
+                        len_word($len2),
                         $flags2 as i32,
                     ),
                 ];
@@ -1042,7 +1057,14 @@ mod x86 {
             for index in 0..count {
                 let block = &input[index * 64..input.len().min(index * 64 + 64)];
                 let rows = pair_rows(rows(block), None);
-                compress_pair!(cv, rows, block.len(), block_flags(index, count), 0, 0);
+                compress_pair!(
+                    cv,
+                    rows,
+                    block_word_len(block),
+                    block_flags(index, count),
+                    0,
+                    0
+                );
             }
             to_bytes(low(cv))
         }
@@ -1176,13 +1198,13 @@ mod x86 {
         fn numbered(offset: u32) -> [u8; 64] {
             let mut block = [0u8; 64];
             for (i, word) in block.chunks_exact_mut(4).enumerate() {
-                word.copy_from_slice(&(i as u32 + offset).to_le_bytes());
+                word.copy_from_slice(&(u32::try_from(i).unwrap() + offset).to_le_bytes());
             }
             block
         }
 
         fn want(r: usize, offset: u32) -> [[u32; 4]; 4] {
-            round_words(r).map(|vector| vector.map(|word| word as u32 + offset))
+            round_words(r).map(|vector| vector.map(|word| u32::try_from(word).unwrap() + offset))
         }
 
         #[test]
@@ -1438,8 +1460,8 @@ mod tests {
                         };
                         let position = splitmix(&mut state) % width;
                         PathGroup {
-                            width: width as u8,
-                            position: position as u8,
+                            width: u8::try_from(width).unwrap(),
+                            position: u8::try_from(position).unwrap(),
                         }
                     })
                     .collect();
