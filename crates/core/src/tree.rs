@@ -1140,8 +1140,11 @@ mod tests {
                 }
                 // The final nodes plus the edge are exactly the fresh tree's levels.
                 for (level, nodes) in fresh.dump().iter().enumerate() {
-                    let stored: Vec<Hash> =
-                        snapshot.final_nodes(level_number(level)).iter().copied().collect();
+                    let stored: Vec<Hash> = snapshot
+                        .final_nodes(level_number(level))
+                        .iter()
+                        .copied()
+                        .collect();
                     assert_eq!(stored[..], nodes[..nodes.len() - 1]);
                     assert_eq!(snapshot.edge()[level].1, *nodes.last().unwrap());
                 }

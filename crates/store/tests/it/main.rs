@@ -5,6 +5,7 @@ mod crash;
 mod faults;
 mod model;
 mod power;
+mod power_loss;
 mod rollback;
 mod rollback_crash;
 mod rollback_edges;

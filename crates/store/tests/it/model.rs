@@ -60,7 +60,7 @@ use std::sync::Arc;
 
 use cairn_core::level::SEGMENT_LEN;
 use cairn_core::{Arity, Hash, HashKind, Snapshot, TreeConfig, TreeHead};
-use cairn_store::fs::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
+use cairn_store::fs::sim::SimFs;
 use cairn_store::{CheckpointPolicy, Fs, Store, StoreConfig, Token};
 use cairn_testkit::reference;
 use proptest::prelude::*;
@@ -68,6 +68,9 @@ use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::power_loss::{
+    CrashKind, CrashPoint, Trace, check_all_leaves, crash_kind, crash_point, crash_state, mode_name,
+};
 use crate::support::WAIT;
 
 const DB: &str = "/db";
@@ -120,30 +123,6 @@ impl Setup {
     }
 }
 
-/// When a power loss happens.
-#[derive(Clone, Copy, Debug)]
-enum CrashPoint {
-    /// Now: the store is idle.
-    Now,
-    /// At a boundary inside the last operation that touched the file
-    /// system (a flush, checkpoint, close, drop or open; chosen by the value).
-    InLastOp(u32),
-    /// At any boundary since the store existed on this file system.
-    Anywhere(u32),
-}
-
-/// Which [`CrashMode`]; a tear is resolved against the last write at the
-/// chosen boundary (falling back to `DropUnsynced` if it was synced).
-#[derive(Clone, Copy, Debug)]
-enum CrashKind {
-    DropUnsynced,
-    KeepUnsynced,
-    RandomSectors,
-    UndoDirOps,
-    GrowthLost,
-    Tear { page: bool, keep: u16 },
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Op {
     Append,
@@ -179,25 +158,6 @@ fn batch(max: usize) -> impl Strategy<Value = usize> {
     ]
 }
 
-fn crash_kind() -> impl Strategy<Value = CrashKind> {
-    prop_oneof![
-        3 => Just(CrashKind::DropUnsynced),
-        1 => Just(CrashKind::KeepUnsynced),
-        2 => Just(CrashKind::RandomSectors),
-        1 => Just(CrashKind::UndoDirOps),
-        1 => Just(CrashKind::GrowthLost),
-        3 => (any::<bool>(), any::<u16>()).prop_map(|(page, keep)| CrashKind::Tear { page, keep }),
-    ]
-}
-
-fn crash_point() -> impl Strategy<Value = CrashPoint> {
-    prop_oneof![
-        1 => Just(CrashPoint::Now),
-        3 => any::<u32>().prop_map(CrashPoint::InLastOp),
-        2 => any::<u32>().prop_map(CrashPoint::Anywhere),
-    ]
-}
-
 fn op(max_batch: usize) -> impl Strategy<Value = Op> {
     prop_oneof![
         16 => Just(Op::Append),
@@ -208,7 +168,7 @@ fn op(max_batch: usize) -> impl Strategy<Value = Op> {
         3 => Just(Op::Snapshot),
         3 => any::<bool>().prop_map(|verify| Op::CloseReopen { verify }),
         3 => any::<bool>().prop_map(|verify| Op::DropReopen { verify }),
-        8 => (crash_kind(), crash_point(), any::<u64>(), any::<bool>()).prop_map(
+        8 => (crash_kind(), crash_point(3), any::<u64>(), any::<bool>()).prop_map(
             |(kind, at, seed, verify)| Op::CrashReopen { kind, at, seed, verify }
         ),
     ]
@@ -664,28 +624,6 @@ fn check(store: &Store, m: &mut Model, all_leaves: bool) {
         .max(size.div_ceil(setup.log_file_leaves()));
 }
 
-fn check_all_leaves(snapshot: &Snapshot, leaves: &[Hash], ctx: &str) {
-    let size = leaves.len();
-    assert_eq!(snapshot.size(), size as u64, "{ctx}: size");
-    if size == 0 {
-        return;
-    }
-    let finals = snapshot.final_nodes(0);
-    assert_eq!(finals.len(), size - 1, "{ctx}: final leaves");
-    if let Some(i) = finals
-        .iter()
-        .zip(leaves)
-        .position(|(got, want)| got != want)
-    {
-        panic!("{ctx}: leaf {i} of {size} differs from the model");
-    }
-    assert_eq!(
-        snapshot.edge()[0],
-        ((size - 1) as u64, leaves[size - 1]),
-        "{ctx}: the last leaf"
-    );
-}
-
 // ---------------------------------------------------------------------------
 // Running a case
 // ---------------------------------------------------------------------------
@@ -737,81 +675,6 @@ fn reopen_same(store: Store, m: &mut Model, close: bool, verify: bool) -> Store 
     store
 }
 
-/// The crash boundary for `at`, and the mode, resolved at that boundary.
-fn crash_state(m: &Model, kind: CrashKind, at: CrashPoint) -> (usize, Replay, CrashMode) {
-    let now = m.fs.op_count();
-    let (from, pick) = match at {
-        CrashPoint::Now => (now, 0),
-        CrashPoint::InLastOp(pick) => (m.mark.clamp(m.floor, now), pick),
-        CrashPoint::Anywhere(pick) => (m.floor, pick),
-    };
-    // A tear needs a write that is not synced yet and spans a sector
-    // boundary: prefer boundaries right after such a write.
-    let after_writes: Vec<usize> = match kind {
-        CrashKind::Tear { .. } => (from.max(1)..=now)
-            .filter(|&k| sector_cuts(&m.fs.describe_op(k - 1)) > 0)
-            .collect(),
-        _ => Vec::new(),
-    };
-    let k = if !after_writes.is_empty() {
-        after_writes[pick as usize % after_writes.len()]
-    } else {
-        from + pick as usize % (now - from + 1)
-    };
-    let mut replay = m.fs.replay();
-    replay.seek(k);
-    let mode = match kind {
-        CrashKind::DropUnsynced => CrashMode::DropUnsynced,
-        CrashKind::KeepUnsynced => CrashMode::KeepUnsynced,
-        CrashKind::RandomSectors => CrashMode::RandomSectors,
-        CrashKind::UndoDirOps => CrashMode::UndoDirOps,
-        CrashKind::GrowthLost => CrashMode::GrowthLost,
-        CrashKind::Tear { page, keep } => {
-            let order = if page { [PAGE, SECTOR] } else { [SECTOR, PAGE] };
-            order
-                .into_iter()
-                .find_map(|boundary| {
-                    let points = replay.tear_points(boundary);
-                    (points > 0).then(|| CrashMode::TearLastWrite {
-                        boundary,
-                        keep: keep as usize % points,
-                    })
-                })
-                .unwrap_or(CrashMode::DropUnsynced)
-        }
-    };
-    (k, replay, mode)
-}
-
-/// The sector-aligned offsets inside a write described as
-/// `write PATH [from, to)` (0 for any other operation).
-fn sector_cuts(op: &str) -> u64 {
-    let range = op
-        .strip_prefix("write ")
-        .and_then(|rest| rest.rsplit_once(" ["))
-        .and_then(|(_, range)| range.strip_suffix(')'))
-        .and_then(|range| range.split_once(", "));
-    let Some((from, to)) = range else {
-        return 0;
-    };
-    let (Ok(from), Ok(to)) = (from.parse::<u64>(), to.parse::<u64>()) else {
-        return 0;
-    };
-    let sector = SECTOR as u64;
-    to.div_ceil(sector).saturating_sub(from.div_ceil(sector))
-}
-
-fn mode_name(mode: &CrashMode) -> &'static str {
-    match mode {
-        CrashMode::DropUnsynced => "DropUnsynced",
-        CrashMode::KeepUnsynced => "KeepUnsynced",
-        CrashMode::TearLastWrite { .. } => "TearLastWrite",
-        CrashMode::RandomSectors => "RandomSectors",
-        CrashMode::UndoDirOps => "UndoDirOps",
-        CrashMode::GrowthLost => "GrowthLost",
-    }
-}
-
 /// A power loss at a boundary chosen by `at`, then a reopen on what it left.
 fn crash_and_reopen(
     store: Store,
@@ -822,7 +685,16 @@ fn crash_and_reopen(
     verify: bool,
 ) -> Store {
     let now = m.fs.op_count();
-    let (k, replay, mode) = crash_state(m, kind, at);
+    let (k, replay, mode) = crash_state(
+        &m.fs,
+        Trace {
+            now: m.fs.op_count(),
+            mark: m.mark,
+            floor: m.floor,
+        },
+        kind,
+        at,
+    );
     // What must survive: every acknowledgement made by boundary k (and at
     // `now`, whatever the store says is durable).
     let mut acked = m.acked_at(k);
