@@ -3,7 +3,8 @@
 //! ```text
 //! membership  : version u8 | kind u8 = 1 | arity u8 | hash id u8 | [tree] | index u64 BE | size u64 BE | leaf [32] | siblings [32] * count
 //! consistency : version u8 | kind u8 = 2 | arity u8 | hash id u8 | [tree] | old_size u64 BE | new_size u64 BE | edge leaf [32] if old_size > 0 | hashes [32] * count
-//! tree        : absent in version 1 (a Lean tree); in version 2: tree kind u8 = 1 (imt) | depth u8 | zero [32]
+//! tree        : absent in version 1 (a Lean tree); in version 2: tree kind u8 | depth u8 | zero [32],
+//!               kind 1 (imt) with its depth and zero, or kind 2 (indexed) with depth 0 and a zero of 32 zero bytes
 //! ```
 //! Counts are not encoded: they derive from the header, and the total length
 //! must be exactly what the header implies. Every field is fixed-width, a
