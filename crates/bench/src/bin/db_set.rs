@@ -288,8 +288,10 @@ fn main() {
             };
             let run_singles = |samples: &mut Vec<Duration>| {
                 let began = Instant::now();
-                let found: Vec<Option<u64>> =
-                    asked.iter().map(|v| db.index_of(v).expect("lookup")).collect();
+                let found: Vec<Option<u64>> = asked
+                    .iter()
+                    .map(|v| db.index_of(v).expect("lookup"))
+                    .collect();
                 samples.push(per_value(began.elapsed()));
                 assert_eq!(found, want);
             };

@@ -139,14 +139,26 @@ impl NullifierSet {
         /// misses.
         const AHEAD: usize = 12;
         let slots: Vec<Slot> = values.iter().map(|v| self.slot(v)).collect();
-        let prefetch = |slot: &Slot| self.shards[slot.shard].read().prefetch(slot.tag);
-        slots.iter().take(AHEAD).for_each(prefetch);
+        // Each shard is read-locked once, when its slot is prefetched, and
+        // held until the probe: at most AHEAD locks at a time, for well
+        // under a microsecond. Recursive read locks, since two values of a
+        // window may share a shard (a plain read lock could wait behind a
+        // writer queued in between, while this thread holds the first).
+        let lock = |slot: &Slot| {
+            let table = self.shards[slot.shard].read_recursive();
+            table.prefetch(slot.tag);
+            table
+        };
+        let mut window: std::collections::VecDeque<_> =
+            slots.iter().take(AHEAD).map(lock).collect();
         let mut first: Vec<u64> = Vec::with_capacity(values.len());
         for (k, slot) in slots.iter().enumerate() {
             if let Some(next) = slots.get(k + AHEAD) {
-                prefetch(next);
+                window.push_back(lock(next));
             }
-            let found = self.shards[slot.shard].read().find(slot.tag, |_| true);
+            let table = window.pop_front().expect("one lock per value");
+            let found = table.find(slot.tag, |_| true);
+            drop(table);
             first.push(found.unwrap_or(NONE));
         }
         first
@@ -556,7 +568,11 @@ mod tests {
         let single: Vec<Option<u64>> = asked.iter().map(|v| set.find(v, leaf)).collect();
         assert_eq!(many, single);
         assert!(many.iter().filter(|f| f.is_some()).count() > 2000);
-        assert!(prefetched.get() > 2000, "{} leaves prefetched", prefetched.get());
+        assert!(
+            prefetched.get() > 2000,
+            "{} leaves prefetched",
+            prefetched.get()
+        );
         assert!(set.find_many(&[], leaf, |_| ()).is_empty());
     }
 
@@ -578,12 +594,24 @@ mod tests {
         let mut refused: Vec<(usize, ())> = Vec::new();
         // Leaf 0 (another value) with `wanted`'s tag first, then `wanted`
         // at leaf 1; leaf 2 (another value) with `absent`'s tag.
-        for (shard, tag, index) in [(at, tag, 0), (at, tag, 1), (absent_slot.shard, absent_slot.tag, 2)] {
-            assert!(tables[shard].insert_run(&[u64::from(tag) << 32], index, |_, _| None, &mut refused));
+        for (shard, tag, index) in [
+            (at, tag, 0),
+            (at, tag, 1),
+            (absent_slot.shard, absent_slot.tag, 2),
+        ] {
+            assert!(tables[shard].insert_run(
+                &[u64::from(tag) << 32],
+                index,
+                |_, _| None,
+                &mut refused
+            ));
         }
         let set = NullifierSet::from_tables(key, tables);
         let leaf = |i: u64| leaves.get(i as usize).copied();
-        assert_eq!(set.find_many(&[wanted, absent], leaf, |_| ()), vec![Some(1), None]);
+        assert_eq!(
+            set.find_many(&[wanted, absent], leaf, |_| ()),
+            vec![Some(1), None]
+        );
         assert_eq!(set.find(&wanted, leaf), Some(1));
     }
 }

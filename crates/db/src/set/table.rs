@@ -281,20 +281,19 @@ impl Table {
             let (tag, position) = ((record >> 32) as u32, record as u32 as usize);
             let index = first + position as u64;
             let entry = pack(tag, index);
-            // Every held entry with the entry's tag comes out before it
-            // (held indexes are below `first`, but the check must not
-            // depend on that).
-            while let Some(slot) = held.next_if(|&slot| tag_of(slot) <= tag) {
-                if tag_of(slot) != group_tag {
-                    group_tag = tag_of(slot);
-                    group.clear();
-                }
-                group.push(index_of(slot));
-                put(&mut slots, slot);
-            }
             if tag != group_tag {
                 group_tag = tag;
                 group.clear();
+                while let Some(slot) = held.next_if(|&slot| tag_of(slot) < tag) {
+                    put(&mut slots, slot);
+                }
+                // Every held entry with the tag comes out before the run's
+                // first entry with it (held indexes are below `first`, but
+                // the check does not depend on that).
+                while let Some(slot) = held.next_if(|&slot| tag_of(slot) == tag) {
+                    group.push(index_of(slot));
+                    put(&mut slots, slot);
+                }
             }
             if let Some(of) = group.iter().find_map(|&i| same(position, i)) {
                 refused.push((position, of));
@@ -463,7 +462,6 @@ impl Table {
             .filter(|&&s| s != 0)
             .map(|&s| (tag_of(s), index_of(s)))
     }
-
 }
 
 /// Sorts a cluster: most are a few slots and already in order, so an
@@ -495,7 +493,9 @@ pub(crate) fn prefetch_read<T>(value: &T) {
         // SAFETY: SSE is part of the x86_64 baseline, and a prefetch only
         // hints the cache; the pointer comes from a live reference anyway.
         #[allow(unsafe_code)]
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>()) };
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>())
+        };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;

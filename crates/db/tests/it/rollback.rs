@@ -66,7 +66,12 @@ fn removed_values_leave_the_set_and_old_snapshots_still_find_them() {
     );
     // The same through the batch lookups: the old snapshot finds the
     // removed values (by its scan), the database does not.
-    let asked = [value(7, 999), value(7, 2000), value(7, 2999), value(7, 5000)];
+    let asked = [
+        value(7, 999),
+        value(7, 2000),
+        value(7, 2999),
+        value(7, 5000),
+    ];
     assert_eq!(
         before.index_of_many(&asked).unwrap(),
         vec![Some(999), Some(2000), Some(2999), None]
