@@ -12,6 +12,10 @@
 //! but without the key nobody can aim at a shard or a tag, so probe
 //! lengths follow the random-hash bound (at 80% load, about 3 slots for a
 //! hit and 13 for a miss on average, 8 slots per cache line).
+//!
+//! A lookup is two dependent random reads (the slot, then the leaf that
+//! confirms it); [`NullifierSet::find_many`] overlaps those of many values
+//! with prefetches, which is where batch callers gain most.
 
 pub(crate) mod file;
 pub(crate) mod table;

@@ -7,7 +7,11 @@
 //! which is monotone in the tag and computable for any capacity, so the
 //! table grows by 1.25x (not 2x) and rehomes every entry from its slot
 //! alone, without reading the leaves back. Growing at 80% load by 1.25x
-//! keeps the load between 64% and 80%: 10 to 12.5 bytes per value.
+//! keeps the load between 64% and 80%: 10 to 12.5 bytes per value. A
+//! batch's entries for a shard come sorted by tag ([`Table::insert_run`]):
+//! when they fit, each is one probe; when they do not, the shard grows once
+//! for all of them and the held entries and the batch are merged, in tag
+//! order, into the new slots in one pass.
 //!
 //! Hand-written rather than `hashbrown` because the workload needs what a
 //! general map does not give: 8 bytes per entry (a map of 32-byte keys
