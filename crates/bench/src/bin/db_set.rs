@@ -5,7 +5,9 @@
 //!   `--rounds`; the ratio is the speed with the set over the speed without.
 //! - `lookup`: `index_of` of present values and `contains` of absent ones
 //!   on the database of `--leaves` values, everything in memory; each call
-//!   timed alone (the figures include about 20 ns of `Instant` overhead).
+//!   timed alone (the figures include about 20 ns of `Instant` overhead);
+//!   then `index_of_many` of 1,000 values a call (9 in 10 present) against
+//!   the same values looked up one by one, per value.
 //! - `scale`: with `--scale-leaves M`, ingest M values in 4M batches,
 //!   checkpoint, report the set's bytes per value and the process RSS;
 //!   close, reopen and time the open (warm page cache). With
@@ -250,6 +252,67 @@ fn main() {
                     " (present)"
                 } else {
                     " (absent)"
+                }
+            );
+        }
+        // Batch lookups, as a caller with many values at once makes them:
+        // `index_of_many` of 1,000 values a call against the same 1,000
+        // looked up one by one, alternating, per value.
+        const PER_CALL: usize = 1000;
+        let calls = (probes as usize / PER_CALL).max(10);
+        let mut many = Vec::with_capacity(calls);
+        let mut singles = Vec::with_capacity(calls);
+        for call in 0..calls {
+            let mut asked = Vec::with_capacity(PER_CALL);
+            let mut want = Vec::with_capacity(PER_CALL);
+            for k in 0..PER_CALL {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                // One value in ten absent.
+                if k % 10 == 9 {
+                    asked.push(value(options.leaves + (state >> 20) % (1 << 40)));
+                    want.push(None);
+                } else {
+                    let index = (state >> 20) % options.leaves;
+                    asked.push(value(index));
+                    want.push(Some(index));
+                }
+            }
+            let per_value = |elapsed: Duration| elapsed / PER_CALL as u32;
+            let run_many = |samples: &mut Vec<Duration>| {
+                let began = Instant::now();
+                let found = db.index_of_many(&asked).expect("lookup");
+                samples.push(per_value(began.elapsed()));
+                assert_eq!(found, want);
+            };
+            let run_singles = |samples: &mut Vec<Duration>| {
+                let began = Instant::now();
+                let found: Vec<Option<u64>> = asked
+                    .iter()
+                    .map(|v| db.index_of(v).expect("lookup"))
+                    .collect();
+                samples.push(per_value(began.elapsed()));
+                assert_eq!(found, want);
+            };
+            if call % 2 == 0 {
+                run_many(&mut many);
+                run_singles(&mut singles);
+            } else {
+                run_singles(&mut singles);
+                run_many(&mut many);
+            }
+        }
+        for (name, mut samples) in [("many", many), ("singles", singles)] {
+            samples.sort_unstable();
+            println!(
+                "{name:<8} {calls} calls of {PER_CALL} values (9 in 10 present): per value median {} ns, p99 {} ns{}",
+                percentile(&samples, 0.5).as_nanos(),
+                percentile(&samples, 0.99).as_nanos(),
+                if name == "many" {
+                    " (index_of_many)"
+                } else {
+                    " (index_of one by one)"
                 }
             );
         }

@@ -7,7 +7,11 @@
 //! which is monotone in the tag and computable for any capacity, so the
 //! table grows by 1.25x (not 2x) and rehomes every entry from its slot
 //! alone, without reading the leaves back. Growing at 80% load by 1.25x
-//! keeps the load between 64% and 80%: 10 to 12.5 bytes per value.
+//! keeps the load between 64% and 80%: 10 to 12.5 bytes per value. A
+//! batch's entries for a shard come sorted by tag ([`Table::insert_run`]):
+//! when they fit, each is one probe; when they do not, the shard grows once
+//! for all of them and the held entries and the batch are merged, in tag
+//! order, into the new slots in one pass.
 //!
 //! Hand-written rather than `hashbrown` because the workload needs what a
 //! general map does not give: 8 bytes per entry (a map of 32-byte keys
@@ -109,41 +113,208 @@ impl Table {
         }
     }
 
-    /// Makes room for `extra` more entries; `false` if the shard would need
-    /// more slots than there are tags (about 215 million entries in one
-    /// shard, far beyond the index limit over 4096 shards).
-    pub fn reserve(&mut self, extra: usize) -> bool {
-        let want = self.len + extra;
-        if want * 5 <= self.slots.len() * 4 {
-            return true;
+    /// Asks the CPU to start loading the cache line of `tag`'s home slot
+    /// (for batch lookups, which issue many such loads before the probes
+    /// that need them).
+    #[inline]
+    pub fn prefetch(&self, tag: u32) {
+        if self.slots.is_empty() {
+            return;
         }
-        // Growing moves every entry: when a batch forces it, leave room for
-        // another batch like it (at most a quarter more, so the load stays
-        // at or above 64%).
-        let headroom = extra.min(self.len / 4);
+        let at = home(tag, self.slots.len());
+        prefetch_read(&self.slots[at]);
+    }
+
+    /// The capacity to grow to when `extra` more entries do not fit;
+    /// `None` if it would exceed [`MAX_CAPACITY`].
+    fn grown_for(&self, extra: usize) -> Option<usize> {
+        let want = self.len + extra;
+        // Growing moves every entry: when a batch forces it, leave as much
+        // room as the load floor allows (a quarter of the entries more, so
+        // the load starts at 64%), so that the next growth is as far off
+        // as it can be.
+        let headroom = want / 4;
         let grown = (self.slots.len() * 5).div_ceil(4);
         let capacity = capacity_for(want + headroom).max(grown);
-        if capacity > MAX_CAPACITY {
-            if capacity_for(want) > MAX_CAPACITY {
-                return false;
+        if capacity <= MAX_CAPACITY {
+            Some(capacity)
+        } else if capacity_for(want) <= MAX_CAPACITY {
+            Some(MAX_CAPACITY)
+        } else {
+            None
+        }
+    }
+
+    /// Inserts a batch's entries for this shard: `run` holds
+    /// `tag << 32 | position`, sorted, and the entry at `position` gets
+    /// leaf index `first + position`. Before an entry goes in,
+    /// `same(position, index)` is asked about each entry with its tag
+    /// already held (or inserted earlier from the run); the first `Some`
+    /// refuses it, pushed to `refused` with its position. `false` (nothing
+    /// inserted) if the shard would need more than [`MAX_CAPACITY`] slots.
+    ///
+    /// When the run fits, each entry costs one probe from its home (the
+    /// duplicate check and the insertion share it). When it does not, the
+    /// table grows once, to what the whole run needs, and the held entries
+    /// (in tag order) and the run are merged into the new slots in one
+    /// forward pass: no entry moves twice and no slot is written twice.
+    pub fn insert_run<D>(
+        &mut self,
+        run: &[u64],
+        first: u64,
+        mut same: impl FnMut(usize, u64) -> Option<D>,
+        refused: &mut Vec<(usize, D)>,
+    ) -> bool {
+        if (self.len + run.len()) * 5 <= self.slots.len() * 4 {
+            for &record in run {
+                let (tag, position) = ((record >> 32) as u32, record as u32 as usize);
+                let index = first + position as u64;
+                match self.find_or_insert(tag, index, |i| same(position, i)) {
+                    Some(of) => refused.push((position, of)),
+                    None => self.len += 1,
+                }
             }
-            self.rebuild(MAX_CAPACITY);
             return true;
         }
-        self.rebuild(capacity);
+        let Some(capacity) = self.grown_for(run.len()) else {
+            return false;
+        };
+        self.merge_grow(run, first, capacity, same, refused);
         true
     }
 
-    /// Inserts an entry (room must have been reserved). Does not look for
-    /// an equal value: callers `find` first.
+    /// One probe from `tag`'s home: the first entry with `tag` for which
+    /// `same` answers `Some` refuses the new entry; else the entry takes
+    /// the first empty slot (the caller made room and counts it).
     #[inline]
-    pub fn insert(&mut self, tag: u32, index: u64) {
-        assert!(
-            (self.len + 1) * 5 <= self.slots.len() * 4,
-            "insert without reserve"
-        );
-        place(&mut self.slots, pack(tag, index));
-        self.len += 1;
+    fn find_or_insert<D>(
+        &mut self,
+        tag: u32,
+        index: u64,
+        mut same: impl FnMut(u64) -> Option<D>,
+    ) -> Option<D> {
+        let capacity = self.slots.len();
+        let mut at = home(tag, capacity);
+        loop {
+            let slot = self.slots[at];
+            if slot == 0 {
+                self.slots[at] = pack(tag, index);
+                return None;
+            }
+            if tag_of(slot) == tag
+                && let Some(of) = same(index_of(slot))
+            {
+                return Some(of);
+            }
+            at += 1;
+            if at == capacity {
+                at = 0;
+            }
+        }
+    }
+
+    /// The entries held, in packed order (tag, then index): each cluster
+    /// sorted (clusters are short), and the cluster at slot 0, which may
+    /// hold entries wrapped around from the end, merged in.
+    fn sorted_entries(&self) -> Vec<u64> {
+        let end = self.slots.len();
+        let mut wrapped = Vec::new();
+        let mut at = 0;
+        while at < end && self.slots[at] != 0 {
+            wrapped.push(self.slots[at]);
+            at += 1;
+        }
+        sort_short(&mut wrapped);
+        let mut rest = Vec::with_capacity(self.len - wrapped.len());
+        while at < end {
+            if self.slots[at] == 0 {
+                at += 1;
+                continue;
+            }
+            let start = rest.len();
+            while at < end && self.slots[at] != 0 {
+                rest.push(self.slots[at]);
+                at += 1;
+            }
+            // The clusters after the first are in home order among
+            // themselves: every home of a cluster lies at or after its
+            // start, which is past the previous cluster's end.
+            sort_short(&mut rest[start..]);
+        }
+        if wrapped.is_empty() {
+            return rest;
+        }
+        let mut out = Vec::with_capacity(self.len);
+        merge(&wrapped, &rest, |slot| out.push(slot));
+        out
+    }
+
+    /// Grows to `capacity` and inserts `run` (see [`Table::insert_run`]),
+    /// writing the new slots in one pass.
+    fn merge_grow<D>(
+        &mut self,
+        run: &[u64],
+        first: u64,
+        capacity: usize,
+        mut same: impl FnMut(usize, u64) -> Option<D>,
+        refused: &mut Vec<(usize, D)>,
+    ) {
+        // Entries go in home order at max(home, next free slot), so each
+        // entry's probe path, from its home to its slot, is full: a valid
+        // table. Entries that would run past the end wrap around to the
+        // start afterwards.
+        let mut slots: Vec<u64> = vec![0; capacity];
+        let mut next = 0;
+        let mut overflow = Vec::new();
+        let mut put = |slots: &mut [u64], slot: u64| {
+            let to = home(tag_of(slot), capacity).max(next);
+            if to < capacity {
+                slots[to] = slot;
+                next = to + 1;
+            } else {
+                overflow.push(slot);
+            }
+        };
+        // The indexes held with the tag being merged: what an entry of the
+        // run with that tag is checked against (almost always none).
+        let mut group_tag = u32::MAX;
+        let mut group: Vec<u64> = Vec::new();
+        let mut held = self.sorted_entries().into_iter().peekable();
+        let mut accepted = 0;
+        for &record in run {
+            let (tag, position) = ((record >> 32) as u32, record as u32 as usize);
+            let index = first + position as u64;
+            let entry = pack(tag, index);
+            if tag != group_tag {
+                group_tag = tag;
+                group.clear();
+                while let Some(slot) = held.next_if(|&slot| tag_of(slot) < tag) {
+                    put(&mut slots, slot);
+                }
+                // Every held entry with the tag comes out before the run's
+                // first entry with it (held indexes are below `first`, but
+                // the check does not depend on that).
+                while let Some(slot) = held.next_if(|&slot| tag_of(slot) == tag) {
+                    group.push(index_of(slot));
+                    put(&mut slots, slot);
+                }
+            }
+            if let Some(of) = group.iter().find_map(|&i| same(position, i)) {
+                refused.push((position, of));
+                continue;
+            }
+            group.push(index);
+            put(&mut slots, entry);
+            accepted += 1;
+        }
+        for slot in held {
+            put(&mut slots, slot);
+        }
+        for slot in overflow {
+            place(&mut slots, slot);
+        }
+        self.slots = slots;
+        self.len += accepted;
     }
 
     /// Removes the entry (`tag`, `index`); `false` if absent. Backward-shift
@@ -295,86 +466,6 @@ impl Table {
             .filter(|&&s| s != 0)
             .map(|&s| (tag_of(s), index_of(s)))
     }
-
-    /// Grows to `capacity` slots in place: no second table, no fresh
-    /// zeroed pages beyond the new tail.
-    ///
-    /// Homes only move right when the capacity grows (`tag * C >> 28` is
-    /// monotone in C). With every cluster sorted by tag, each entry's new
-    /// position `max(new home, previous new position + 1)`, in slot order,
-    /// is at or after its old one, and every slot between its new home and
-    /// it is full; moving entries from the last to the first never
-    /// overwrites one not yet moved. Entries of the cluster at slot 0 (which may have
-    /// wrapped around from the end) and any that would run past the new end
-    /// are taken out first and put back by ordinary insertion.
-    fn rebuild(&mut self, capacity: usize) {
-        assert!(capacity >= self.slots.len());
-        let old = self.slots.len();
-        let mut aside = Vec::new();
-        let mut at = 0;
-        while at < old && self.slots[at] != 0 {
-            aside.push(self.slots[at]);
-            self.slots[at] = 0;
-            at += 1;
-        }
-        // Sort each remaining cluster by tag: it stays valid (the k-th
-        // smallest home of a cluster starting at s is at most s + k), and
-        // then slot order is tag order, the order the new layout needs.
-        let mut from = at;
-        while from < old {
-            if self.slots[from] == 0 {
-                from += 1;
-                continue;
-            }
-            let start = from;
-            while from < old && self.slots[from] != 0 {
-                from += 1;
-            }
-            sort_short(&mut self.slots[start..from]);
-        }
-        self.slots.resize(capacity, 0);
-        // Forward pass: new positions of the entries left, in slot order.
-        let mut moves: Vec<(u32, u32)> = Vec::with_capacity(self.len - aside.len());
-        let mut next = 0usize;
-        for from in at..old {
-            let slot = self.slots[from];
-            if slot == 0 {
-                continue;
-            }
-            let to = home(tag_of(slot), capacity).max(next);
-            if to >= capacity {
-                aside.push(slot);
-                self.slots[from] = 0;
-                continue;
-            }
-            debug_assert!(to >= from, "entries only move right");
-            moves.push((from as u32, to as u32));
-            next = to + 1;
-        }
-        // Backward pass: move, last first.
-        for &(from, to) in moves.iter().rev() {
-            let (from, to) = (from as usize, to as usize);
-            if from != to {
-                self.slots[to] = self.slots[from];
-                self.slots[from] = 0;
-            }
-        }
-        for slot in aside {
-            place(&mut self.slots, slot);
-        }
-    }
-
-    /// The reference growth: a fresh table filled by ordinary insertion.
-    #[cfg(test)]
-    fn rebuilt_by_insertion(&self, capacity: usize) -> Vec<u64> {
-        let mut slots = vec![0; capacity];
-        for &slot in &self.slots {
-            if slot != 0 {
-                place(&mut slots, slot);
-            }
-        }
-        slots
-    }
 }
 
 /// Sorts a cluster: most are a few slots and already in order, so an
@@ -394,6 +485,39 @@ fn sort_short(run: &mut [u64]) {
         }
         run[j] = value;
     }
+}
+
+/// A hint to load the cache line holding `value`; nothing on targets
+/// without a prefetch instruction here.
+#[inline(always)]
+pub(crate) fn prefetch_read<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: SSE is part of the x86_64 baseline, and a prefetch only
+        // hints the cache; the pointer comes from a live reference anyway.
+        #[allow(unsafe_code)]
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>())
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
+/// Merges two sorted sequences, in order, into `out`.
+fn merge(a: &[u64], b: &[u64], mut out: impl FnMut(u64)) {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out(a[i]);
+            i += 1;
+        } else {
+            out(b[j]);
+            j += 1;
+        }
+    }
+    a[i..].iter().chain(&b[j..]).for_each(|&slot| out(slot));
 }
 
 /// Puts a packed entry in the first empty slot from its home.
@@ -418,9 +542,11 @@ mod tests {
 
     use super::*;
 
+    /// Inserts one entry (leaf `index`, no duplicate check).
     fn add(table: &mut Table, tag: u32, index: u64) {
-        assert!(table.reserve(1));
-        table.insert(tag, index);
+        let mut refused: Vec<(usize, ())> = Vec::new();
+        assert!(table.insert_run(&[u64::from(tag) << 32], index, |_, _| None, &mut refused));
+        assert!(refused.is_empty());
     }
 
     #[test]
@@ -472,48 +598,68 @@ mod tests {
         );
     }
 
-    /// Valid: every entry reachable from its home; and holds exactly `want`.
-    fn assert_valid(slots: &[u64], want: &[u64]) {
-        let mut held: Vec<u64> = slots.iter().copied().filter(|&s| s != 0).collect();
-        held.sort_unstable();
-        let mut want = want.to_vec();
-        want.sort_unstable();
-        assert_eq!(held, want);
-        Table::from_slots(slots.to_vec(), want.len(), u64::MAX >> 30).unwrap();
-    }
-
     proptest! {
-        /// Growing in place holds the same entries as the reference growth,
-        /// every one reachable, with wrap-around clusters and crowded tags.
+        /// Batches go in like into a map that refuses what it holds: in
+        /// the room left (one probe each) and by growing (the merge),
+        /// with crowded and equal tags, wrap-around clusters, repeats of
+        /// held values and repeats within a batch; after each batch the
+        /// table is valid and finds exactly the accepted values.
         #[test]
-        fn growing_in_place_matches_growing_by_insertion(
-            tags in prop::collection::vec(0u32..40, 1..300),
+        fn runs_go_in_like_into_a_map(
+            batches in prop::collection::vec(prop::collection::vec(0u32..300, 0..150), 1..8),
             spread in 0u32..4,
-            steps in 1usize..6,
         ) {
-            let mut table = Table::default();
-            let mut want = Vec::new();
-            for (index, tag) in tags.iter().enumerate() {
-                // Crowd the tags near the top so clusters wrap around, or
-                // (spread 3) spread 40 values over the whole tag space.
-                let tag = if spread == 3 {
-                    tag * ((1 << TAG_BITS) / 40)
+            // 300 values over 40 tags: equal tags for different values.
+            // Crowded near the top so clusters wrap around, or (spread 3)
+            // spread over the whole tag space.
+            let tag_of_value = |v: u32| {
+                let t = v % 40;
+                if spread == 3 {
+                    t * ((1 << TAG_BITS) / 40)
                 } else {
-                    ((1u32 << TAG_BITS) - 1) - (tag << (spread * 9))
+                    ((1u32 << TAG_BITS) - 1) - (t << (spread * 9))
+                }
+            };
+            let mut table = Table::default();
+            let mut leaves: Vec<u32> = Vec::new();
+            let mut model: HashMap<u32, u64> = HashMap::new();
+            for batch in batches {
+                let first = leaves.len() as u64;
+                let mut run: Vec<u64> = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(p, &v)| (u64::from(tag_of_value(v)) << 32) | p as u64)
+                    .collect();
+                run.sort_unstable();
+                let mut refused = Vec::new();
+                let same = |position: usize, index: u64| {
+                    let held = match index.checked_sub(first) {
+                        Some(p) => batch[p as usize],
+                        None => leaves[index as usize],
+                    };
+                    (held == batch[position]).then_some(index)
                 };
-                prop_assume!(tag < 1 << TAG_BITS);
-                add(&mut table, tag, index as u64);
-                want.push(pack(tag, index as u64));
-            }
-            assert_valid(table.slots(), &want);
-            for _ in 0..steps {
-                let capacity = (table.capacity() * 5).div_ceil(4) + 1;
-                let reference = table.rebuilt_by_insertion(capacity);
-                table.rebuild(capacity);
-                assert_valid(table.slots(), &want);
-                assert_valid(&reference, &want);
-                for &slot in &want {
-                    prop_assert!(table.find(tag_of(slot), |i| i == index_of(slot)).is_some());
+                prop_assert!(table.insert_run(&run, first, same, &mut refused));
+                let mut want = Vec::new();
+                for (p, &v) in batch.iter().enumerate() {
+                    match model.get(&v) {
+                        Some(&i) => want.push((p, i)),
+                        None => {
+                            model.insert(v, first + p as u64);
+                        }
+                    }
+                }
+                refused.sort_unstable();
+                prop_assert_eq!(refused, want);
+                leaves.extend(&batch);
+                prop_assert_eq!(table.len(), model.len());
+                let load = table.len() as f64 / table.capacity().max(1) as f64;
+                prop_assert!(load <= 0.8, "load {}", load);
+                Table::from_slots(table.slots().to_vec(), table.len(), leaves.len() as u64)
+                    .map_err(TestCaseError::fail)?;
+                for (&v, &i) in &model {
+                    let found = table.find(tag_of_value(v), |j| leaves[j as usize] == v);
+                    prop_assert_eq!(found, Some(i));
                 }
             }
         }

@@ -211,6 +211,11 @@ fn without_the_set_duplicates_are_appended_and_lookups_are_refused() {
     db.append(value(1)).unwrap();
     assert_eq!(db.size(), 2);
     assert!(matches!(db.index_of(&value(1)), Err(DbError::NoSet)));
+    assert!(matches!(db.index_of_many(&[value(1)]), Err(DbError::NoSet)));
+    assert!(matches!(
+        db.snapshot().index_of_many(&[value(1)]),
+        Err(DbError::NoSet)
+    ));
     assert!(db.stats().set.is_none());
     db.close().unwrap();
     let db = Db::open(&path).unwrap();

@@ -639,18 +639,33 @@ impl State<'_> {
         }
         // Absent values: of refused batches, lost to crashes, never used.
         let never: Vec<Hash> = (0..4).map(|k| value(model.seed ^ NEVER, k)).collect();
-        let absent = model
+        let absent: Vec<&Hash> = model
             .absent
             .iter()
             .rev()
             .take(64)
             .filter(|v| !model.present.contains_key(*v))
-            .chain(&never);
-        for v in absent {
+            .chain(&never)
+            .collect();
+        for &v in &absent {
             prop_assert_eq!(db.index_of(v).map_err(found)?, None, "{:?}", v);
             prop_assert!(!db.contains(v).map_err(found)?);
             prop_assert_eq!(snapshot.index_of(v).map_err(found)?, None);
         }
+        // The same answers from the batch lookups, present and absent
+        // values interleaved.
+        let mut asked = Vec::new();
+        let mut want = Vec::new();
+        for (k, &i) in indices.iter().enumerate() {
+            asked.push(model.leaves[i]);
+            want.push(Some(i as u64));
+            if let Some(&&v) = absent.get(k) {
+                asked.push(v);
+                want.push(None);
+            }
+        }
+        prop_assert_eq!(&db.index_of_many(&asked).map_err(found)?, &want);
+        prop_assert_eq!(&snapshot.index_of_many(&asked).map_err(found)?, &want);
         db.check_set().map_err(|e| db_err("check_set", e))?;
         let stats = db.stats();
         prop_assert_eq!(stats.set.expect("unique").values, size);

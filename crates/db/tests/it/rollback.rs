@@ -64,6 +64,22 @@ fn removed_values_leave_the_set_and_old_snapshots_still_find_them() {
         Some(2000),
         "isolation"
     );
+    // The same through the batch lookups: the old snapshot finds the
+    // removed values (by its scan), the database does not.
+    let asked = [
+        value(7, 999),
+        value(7, 2000),
+        value(7, 2999),
+        value(7, 5000),
+    ];
+    assert_eq!(
+        before.index_of_many(&asked).unwrap(),
+        vec![Some(999), Some(2000), Some(2999), None]
+    );
+    assert_eq!(
+        db.index_of_many(&asked).unwrap(),
+        vec![Some(999), None, None, None]
+    );
     // Kept values are still refused; removed ones go back in, at new indices.
     assert!(matches!(
         db.append(value(7, 10)),

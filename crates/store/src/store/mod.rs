@@ -508,6 +508,13 @@ impl Store {
         self.inner.tree.lock().share_leaves()
     }
 
+    /// The last published snapshot, lock-free (it may hold fewer leaves
+    /// than [`Store::size`]; [`Store::snapshot`] publishes a current one,
+    /// under the tree lock when it must).
+    pub fn published(&self) -> Arc<Snapshot> {
+        self.inner.published.load_full()
+    }
+
     /// The leaf at `index` if it is visible: from the published snapshot
     /// when it holds it (lock-free), else under the tree lock for a moment.
     pub fn leaf(&self, index: u64) -> Option<Hash> {
