@@ -9,6 +9,13 @@
 //! hash and the ratio cairn / light-poseidon (below 1: cairn is faster).
 //! Every output is compared, so a fast wrong hash cannot pass.
 //!
+//! Then the bound: the time of one BN254 `Fr` multiplication (`ark-ff`,
+//! independent products, so the figure is throughput, not latency), the
+//! multiplications one permutation of the optimised form takes (an S-box
+//! is three: two squarings and a product; a full round adds the t x t
+//! matrix, a partial round the sparse one's 2t - 1), and the hashes per
+//! second per core those allow, beside the measured ones.
+//!
 //! Run: `cargo run --release -p cairn-bench --bin poseidon_peer -- [--rounds R]
 //! [--batch B] [--inputs 2,4]`.
 
@@ -45,6 +52,7 @@ fn main() {
         }
     }
     println!("inputs (t)  cairn/hash  light-poseidon/hash  ratio (cairn / light)");
+    let mut measured = Vec::new();
     for inputs in widths {
         let groups = field_inputs(inputs, batch);
         let mut light = Poseidon::<Fr>::new_circom(inputs).expect("1..=12 inputs");
@@ -79,7 +87,62 @@ fn main() {
             inputs + 1,
             ours / theirs
         );
+        measured.push((inputs, ours));
     }
+    let mul_ns = multiplication_ns(rounds);
+    println!("\none Fr multiplication: {mul_ns:.2} ns (throughput, median of {rounds} runs)");
+    println!(
+        "inputs (t)  multiplications  bound/hash  bound hashes/s/core  measured hashes/s/core  measured / bound"
+    );
+    for (inputs, ours_us) in measured {
+        let t = inputs + 1;
+        let muls = multiplications(t);
+        let bound_us = muls as f64 * mul_ns / 1e3;
+        println!(
+            "{inputs} ({t})       {muls:>15}  {bound_us:>7.2} us  {:>19.0}  {:>22.0}  {:>15.2}",
+            1e6 / bound_us,
+            1e6 / ours_us,
+            bound_us / ours_us
+        );
+    }
+}
+
+/// Field multiplications (squarings counted as multiplications) in one
+/// circomlib Poseidon permutation of width `t` in the optimised form:
+/// 8 full rounds of t S-boxes and a dense t x t matrix, and the partial
+/// rounds (circomlib's counts) of one S-box and a sparse matrix.
+fn multiplications(t: usize) -> usize {
+    const PARTIAL: [usize; 16] = [
+        56, 57, 56, 60, 60, 63, 64, 63, 60, 66, 60, 65, 70, 60, 64, 68,
+    ];
+    let sbox = 3;
+    let full = 8 * (t * sbox + t * t);
+    let partial = PARTIAL[t - 2] * (sbox + 2 * t - 1);
+    full + partial
+}
+
+/// The median time of one `Fr` multiplication over `rounds` runs of a
+/// batch of independent products (eight accumulators, so the products
+/// overlap as a permutation's independent ones can).
+fn multiplication_ns(rounds: usize) -> f64 {
+    use ark_ff::Field;
+    const STEPS: usize = 200_000;
+    // Full-width operands: small integers squared until they wrap the modulus.
+    let wide = |seed: u64| (0..8).fold(Fr::from(seed), |x, _| x.square());
+    let factor = wide(0x9e37_79b9_7f4a_7c15);
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let mut lanes: [Fr; 8] = std::array::from_fn(|i| wide(i as u64 + 3));
+        let start = Instant::now();
+        for _ in 0..STEPS {
+            for lane in &mut lanes {
+                *lane *= factor;
+            }
+        }
+        samples.push(start.elapsed());
+        black_box(lanes.iter().fold(Fr::ONE, |a, b| a * b));
+    }
+    median(&mut samples).as_secs_f64() * 1e9 / (STEPS * 8) as f64
 }
 
 /// `count` groups of `inputs` pseudo-random canonical field elements (the

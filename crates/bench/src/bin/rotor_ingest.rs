@@ -4,9 +4,11 @@
 //! blocks, `insert_many` each block and wait until it is durable, then
 //! close. rotortree checks no duplicates; cairn's ingest refuses them.
 //!
-//! Run: `rotor_ingest DIR FILE [--arity N] [--block LEAVES]` (DIR must not
-//! exist; defaults N = 4 and blocks of 1,048,576 leaves, cairn's ingest
-//! default). `scripts/ingest_vs_rotortree.sh` runs it beside `cairn
+//! Run: `rotor_ingest DIR FILE [--arity N] [--block LEAVES] [--checkpoint]`
+//! (DIR must not exist; defaults N = 4 and blocks of 1,048,576 leaves,
+//! cairn's ingest default). With `--checkpoint` it checkpoints before it
+//! closes, as `cairn ingest` leaves its database (so a reopen reads the
+//! checkpoint instead of replaying the log). `scripts/ingest_vs_rotortree.sh` runs it beside `cairn
 //! ingest`, interleaved.
 
 use std::io::Read;
@@ -16,12 +18,12 @@ use std::time::Instant;
 use cairn_bench::durable::{DurableStore, RotorStore};
 use cairn_core::Hash;
 
-const USAGE: &str = "usage: rotor_ingest DIR FILE [--arity N] [--block LEAVES]";
+const USAGE: &str = "usage: rotor_ingest DIR FILE [--arity N] [--block LEAVES] [--checkpoint]";
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut positional: Vec<String> = Vec::new();
-    let (mut arity, mut block) = (4usize, 1usize << 20);
+    let (mut arity, mut block, mut checkpoint) = (4usize, 1usize << 20, false);
     while let Some(arg) = args.next() {
         let mut number = |name: &str| -> usize {
             args.next()
@@ -32,6 +34,7 @@ fn main() {
         match arg.as_str() {
             "--arity" => arity = number("--arity"),
             "--block" => block = number("--block"),
+            "--checkpoint" => checkpoint = true,
             other if other.starts_with("--") => panic!("unknown option {other}\n{USAGE}"),
             _ => positional.push(arg),
         }
@@ -65,6 +68,9 @@ fn main() {
         total += leaves.len() as u64;
     }
     let root = if total > 0 { Some(store.root()) } else { None };
+    if checkpoint {
+        store.checkpoint();
+    }
     store.close();
     let seconds = started.elapsed().as_secs_f64();
     println!(
