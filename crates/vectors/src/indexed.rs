@@ -567,7 +567,7 @@ pub fn build(values: &[Hash]) -> Result<(Json, String)> {
         (
             "description",
             Json::from(
-                "Indexed trees (docs/spec.md, Indexed trees): leaf hashes, roots after inserting the first `values` leaves of leaves.json in order (size = values + 1, the guard included), valid proofs in both encodings, and invalid proofs with the stage and reason cairn rejects them at. See README.md.",
+                "Indexed trees (docs/spec.md, Indexed trees): leaf hashes, roots after inserting the first `values` leaves of leaves.json in order (size = values + 1, the guard included), valid proofs in both encodings, and invalid proofs with the stage and reason cairn rejects them at; plain (leaf-hash) membership proofs of indexed trees (format version 2, tree kind 2) and their refusals. See README.md.",
             ),
         ),
         (
