@@ -6,7 +6,7 @@
 import { hashArgument, parseHashOrReason, toHex, U64_MAX, u64Argument, type Hash } from "./bytes.js";
 import { CairnError, inputError } from "./errors.js";
 import { asUnsigned, parseJson, type JsonValue } from "./json.js";
-import { describeKind, imtKind, LEAN, sameKind, type TreeKind } from "./kind.js";
+import { describeKind, imtKind, INDEXED, LEAN, sameKind, type TreeKind } from "./kind.js";
 import type { ConsistencyProof, MembershipProof } from "./proof.js";
 import { checkTree, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 
@@ -17,7 +17,7 @@ export interface ServerHead {
   readonly depth: number;
   readonly arity: number;
   readonly hash: string;
-  /** The server's tree kind: lean, or imt with its depth and zero value (checked against the trusted tree). */
+  /** The server's tree kind: lean, indexed, or imt with its depth and zero value (checked against the trusted tree). */
   readonly kind: TreeKind;
 }
 
@@ -129,10 +129,12 @@ export class CairnClient {
       const parsed = typeof zero === "string" ? parseHashOrReason(zero) : "zero is not a string";
       if (typeof parsed === "string") return bad(`an imt's ${parsed}`);
       kind = imtKind(Number(depth), parsed);
+    } else if (kindName === "indexed") {
+      kind = INDEXED;
     } else if (kindName !== "lean") {
-      return bad(`kind ${JSON.stringify(kindName)} is neither "lean" nor "imt"`);
+      return bad(`kind ${JSON.stringify(kindName)} is not "lean", "imt" or "indexed"`);
     }
-    // A lean tree has a root exactly when it has leaves; an imt always has one.
+    // A lean or indexed tree has a root exactly when it has leaves; an imt always has one.
     if ((size > 0n || kind.kind === "imt") !== (root !== null)) bad(`size ${size} with ${root === null ? "no root" : "a root"}`);
     if (Number(arity) !== this.tree.arity) {
       throw new CairnError("verify", "ArityMismatch", `server tree has arity ${arity}, the trusted tree has arity ${this.tree.arity}`);

@@ -20,7 +20,7 @@ export {
 export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 export { isCanonicalFieldElement } from "./hashes/field.js";
 export { poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
-export { LEAN, MAX_FIXED_DEPTH, type TreeKind } from "./kind.js";
+export { INDEXED, LEAN, MAX_FIXED_DEPTH, type TreeKind } from "./kind.js";
 export { consistencySteps, depth, path, stepHashes, type ConsistencyStep, type PathStep } from "./shape.js";
 export {
   CHECKPOINT_MAGIC,

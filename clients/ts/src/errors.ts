@@ -32,6 +32,7 @@ export type ErrorKind =
   | "ArityMismatch"
   | "HashMismatch"
   | "KindMismatch"
+  | "NotAppendOnly"
   | "SizeMismatch"
   | "InconsistentHead"
   | "HashCount"

@@ -1,5 +1,6 @@
 // The kind of a tree (docs/spec.md section 2.1): a LeanIMT, whose lone
-// group members are lifted and whose empty tree has no root, or a
+// group members are lifted and whose empty tree has no root; an indexed
+// tree, Lean-shaped (the same math) but not append-only; or a
 // fixed-depth tree (zk-kit's IMT), whose partial groups are padded with the
 // level's zero hash (`Zeros.parent`); the zeros are computed only as high
 // as a proof needs, once per tree.
@@ -11,35 +12,45 @@ import type { Hasher } from "./hasher.js";
 export const MAX_FIXED_DEPTH = 64;
 
 /**
- * The kind of tree a proof is of, or a verifier trusts: `lean`, or `imt`
+ * The kind of tree a proof is of, or a verifier trusts: `lean`, `indexed`
+ * (Lean-shaped, leaves updated in place: no consistency proofs), or `imt`
  * (fixed depth, zero-padded) with its depth (1..64) and zero value (the
  * value of an absent leaf, `zeros[0]`).
  */
 export type TreeKind =
   | { readonly kind: "lean" }
+  | { readonly kind: "indexed" }
   | { readonly kind: "imt"; readonly depth: number; readonly zero: Hash };
 
 /** The LeanIMT, the kind of every version 1 proof. */
 export const LEAN: TreeKind = Object.freeze({ kind: "lean" as const });
+
+/** The indexed tree: Lean-shaped math over its leaf hashes; not append-only. */
+export const INDEXED: TreeKind = Object.freeze({ kind: "indexed" as const });
 
 /** A frozen imt kind. */
 export function imtKind(depth: number, zero: Hash): TreeKind {
   return Object.freeze({ kind: "imt" as const, depth, zero: Uint8Array.from(zero) });
 }
 
-/** The fixed depth, 0 for a lean tree (what the shape functions take). */
+/** The fixed depth, 0 for a lean or indexed tree (what the shape functions take). */
 export function fixedDepth(kind: TreeKind): number {
   return kind.kind === "imt" ? kind.depth : 0;
 }
 
-/** A kind as error messages name it: `lean`, or `imt of depth D and zero 0x..` (as cairn's Rust verifier does). */
+/** A kind as error messages name it: `lean`, `indexed`, or `imt of depth D and zero 0x..` (as cairn's Rust verifier does). */
 export function describeKind(kind: TreeKind): string {
-  return kind.kind === "imt" ? `imt of depth ${kind.depth} and zero ${toHex(kind.zero)}` : "lean";
+  return kind.kind === "imt" ? `imt of depth ${kind.depth} and zero ${toHex(kind.zero)}` : kind.kind;
 }
 
 export function sameKind(a: TreeKind, b: TreeKind): boolean {
-  if (a.kind === "lean" || b.kind === "lean") return a.kind === b.kind;
+  if (a.kind !== "imt" || b.kind !== "imt") return a.kind === b.kind;
   return a.depth === b.depth && equalBytes(a.zero, b.zero);
+}
+
+/** Whether the tree only grows at its right edge, so that consistency proofs exist: not an indexed tree. */
+export function isAppendOnly(kind: TreeKind): boolean {
+  return kind.kind !== "indexed";
 }
 
 /** N^depth, or null when it exceeds every u64 size. */
@@ -66,9 +77,9 @@ export class Zeros {
     this.chain = chain;
   }
 
-  /** The zeros of the tree of `arity`, `hasher` and `kind`; null for a lean tree. */
+  /** The zeros of the tree of `arity`, `hasher` and `kind`; null for a lean or indexed tree. */
   static of(hasher: Hasher, arity: number, kind: TreeKind): Zeros | null {
-    if (kind.kind === "lean") return null;
+    if (kind.kind !== "imt") return null;
     const cached = LAST_CHAIN.get(hasher);
     if (cached !== undefined && cached.arity === arity && equalBytes(cached.chain[0]!, kind.zero)) {
       return new Zeros(hasher, arity, cached.chain);

@@ -1,8 +1,9 @@
 // Both proof kinds and both encodings (docs/spec.md section 7): the binary
 // one (fixed-width fields, no counts, exact length implied by the header)
 // and the JSON one (siblings grouped per level, unknown fields refused).
-// A lean tree's proof is format version 1; a fixed-depth (imt) tree's is
-// version 2, which names the tree (depth, zero value) in its header.
+// A lean tree's proof is format version 1; a fixed-depth (imt) or indexed
+// tree's is version 2, which names the tree (an imt's depth and zero value)
+// in its header.
 // Decoders refuse everything cairn's Rust decoders refuse, with the same
 // reason names; a decoded proof re-encodes to the same binary bytes.
 
@@ -11,7 +12,7 @@ import { CairnError, decodeError } from "./errors.js";
 import { isCanonicalFieldElement } from "./hashes/field.js";
 import { HASH_IDS, HASH_NAMES, type HashName } from "./hasher.js";
 import { asUnsigned, describe, fromJsValue, parseJson, type JsonValue } from "./json.js";
-import { capacity, fixedDepth, imtKind, LEAN, MAX_FIXED_DEPTH, type TreeKind } from "./kind.js";
+import { capacity, fixedDepth, imtKind, INDEXED, LEAN, MAX_FIXED_DEPTH, type TreeKind } from "./kind.js";
 import {
   consistencyHashCount,
   consistencySteps,
@@ -24,10 +25,12 @@ import {
 
 /** The format version of a lean tree's proofs. */
 export const FORMAT_VERSION = 1;
-/** The format version of proofs whose header names the tree: proofs of a fixed-depth (imt) tree. */
+/** The format version of proofs whose header names the tree: proofs of a fixed-depth (imt) or indexed tree. */
 export const FORMAT_VERSION_KINDS = 2;
-/** The tree-kind byte of an imt in a version 2 header (0 is never written; 2 is reserved). */
+/** The tree-kind byte of an imt in a version 2 header (0 is never written). */
 const TREE_KIND_FIXED = 1;
+/** The tree-kind byte of an indexed tree in a version 2 header; its depth byte and zero are all 0. */
+const TREE_KIND_INDEXED = 2;
 const KIND_MEMBERSHIP = 1;
 const KIND_CONSISTENCY = 2;
 const HEADER_BYTES = 20;
@@ -46,7 +49,7 @@ export class MembershipProof {
     readonly leaf: Hash,
     /** Siblings of every hashing level, bottom-up, each level's in index order (an imt's: only the members that exist). */
     readonly siblings: readonly Hash[],
-    /** The tree the proof is of: lean (format version 1) or imt with its depth and zero value (version 2). */
+    /** The tree the proof is of: lean (format version 1), or indexed, or imt with its depth and zero value (version 2). */
     readonly tree: TreeKind = LEAN,
   ) {
     Object.freeze(siblings);
@@ -93,7 +96,7 @@ export class ConsistencyProof {
     readonly edgeLeaf: Hash | null,
     /** Per step bottom-up: the left then the right siblings. */
     readonly hashes: readonly Hash[],
-    /** The tree the proof is of: lean (format version 1) or imt with its depth and zero value (version 2). */
+    /** The tree the proof is of: lean (format version 1), or indexed, or imt with its depth and zero value (version 2). */
     readonly tree: TreeKind = LEAN,
   ) {
     Object.freeze(hashes);
@@ -144,6 +147,7 @@ function hexList(values: readonly Hash[]): string {
 function jsonHeader(kind: string, arity: number, hash: HashName, tree: TreeKind): string {
   const common = `"kind":"${kind}","arity":${arity},"hash":"${hash}"`;
   if (tree.kind === "lean") return `"version":${FORMAT_VERSION},${common}`;
+  if (tree.kind === "indexed") return `"version":${FORMAT_VERSION_KINDS},${common},"tree":{"kind":"indexed"}`;
   return `"version":${FORMAT_VERSION_KINDS},${common},"tree":{"kind":"imt","depth":${tree.depth},"zero":"${toHex(tree.zero)}"}`;
 }
 
@@ -163,6 +167,9 @@ function encode(kind: number, arity: number, hash: HashName, tree: TreeKind, fir
     out[4] = TREE_KIND_FIXED;
     out[5] = tree.depth;
     out.set(tree.zero, 6);
+  } else if (tree.kind === "indexed") {
+    // Depth byte and zero stay 0.
+    out[4] = TREE_KIND_INDEXED;
   }
   writeU64(out, start - 16, first);
   writeU64(out, start - 8, second);
@@ -206,10 +213,25 @@ function decodeHeader(bytes: Uint8Array, wantKind: number): Header {
   } else if (version === FORMAT_VERSION_KINDS) {
     if (bytes.length < 4 + TREE_BYTES) throw shortHeader(bytes.length, HEADER_BYTES + TREE_BYTES);
     const treeKind = bytes[4]!;
-    if (treeKind !== TREE_KIND_FIXED) {
-      throw decodeError("TreeKind", `proof tree is malformed: tree kind byte ${treeKind} is unknown, want ${TREE_KIND_FIXED} (imt)`);
+    const treeDepth = bytes[5]!;
+    const zero = bytes.subarray(6, 4 + TREE_BYTES);
+    if (treeKind === TREE_KIND_FIXED) {
+      tree = imtKind(treeDepth, zero);
+    } else if (treeKind === TREE_KIND_INDEXED) {
+      // One encoding only: what would not re-encode is refused.
+      if (treeDepth !== 0 || zero.some((byte) => byte !== 0)) {
+        throw decodeError(
+          "TreeKind",
+          `proof tree is malformed: an indexed tree's depth byte and zero are 0, got depth ${treeDepth} and zero ${toHex(zero)}`,
+        );
+      }
+      tree = INDEXED;
+    } else {
+      throw decodeError(
+        "TreeKind",
+        `proof tree is malformed: tree kind byte ${treeKind} is unknown, want ${TREE_KIND_FIXED} (imt) or ${TREE_KIND_INDEXED} (indexed)`,
+      );
     }
-    tree = imtKind(bytes[5]!, bytes.subarray(6, 4 + TREE_BYTES));
   } else {
     throw unsupportedVersion(version);
   }
@@ -231,7 +253,7 @@ function decodeHeader(bytes: Uint8Array, wantKind: number): Header {
  * value the hash accepts), and its size (new size) must fit it: N^depth.
  */
 function checkDecodedKind(arity: number, hash: HashName, tree: TreeKind, size: bigint): void {
-  if (tree.kind === "lean") return;
+  if (tree.kind !== "imt") return;
   if (tree.depth < 1 || tree.depth > MAX_FIXED_DEPTH) {
     throw decodeError("TreeKind", `proof tree is malformed: fixed-depth tree depth ${tree.depth} is out of range, want 1..=${MAX_FIXED_DEPTH}`);
   }
@@ -284,7 +306,7 @@ function consistencyBinary(bytes: Uint8Array): ConsistencyProof {
 
 // ------------------------------------------------------------------ JSON
 
-type FieldType = "u64" | "u32" | "string" | "nullable string" | "string list" | "string lists" | "levels" | "tree";
+type FieldType = "u64" | "u32" | "nullable u32" | "string" | "nullable string" | "string list" | "string lists" | "levels" | "tree";
 
 interface Level {
   level: bigint;
@@ -292,11 +314,11 @@ interface Level {
   right: string[];
 }
 
-/** A version 2 proof's `tree` object, as written. */
+/** A version 2 proof's `tree` object, as written (depth and zero: an imt's, null if absent). */
 interface TreeDocument {
   kind: string;
-  depth: bigint;
-  zero: string;
+  depth: bigint | null;
+  zero: string | null;
 }
 
 type FieldValue = bigint | string | null | string[] | string[][] | Level[] | TreeDocument;
@@ -315,6 +337,10 @@ function stringList(value: JsonValue, field: string): string[] {
 
 function field(value: JsonValue, type: FieldType, name: string): FieldValue {
   switch (type) {
+    case "nullable u32":
+      // null reads as absent, as serde reads an Option.
+      if (value === null) return null;
+      return field(value, "u32", name);
     case "u64":
     case "u32": {
       const parsed = asUnsigned(value, type === "u64" ? U64_MAX : 0xffffffffn);
@@ -341,7 +367,7 @@ function field(value: JsonValue, type: FieldType, name: string): FieldValue {
     case "tree":
       // null reads as no tree, as in cairn's decoder (an optional field).
       if (value === null) return null;
-      return struct(value, { kind: "string", depth: "u32", zero: "string" }, [], "tree") as unknown as TreeDocument;
+      return struct(value, { kind: "string", depth: "nullable u32", zero: "nullable string" }, ["depth", "zero"], "tree") as unknown as TreeDocument;
   }
 }
 
@@ -381,9 +407,20 @@ function treeOf(version: bigint, tree: TreeDocument | null): TreeKind {
     return LEAN;
   }
   if (tree === null) throw decodeError("TreeKind", 'proof tree is malformed: a version 2 proof needs a "tree" field');
-  if (tree.kind !== "imt") throw decodeError("TreeKind", `proof tree is malformed: tree kind ${JSON.stringify(tree.kind)} is unknown, want "imt"`);
-  // Depths above 64 are refused by checkDecodedKind; the u32 bound keeps Number exact.
-  return imtKind(Number(tree.depth), parseProofHash(tree.zero));
+  if (tree.kind === "imt") {
+    if (tree.depth === null || tree.zero === null) {
+      throw decodeError("TreeKind", `proof tree is malformed: an imt's "tree" needs "depth" and "zero"`);
+    }
+    // Depths above 64 are refused by checkDecodedKind; the u32 bound keeps Number exact.
+    return imtKind(Number(tree.depth), parseProofHash(tree.zero));
+  }
+  if (tree.kind === "indexed") {
+    if (tree.depth !== null || tree.zero !== null) {
+      throw decodeError("TreeKind", `proof tree is malformed: an indexed tree's "tree" has no "depth" or "zero"`);
+    }
+    return INDEXED;
+  }
+  throw decodeError("TreeKind", `proof tree is malformed: tree kind ${JSON.stringify(tree.kind)} is unknown, want "imt" or "indexed"`);
 }
 
 function parseLevel(values: string[], level: number, what: string, want: number, out: Hash[]): void {

@@ -1,6 +1,6 @@
 // Verification against what the caller trusts (docs/spec.md sections 5.2,
-// 6.2, 6.3): the arity, hash and kind of the tree (lean, or imt with its
-// depth and zero value) and a head (size, root). Every position and width
+// 6.2, 6.3): the arity, hash and kind of the tree (lean, indexed, or imt
+// with its depth and zero value) and a head (size, root). Every position and width
 // comes from those and the proof's index; a field the proof claims is only
 // compared with the trusted value, never used first.
 
@@ -14,7 +14,7 @@ import {
   MembershipProof,
   type ProofInput,
 } from "./proof.js";
-import { describeKind, fixedDepth, imtKind, LEAN, MAX_FIXED_DEPTH, sameKind, Zeros, type TreeKind } from "./kind.js";
+import { describeKind, fixedDepth, imtKind, INDEXED, isAppendOnly, LEAN, MAX_FIXED_DEPTH, sameKind, Zeros, type TreeKind } from "./kind.js";
 import {
   consistencyHashCount,
   consistencySteps,
@@ -30,13 +30,16 @@ import {
  * its kind. `kind` is `"lean"` (the default: the LeanIMT) or `"imt"`, a
  * fixed-depth tree padded with zero hashes (zk-kit's IMT), which also
  * needs its `depth` (1..64) and takes its `zero` value (the value of an
- * absent leaf; 32 zero bytes if omitted, as `cairn init --kind imt`). A
- * proof of another kind, depth or zero value is refused (`KindMismatch`).
+ * absent leaf; 32 zero bytes if omitted, as `cairn init --kind imt`), or
+ * `"indexed"`, an indexed tree, whose plain membership proofs prove a leaf
+ * hash with the LeanIMT's math and which has no consistency proofs (its
+ * leaves are updated in place: `NotAppendOnly`). A proof of another kind,
+ * depth or zero value is refused (`KindMismatch`).
  */
 export interface TrustedTree {
   readonly arity: number;
   readonly hash: Hasher;
-  readonly kind?: "lean" | "imt";
+  readonly kind?: "lean" | "imt" | "indexed";
   readonly depth?: number;
   readonly zero?: Uint8Array | string;
 }
@@ -79,13 +82,15 @@ export function checkTree(tree: TrustedTree): Tree {
 /** The kind a TrustedTree names, refusing a depth or zero without `kind: "imt"` and a kind that cannot be a tree of its hash. */
 function trustedKind(tree: TrustedTree): TreeKind {
   const { kind, depth: levels, zero } = tree;
-  if (kind === undefined || kind === "lean") {
+  if (kind === undefined || kind === "lean" || kind === "indexed") {
     if (levels !== undefined || zero !== undefined) {
-      throw inputError('trusted depth and zero are for a fixed-depth tree: add kind: "imt" (the default kind, "lean", has neither)');
+      throw inputError(
+        `trusted depth and zero are for a fixed-depth tree: add kind: "imt" (the ${kind === "indexed" ? "indexed kind" : 'default kind, "lean",'} has neither)`,
+      );
     }
-    return LEAN;
+    return kind === "indexed" ? INDEXED : LEAN;
   }
-  if (kind !== "imt") throw inputError(`trusted tree kind ${JSON.stringify(String(kind))} is unknown, want "lean" or "imt"`);
+  if (kind !== "imt") throw inputError(`trusted tree kind ${JSON.stringify(String(kind))} is unknown, want "lean", "imt" or "indexed"`);
   if (levels === undefined) throw inputError(`a trusted imt tree needs its depth, 1..=${MAX_FIXED_DEPTH}`);
   if (typeof levels !== "number" || !Number.isInteger(levels) || levels < 1 || levels > MAX_FIXED_DEPTH) {
     throw inputError(`trusted depth ${String(levels)} is out of range for an imt tree, want 1..=${MAX_FIXED_DEPTH}`);
@@ -101,12 +106,12 @@ function trustedKind(tree: TrustedTree): TreeKind {
   return imtKind(levels, value);
 }
 
-/** A trusted head of a tree of `kind`: a lean tree has a root exactly when it has leaves, an imt always has one. */
+/** A trusted head of a tree of `kind`: a lean or indexed tree has a root exactly when it has leaves, an imt always has one. */
 function readHead(head: TreeHead, what: string, kind: TreeKind): Head {
   if (typeof head !== "object" || head === null) throw inputError(`${what} must be an object {size, root}`);
   const size = u64Argument(head.size, `${what} size`);
   const root = head.root === null || head.root === undefined ? null : hashArgument(head.root, `${what} root`);
-  if ((size > 0n || kind.kind !== "lean") !== (root !== null)) {
+  if ((size > 0n || kind.kind === "imt") !== (root !== null)) {
     throw verifyError(
       "InconsistentHead",
       `trusted head is inconsistent: size ${size} ${root === null ? "without a root" : "with a root (the empty tree has none)"}`,
@@ -126,6 +131,16 @@ function checkParams(proof: { arity: number; hash: string; tree: TreeKind }, tre
     throw verifyError(
       "KindMismatch",
       `proof is for a tree of kind ${describeKind(proof.tree)}, the trusted tree is ${describeKind(tree.kind)}`,
+    );
+  }
+}
+
+/** Refuses a consistency proof of a tree that is not append-only (after its parameters, as cairn's Rust verifier does). */
+function checkAppendOnly(proof: ConsistencyProof): void {
+  if (!isAppendOnly(proof.tree)) {
+    throw verifyError(
+      "NotAppendOnly",
+      `a consistency proof of an ${describeKind(proof.tree)} tree: its leaves change as values are inserted, so it has none`,
     );
   }
 }
@@ -210,6 +225,7 @@ interface WalkLevel {
 
 function walk(proof: ConsistencyProof, tree: Tree, old: Head, next: Head): WalkLevel[] {
   checkParams(proof, tree);
+  checkAppendOnly(proof);
   for (const [which, claimed, trusted] of [
     ["old size", proof.oldSize, old.size],
     ["new size", proof.newSize, next.size],
@@ -282,6 +298,7 @@ export function verifyConsistency(
     const decoded = decodeConsistency(proof);
     const trustedTree = checkTree(tree);
     checkParams(decoded, trustedTree);
+    checkAppendOnly(decoded);
     const old = readHead(oldHead, "trusted old head", trustedTree.kind);
     const next = readHead(newHead, "trusted new head", trustedTree.kind);
     walk(decoded, trustedTree, old, next);
@@ -306,6 +323,7 @@ export function rollForward(
     const link = decodeConsistency(consistency);
     const trustedTree = checkTree(tree);
     checkParams(link, trustedTree);
+    checkAppendOnly(link);
     const old = readHead(oldHead, "trusted old head", trustedTree.kind);
     const next = readHead(newHead, "trusted new head", trustedTree.kind);
     const levels = walk(link, trustedTree, old, next);
@@ -351,7 +369,7 @@ export function rollForward(
 
 /**
  * The root of the tree over `leaves` (32-byte values or 0x-hex): for a lean
- * tree null for no leaves; for an imt, whose empty root is zeros[depth],
+ * or indexed tree (its leaf hashes) null for no leaves; for an imt, whose empty root is zeros[depth],
  * never null. Every level is kept in memory: for tests and small trees.
  */
 export function computeRoot(leaves: readonly (Uint8Array | string)[], tree: TrustedTree): Uint8Array | null {

@@ -235,3 +235,36 @@ test("the client refuses what a lying or broken server sends", async () => {
     server.close();
   }
 });
+
+test("the client reads an indexed server's root: kind indexed, refused by a client that trusts another kind", async () => {
+  const t = { arity: 4, hash: hashers.blake3, kind: "indexed" };
+  const root = toHex(new Uint8Array(32).fill(7));
+  // The fields of `cairn serve` on an indexed database (crates/server/src/indexed.rs).
+  let body = { size: 101, root, depth: 4, arity: 4, hash: "blake3", finalized: 101, kind: "indexed" };
+  const server = createServer((request, response) => {
+    response.writeHead(200, { "content-type": "application/json" });
+    response.end(JSON.stringify(body));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const url = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const head = await new CairnClient(url, t).root();
+    assert.equal(head.kind.kind, "indexed");
+    assert.equal(head.size, 101n);
+    assert.equal(toHex(head.root), root);
+    for (const other of [{ ...t, kind: "lean" }, { ...t, kind: "imt", depth: 8 }]) {
+      const refused = await rejection(new CairnClient(url, other).root());
+      assert.equal(refused.kind, "KindMismatch", refused.message);
+      assert.match(refused.message, /server tree is indexed/);
+    }
+    // A lean server is refused by a client that trusts an indexed tree.
+    body = { ...body, kind: "lean" };
+    assert.equal((await rejection(new CairnClient(url, t).root())).kind, "KindMismatch");
+    // Like a lean tree, an indexed one has a root exactly when it has leaves.
+    body = { ...body, kind: "indexed", size: 0 };
+    assert.equal((await rejection(new CairnClient(url, t).root())).stage, "fetch");
+  } finally {
+    server.close();
+  }
+});

@@ -18,7 +18,10 @@ import { fromHex, random, seed, vectors } from "./helpers.mjs";
 const ROUNDS = Number(process.env.CAIRN_TS_FUZZ_ROUNDS ?? 20000);
 const proofs = vectors("proofs.json");
 const imtProofs = vectors("imt.json").trees.flatMap((t) => [...t.membership, ...t.consistency]);
-const samples = [...proofs.membership.slice(0, 60), ...proofs.consistency.slice(0, 60), ...imtProofs];
+// Plain proofs of indexed trees come as a binary case followed by the same proof's JSON case.
+const indexedPlain = vectors("indexed.json").leaf_hash_proofs;
+const indexedProofs = indexedPlain.flatMap((entry, i) => (i % 2 === 0 ? [{ binary: entry.binary, json: indexedPlain[i + 1].json }] : []));
+const samples = [...proofs.membership.slice(0, 60), ...proofs.consistency.slice(0, 60), ...imtProofs, ...indexedProofs];
 const trees = [
   ...[2, 3, 4, 16].flatMap((arity) => Object.values(hashers).map((hash) => ({ arity, hash }))),
   // Fixed-depth trees: the ones of imt.json but MiMCSponge's, and a deep one.
@@ -26,6 +29,9 @@ const trees = [
   { arity: 5, hash: hashers.poseidon, kind: "imt", depth: 4 },
   { arity: 2, hash: hashers.keccak256, kind: "imt", depth: 10, zero: vectors("imt.json").trees[2].zero },
   { arity: 2, hash: hashers.blake3, kind: "imt", depth: 64 },
+  // Indexed trees (plain proofs of their leaf hashes).
+  { arity: 4, hash: hashers.blake3, kind: "indexed" },
+  { arity: 2, hash: hashers.poseidon, kind: "indexed" },
 ];
 
 /** Runs body; anything thrown must be a CairnError. Returns whether it returned. */

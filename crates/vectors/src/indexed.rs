@@ -9,7 +9,10 @@ use anyhow::{Context, Result, bail, ensure};
 use cairn_core::indexed::{
     AbsenceProof, IndexedLeaf, IndexedMembershipProof, IndexedTree, InsertionWitness,
 };
-use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeHead};
+use cairn_core::{
+    Arity, ConsistencyProof, Hash, HashKind, LeanImt, MembershipProof, TreeConfig, TreeHead,
+    TreeKind,
+};
 use cairn_testkit::indexed as model;
 
 use crate::json::Json;
@@ -550,18 +553,21 @@ pub fn build(values: &[Hash]) -> Result<(Json, String)> {
             ("reason", Json::from(*reason)),
         ]));
     }
+    let (leaf_hash_proofs, leaf_hash_invalid) = leaf_hash_cases(values)?;
     let summary = format!(
-        "indexed.json: {} leaf hashes, {} roots (rebuild, inserts and the sorted-list model agree), {} proofs, {} invalid proofs",
+        "indexed.json: {} leaf hashes, {} roots (rebuild, inserts and the sorted-list model agree), {} proofs, {} invalid proofs, {} plain proofs of leaf hashes, {} invalid ones",
         leaf_hashes.len(),
         roots.len(),
         proofs.len(),
-        invalid.len()
+        invalid.len(),
+        leaf_hash_proofs.len(),
+        leaf_hash_invalid.len()
     );
     let doc = Json::obj([
         (
             "description",
             Json::from(
-                "Indexed trees (docs/spec.md, Indexed trees): leaf hashes, roots after inserting the first `values` leaves of leaves.json in order (size = values + 1, the guard included), valid proofs in both encodings, and invalid proofs with the stage and reason cairn rejects them at. See README.md.",
+                "Indexed trees (docs/spec.md, Indexed trees): leaf hashes, roots after inserting the first `values` leaves of leaves.json in order (size = values + 1, the guard included), valid proofs in both encodings, and invalid proofs with the stage and reason cairn rejects them at; plain (leaf-hash) membership proofs of indexed trees (format version 2, tree kind 2) and their refusals. See README.md.",
             ),
         ),
         (
@@ -574,6 +580,194 @@ pub fn build(values: &[Hash]) -> Result<(Json, String)> {
         ("roots", Json::Arr(roots)),
         ("proofs", Json::Arr(proofs)),
         ("invalid", Json::Arr(invalid)),
+        ("leaf_hash_proofs", Json::Arr(leaf_hash_proofs)),
+        ("leaf_hash_invalid", Json::Arr(leaf_hash_invalid)),
     ]);
     Ok((doc, summary))
+}
+
+/// A plain proof case over an indexed tree's leaf hashes: its kind and
+/// where it stands, the trusted head(s), the encoding and, if invalid, the
+/// stage and reason cairn refuses it for.
+struct PlainCase {
+    name: String,
+    kind: &'static str,
+    hash: HashKind,
+    n: u64,
+    values: usize,
+    /// The trusted head; for a consistency proof the old and the new one.
+    heads: Vec<TreeHead>,
+    /// The proof: binary, or JSON text (which starts with `{`).
+    bytes: Vec<u8>,
+    refused: Option<(&'static str, String)>,
+}
+
+impl PlainCase {
+    fn to_json(&self) -> Result<Json> {
+        let mut fields = vec![
+            ("name", Json::from(self.name.clone())),
+            ("kind", Json::from(self.kind)),
+            ("hash", Json::from(self.hash.name())),
+            ("arity", Json::from(self.n)),
+            ("tree", Json::from("indexed")),
+            ("values", Json::from(self.values)),
+        ];
+        match self.heads.as_slice() {
+            [head] => fields.push(("trusted", head_json(head))),
+            [old, new] => {
+                fields.push(("trusted_old", head_json(old)));
+                fields.push(("trusted_new", head_json(new)));
+            }
+            _ => unreachable!("one or two heads"),
+        }
+        fields.push(if self.bytes.first() == Some(&b'{') {
+            ("json", Json::parse(std::str::from_utf8(&self.bytes)?)?)
+        } else {
+            ("binary", Json::bytes(&self.bytes))
+        });
+        if let Some((stage, reason)) = &self.refused {
+            fields.push(("error", Json::from(*stage)));
+            fields.push(("reason", Json::from(reason.clone())));
+        }
+        Ok(Json::obj(fields))
+    }
+}
+
+/// Decodes and verifies a plain proof case against the indexed tree it
+/// names: `Ok(())`, or the stage and the error's variant name.
+fn judge_plain(case: &PlainCase) -> Result<(), (&'static str, String)> {
+    let variant = |e: &dyn std::fmt::Debug| {
+        let text = format!("{e:?}");
+        text.split(|c: char| !c.is_alphanumeric())
+            .find(|w| !w.is_empty())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let arity = Arity::new(case.n).map_err(|e| ("decode", e.to_string()))?;
+    let config = TreeConfig::new(arity, case.hash).with_kind(TreeKind::Indexed);
+    match (case.kind, case.heads.as_slice()) {
+        ("membership", [head]) => MembershipProof::decode(&case.bytes)
+            .map_err(|e| ("decode", variant(&e)))?
+            .verify_with(&config, head)
+            .map_err(|e| ("verify", variant(&e))),
+        ("consistency", [old, new]) => ConsistencyProof::decode(&case.bytes)
+            .map_err(|e| ("decode", variant(&e)))?
+            .verify_with(&config, old, new)
+            .map_err(|e| ("verify", variant(&e))),
+        _ => Err(("decode", format!("no claim for kind {}", case.kind))),
+    }
+}
+
+/// Plain (leaf-hash) membership proofs of indexed trees (version 2, tree
+/// kind 2), which prove a leaf hash with the Lean shape, and the ways
+/// they are refused: a depth or zero under kind 2, a proof of another
+/// kind, and any consistency proof (an indexed tree is not append-only).
+fn leaf_hash_cases(values: &[Hash]) -> Result<(Vec<Json>, Vec<Json>)> {
+    let mut valid = Vec::new();
+    let mut invalid = Vec::new();
+    for (hash, n, indices) in [
+        (HashKind::Blake3, 4u64, &[0usize, 57, 100][..]),
+        (HashKind::Poseidon, 2, &[17][..]),
+    ] {
+        let count = proof_count(hash);
+        let t = tree(hash, n, values, count)?;
+        let leaves = (0..t.size())
+            .map(|i| Ok(t.leaf(i).context("leaf in range")?.hash(hash)))
+            .collect::<Result<Vec<Hash>>>()?;
+        let config = t.config();
+        ensure!(config.kind == TreeKind::Indexed, "an indexed tree's kind");
+        let mut plain = LeanImt::from_leaves(config, &leaves)?;
+        let head = plain.head();
+        ensure!(
+            head == t.head(),
+            "leaf hashes rebuild the indexed tree's head"
+        );
+        for &index in indices {
+            let proof = plain.prove_at(index as u64, head.size)?;
+            proof.verify_with(&config, &head)?;
+            let bytes = proof.to_bytes();
+            ensure!(
+                MembershipProof::decode(&bytes)? == proof
+                    && MembershipProof::from_json(&proof.to_json())? == proof,
+                "plain membership round trip"
+            );
+            for bytes in [bytes, proof.to_json().into_bytes()] {
+                let case = PlainCase {
+                    name: format!("leaf-hash-index-{index}"),
+                    kind: "membership",
+                    hash,
+                    n,
+                    values: count,
+                    heads: vec![head],
+                    bytes,
+                    refused: None,
+                };
+                judge_plain(&case)
+                    .map_err(|e| anyhow::anyhow!("leaf-hash proof refused: {e:?}"))?;
+                valid.push(case.to_json()?);
+            }
+        }
+        if hash != HashKind::Blake3 {
+            continue;
+        }
+        let proof = plain.prove_at(57, head.size)?;
+        let bytes = proof.to_bytes();
+        let mut cases = Vec::new();
+        let mut case = |name: &str, kind, heads, bytes, stage, reason: &str| {
+            cases.push(PlainCase {
+                name: name.to_owned(),
+                kind,
+                hash,
+                n,
+                values: count,
+                heads,
+                bytes,
+                refused: Some((stage, reason.to_owned())),
+            });
+        };
+        for (name, at) in [("indexed-depth-byte-set", 5), ("indexed-zero-byte-set", 37)] {
+            let mut bad = bytes.clone();
+            bad[at] = 1;
+            case(name, "membership", vec![head], bad, "decode", "TreeKind");
+        }
+        let mut j = Json::parse(&proof.to_json())?;
+        *j.get_mut("tree").context("tree")? = Json::parse(r#"{"kind": "indexed", "depth": 3}"#)?;
+        case(
+            "indexed-json-depth",
+            "membership",
+            vec![head],
+            j.to_compact().into_bytes(),
+            "decode",
+            "TreeKind",
+        );
+        let mut lean = LeanImt::from_leaves(config.with_kind(TreeKind::Lean), &leaves)?;
+        let lean_proof = lean.prove_at(57, head.size)?;
+        case(
+            "lean-proof-of-the-same-leaf",
+            "membership",
+            vec![head],
+            lean_proof.to_bytes(),
+            "verify",
+            "KindMismatch",
+        );
+        let old = plain.view(50)?.head();
+        let consistency = plain.prove_consistency(50, head.size)?;
+        case(
+            "consistency",
+            "consistency",
+            vec![old, head],
+            consistency.to_bytes(),
+            "verify",
+            "NotAppendOnly",
+        );
+        for case in &cases {
+            match (judge_plain(case), &case.refused) {
+                (Err((stage, reason)), Some((want_stage, want_reason)))
+                    if stage == *want_stage && reason == *want_reason => {}
+                (got, want) => bail!("leaf-hash case {}: want {want:?}, got {got:?}", case.name),
+            }
+            invalid.push(case.to_json()?);
+        }
+    }
+    Ok((valid, invalid))
 }

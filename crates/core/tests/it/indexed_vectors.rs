@@ -155,3 +155,79 @@ fn every_invalid_indexed_proof_is_rejected_at_its_stated_stage() {
         assert_eq!(judge(case, &encoded(case)), Err(want), "{}", case["name"]);
     }
 }
+
+/// A plain proof case of `leaf_hash_proofs` / `leaf_hash_invalid`, decoded
+/// and verified against the indexed tree it names: `Ok`, or (stage, variant).
+fn judge_plain(case: &Value) -> Result<(), (String, String)> {
+    use cairn_core::{ConsistencyProof, MembershipProof, TreeKind};
+    assert_eq!(case["tree"], "indexed", "{}", case["name"]);
+    let config = TreeConfig::new(arity(case), kind(case)).with_kind(TreeKind::Indexed);
+    let variant = |e: String| {
+        let word = e
+            .split(|c: char| !c.is_alphanumeric())
+            .find(|w| !w.is_empty());
+        word.unwrap_or("").to_owned()
+    };
+    let decode = |e: cairn_core::DecodeError| ("decode".to_owned(), variant(format!("{e:?}")));
+    let verify = |e: cairn_core::VerifyError| ("verify".to_owned(), variant(format!("{e:?}")));
+    let head = |key: &str| TreeHead {
+        size: case[key]["size"].as_u64().unwrap(),
+        root: hash_or_null(&case[key]["root"]),
+    };
+    let data = encoded(case);
+    match case["kind"].as_str().unwrap() {
+        "membership" => MembershipProof::decode(&data)
+            .map_err(decode)?
+            .verify_with(&config, &head("trusted"))
+            .map_err(verify),
+        "consistency" => ConsistencyProof::decode(&data)
+            .map_err(decode)?
+            .verify_with(&config, &head("trusted_old"), &head("trusted_new"))
+            .map_err(verify),
+        other => panic!("unknown kind {other}"),
+    }
+}
+
+#[test]
+fn every_plain_proof_of_an_indexed_tree_verifies_and_reencodes() {
+    use cairn_core::{MembershipProof, TreeKind};
+    let doc = vectors::load("indexed.json");
+    let cases = doc["leaf_hash_proofs"].as_array().unwrap();
+    assert_eq!(cases.len(), 8);
+    for case in cases {
+        let values = usize::try_from(case["values"].as_u64().unwrap()).unwrap();
+        let t = IndexedTree::from_values(
+            TreeConfig::new(arity(case), kind(case)),
+            &vectors::leaves()[..values],
+        )
+        .unwrap();
+        assert_eq!(t.head(), trusted(case), "{}", case["name"]);
+        assert_eq!(judge_plain(case), Ok(()), "{}", case["name"]);
+        let proof = MembershipProof::decode(&encoded(case)).unwrap();
+        assert_eq!(proof.kind(), TreeKind::Indexed);
+        assert_eq!(
+            t.leaf(proof.index()).unwrap().hash(kind(case)),
+            proof.leaf()
+        );
+        if let Some(b) = case.get("binary") {
+            assert_eq!(proof.to_bytes(), bytes(b), "{}", case["name"]);
+        } else {
+            let json: Value = serde_json::from_str(&proof.to_json()).unwrap();
+            assert_eq!(json, case["json"], "{}", case["name"]);
+        }
+    }
+}
+
+#[test]
+fn every_invalid_plain_proof_of_an_indexed_tree_is_rejected_at_its_stated_stage() {
+    let doc = vectors::load("indexed.json");
+    let cases = doc["leaf_hash_invalid"].as_array().unwrap();
+    assert_eq!(cases.len(), 5);
+    for case in cases {
+        let want = (
+            case["error"].as_str().unwrap().to_owned(),
+            case["reason"].as_str().unwrap().to_owned(),
+        );
+        assert_eq!(judge_plain(case), Err(want), "{}", case["name"]);
+    }
+}
