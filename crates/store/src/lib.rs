@@ -48,5 +48,6 @@ pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use layout::Layout;
 pub use rollback::RollbackFloor;
 pub use store::{
-    Appended, CheckpointHook, CheckpointObserver, Store, StoreStats, Token, stored_config,
+    Appended, CheckpointHook, CheckpointObserver, DurableHead, Store, StoreStats, Token,
+    stored_config,
 };

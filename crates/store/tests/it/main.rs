@@ -4,6 +4,7 @@ mod basics;
 mod crash;
 mod faults;
 mod model;
+mod notify;
 mod power;
 mod rollback;
 mod rollback_crash;
