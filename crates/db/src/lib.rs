@@ -45,7 +45,7 @@ pub use cairn_store::{
     RootAt, StoreConfig, StoreError, StoreStats, StoredChildren, TaggedHead, Token,
 };
 pub use config::DbConfig;
-pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
+pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
 pub use error::{DbError, ErrorKind, Result};
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use open::{OpenOptions, is_database};
