@@ -110,6 +110,23 @@ pub struct DbStats {
     pub set_checkpoint_size: u64,
 }
 
+/// The database's published durable head (see [`Db::durable_head`]):
+/// what a reader may serve without waiting, since a crash can never take
+/// it back.
+#[derive(Debug, Clone)]
+pub struct DurableHead {
+    /// Leaves durable on disk.
+    pub size: u64,
+    /// The root at `size` (`None` for an empty tree).
+    pub root: Option<Hash>,
+    /// A snapshot holding at least `size` leaves, taken after every
+    /// rollback before the commit that made `size` durable: its view at
+    /// `size` (`snapshot.view(size)`) is the durable tree.
+    pub snapshot: DbSnapshot,
+    /// The write or sync failure that stopped acknowledgements, if any.
+    pub failure: Option<StoreError>,
+}
+
 /// An immutable view of the database: the tree at one size, and lookups
 /// that answer for exactly the leaves it holds.
 #[derive(Debug, Clone)]
@@ -640,6 +657,30 @@ impl Db {
     /// Leaves durable on disk.
     pub fn durable_size(&self) -> u64 {
         self.store.durable_size()
+    }
+
+    /// The published durable head: the durable size, its root, a snapshot
+    /// holding at least that many leaves, and the failure that stopped
+    /// acknowledgements. Read without a lock (no tree hashing: the store
+    /// takes the snapshot once per group commit); replaced after every
+    /// commit, rollback and failure. To wait for a later one, await an
+    /// append's [`Token::durable`](crate::Token::durable).
+    pub fn durable_head(&self) -> DurableHead {
+        // The rollback count first, as in `snapshot`: the store publishes
+        // a rollback's head before the count moves.
+        let seen = self.cuts.count();
+        let head = self.store.durable_head();
+        DurableHead {
+            size: head.size,
+            root: head.root,
+            snapshot: DbSnapshot {
+                tree: Arc::clone(&head.snapshot),
+                set: self.set.clone(),
+                cuts: Arc::clone(&self.cuts),
+                seen,
+            },
+            failure: head.failure.clone(),
+        }
     }
 
     /// Makes everything appended so far durable; returns the durable size.

@@ -13,6 +13,10 @@
 //!   leaves. Its checkpoint file says which leaves it covers; open loads it
 //!   and inserts the leaves after them, so after any crash the set holds
 //!   exactly the recovered leaves.
+//! - **Durability**: an append's [`Token`] is waited on blocking
+//!   ([`Token::wait`]) or awaited without a thread ([`Token::durable`]);
+//!   [`Db::durable_head`] is what a reader may serve (the durable size,
+//!   its root and a snapshot holding it, read without a lock).
 //!
 //! The design and its figures: `ARCHITECTURE.md` and `docs/performance.md`;
 //! the set's file: `docs/file-format.md`.
@@ -45,7 +49,7 @@ pub use cairn_store::{
     RootAt, StoreConfig, StoreError, StoreStats, StoredChildren, TaggedHead, Token,
 };
 pub use config::DbConfig;
-pub use db::{AppendedNew, Db, DbSnapshot, DbStats};
+pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
 pub use error::{DbError, ErrorKind, Result};
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use open::{OpenOptions, is_database};

@@ -1,14 +1,26 @@
-//! The handlers. An append runs on the blocking pool, then awaits the
-//! committer (`commit.rs`) for durability; reads are answered at the
-//! durable size from a cached snapshot, so a crash can never take back what
-//! a response said.
+//! The handlers. An append runs on the blocking pool, then awaits its
+//! durability token (`Token::durable`: the store's commit thread makes one
+//! group commit for every waiting request, and its notification wakes
+//! them; no thread per request). Reads are answered from the database's
+//! published durable head (`Db::durable_head`: the durable size and a
+//! snapshot the store took at or after the commit that made it durable),
+//! so a reader never sees a size that is not durable and a crash can
+//! never take back what a response said.
+//!
+//! The token, not the notification, decides whether an append is
+//! acknowledged: a rollback can undo an append after its leaves were
+//! durable, and an append made after a rollback can end below a size
+//! durable before it, so a durable size alone says nothing about one
+//! append.
 //!
 //! Rollbacks make "durable" something that can shrink, so every read is
 //! made between two rollbacks: a rollback counts itself in `rollbacks`
 //! (odd while one runs) before it changes anything and again once it is
 //! done, and a read that saw the count change under it is made again.
-//! Reads wait while a rollback runs; nothing read before it (a cached
-//! snapshot, an acknowledged block) is used after it.
+//! Reads wait while a rollback runs; nothing read before it (a durable
+//! head, an acknowledged block) is used after it. (The store replaces its
+//! published head inside the rollback, so a head read after one never
+//! holds the old tree.)
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -27,7 +39,6 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::commit::Committer;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -41,13 +52,11 @@ pub(crate) struct Shared {
     pub db: Arc<Db>,
     pub config: ServerConfig,
     pub metrics: Arc<Metrics>,
-    /// The first storage fault an append met: the database acknowledges
-    /// nothing after it, so the server reports itself unhealthy.
+    /// The first storage fault a request met that the store did not
+    /// record itself (a write of the nullifier set's files; the store's
+    /// own write and sync failures are in its durable head): the server
+    /// reports itself unhealthy after either.
     pub failure: Mutex<Option<String>>,
-    pub committer: Committer,
-    /// The newest snapshot taken (see `snapshot_covering`), with the
-    /// rollback count it was taken under.
-    latest: Mutex<Option<(u64, DbSnapshot)>>,
     /// Rollbacks begun and ended: odd while one runs (see `consistent`).
     rollbacks: watch::Sender<u64>,
     /// Serialises rollbacks and finalizations (each checks the durable
@@ -74,12 +83,10 @@ impl AppState {
         // Every tag recovered at open is durable.
         let acked_block = db.head_at_block(u64::MAX).map(|head| head.block);
         AppState(Arc::new(Shared {
-            committer: Committer::start(db.durable_size()),
             db,
             config,
             metrics,
             failure: Mutex::new(None),
-            latest: Mutex::new(None),
             rollbacks: watch::Sender::new(0),
             writes: Mutex::new(()),
             acked_block: Mutex::new(acked_block),
@@ -115,41 +122,34 @@ impl Shared {
     }
 
     /// The durable size and a snapshot that holds at least that many
-    /// leaves (answers are views of it at the durable size); inside
-    /// `consistent` only.
-    pub(crate) fn durable(&self, generation: u64) -> (DbSnapshot, u64) {
-        let durable = self.db.durable_size();
-        let snapshot = self.snapshot_covering(durable, generation);
-        let size = durable.min(snapshot.size());
-        (snapshot, size)
+    /// leaves (answers are views of it at the durable size): the
+    /// database's published durable head, read without a lock or any
+    /// hashing (the store takes the snapshot once per group commit).
+    /// Inside `consistent` only.
+    pub(crate) fn durable(&self) -> (DbSnapshot, u64) {
+        let head = self.db.durable_head();
+        (head.snapshot, head.size)
     }
 
     /// A snapshot of at least `size` leaves (which the tree must hold):
-    /// the cached one if it does and was taken since the last rollback,
-    /// else a new one, cached. Taking a snapshot while appends arrive
-    /// rehashes the right edge under the tree lock; the cache makes that
-    /// once per group commit instead of once per request, and a view at an
-    /// earlier size costs a few hashes. Inside `consistent` only.
-    fn snapshot_covering(&self, size: u64, generation: u64) -> DbSnapshot {
-        if let Some((taken, cached)) = self.latest.lock().as_ref()
-            && *taken == generation
-            && cached.size() >= size
-        {
-            return cached.clone();
+    /// the durable head's if it does (it does once an append ending at
+    /// `size` is durable, unless a rollback ran since), else a new one.
+    /// Inside `consistent` only.
+    fn snapshot_covering(&self, size: u64) -> DbSnapshot {
+        let head = self.db.durable_head();
+        if head.snapshot.size() >= size {
+            return head.snapshot;
         }
-        let fresh = self.db.snapshot();
-        let mut latest = self.latest.lock();
-        // Checked under the lock a rollback clears the cache under (after
-        // counting itself): a snapshot from before it is never cached
-        // after it.
-        if *self.rollbacks.borrow() == generation
-            && latest
-                .as_ref()
-                .is_none_or(|(taken, cached)| *taken != generation || cached.size() < fresh.size())
-        {
-            *latest = Some((generation, fresh.clone()));
+        self.db.snapshot()
+    }
+
+    /// The first storage fault: the store's (a failed write or sync of
+    /// the log stops every acknowledgement), else one a request met.
+    fn failure(&self) -> Option<String> {
+        if let Some(failure) = self.db.durable_head().failure {
+            return Some(failure.to_string());
         }
-        fresh
+        self.failure.lock().clone()
     }
 
     /// Records that block `block`'s tagged append was acknowledged, unless
@@ -182,8 +182,7 @@ impl Shared {
 }
 
 /// A rollback's stretch of `Shared::rollbacks`: counted when it opens and
-/// again when it closes (also on a panic), with the cached snapshot of the
-/// old tree dropped in between.
+/// again when it closes (also on a panic).
 struct RollbackWindow<'a>(&'a Shared);
 
 impl<'a> RollbackWindow<'a> {
@@ -195,9 +194,7 @@ impl<'a> RollbackWindow<'a> {
 
 impl Drop for RollbackWindow<'_> {
     fn drop(&mut self) {
-        let shared = self.0;
-        *shared.latest.lock() = None;
-        shared.rollbacks.send_modify(|g| *g += 1);
+        self.0.rollbacks.send_modify(|g| *g += 1);
     }
 }
 
@@ -303,10 +300,15 @@ pub(crate) async fn append(
             .map_err(|e| ApiError::internal(format!("the append task failed: {e}")))??;
     let end = appended.first + appended.count;
     let metrics = &shared.metrics;
-    let durable = shared
-        .committer
-        .durable(&appended.token, shared.config.durability_timeout)
-        .await;
+    // The token decides; the store's notification only wakes the wait.
+    let durable = tokio::time::timeout(shared.config.durability_timeout, appended.token.durable())
+        .await
+        .unwrap_or_else(|_| {
+            Err(StoreError::Timeout {
+                want: end,
+                durable: shared.db.durable_size(),
+            })
+        });
     if let Err(error) = durable {
         return Err(refused_append(shared, &appended, DbError::Store(error)));
     }
@@ -321,7 +323,7 @@ pub(crate) async fn append(
                         "the append ending at {end} was reported durable but is not"
                     ))));
                 }
-                let root = match shared.snapshot_covering(end, generation).view(end) {
+                let root = match shared.snapshot_covering(end).view(end) {
                     Ok(view) => view.root(),
                     Err(e) => {
                         return Ok(Err(ApiError::internal(format!(
@@ -457,10 +459,10 @@ struct RootJson {
 pub(crate) async fn root(State(state): State<AppState>) -> Result<Response, ApiError> {
     let shared = state.shared();
     let (snapshot, size, finalized) = shared
-        .consistent(|generation| {
+        .consistent(|_| {
             // Read first: it is durable when it is published.
             let finalized = shared.db.finalized_size();
-            let (snapshot, size) = shared.durable(generation);
+            let (snapshot, size) = shared.durable();
             (snapshot, size, finalized)
         })
         .await;
@@ -665,8 +667,8 @@ pub(crate) async fn proof(
     let (snapshot, durable, size) = match root {
         Some(root) => {
             let (snapshot, durable, size) = shared
-                .consistent(|generation| {
-                    let (snapshot, durable) = shared.durable(generation);
+                .consistent(|_| {
+                    let (snapshot, durable) = shared.durable();
                     let size = durable_root(shared, &root, durable)?.size;
                     Ok::<_, ApiError>((snapshot, durable, size))
                 })
@@ -680,7 +682,7 @@ pub(crate) async fn proof(
             (snapshot, durable, size)
         }
         None => {
-            let (snapshot, durable) = shared.consistent(|g| shared.durable(g)).await;
+            let (snapshot, durable) = shared.consistent(|_| shared.durable()).await;
             (snapshot, durable, explicit.unwrap_or(durable))
         }
     };
@@ -762,7 +764,7 @@ pub(crate) async fn consistency(
     let from = get(&parameters, "from").ok_or_else(|| {
         ApiError::bad_request("missing query parameter from (the older size): ?from=S1[&to=S2]")
     })?;
-    let (snapshot, durable) = shared.consistent(|g| shared.durable(g)).await;
+    let (snapshot, durable) = shared.consistent(|_| shared.durable()).await;
     let explicit = get(&parameters, "to");
     let to = explicit.unwrap_or(durable);
     if from > to {
@@ -998,17 +1000,17 @@ fn roll_back(shared: &Shared, target: Target) -> Result<(TreeHead, u64), ApiErro
     let db = &shared.db;
     let start = Instant::now();
     let durable = db.durable_size();
-    let to = match target {
-        Target::Size(size) => {
-            check_size(size, durable, "to_size")?;
-            size
-        }
+    // Refused before reads are held off.
+    match target {
+        Target::Size(size) => check_size(size, durable, "to_size")?,
         Target::Block(block) => {
-            db.head_at_block(block)
-                .ok_or_else(|| ApiError::from_write(StoreError::NoHeadAtBlock { block }.into()))?
-                .size
+            if db.head_at_block(block).is_none() {
+                return Err(ApiError::from_write(
+                    StoreError::NoHeadAtBlock { block }.into(),
+                ));
+            }
         }
-    };
+    }
     let window = RollbackWindow::open(shared);
     let result = match target {
         Target::Size(size) => db.truncate(size),
@@ -1022,7 +1024,6 @@ fn roll_back(shared: &Shared, target: Target) -> Result<(TreeHead, u64), ApiErro
         *shared.acked_block.lock() = last;
         Ok(head)
     });
-    shared.committer.rolled_back(to);
     drop(window);
     let head = result.map_err(|error| {
         shared.record_failure(&error);
@@ -1093,7 +1094,7 @@ struct HealthJson<'a> {
 }
 
 pub(crate) async fn health(State(state): State<AppState>) -> Response {
-    match state.shared().failure.lock().as_deref() {
+    match state.shared().failure().as_deref() {
         None => json(
             StatusCode::OK,
             &HealthJson {

@@ -4,9 +4,10 @@
 //! - **Writes are durable when acknowledged**: `POST /v1/leaves` appends a
 //!   batch (all or nothing, duplicates refused) and answers only after its
 //!   durability token is released. The append runs on tokio's blocking
-//!   pool; one committer thread waits on the newest token (one group
-//!   commit for everything appended meanwhile) and wakes the waiting
-//!   requests, so the async workers never wait on a lock or an fsync.
+//!   pool; the request then awaits its token (`Token::durable`): the
+//!   store's commit thread makes one group commit for everything appended
+//!   meanwhile and its notification wakes the waiting requests, so the
+//!   async workers never wait on a lock or an fsync.
 //! - **Reads only show durable state**: roots, proofs and lookups are
 //!   answered at the durable size, never past it, so nothing the server
 //!   ever handed out can be lost or forked by a crash (a root served once
@@ -36,7 +37,6 @@
 mod api;
 mod auth;
 mod body;
-mod commit;
 mod companions;
 mod config;
 mod cors;

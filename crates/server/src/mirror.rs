@@ -73,8 +73,8 @@ pub(crate) async fn leaves(
         }
     }
     let leaves: Vec<Hash> = shared
-        .consistent(|generation| {
-            let (snapshot, durable) = shared.durable(generation);
+        .consistent(|_| {
+            let (snapshot, durable) = shared.durable();
             api::check_size(from, durable, "from")?;
             // Without `to`: as many as the limit allows, up to the durable size.
             let to = to.unwrap_or_else(|| durable.min(from.saturating_add(limit)));

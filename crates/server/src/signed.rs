@@ -24,10 +24,10 @@ pub(crate) async fn checkpoint(State(state): State<AppState>) -> Result<Response
     };
     let sign_finalized = shared.config.sign_finalized;
     let (snapshot, size) = shared
-        .consistent(|generation| {
+        .consistent(|_| {
             // Read first: it is durable when it is published.
             let finalized = shared.db.finalized_size();
-            let (snapshot, durable) = shared.durable(generation);
+            let (snapshot, durable) = shared.durable();
             let size = if sign_finalized {
                 finalized.min(durable)
             } else {

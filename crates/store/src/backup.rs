@@ -83,7 +83,7 @@ impl Inner {
             snapshot, heads, ..
         } = taken.expect("flush_log fills the snapshot");
         let tags = self.heads.lock().tags()[..to_usize(heads)].to_vec();
-        Ok((Arc::new(snapshot), tags, finalized))
+        Ok((snapshot, tags, finalized))
     }
 }
 

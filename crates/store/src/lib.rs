@@ -3,9 +3,15 @@
 //!
 //! - **Appends** copy leaves into memory under a short lock and return a
 //!   durability [`Token`]; no file I/O happens on that path.
-//! - **Group commit**: whoever waits first (or the background thread, every
+//! - **Group commit**: whoever waits first (a blocking [`Token::wait`]
+//!   flushes on its own thread; an async [`Token::durable`] asks the
+//!   store's commit thread to flush at once; the background thread every
 //!   `flush_interval`) writes everything appended since the last commit
-//!   with one frame and one `fdatasync`; every token up to it is released.
+//!   with one frame and one `fdatasync`; every token up to it is released,
+//!   and one notification wakes blocking and async waiters alike.
+//! - **The durable head** ([`Store::durable_head`]): the durable size, its
+//!   root and a snapshot holding it, published after every commit and
+//!   rollback and read without a lock: what a reader may serve.
 //! - **The leaf log is level 0**: leaves are written once, at fixed offsets
 //!   of the log files, so sealed parts of the log are mapped and served as
 //!   level 0 directly.
@@ -50,5 +56,6 @@ pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use layout::Layout;
 pub use rollback::RollbackFloor;
 pub use store::{
-    Appended, CheckpointHook, CheckpointObserver, Store, StoreStats, Token, stored_config,
+    Appended, CheckpointHook, CheckpointObserver, DurableHead, Store, StoreStats, Token,
+    stored_config,
 };

@@ -20,7 +20,7 @@ use cairn_core::{Hash, TreeHead};
 use crate::checkpoint::{self, Marks};
 use crate::error::{Result, StoreError};
 use crate::heads::{RootAt, TaggedHead};
-use crate::store::{Inner, Store, poisoned};
+use crate::store::{Flushed, Inner, Store, poisoned};
 
 impl Store {
     /// Rolls the tree back to its first `to` leaves: every leaf from `to`
@@ -199,20 +199,22 @@ impl Inner {
             // below counts only these; kept tags not written yet are
             // written by later flushes, in the new epoch.
             let written_kept = kept.min(self.heads_writer.lock().written()) as u64;
+            // One `Arc`: cloning a `Snapshot` would deep-copy its levels.
+            let snapshot = Arc::new(tree.snapshot());
+            self.published.store(Arc::clone(&snapshot));
             {
                 let mut durable = self.durable.lock();
                 let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
                 durable.cuts.push((epoch, to, kept as u64));
                 durable.end = durable.end.min(to);
                 durable.tags = durable.tags.min(written_kept);
+                // Nothing of the old tree stays published.
+                self.publish_head(&durable, Some(Arc::clone(&snapshot)));
             }
-            // One `Arc`: cloning a `Snapshot` would deep-copy its levels.
-            let snapshot = Arc::new(tree.snapshot());
-            self.published.store(Arc::clone(&snapshot));
             (snapshot, tree.share_leaves(), written_kept)
         };
         // Waiters on rolled-back appends find out now.
-        self.durable_changed.notify_all();
+        self.notify_durable();
         let head = snapshot.head();
         let written = self.heads_writer.lock().written() as u64;
         if to >= log.end() && written_kept == written {
@@ -250,7 +252,13 @@ impl Inner {
         let mut durable = self.durable.lock();
         match published {
             Ok(()) => {
-                self.record_flush(&mut durable, Ok((to, written_kept)));
+                let flushed = Flushed {
+                    end: to,
+                    tags: written_kept,
+                    snapshot: Arc::clone(&snapshot),
+                    epoch: self.epoch.load(Ordering::Acquire),
+                };
+                self.record_flush(&mut durable, Ok(flushed));
                 Ok(head)
             }
             Err(error) => {

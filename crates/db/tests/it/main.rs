@@ -6,6 +6,7 @@ mod basics;
 mod callers;
 mod concurrency;
 mod crash;
+mod durable_head;
 mod indexed;
 mod indexed_crash;
 mod model;

@@ -1,13 +1,29 @@
 //! Durability: group commit of the log (one frame and one `fdatasync` for
-//! everything appended since the last), the tokens that wait for it, and
-//! the failure state: the first write or sync failure poisons the store,
-//! and nothing is acknowledged after it.
+//! everything appended since the last), the tokens that wait for it, the
+//! published durable head, and the failure state: the first write or sync
+//! failure poisons the store, and nothing is acknowledged after it.
+//!
+//! One notification (`Inner::durable_changed`, an `event_listener::Event`) fires after
+//! every change of the durable state: a commit recorded, a failure, a
+//! rollback, the store closed. Blocking waiters ([`Token::wait`]) and
+//! async ones ([`Token::durable`]) both listen to it; neither trusts it:
+//! a woken waiter asks its token again, because a rollback can undo an
+//! append after it was durable (the token knows, a durable size does not).
+//!
+//! Who writes: a blocking waiter flushes on its own thread when nobody is
+//! flushing (no timer in its latency); an async waiter cannot block, so
+//! it asks the store's commit thread (one per store, started on the first
+//! async wait) to flush at once. Either way one `fdatasync` covers every
+//! leaf appended before it began, and appends made meanwhile accumulate
+//! for the next one.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use cairn_core::Snapshot;
+use cairn_core::{Hash, Snapshot};
+use event_listener::Listener;
 
 use super::Inner;
 use crate::error::{Result, StoreError};
@@ -58,6 +74,61 @@ pub(crate) struct Want {
     pub(crate) epoch: u64,
 }
 
+/// The published durable head: what a reader may serve without waiting,
+/// since a crash can never take it back. Replaced (never changed in place)
+/// after every commit, rollback and failure; read without a lock through
+/// [`Store::durable_head`](super::Store::durable_head).
+#[derive(Debug, Clone)]
+pub struct DurableHead {
+    /// Leaves durable in the log.
+    pub size: u64,
+    /// The root at `size` (`None` for an empty tree).
+    pub root: Option<Hash>,
+    /// A snapshot of the tree holding at least `size` leaves (taken at or
+    /// after the commit that made `size` durable, and after every rollback
+    /// before it): a view of it at `size` is the durable tree.
+    pub snapshot: Arc<Snapshot>,
+    /// The write or sync failure that stopped acknowledgements, if any.
+    pub failure: Option<StoreError>,
+}
+
+impl DurableHead {
+    pub(crate) fn new(
+        size: u64,
+        snapshot: Arc<Snapshot>,
+        failure: Option<StoreError>,
+    ) -> DurableHead {
+        debug_assert!(snapshot.size() >= size);
+        let root = if snapshot.size() == size {
+            snapshot.root()
+        } else {
+            snapshot
+                .view(size)
+                .expect("the snapshot holds the durable size")
+                .root()
+        };
+        DurableHead {
+            size,
+            root,
+            snapshot,
+            failure,
+        }
+    }
+}
+
+/// What one flush of the log did.
+#[derive(Debug, Clone)]
+pub(crate) struct Flushed {
+    /// Leaves durable in the log.
+    pub(crate) end: u64,
+    /// Block-tagged heads durable in the heads file.
+    pub(crate) tags: u64,
+    /// The tree at `end` leaves.
+    pub(crate) snapshot: Arc<Snapshot>,
+    /// The rollback epoch the flush read the tree in.
+    pub(crate) epoch: u64,
+}
+
 /// A durability token: durable once the log holds every leaf below `end`
 /// (and the heads file the append's block tag, if it had one).
 #[derive(Debug, Clone)]
@@ -97,6 +168,50 @@ impl Token {
     pub fn wait(&self, timeout: Duration) -> Result<()> {
         self.inner.wait_durable(self.want, Instant::now() + timeout)
     }
+
+    /// Resolves once the leaves are durable, without blocking a thread:
+    /// asks the store's commit thread to flush at once (one group commit
+    /// covers every waiter; a flush already running is followed by
+    /// another) and awaits the store's notification. Resolves to an error
+    /// if a write or sync fails first (every waiter gets it), if the
+    /// leaves are rolled back ([`StoreError::RolledBack`]), or if the
+    /// store is dropped before they are durable ([`StoreError::Closed`]).
+    /// Without a timeout of its own: wrap it in the runtime's (and report
+    /// [`StoreError::Timeout`] with [`Token::end`] and the durable size).
+    ///
+    /// Works on any executor (it needs no runtime's timers or I/O).
+    pub fn durable(&self) -> impl Future<Output = Result<()>> + Send + 'static {
+        let token = self.clone();
+        async move {
+            loop {
+                // Listening before asking: a change after the question
+                // wakes the wait below.
+                let changed = token.inner.durable_changed.listen();
+                if token.settled()? {
+                    return Ok(());
+                }
+                Inner::request_commit(&token.inner);
+                changed.await;
+            }
+        }
+    }
+
+    /// `is_durable`, and [`StoreError::Closed`] once the store is gone
+    /// without the leaves being durable (nobody will flush them).
+    fn settled(&self) -> Result<bool> {
+        if self.is_durable()? {
+            return Ok(true);
+        }
+        if self.inner.closed.load(Ordering::Acquire) {
+            // Checked again after `closed`: the close's own flush may
+            // have made them durable.
+            return match self.is_durable()? {
+                true => Ok(true),
+                false => Err(StoreError::Closed),
+            };
+        }
+        Ok(false)
+    }
 }
 
 pub(crate) fn poisoned(failure: &StoreError) -> StoreError {
@@ -123,6 +238,84 @@ impl Inner {
         self.wait_durable(want, Instant::now() + timeout)
     }
 
+    /// Asks the commit thread to flush at once (starting it on first use).
+    /// Nothing happens once the store is closing: its close flushes.
+    pub(crate) fn request_commit(inner: &Arc<Inner>) {
+        let mut commit = inner.commit.lock();
+        if commit.stop {
+            return;
+        }
+        commit.requested = true;
+        if commit.thread.is_none() {
+            let thread_inner = Arc::clone(inner);
+            commit.thread = Some(
+                std::thread::Builder::new()
+                    .name("cairn-commit".into())
+                    .spawn(move || thread_inner.commit_loop())
+                    .expect("spawn the commit thread"),
+            );
+        }
+        drop(commit);
+        inner.commit_signal.notify_one();
+    }
+
+    /// The commit thread: one group commit per wake-up. Requests made
+    /// while it flushes are answered by the next flush (the flag is
+    /// cleared before the flush begins, so nothing is missed).
+    fn commit_loop(&self) {
+        loop {
+            {
+                let mut commit = self.commit.lock();
+                while !commit.requested && !commit.stop {
+                    self.commit_signal.wait(&mut commit);
+                }
+                if commit.stop {
+                    return;
+                }
+                commit.requested = false;
+            }
+            // The outcome is recorded and announced by the flush; the
+            // waiters read it from their tokens.
+            let _ = self.flush_all(COMMIT_WAIT);
+        }
+    }
+
+    /// Stops the commit thread (before a store closes) and joins it.
+    pub(crate) fn stop_commit(&self) {
+        let thread = {
+            let mut commit = self.commit.lock();
+            commit.stop = true;
+            commit.thread.take()
+        };
+        self.commit_signal.notify_all();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+
+    /// Wakes every waiter, blocking and async, to ask its token again.
+    pub(crate) fn notify_durable(&self) {
+        self.durable_changed.notify(usize::MAX);
+    }
+
+    /// Publishes the durable head after `durable` changed: `snapshot` (if
+    /// given) holds at least `durable.end` leaves of the current tree;
+    /// without one, the current head's snapshot is kept if it still covers
+    /// the durable size. Under the durable lock, so heads are published in
+    /// order.
+    pub(crate) fn publish_head(&self, durable: &Durable, snapshot: Option<Arc<Snapshot>>) {
+        let current = self.head.load();
+        let snapshot = match snapshot {
+            Some(snapshot) => snapshot,
+            None => Arc::clone(&current.snapshot),
+        };
+        self.head.store(Arc::new(DurableHead::new(
+            durable.end,
+            snapshot,
+            durable.failure.clone(),
+        )));
+    }
+
     /// Waits until what `want` names is durable, flushing if nobody is.
     fn wait_durable(&self, want: Want, deadline: Instant) -> Result<()> {
         let mut durable = self.durable.lock();
@@ -138,23 +331,14 @@ impl Inner {
             }
             if !durable.flushing {
                 durable.flushing = true;
-                let epoch = self.epoch.load(Ordering::Acquire);
                 drop(durable);
                 let result = self.flush_log(None);
                 durable = self.durable.lock();
                 durable.flushing = false;
                 match result {
-                    // A rollback ran between this flush's release of the
-                    // log and now: the end it made durable may hold leaves
-                    // removed since, and recording it would claim leaves
-                    // appended after the rollback are durable. The next
-                    // flush (from the rolled-back log) says what is.
-                    Ok(_) if self.epoch.load(Ordering::Acquire) != epoch => {
-                        self.durable_changed.notify_all();
-                    }
                     // The store was dropped: nothing was written, nothing failed.
                     Err(StoreError::Closed) => {
-                        self.durable_changed.notify_all();
+                        self.notify_durable();
                         return Err(StoreError::Closed);
                     }
                     // The first failure poisons the store; the caller who hit
@@ -167,12 +351,17 @@ impl Inner {
                 }
                 continue;
             }
-            if self
-                .durable_changed
-                .wait_until(&mut durable, deadline)
-                .timed_out()
-            {
-                if durable.holds(&want) && durable.cut(&want).is_none() {
+            // Listening under the lock: whoever changes the state next
+            // takes the lock first, so its notification reaches us.
+            let changed = self.durable_changed.listen();
+            drop(durable);
+            let timed_out = changed.wait_deadline(deadline).is_none();
+            durable = self.durable.lock();
+            if timed_out {
+                if let Some(to) = durable.cut(&want) {
+                    return Err(StoreError::RolledBack { end: want.end, to });
+                }
+                if durable.holds(&want) {
                     return Ok(());
                 }
                 return Err(StoreError::Timeout {
@@ -183,20 +372,34 @@ impl Inner {
         }
     }
 
-    pub(crate) fn record_flush(&self, durable: &mut Durable, result: Result<(u64, u64)>) {
+    /// Records what a flush did (or its failure), publishes the durable
+    /// head and wakes every waiter.
+    pub(crate) fn record_flush(&self, durable: &mut Durable, result: Result<Flushed>) {
         match result {
-            Ok((end, tags)) => {
-                durable.end = durable.end.max(end);
-                durable.tags = durable.tags.max(tags);
+            // A rollback ran between this flush's read of the tree and
+            // now: the end it made durable may hold leaves removed since,
+            // and recording it would claim leaves appended after the
+            // rollback are durable. The next flush (from the rolled-back
+            // log) says what is.
+            Ok(flushed) if flushed.epoch != self.epoch.load(Ordering::Acquire) => {}
+            Ok(flushed) => {
+                durable.tags = durable.tags.max(flushed.tags);
+                if flushed.end >= durable.end {
+                    durable.end = flushed.end;
+                    if self.head.load().size != durable.end {
+                        self.publish_head(durable, Some(flushed.snapshot));
+                    }
+                }
             }
             Err(error) => {
                 if durable.failure.is_none() {
                     durable.failure = Some(error);
                     self.poisoned.store(true, Ordering::Release);
+                    self.publish_head(durable, None);
                 }
             }
         }
-        self.durable_changed.notify_all();
+        self.notify_durable();
     }
 
     /// One group commit of everything appended so far. With `snapshot`,
@@ -205,7 +408,7 @@ impl Inner {
     /// Returns the durable size and the count of durable tagged heads.
     /// Tagged heads are made durable before the leaves they follow (see
     /// `heads.rs`).
-    pub(crate) fn flush_log(&self, snapshot: Option<&mut Option<Taken>>) -> Result<(u64, u64)> {
+    pub(crate) fn flush_log(&self, snapshot: Option<&mut Option<Taken>>) -> Result<Flushed> {
         let mut log = self.log.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
@@ -213,34 +416,143 @@ impl Inner {
         if self.poisoned.load(Ordering::Acquire) {
             return Err(self.durable.lock().failure.clone().expect("poisoned"));
         }
-        let (leaves, to, taken, (pending, tags)) = {
+        let (leaves, to, taken, epoch, (pending, tags)) = {
             let mut tree = self.tree.lock();
-            let taken = snapshot.is_some().then(|| tree.snapshot());
+            // The snapshot of the durable head: the newest one if it is of
+            // this size (one per commit at most; appends only invalidate it).
+            let mut taken = self.published.load_full();
+            if taken.size() != tree.size() {
+                taken = Arc::new(tree.snapshot());
+                self.published.store(Arc::clone(&taken));
+            }
             let pending = self.heads.lock().pending();
-            (tree.share_leaves(), tree.size(), taken, pending)
+            let epoch = self.epoch.load(Ordering::Acquire);
+            (tree.share_leaves(), tree.size(), taken, epoch, pending)
         };
         if !pending.is_empty() {
             self.heads_writer.lock().write(&pending)?;
             self.heads.lock().mark_written(tags);
         }
         log.commit(&leaves, to)?;
-        if let (Some(out), Some(taken)) = (snapshot, taken) {
+        if let Some(out) = snapshot {
             *out = Some(Taken {
-                snapshot: taken,
+                snapshot: Arc::clone(&taken),
                 resume: log.next(),
                 heads: tags as u64,
                 epoch: self.heads_writer.lock().epoch(),
             });
         }
-        Ok((log.end(), tags as u64))
+        debug_assert_eq!(log.end(), to);
+        Ok(Flushed {
+            end: log.end(),
+            tags: tags as u64,
+            snapshot: taken,
+            epoch,
+        })
     }
+}
+
+/// How long the commit thread waits on one flush before trying again.
+const COMMIT_WAIT: Duration = Duration::from_secs(60);
+
+/// The commit thread's state (see `Inner::request_commit`).
+#[derive(Debug, Default)]
+pub(crate) struct Commit {
+    /// A waiter asked for a flush since the last began.
+    pub(crate) requested: bool,
+    /// The store is closing: no more flushes from this thread.
+    pub(crate) stop: bool,
+    pub(crate) thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// What a checkpoint's flush hands over: the snapshot at the flushed size,
 /// where the log continues, and the heads and rollback epoch at that size.
 pub(crate) struct Taken {
-    pub(crate) snapshot: Snapshot,
+    pub(crate) snapshot: Arc<Snapshot>,
     pub(crate) resume: LogPosition,
     pub(crate) heads: u64,
     pub(crate) epoch: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::path::Path;
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+
+    use cairn_core::{Arity, HashKind, TreeConfig};
+
+    use crate::fs::sim::SimFs;
+    use crate::{Store, StoreConfig, StoreError};
+
+    fn store(fs: &SimFs) -> Store {
+        let config = StoreConfig {
+            flush_interval: None,
+            ..StoreConfig::new(TreeConfig::new(Arity::new(2).unwrap(), HashKind::Blake3))
+        };
+        Store::create(Arc::new(fs.clone()), Path::new("/db"), config).unwrap()
+    }
+
+    fn leaf(i: u8) -> [u8; 32] {
+        let mut leaf = [0; 32];
+        leaf[0] = i;
+        leaf
+    }
+
+    /// Polls `future` on this thread until it resolves, counting the
+    /// wake-ups it needed; `between` runs after the first (pending) poll.
+    fn drive<F: Future>(future: F, between: impl FnOnce()) -> (F::Output, usize) {
+        let mut future = pin!(future);
+        let mut cx = Context::from_waker(Waker::noop());
+        let Poll::Pending = future.as_mut().poll(&mut cx) else {
+            panic!("resolved before anything changed");
+        };
+        between();
+        let mut polls = 1;
+        loop {
+            polls += 1;
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return (output, polls);
+            }
+            assert!(polls < 1000, "never resolved");
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_rollback_wakes_an_async_waiter_whose_leaves_were_never_durable() {
+        let fs = SimFs::new();
+        let store = store(&fs);
+        // No commit thread answers: only the rollback can settle the wait.
+        store.inner.commit.lock().stop = true;
+        store.append(leaf(1)).unwrap();
+        let token = store.append(leaf(2)).unwrap().token;
+        let (result, _) = drive(token.durable(), || {
+            store.truncate(1).unwrap();
+        });
+        assert!(
+            matches!(result, Err(StoreError::RolledBack { end: 2, to: 1 })),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn a_store_closed_before_the_leaves_were_durable_answers_closed() {
+        let fs = SimFs::new();
+        let store = store(&fs);
+        store.inner.commit.lock().stop = true;
+        let token = store.append(leaf(1)).unwrap().token;
+        // A close that could not flush (as when its flush times out):
+        // nobody will write these leaves, and the waiter is told.
+        let (result, _) = drive(token.durable(), || {
+            store
+                .inner
+                .closed
+                .store(true, std::sync::atomic::Ordering::Release);
+            store.inner.notify_durable();
+        });
+        assert!(matches!(result, Err(StoreError::Closed)), "{result:?}");
+    }
 }

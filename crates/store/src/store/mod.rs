@@ -36,8 +36,8 @@ mod open;
 mod recovery;
 mod tiering;
 
-pub use durability::Token;
-pub(crate) use durability::{Durable, Taken, Want, poisoned};
+pub(crate) use durability::{Commit, Durable, Flushed, Taken, Want, poisoned};
+pub use durability::{DurableHead, Token};
 pub use open::stored_config;
 
 /// A durable n-ary LeanIMT in a directory (without the nullifier set of
@@ -97,7 +97,13 @@ pub(crate) struct Inner {
     /// The heads file (taken only under `log`).
     pub(crate) heads_writer: Mutex<HeadsWriter>,
     pub(crate) durable: Mutex<Durable>,
-    pub(crate) durable_changed: Condvar,
+    /// Fires after every change of `durable` (see `durability.rs`).
+    pub(crate) durable_changed: event_listener::Event,
+    /// The published durable head (replaced under the durable lock).
+    pub(crate) head: ArcSwap<DurableHead>,
+    /// The commit thread async waiters ask for flushes.
+    pub(crate) commit: Mutex<Commit>,
+    pub(crate) commit_signal: Condvar,
     /// Set with `durable.failure`: appends check it without the lock.
     pub(crate) poisoned: AtomicBool,
     /// Rollbacks so far (tokens remember the epoch they were made in).
@@ -231,7 +237,8 @@ impl Store {
         checkpoints: Checkpoints,
         read_only: bool,
     ) -> Store {
-        let snapshot = tree.snapshot();
+        let snapshot = Arc::new(tree.snapshot());
+        let head = DurableHead::new(log.end().min(snapshot.size()), Arc::clone(&snapshot), None);
         let durable_tags = tags.len() as u64;
         let mut heads = Heads::new(tags, config.root_window);
         heads.note_append(tree.size());
@@ -255,9 +262,12 @@ impl Store {
             heads_writer: Mutex::new(heads_writer),
             tree: Mutex::new(tree),
             log: Mutex::new(log),
-            durable_changed: Condvar::new(),
+            durable_changed: event_listener::Event::new(),
+            head: ArcSwap::from_pointee(head),
+            commit: Mutex::new(Commit::default()),
+            commit_signal: Condvar::new(),
             poisoned: AtomicBool::new(false),
-            published: ArcSwap::from_pointee(snapshot),
+            published: ArcSwap::new(snapshot),
             rollback_floor: Arc::new(AtomicU64::new(
                 checkpoints
                     .last
@@ -461,7 +471,15 @@ impl Store {
 
     /// Leaves durable in the log.
     pub fn durable_size(&self) -> u64 {
-        self.inner.durable.lock().end
+        self.inner.head.load().size
+    }
+
+    /// The published durable head: the durable size, its root, a snapshot
+    /// holding at least that many leaves, and the failure that stopped
+    /// acknowledgements, if any. Read without a lock; replaced after each
+    /// commit, rollback and failure (wait for the next with a token).
+    pub fn durable_head(&self) -> Arc<DurableHead> {
+        self.inner.head.load_full()
     }
 
     /// The tree's configuration.
@@ -572,6 +590,7 @@ impl Store {
     /// Flushes, stops the background thread and releases the directory.
     pub fn close(mut self) -> Result<()> {
         self.stop_background();
+        self.inner.stop_commit();
         let result = self.flush().map(|_| ());
         drop(self);
         result
@@ -581,6 +600,7 @@ impl Store {
 impl Drop for Store {
     fn drop(&mut self) {
         self.stop_background();
+        self.inner.stop_commit();
         // Best effort: a dropped store flushes what it can; errors were
         // or will be reported through tokens.
         if !self.inner.poisoned.load(Ordering::Acquire) {
@@ -590,6 +610,9 @@ impl Drop for Store {
         // ones (from tokens that outlive the store) see `closed`.
         let _log = self.inner.log.lock();
         self.inner.closed.store(true, Ordering::Release);
+        // Async waiters whose leaves the close did not make durable learn
+        // it now (`StoreError::Closed`).
+        self.inner.notify_durable();
     }
 }
 

@@ -4,6 +4,7 @@ mod basics;
 mod crash;
 mod faults;
 mod model;
+mod notify;
 mod power;
 mod power_loss;
 mod rollback;
