@@ -521,6 +521,61 @@ pub(crate) async fn leaf_index(
     }
 }
 
+// -- POST /v1/lookup ------------------------------------------------------------
+
+#[derive(Serialize)]
+struct LookupJson {
+    /// The durable size the answers are for.
+    size: u64,
+    /// Per value, in order: its leaf index, or null if it is not a
+    /// durable leaf.
+    indices: Vec<Option<u64>>,
+}
+
+/// Many values at once (a wallet checking its notes, an indexer a block's
+/// nullifiers): the same answers as `GET /v1/leaves/{value}` for each, at
+/// one durable size, with the memory reads of different values
+/// overlapped (`Db::index_of_many`). A read: allowed on read-only servers
+/// and mirrors, and without the write token.
+pub(crate) async fn lookup(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request_body: Body,
+) -> Result<Response, ApiError> {
+    let shared = state.shared();
+    let encoding = body::encoding(&headers)?;
+    let limit = shared.config.max_body_bytes;
+    let bytes = read_body(request_body, limit).await?;
+    let batch = body::batch(
+        encoding,
+        &bytes,
+        shared.config.max_batch_leaves,
+        None,
+        shared.db.config().tree().hash,
+    )?;
+    drop(bytes);
+    if batch.block.is_some() {
+        return Err(ApiError::bad_request(
+            "a lookup takes values only, not a block",
+        ));
+    }
+    let (found, size) = shared
+        .consistent(|_| {
+            let (snapshot, size) = shared.durable();
+            (snapshot.index_of_many(&batch.leaves), size)
+        })
+        .await;
+    let found = found.map_err(|error| match error {
+        DbError::NoSet => ApiError::new(StatusCode::NOT_IMPLEMENTED, error.to_string()),
+        other => ApiError::internal(other.to_string()),
+    })?;
+    let indices = found
+        .into_iter()
+        .map(|index| index.filter(|&i| i < size))
+        .collect();
+    Ok(json(StatusCode::OK, &LookupJson { size, indices }))
+}
+
 // -- GET /v1/proofs/{index}?size=S|root=R ---------------------------------------
 
 /// The query's parameters, each at most once and each one of `allowed`.

@@ -129,6 +129,12 @@ pub const ROUTES: &[Route] = &[
         statuses: &[200, 404],
         needs_token: false,
     },
+    Route {
+        method: "POST",
+        path: "/v1/lookup",
+        statuses: &[200, 400, 413, 415, 501],
+        needs_token: false,
+    },
 ];
 
 /// The OpenAPI 3 document of [`ROUTES`], as committed and served.
@@ -153,6 +159,7 @@ fn handler(route: &Route) -> MethodRouter<AppState> {
         ("GET", "/metrics") => get(api::metrics),
         ("GET", "/openapi.json") => get(api::openapi),
         ("GET", "/v1/checkpoint") => get(signed::checkpoint),
+        ("POST", "/v1/lookup") => post(api::lookup),
         (method, path) => panic!("route {method} {path} is in ROUTES but has no handler"),
     }
 }
@@ -225,9 +232,13 @@ impl RequestIds {
 }
 
 /// Refuses every write with 403 on a read-only server (`--read-only`),
-/// before the handler runs: nothing about the database changes.
+/// before the handler runs: nothing about the database changes. (`POST
+/// /v1/lookup` is a read with a body, not a write.)
 async fn read_only(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if state.shared().config.read_only && request.method() == Method::POST {
+    if state.shared().config.read_only
+        && request.method() == Method::POST
+        && request.uri().path() != "/v1/lookup"
+    {
         return axum::response::IntoResponse::into_response(crate::error::ApiError::new(
             axum::http::StatusCode::FORBIDDEN,
             "this server is read-only (--read-only): send writes to the primary",

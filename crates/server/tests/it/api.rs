@@ -563,3 +563,93 @@ async fn an_imt_serves_its_kind_roots_and_proofs() {
         to_hex(&full.root().unwrap())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_lookups_answer_each_value_at_one_durable_size() {
+    let server = TestServer::with(DbConfig::new(tree(N, HashKind::Blake3)), |config| {
+        config.token = Some("secret".into());
+    })
+    .await;
+    let client = server.client();
+    let all = leaves(11, 9);
+    client.post_json(&all, Some("secret")).await.ok();
+    let absent = leaf(11, 99);
+    let asked = [all[4], absent, all[0], all[8], all[4]];
+    let want = serde_json::json!({"size": 9, "indices": [4, null, 0, 8, 4]});
+    // A read: no token needed, JSON or binary bodies alike.
+    let by_json = client
+        .post_to(
+            "/v1/lookup",
+            &serde_json::json!({"leaves": asked.iter().map(to_hex).collect::<Vec<_>>()}),
+            None,
+        )
+        .await
+        .ok();
+    assert_eq!(by_json, want);
+    let by_binary = client
+        .request(
+            Method::POST,
+            "/v1/lookup",
+            &[("content-type", "application/octet-stream")],
+            asked.concat(),
+        )
+        .await
+        .ok();
+    assert_eq!(by_binary, want);
+    // Each answer is what the single lookup says.
+    for (value, index) in asked.iter().zip(want["indices"].as_array().unwrap()) {
+        let single = client.get(&format!("/v1/leaves/{}", to_hex(value))).await;
+        match index.as_u64() {
+            Some(i) => assert_eq!(single.ok()["index"], i),
+            None => assert_eq!(single.status, 404),
+        }
+    }
+    // Bad bodies: a block, no values, a torn record.
+    let error = client
+        .post_to(
+            "/v1/lookup",
+            &serde_json::json!({"leaves": [to_hex(&all[0])], "block": {"number": 1}}),
+            None,
+        )
+        .await
+        .error(400);
+    assert!(error.contains("not a block"), "{error}");
+    client
+        .post_to("/v1/lookup", &serde_json::json!({"leaves": []}), None)
+        .await
+        .error(400);
+    client
+        .request(
+            Method::POST,
+            "/v1/lookup",
+            &[("content-type", "application/octet-stream")],
+            vec![0u8; 33],
+        )
+        .await
+        .error(400);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_server_answers_batch_lookups_and_refuses_appends() {
+    let (dir, db) = temp_db(DbConfig::new(tree(N, HashKind::Blake3)));
+    let all = leaves(12, 6);
+    db.append_batch(&all)
+        .unwrap()
+        .token
+        .wait(std::time::Duration::from_secs(30))
+        .unwrap();
+    let server = TestServer::start(db, |config| config.read_only = true).await;
+    let client = server.client();
+    let found = client
+        .post_to(
+            "/v1/lookup",
+            &serde_json::json!({"leaves": [to_hex(&all[5]), to_hex(&leaf(12, 50))]}),
+            None,
+        )
+        .await
+        .ok();
+    assert_eq!(found, serde_json::json!({"size": 6, "indices": [5, null]}));
+    client.post_json(&all[..1], None).await.error(403);
+    drop(server);
+    drop(dir);
+}
