@@ -1,4 +1,4 @@
-//! The nullifier set's figures (issue 5's targets), measured on `Db`:
+//! The nullifier set's figures (docs/performance.md, "Nullifier set"), measured on `Db`:
 //!
 //! - `ingest`: durable bulk ingest of `--leaves` values in `--batch`
 //!   batches, waiting for each, with the set on and off, interleaved over

@@ -1,4 +1,4 @@
-//! Simulated power loss (issue 4): seeded workloads run on [`SimFs`], which
+//! Simulated power loss: seeded workloads run on [`SimFs`], which
 //! records every mutating file operation; at every operation boundary of the
 //! trace, crash states are built in every [`CrashMode`] (dropped and kept
 //! unsynced data, lost growth, undone directory operations, random subsets
