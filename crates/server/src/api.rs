@@ -1,4 +1,5 @@
-//! The handlers. An append runs on the blocking pool, then awaits its
+//! The handlers. An append runs on the async worker (a batch of up to 64
+//! untagged leaves) or the blocking pool (larger or tagged), then awaits its
 //! durability token (`Token::durable`: the store's commit thread makes one
 //! group commit for every waiting request, and its notification wakes
 //! them; no thread per request). Reads are answered from the database's
@@ -421,11 +422,11 @@ async fn read_body(request_body: Body, limit: usize) -> Result<Bytes, ApiError> 
         })
 }
 
-/// Appends a batch (on the blocking pool: the append takes the writer
-/// lock and inserts into the set).
 /// The most leaves an untagged append runs on the async worker itself.
 const INLINE_APPEND_MAX: usize = 64;
 
+/// Appends a batch (the writer lock and the set insert, no I/O): on the
+/// async worker for a small untagged batch, else on the blocking pool.
 fn append_leaves(shared: &Shared, batch: &body::Batch) -> Result<(Appended, Instant), ApiError> {
     let metrics = &shared.metrics;
     let start = Instant::now();
