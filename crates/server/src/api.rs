@@ -559,23 +559,27 @@ pub(crate) async fn lookup(
     let encoding = body::encoding(&headers)?;
     let limit = shared.config.max_body_bytes;
     let bytes = read_body(request_body, limit).await?;
-    let batch = body::batch(
+    let (values, block) = body::values(
         encoding,
         &bytes,
         shared.config.max_batch_leaves,
-        None,
         shared.db.config().tree().hash,
     )?;
     drop(bytes);
-    if batch.block.is_some() {
+    if block.is_some() {
         return Err(ApiError::bad_request(
             "a lookup takes values only, not a block",
+        ));
+    }
+    if values.is_empty() {
+        return Err(ApiError::bad_request(
+            "no values: a lookup needs at least one",
         ));
     }
     let (found, size) = shared
         .consistent(|_| {
             let (snapshot, size) = shared.durable();
-            (snapshot.index_of_many(&batch.leaves), size)
+            (snapshot.index_of_many(&values), size)
         })
         .await;
     let found = found.map_err(|error| match error {

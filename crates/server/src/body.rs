@@ -66,10 +66,7 @@ pub(crate) fn batch(
     query_block: Option<BlockTag>,
     hash: HashKind,
 ) -> Result<Batch, ApiError> {
-    let (leaves, body_block) = match encoding {
-        Encoding::Json => json(body, max_leaves, hash)?,
-        Encoding::Binary => (binary(body, max_leaves)?, None),
-    };
+    let (leaves, body_block) = values(encoding, body, max_leaves, hash)?;
     let block = match (body_block, query_block) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request(
@@ -82,6 +79,20 @@ pub(crate) fn batch(
         return Err(empty());
     }
     Ok(Batch { leaves, block })
+}
+
+/// The values of a body, and the block a JSON body names, if any: what
+/// an append and a lookup both read (an empty list is not refused here).
+pub(crate) fn values(
+    encoding: Encoding,
+    body: &[u8],
+    max_leaves: usize,
+    hash: HashKind,
+) -> Result<(Vec<Hash>, Option<BlockTag>), ApiError> {
+    match encoding {
+        Encoding::Json => json(body, max_leaves, hash),
+        Encoding::Binary => Ok((binary(body, max_leaves)?, None)),
+    }
 }
 
 fn empty() -> ApiError {

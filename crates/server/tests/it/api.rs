@@ -614,10 +614,11 @@ async fn batch_lookups_answer_each_value_at_one_durable_size() {
         .await
         .error(400);
     assert!(error.contains("not a block"), "{error}");
-    client
+    let error = client
         .post_to("/v1/lookup", &serde_json::json!({"leaves": []}), None)
         .await
         .error(400);
+    assert!(error.contains("no values"), "{error}");
     client
         .request(
             Method::POST,
