@@ -109,16 +109,12 @@ fn main() {
 
 /// Field multiplications (squarings counted as multiplications) in one
 /// circomlib Poseidon permutation of width `t` in the optimised form:
-/// 8 full rounds of t S-boxes and a dense t x t matrix, and the partial
-/// rounds (circomlib's counts) of one S-box and a sparse matrix.
+/// full rounds of t S-boxes and a dense t x t matrix, partial rounds of
+/// one S-box and a sparse matrix.
 fn multiplications(t: usize) -> usize {
-    const PARTIAL: [usize; 16] = [
-        56, 57, 56, 60, 60, 63, 64, 63, 60, 66, 60, 65, 70, 60, 64, 68,
-    ];
+    let (full, partial) = cairn_core::hash::poseidon_rounds(t);
     let sbox = 3;
-    let full = 8 * (t * sbox + t * t);
-    let partial = PARTIAL[t - 2] * (sbox + 2 * t - 1);
-    full + partial
+    full * (t * sbox + t * t) + partial * (sbox + 2 * t - 1)
 }
 
 /// The median time of one `Fr` multiplication over `rounds` runs of a

@@ -14,7 +14,7 @@ mod poseidon;
 use std::fmt;
 use std::str::FromStr;
 
-pub use poseidon::{BN254_MODULUS_BE, is_canonical_field_element};
+pub use poseidon::{BN254_MODULUS_BE, is_canonical_field_element, rounds as poseidon_rounds};
 
 /// A node or leaf value: 32 bytes. Leaves are stored verbatim (they are
 /// already hashes); internal nodes are hasher outputs.

@@ -36,6 +36,16 @@ pub const BN254_MODULUS_BE: Hash = [
     0x28, 0x33, 0xe8, 0x48, 0x79, 0xb9, 0x70, 0x91, 0x43, 0xe1, 0xf5, 0x93, 0xf0, 0x00, 0x00, 0x01,
 ];
 
+/// The rounds of circomlib's Poseidon of width `t` (inputs + 1): full
+/// rounds, partial rounds. For cost models (a benchmark's multiplication
+/// count); the permutation itself reads them from its parameters.
+///
+/// # Panics
+/// If `t` is outside 2..=17.
+pub fn rounds(t: usize) -> (usize, usize) {
+    (FULL_ROUNDS, params::partial_rounds(t))
+}
+
 /// Whether `value`, read big-endian, is below the BN254 scalar modulus.
 pub fn is_canonical_field_element(value: &Hash) -> bool {
     value < &BN254_MODULUS_BE
