@@ -124,8 +124,9 @@ pub struct RemoteOptions {
 impl Default for RemoteOptions {
     /// 10 retries within 3 minutes, backoffs from 250 ms growing at random
     /// up to 15 s (ten retries span about a minute in the median case and
-    /// more than 13 s in 19 cases of 20, so an object server that restarts
-    /// or loses its quorum for a few seconds is ridden out), 30 s per try.
+    /// more than 13 s in 19 cases of 20, `scripts/backoff_span.py`, so an
+    /// object server that restarts or loses its quorum for a few seconds
+    /// is ridden out), 30 s per try.
     fn default() -> RemoteOptions {
         RemoteOptions {
             s3_endpoint: None,
