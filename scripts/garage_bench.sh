@@ -70,7 +70,7 @@ start_node() {
 }
 stop_node() { kill "${pids[$1]}"; wait "${pids[$1]}" 2>/dev/null || true; unset "pids[$1]"; }
 # A restarted node is connected to node 1 at once, as an operator would
-# (left alone, Garage's peers redial each other only every half minute).
+# (left alone, node 1 had not reconnected to restarted nodes 28 s later).
 restart_node() { start_node "$1"; g node connect "${id[$1]}" > /dev/null; }
 
 for i in 1 2 3; do start_node "$i"; done
