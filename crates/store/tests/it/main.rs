@@ -11,4 +11,5 @@ mod rollback;
 mod rollback_crash;
 mod rollback_edges;
 mod rollback_model;
+mod staging;
 mod support;
