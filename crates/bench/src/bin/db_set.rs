@@ -7,6 +7,9 @@
 //!   staged into the log ahead of their append (`StoreConfig::stage_from`),
 //!   which shows what staging gains. `CAIRN_BENCH_NO_STAGE=1` turns
 //!   staging off in every workload.
+//! - `append-cpu`: the same appends with the set on, but no waits and no
+//!   background flush (nothing is written until close): the CPU of the
+//!   append path alone (set insert and tree copy), in ns a value.
 //! - `lookup`: `index_of` of present values and `contains` of absent ones
 //!   on the database of `--leaves` values, everything in memory; each call
 //!   timed alone (the figures include about 20 ns of `Instant` overhead);
@@ -40,7 +43,7 @@ struct Options {
 }
 
 const USAGE: &str = "usage: db_set [--quick] [--leaves N] [--batch B] [--rounds R] \
-                     [--scale-leaves M] [--scale-no-set] [--dir DIR] [--workload ingest,lookup,scale]";
+                     [--scale-leaves M] [--scale-no-set] [--dir DIR] [--workload ingest,lookup,scale,append-cpu]";
 
 fn options() -> Options {
     let mut options = Options {
@@ -189,6 +192,31 @@ fn main() {
             println!("{name} {:.1} ms", elapsed.as_secs_f64() * 1e3);
             db.close().expect("close");
         }
+    }
+
+    if wants("append-cpu") {
+        let dir = root.path().join("append-cpu");
+        let mut config = config(true);
+        config.store.flush_interval = None;
+        let db = Db::create(&dir, config).expect("create");
+        let mut elapsed = Duration::ZERO;
+        let mut start = 0;
+        while start < options.leaves {
+            let end = (start + options.batch).min(options.leaves);
+            let chunk = values(start..end);
+            let began = Instant::now();
+            db.append_batch(&chunk).expect("append");
+            elapsed += began.elapsed();
+            start = end;
+        }
+        println!(
+            "append-cpu {} values in batches of {}: {:.1} ms, {:.1} ns a value",
+            options.leaves,
+            options.batch,
+            elapsed.as_secs_f64() * 1e3,
+            elapsed.as_secs_f64() * 1e9 / options.leaves as f64
+        );
+        drop(db);
     }
 
     if wants("ingest") {

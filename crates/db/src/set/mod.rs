@@ -225,8 +225,21 @@ impl NullifierSet {
         };
         let mut duplicates = Vec::new();
         if values.len() < PARALLEL_FROM {
-            for (position, value) in values.iter().enumerate() {
-                let slot = self.slot(value);
+            // One cold table read per value: the homes of the values
+            // AHEAD positions on are prefetched, each under a brief read
+            // lock (as in the parallel path below), in batches big enough
+            // for it to pay.
+            const AHEAD: usize = 8;
+            let slots: Vec<Slot> = values.iter().map(|v| self.slot(v)).collect();
+            let prefetch = |slot: &Slot| self.shards[slot.shard].read().prefetch(slot.tag);
+            let ahead = if values.len() >= 2 * AHEAD { AHEAD } else { 0 };
+            slots.iter().take(ahead).for_each(prefetch);
+            for (position, &slot) in slots.iter().enumerate() {
+                if ahead > 0
+                    && let Some(next) = slots.get(position + ahead)
+                {
+                    prefetch(next);
+                }
                 let record = (u64::from(slot.tag) << 32) | position as u64;
                 let mut refused = Vec::new();
                 if !self.shards[slot.shard]
@@ -252,12 +265,36 @@ impl NullifierSet {
                 rest = tail;
             }
             const RUN: usize = 64;
+            // A small batch leaves a few values per shard, each probe a
+            // read of a cold table (one cache miss per value, ~85% of the
+            // inserts' time in a profile of 10,000-value batches): the
+            // homes of the values a few shards ahead are prefetched, under
+            // a brief read lock (one lock held at a time, so no order to
+            // keep with lookups, which hold several read locks). Long runs
+            // sweep their table in home order and need no hint.
+            const AHEAD: usize = 4;
+            const SHORT: usize = 16;
+            let prefetch = |shard: usize, run: &[u64]| {
+                if !run.is_empty() && run.len() < SHORT {
+                    let table = self.shards[shard].read();
+                    for &record in run {
+                        table.prefetch((record >> 32) as u32);
+                    }
+                }
+            };
             let found: Vec<Result<Vec<Duplicate>, String>> = runs
                 .par_chunks_mut(RUN)
                 .enumerate()
                 .map(|(chunk, runs)| {
                     let mut found = Vec::new();
-                    for (k, run) in runs.iter_mut().enumerate() {
+                    for (k, run) in runs.iter().enumerate().take(AHEAD) {
+                        prefetch(chunk * RUN + k, run);
+                    }
+                    for k in 0..runs.len() {
+                        if let Some(ahead) = runs.get(k + AHEAD) {
+                            prefetch(chunk * RUN + k + AHEAD, ahead);
+                        }
+                        let run = &mut *runs[k];
                         if run.is_empty() {
                             continue;
                         }
