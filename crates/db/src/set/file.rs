@@ -100,14 +100,13 @@ pub(crate) fn write(
         let mut bytes = Vec::new();
         for shard in 0..set.shard_count() {
             // One shard at a time under its read lock, so appends go on.
-            let table = set.shard_below(shard, covered);
-            held += table.len() as u64;
             bytes.clear();
-            bytes.extend_from_slice(&(table.capacity() as u32).to_le_bytes());
-            bytes.extend_from_slice(&(table.len() as u32).to_le_bytes());
-            for slot in table.slots() {
-                bytes.extend_from_slice(&slot.to_le_bytes());
-            }
+            set.with_shard_below(shard, covered, |table| {
+                held += table.len() as u64;
+                bytes.extend_from_slice(&(table.capacity() as u32).to_le_bytes());
+                bytes.extend_from_slice(&(table.len() as u32).to_le_bytes());
+                bytes.extend(table.slots().iter().flat_map(|slot| slot.to_le_bytes()));
+            });
             let crc = crc32c::crc32c(&bytes);
             bytes.extend_from_slice(&crc.to_le_bytes());
             out.put(&bytes)?;

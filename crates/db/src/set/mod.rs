@@ -367,9 +367,19 @@ impl NullifierSet {
         }
     }
 
-    /// Shard `shard`'s entries below `end`, for a checkpoint.
-    pub fn shard_below(&self, shard: usize, end: u64) -> Table {
-        self.shards[shard].read().below(end)
+    /// Calls `f` with shard `shard`'s entries below `end`, for a
+    /// checkpoint: the shard itself (under its read lock) when it holds
+    /// nothing from `end` on, as after every append that was flushed
+    /// before the checkpoint, else a copy without those entries.
+    pub fn with_shard_below<R>(&self, shard: usize, end: u64, f: impl FnOnce(&Table) -> R) -> R {
+        let table = self.shards[shard].read();
+        if table.all_below(end) {
+            f(&table)
+        } else {
+            let copy = table.below(end);
+            drop(table);
+            f(&copy)
+        }
     }
 
     pub fn shard_count(&self) -> usize {

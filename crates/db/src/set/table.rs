@@ -380,10 +380,15 @@ impl Table {
         }
     }
 
+    /// Whether every entry has an index below `end`.
+    pub fn all_below(&self, end: u64) -> bool {
+        self.slots.iter().all(|&s| s == 0 || index_of(s) < end)
+    }
+
     /// A copy holding only the entries with an index below `end` (what a
     /// checkpoint covering `end` leaves writes).
     pub fn below(&self, end: u64) -> Table {
-        if self.slots.iter().all(|&s| s == 0 || index_of(s) < end) {
+        if self.all_below(end) {
             return self.clone();
         }
         let mut out = Table {
