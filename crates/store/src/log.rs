@@ -38,12 +38,6 @@ pub(crate) struct LogWriter {
     staged: Option<StagedWrite>,
 }
 
-/// The size of one write of staged leaves: a segment of nodes.
-const STAGE_PIECE: usize = 2 << 20;
-
-/// Byte ranges of log files written by [`LogWriter::stage`].
-pub(crate) type Written = Vec<(Arc<dyn FsFile>, u64, u64)>;
-
 /// Leaves `[first, end)` written into the leaf region by
 /// [`LogWriter::stage`], not framed yet.
 #[derive(Debug)]
@@ -116,26 +110,23 @@ impl LogWriter {
     /// end: nothing appended is waiting for a commit), and starts their
     /// writeback, without a frame: the log's content does not change
     /// (recovery reads only framed leaves) and nothing becomes durable.
-    /// Returns the ranges written, for the caller to start their writeback
-    /// once it has let go of the log (`FsFile::start_writeback` may wait
-    /// for the device), or `None` if nothing was staged.
     /// The commit that frames them skips writing them again if the tree's
     /// leaves there are the ones staged (`staged` in [`LogWriter::commit`]),
     /// so their writeback runs while the caller does other work (the
     /// database checks the batch against its nullifier set meanwhile).
-    /// On error nothing is staged; the bytes written are past the log's
-    /// end and ignored like any unframed tail.
-    pub fn stage(&mut self, leaves: &[Hash], first: u64, id: u64) -> Result<Option<Written>> {
+    /// Returns whether anything was staged. On error nothing is staged;
+    /// the bytes written are past the log's end and ignored like any
+    /// unframed tail.
+    pub fn stage(&mut self, leaves: &[Hash], first: u64, id: u64) -> Result<bool> {
         // Whatever was staged before is superseded (its append came or
         // was refused); its bytes may be overwritten now.
         self.staged = None;
         if first != self.end || leaves.is_empty() {
-            return Ok(None);
+            return Ok(false);
         }
         let per_file = self.leaves_per_file();
         let end = first + leaves.len() as u64;
         let mut crcs = Vec::new();
-        let mut written = Vec::new();
         let mut at = first;
         while at < end {
             let file = at / per_file;
@@ -145,16 +136,10 @@ impl LogWriter {
             let handle = &self.files[to_usize(file)];
             let bytes = leaves[to_usize(at - first)..to_usize(stop - first)].as_flattened();
             let offset = Layout::node_offset(at - first_of_file);
-            // In pieces of one segment (2 MiB): a single write of a whole
-            // batch (32 MB) measured 7 to 10 times slower on ext4 here than
-            // the same bytes in 2 MiB writes, and slowed the next memory
-            // copy too (`db_set`'s staged ingest, 2026-11-25).
-            for (i, piece) in bytes.chunks(STAGE_PIECE).enumerate() {
-                handle
-                    .write_at(piece, offset + (i * STAGE_PIECE) as u64)
-                    .map_err(|e| StoreError::io("write", self.path(file), e))?;
-            }
-            written.push((Arc::clone(handle), offset, bytes.len() as u64));
+            handle
+                .write_at(bytes, offset)
+                .map_err(|e| StoreError::io("write", self.path(file), e))?;
+            handle.start_writeback(offset, bytes.len() as u64);
             crcs.push(crc32c::crc32c(bytes));
             at = stop;
         }
@@ -164,7 +149,7 @@ impl LogWriter {
             end,
             crcs,
         });
-        Ok(Some(written))
+        Ok(true)
     }
 
     /// Forgets what was staged: the leaves at those positions will not be

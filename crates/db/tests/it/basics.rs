@@ -253,38 +253,3 @@ fn a_second_open_in_the_same_process_says_so() {
     db.close().unwrap();
     Db::open(&path).unwrap();
 }
-
-#[test]
-fn big_batches_staged_into_the_log_survive_a_refused_one_and_a_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db");
-    let mut config = config(4);
-    // Batches of 64 values and more are written into the log while the
-    // set checks them.
-    config.store.stage_from = 64;
-    config.store.flush_interval = None;
-    let db = Db::create(&path, config.clone()).unwrap();
-    let wait = |appended: cairn_db::Appended| appended.token.wait(Duration::from_secs(30)).unwrap();
-    wait(db.append_batch(&values(0..3000)).unwrap());
-    // Refused after being staged at 3000: its values (and its bytes in
-    // the log) must not survive; the next batch takes those positions.
-    let mut refused = values(10_000..12_000);
-    refused[1500] = value(17);
-    assert!(matches!(
-        db.append_batch(&refused),
-        Err(DbError::Duplicates { .. })
-    ));
-    wait(db.append_batch(&values(3000..5000)).unwrap());
-    // A batch below the threshold, then staged ones again.
-    wait(db.append_batch(&values(5000..5010)).unwrap());
-    wait(db.append_batch(&values(5010..7000)).unwrap());
-    db.close().unwrap();
-
-    let db = Db::open_with(&path, config).unwrap();
-    let all = values(0..7000);
-    assert_eq!(db.size(), 7000);
-    assert_eq!(db.head().root, root_of(4, &all));
-    assert_eq!(db.index_of(&value(6999)).unwrap(), Some(6999));
-    assert_eq!(db.index_of(&refused[0]).unwrap(), None);
-    db.check_set().unwrap();
-}

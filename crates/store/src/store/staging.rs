@@ -6,9 +6,8 @@
 //! 1. [`Store::stage`] takes the flush lock without waiting (a flush in
 //!    progress means the log is busy: nothing is staged), and only when
 //!    every appended leaf is already in the log: then the batch's first
-//!    leaf goes at the log's end. It writes the leaves there and records
-//!    the write (`LogWriter::stage`), then, with the lock released, starts
-//!    their writeback. No frame is
+//!    leaf goes at the log's end. It writes the leaves there, starts their
+//!    writeback and records the write (`LogWriter::stage`). No frame is
 //!    written, so the log's content does not change: recovery reads only
 //!    framed leaves, and a crash leaves the staged bytes as an ignored tail.
 //! 2. [`Store::append_staged`] appends the very leaves the handle staged
@@ -100,14 +99,10 @@ impl Inner {
         // Lock order: log, then tree.
         let first = self.tree.lock().size();
         let id = self.staged_ids.fetch_add(1, Ordering::Relaxed) + 1;
-        let written = log.stage(leaves.leaves(), first, id).ok().flatten()?;
-        drop(log);
-        // Outside the flush lock: starting the writeback can wait for the
-        // device, and a flush meanwhile must not.
-        for (file, offset, len) in written {
-            file.start_writeback(offset, len);
+        match log.stage(leaves.leaves(), first, id) {
+            Ok(true) => Some((first, id)),
+            Ok(false) | Err(_) => None,
         }
-        Some((first, id))
     }
 
     /// Under the tree lock, right after an append put its first leaf at
