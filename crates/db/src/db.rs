@@ -487,36 +487,7 @@ impl Db {
             .into());
         }
         let first = self.store.size();
-        // A big batch is written into the log (not framed, so neither
-        // visible nor durable) while the set checks it: the disk's
-        // writeback then overlaps the set's CPU, and the commit after the
-        // append only frames and syncs it (`Store::stage`). A refused
-        // batch leaves those bytes as an unframed tail, ignored and later
-        // overwritten.
-        let (refused, staged) = if self.store.stages(checked.count()) {
-            std::thread::scope(|scope| -> Result<_> {
-                let spawned = std::thread::Builder::new()
-                    .name("cairn-stage".into())
-                    .spawn_scoped(scope, || self.store.stage(checked));
-                Ok(match spawned {
-                    Ok(staging) => {
-                        let refused = self.insert(set, values, first);
-                        let staged = staging
-                            .join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                        (refused, staged)
-                    }
-                    // No thread to spare: stage first, then check.
-                    Err(_) => {
-                        let staged = self.store.stage(self.store.check_batch(values)?);
-                        (self.insert(set, values, first), staged)
-                    }
-                })
-            })?
-        } else {
-            (self.insert(set, values, first), self.store.stage(checked))
-        };
-        let refused = refused?;
+        let refused = self.insert(set, values, first)?;
         if !refused.is_empty() {
             set.remove_batch(values, first, &refused);
             return Err(DbError::Duplicates {
@@ -524,7 +495,10 @@ impl Db {
                 duplicates: refused,
             });
         }
-        let appended = self.store.append_staged(staged, tag);
+        let appended = match tag {
+            Some(tag) => self.store.append_tagged_checked(&checked, tag),
+            None => self.store.append_checked(&checked),
+        };
         match appended {
             Ok(appended) => {
                 assert_eq!(appended.first, first, "appends are serialised");

@@ -12,9 +12,6 @@ pub const FLAG_EXPLICIT_FINALITY: u64 = crate::Layout::FLAG_EXPLICIT_FINALITY;
 /// How many recent appends' roots are kept for lookups by value, by default.
 pub const DEFAULT_ROOT_WINDOW: usize = 4096;
 
-/// Batches staged by default: 65,536 leaves (2 MiB) and more.
-pub const DEFAULT_STAGE_FROM: usize = 1 << 16;
-
 /// Default log file size: 2^21 leaves (64 MiB).
 pub const DEFAULT_LOG_SHIFT: u8 = 21;
 
@@ -43,10 +40,6 @@ pub struct StoreConfig {
     /// How many of the last appends' roots [`crate::Store::size_of_root`]
     /// finds (roots of block-tagged heads are always found).
     pub root_window: usize,
-    /// Batches of at least this many leaves are written into the log by
-    /// [`crate::Store::stage`] ahead of their append; smaller ones are not
-    /// (their write is too short to overlap with anything).
-    pub stage_from: usize,
 }
 
 /// When the store checkpoints on its own (checked after each background flush).
@@ -77,7 +70,6 @@ impl StoreConfig {
             verify_on_open: false,
             flags: 0,
             root_window: DEFAULT_ROOT_WINDOW,
-            stage_from: DEFAULT_STAGE_FROM,
         }
     }
 }

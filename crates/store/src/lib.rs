@@ -56,6 +56,6 @@ pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use layout::Layout;
 pub use rollback::RollbackFloor;
 pub use store::{
-    Appended, CheckpointHook, CheckpointObserver, DurableHead, Staged, Store, StoreStats, Token,
+    Appended, CheckpointHook, CheckpointObserver, DurableHead, Store, StoreStats, Token,
     stored_config,
 };

@@ -32,23 +32,6 @@ pub(crate) struct LogWriter {
     next: LogPosition,
     /// Leaves durable in the log.
     end: u64,
-    /// Leaves written ahead of their append at the log's end (see
-    /// [`LogWriter::stage`]); their bytes are not framed, so recovery
-    /// ignores them until a commit frames them.
-    staged: Option<StagedWrite>,
-}
-
-/// Leaves `[first, end)` written into the leaf region by
-/// [`LogWriter::stage`], not framed yet.
-#[derive(Debug)]
-struct StagedWrite {
-    /// Matches the [`crate::store::Staged`] handle that wrote them.
-    id: u64,
-    first: u64,
-    end: u64,
-    /// CRC32C of the bytes written into each log file, in file order from
-    /// the file holding `first`.
-    crcs: Vec<u32>,
 }
 
 impl LogWriter {
@@ -105,79 +88,10 @@ impl LogWriter {
         Ok(())
     }
 
-    /// Writes `leaves` into the leaf region where they will go if they are
-    /// the next leaves appended (from `first`, which must be the log's
-    /// end: nothing appended is waiting for a commit), and starts their
-    /// writeback, without a frame: the log's content does not change
-    /// (recovery reads only framed leaves) and nothing becomes durable.
-    /// The commit that frames them skips writing them again if the tree's
-    /// leaves there are the ones staged (`staged` in [`LogWriter::commit`]),
-    /// so their writeback runs while the caller does other work (the
-    /// database checks the batch against its nullifier set meanwhile).
-    /// Returns whether anything was staged. On error nothing is staged;
-    /// the bytes written are past the log's end and ignored like any
-    /// unframed tail.
-    pub fn stage(&mut self, leaves: &[Hash], first: u64, id: u64) -> Result<bool> {
-        // Whatever was staged before is superseded (its append came or
-        // was refused); its bytes may be overwritten now.
-        self.staged = None;
-        if first != self.end || leaves.is_empty() {
-            return Ok(false);
-        }
-        let per_file = self.leaves_per_file();
-        let end = first + leaves.len() as u64;
-        let mut crcs = Vec::new();
-        let mut at = first;
-        while at < end {
-            let file = at / per_file;
-            self.ensure_file(file)?;
-            let first_of_file = file * per_file;
-            let stop = end.min(first_of_file + per_file);
-            let handle = &self.files[to_usize(file)];
-            let bytes = leaves[to_usize(at - first)..to_usize(stop - first)].as_flattened();
-            let offset = Layout::node_offset(at - first_of_file);
-            handle
-                .write_at(bytes, offset)
-                .map_err(|e| StoreError::io("write", self.path(file), e))?;
-            handle.start_writeback(offset, bytes.len() as u64);
-            crcs.push(crc32c::crc32c(bytes));
-            at = stop;
-        }
-        self.staged = Some(StagedWrite {
-            id,
-            first,
-            end,
-            crcs,
-        });
-        Ok(true)
-    }
-
-    /// Forgets what was staged: the leaves at those positions will not be
-    /// the staged ones (a rollback).
-    pub fn forget_staged(&mut self) {
-        self.staged = None;
-    }
-
     /// Makes leaves `[self.end, to)` of `leaves` (a shared copy of level 0)
     /// durable: per log file touched, the leaf bytes, one frame, one
     /// `fdatasync`. On error nothing is announced; the caller poisons the store.
-    ///
-    /// `staged` names the staged write whose leaves the tree appended (at
-    /// the log's end): its bytes are in the files already and are not
-    /// written again, provided their CRC equals that of the tree's leaves
-    /// there (it always should: the staged leaves are the appended ones;
-    /// if not, they are written as if nothing was staged).
-    pub fn commit(&mut self, leaves: &Level, to: u64, staged: Option<u64>) -> Result<()> {
-        if to <= self.end {
-            // Nothing to write: what is staged stays staged.
-            return Ok(());
-        }
-        // Used at most once: past this commit the staged bytes are either
-        // framed or written over.
-        let staged = self
-            .staged
-            .take()
-            .filter(|s| Some(s.id) == staged && s.first == self.end && s.end <= to);
+    pub fn commit(&mut self, leaves: &Level, to: u64) -> Result<()> {
         let per_file = self.leaves_per_file();
         while self.end < to {
             let file = self.end / per_file;
@@ -188,15 +102,6 @@ impl LogWriter {
             let path = self.path(file);
             let mut crc = 0u32;
             let mut at = self.end;
-            if let Some(s) = staged.as_ref().filter(|s| at < s.end) {
-                let staged_stop = stop.min(s.end);
-                let in_tree = crc_of(leaves, at, staged_stop);
-                let written = s.crcs[to_usize(file - s.first / per_file)];
-                if in_tree == written {
-                    crc = in_tree;
-                    at = staged_stop;
-                }
-            }
             while at < stop {
                 let run = leaves.run_from(to_usize(at));
                 let take = to_usize((run.len() as u64).min(stop - at));
@@ -290,7 +195,6 @@ impl LogWriter {
         let stale: Vec<u64> = (first_stale..on_disk).collect();
         self.files.truncate(to_usize(first_stale));
         self.stale_next = false;
-        self.staged = None;
         self.next = LogPosition {
             file,
             slot,
@@ -331,7 +235,6 @@ pub(crate) fn new_writer(fs: Arc<dyn Fs>, layout: &Layout, meta: StoreMeta) -> L
             seq: 1,
         },
         end: 0,
-        staged: None,
     }
 }
 
@@ -550,24 +453,9 @@ pub(crate) fn recover(
             stale_next,
             next: position,
             end,
-            staged: None,
         },
         tail,
     })
-}
-
-/// CRC32C of leaves `[from, to)` of `leaves`.
-fn crc_of(leaves: &Level, from: u64, to: u64) -> u32 {
-    let mut crc = 0u32;
-    let mut at = from;
-    while at < to {
-        let run = leaves.run_from(to_usize(at));
-        let take = to_usize((run.len() as u64).min(to - at));
-        assert!(take > 0, "leaf {at} is not in memory");
-        crc = crc32c::crc32c_append(crc, run[..take].as_flattened());
-        at += take as u64;
-    }
-    crc
 }
 
 /// The offset of the first slot at or after `first_slot` holding a frame

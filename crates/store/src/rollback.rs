@@ -166,11 +166,6 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
         }
-        // Leaves staged for an append may be rolled back or replaced by
-        // others at their positions: the next commit writes whatever the
-        // tree holds there.
-        log.forget_staged();
-        self.staged_appended.store(0, Ordering::Release);
         let finalized = Inner::finalized(&checkpoints);
         let (snapshot, leaves, written_kept) = {
             let mut tree = self.tree.lock();
@@ -230,7 +225,7 @@ impl Inner {
             let stale = if to < log.end() {
                 log.rewind(to)?.1
             } else {
-                log.commit(&leaves, to, None)?;
+                log.commit(&leaves, to)?;
                 Vec::new()
             };
             let epoch = self.heads_writer.lock().epoch() + 1;

@@ -50,13 +50,6 @@ pub trait FsFile: Send + Sync + std::fmt::Debug {
     /// Makes the file's data (and the length needed to read it) durable:
     /// `fdatasync`.
     fn sync_data(&self) -> io::Result<()>;
-    /// Starts writing `[offset, offset + len)` back to the disk without
-    /// waiting for it, so that a later [`FsFile::sync_data`] finds less to
-    /// do. Only a hint: it makes nothing durable, and errors are left for
-    /// `sync_data` to report (the default does nothing).
-    fn start_writeback(&self, offset: u64, len: u64) {
-        let _ = (offset, len);
-    }
     /// A read-only view of `[offset, offset + nodes * 32)` as nodes, for
     /// serving cold levels. The caller checks that the range lies inside the
     /// file first (reading past the end of a mapping is a SIGBUS, not an

@@ -79,24 +79,6 @@ impl FsFile for StdFile {
         self.0.sync_data()
     }
 
-    #[cfg(target_os = "linux")]
-    #[allow(unsafe_code)]
-    fn start_writeback(&self, offset: u64, len: u64) {
-        use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-            return;
-        };
-        // SAFETY: `sync_file_range` reads no memory of ours; the descriptor
-        // is this open file's, alive for the call. SYNC_FILE_RANGE_WRITE
-        // only queues the range's dirty pages for writeback. Its result is
-        // ignored on purpose: a hint that fails costs nothing, and a write
-        // error it would report is reported again by the `fdatasync` that
-        // makes the range durable.
-        let _ = unsafe {
-            libc::sync_file_range(self.0.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
-        };
-    }
-
     #[allow(unsafe_code)]
     fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
         let len = nodes * 32;

@@ -416,7 +416,7 @@ impl Inner {
         if self.poisoned.load(Ordering::Acquire) {
             return Err(self.durable.lock().failure.clone().expect("poisoned"));
         }
-        let (leaves, to, taken, epoch, (pending, tags), staged) = {
+        let (leaves, to, taken, epoch, (pending, tags)) = {
             let mut tree = self.tree.lock();
             // The snapshot of the durable head: the newest one if it is of
             // this size (one per commit at most; appends only invalidate it).
@@ -427,24 +427,13 @@ impl Inner {
             }
             let pending = self.heads.lock().pending();
             let epoch = self.epoch.load(Ordering::Acquire);
-            // Under the tree lock: the appended leaves of this staged write
-            // are among those shared here.
-            let staged = self.staged_appended.swap(0, Ordering::AcqRel);
-            let staged = (staged != 0).then_some(staged);
-            (
-                tree.share_leaves(),
-                tree.size(),
-                taken,
-                epoch,
-                pending,
-                staged,
-            )
+            (tree.share_leaves(), tree.size(), taken, epoch, pending)
         };
         if !pending.is_empty() {
             self.heads_writer.lock().write(&pending)?;
             self.heads.lock().mark_written(tags);
         }
-        log.commit(&leaves, to, staged)?;
+        log.commit(&leaves, to)?;
         if let Some(out) = snapshot {
             *out = Some(Taken {
                 snapshot: Arc::clone(&taken),

@@ -34,13 +34,11 @@ mod checkpointing;
 mod durability;
 mod open;
 mod recovery;
-mod staging;
 mod tiering;
 
 pub(crate) use durability::{Commit, Durable, Flushed, Taken, Want, poisoned};
 pub use durability::{DurableHead, Token};
 pub use open::stored_config;
-pub use staging::Staged;
 
 /// A durable n-ary LeanIMT in a directory (without the nullifier set of
 /// `cairn_db::Db`: repeated values are accepted).
@@ -112,12 +110,6 @@ pub(crate) struct Inner {
     /// Changed only under the tree and durable locks, so an append reads
     /// it under the tree lock without taking the durable one.
     pub(crate) epoch: AtomicU64,
-    /// The id of the staged write whose leaves the tree appended since the
-    /// last flush (0: none); taken by the flush, under the tree lock (see
-    /// `staging.rs`).
-    pub(crate) staged_appended: AtomicU64,
-    /// Ids of staged writes handed out so far.
-    pub(crate) staged_ids: AtomicU64,
     pub(crate) published: ArcSwap<Snapshot>,
     pub(crate) checkpoints: Mutex<Checkpoints>,
     /// See [`CheckpointMeta::rollback_floor`] (`u64::MAX`: none).
@@ -228,12 +220,6 @@ pub struct StoreStats {
 }
 
 impl Store {
-    /// Whether [`Store::stage`] writes a batch of `leaves` leaves ahead of
-    /// its append (see [`StoreConfig::stage_from`]).
-    pub fn stages(&self, leaves: usize) -> bool {
-        leaves >= self.inner.config.stage_from && !self.inner.read_only
-    }
-
     /// Whether this store was opened with [`Store::open_read_only`].
     pub fn is_read_only(&self) -> bool {
         self.inner.read_only
@@ -272,8 +258,6 @@ impl Store {
                 cuts: Vec::new(),
             }),
             epoch: AtomicU64::new(0),
-            staged_appended: AtomicU64::new(0),
-            staged_ids: AtomicU64::new(0),
             heads: Mutex::new(heads),
             heads_writer: Mutex::new(heads_writer),
             tree: Mutex::new(tree),
@@ -331,18 +315,17 @@ impl Store {
     /// `Db`) method that may wait for that lock from inside a rayon task,
     /// or the pool can end up waiting for itself.
     pub fn append_batch(&self, leaves: &[Hash]) -> Result<Appended> {
-        self.append_leaves(Batch::Unchecked(leaves), None)
+        self.append_leaves(Batch::Unchecked(leaves))
     }
 
     /// [`Store::append_batch`] for leaves [`Store::check_batch`] accepted:
     /// they are not scanned again (the store's state and the capacity are
     /// checked again, at the size the append finds).
     pub fn append_checked(&self, leaves: &CheckedLeaves<'_>) -> Result<Appended> {
-        self.append_leaves(Batch::Checked(leaves), None)
+        self.append_leaves(Batch::Checked(leaves))
     }
 
-    /// `staged`: the (first leaf, id) of a staged write of these leaves.
-    fn append_leaves(&self, leaves: Batch<'_, '_>, staged: Option<(u64, u64)>) -> Result<Appended> {
+    fn append_leaves(&self, leaves: Batch<'_, '_>) -> Result<Appended> {
         let inner = &self.inner;
         inner.writable("append")?;
         let (first, epoch) = {
@@ -353,7 +336,6 @@ impl Store {
                 ));
             }
             let first = leaves.append_to(&mut tree)?;
-            inner.note_staged(staged, first);
             inner.size.store(tree.size(), Ordering::Release);
             inner.appends.fetch_add(1, Ordering::Relaxed);
             inner.heads.lock().note_append(tree.size());
@@ -383,7 +365,7 @@ impl Store {
     /// The root is computed here (the right edge is hashed under the tree
     /// lock), since a chain follower needs every block's root anyway.
     pub fn append_tagged(&self, leaves: &[Hash], tag: heads::BlockTag) -> Result<Appended> {
-        self.append_tagged_leaves(Batch::Unchecked(leaves), tag, None)
+        self.append_tagged_leaves(Batch::Unchecked(leaves), tag)
     }
 
     /// [`Store::append_tagged`] for leaves [`Store::check_batch`] accepted
@@ -393,14 +375,13 @@ impl Store {
         leaves: &CheckedLeaves<'_>,
         tag: heads::BlockTag,
     ) -> Result<Appended> {
-        self.append_tagged_leaves(Batch::Checked(leaves), tag, None)
+        self.append_tagged_leaves(Batch::Checked(leaves), tag)
     }
 
     fn append_tagged_leaves(
         &self,
         leaves: Batch<'_, '_>,
         tag: heads::BlockTag,
-        staged: Option<(u64, u64)>,
     ) -> Result<Appended> {
         let inner = &self.inner;
         inner.writable("append")?;
@@ -423,9 +404,7 @@ impl Store {
             let first = if leaves.count() == 0 {
                 tree.size()
             } else {
-                let first = leaves.append_to(&mut tree)?;
-                inner.note_staged(staged, first);
-                first
+                leaves.append_to(&mut tree)?
             };
             let head = tree.head();
             inner.size.store(head.size, Ordering::Release);

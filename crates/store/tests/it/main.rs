@@ -11,5 +11,4 @@ mod rollback;
 mod rollback_crash;
 mod rollback_edges;
 mod rollback_model;
-mod staging;
 mod support;

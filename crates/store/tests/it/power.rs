@@ -13,8 +13,7 @@
 //!
 //! - `power_loss_at_every_operation_boundary_loses_nothing_acknowledged`: 20
 //!   seeds (N = 2, 3, 4, 16 in turn), each a workload of ~600 operations
-//!   (single appends, batches of 1..=300 leaves, half of them staged, some
-//!   after an abandoned staged batch, durability waits,
+//!   (single appends, batches of 1..=300 leaves, durability waits,
 //!   checkpoints; 1,024 leaves per log file so commits cross files) and at
 //!   least 10,000 crash states.
 //! - `power_loss_after_recovering_from_power_loss_loses_nothing_acknowledged`:
@@ -58,7 +57,7 @@ use std::time::Instant;
 
 use cairn_core::{LeanImt, TreeConfig, TreeHead};
 use cairn_store::fs::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
-use cairn_store::{Fs, Store, StoreConfig, StoreError, Token};
+use cairn_store::{Fs, Store, StoreError, Token};
 use cairn_testkit::env_u64;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -161,9 +160,6 @@ struct Workload {
     appended: u64,
     waits: usize,
     checkpoints: usize,
-    /// Batches written into the log ahead of their append (abandoned
-    /// ones included).
-    staged: usize,
 }
 
 impl Workload {
@@ -174,19 +170,11 @@ impl Workload {
     }
 }
 
-/// The workload's store: batches of 16 leaves and more may be staged.
-fn harness_config(tree: TreeConfig) -> StoreConfig {
-    StoreConfig {
-        stage_from: 16,
-        ..config_of(tree, LOG_SHIFT)
-    }
-}
-
 fn open_sim(fs: SimFs, tree: TreeConfig) -> Result<Store, StoreError> {
     Store::open(
         Arc::new(fs) as Arc<dyn Fs>,
         Path::new(DB),
-        harness_config(tree),
+        config_of(tree, LOG_SHIFT),
     )
 }
 
@@ -196,7 +184,6 @@ struct Driven {
     appended: u64,
     waits: usize,
     checkpoints: usize,
-    staged: usize,
 }
 
 /// Random single appends, batches of 1..=300 leaves, waits on recent tokens
@@ -235,25 +222,9 @@ fn drive(
             // that a few thousand leaves make hundreds of operations.
             let max = [300, 40, 8][rng.gen_range(0..3)];
             let count = rng.gen_range(1..=max);
-            let batch = leaves(appended..appended + count);
-            let got = if rng.gen_bool(0.5) {
-                // Written into the log ahead of the append (from 16
-                // leaves on, when the log is idle), sometimes after another
-                // batch was staged at the same place and abandoned, as the
-                // database abandons a batch its set refuses.
-                if rng.gen_bool(0.25) {
-                    let other: Vec<_> = (appended..appended + count)
-                        .map(|i| leaf(u64::MAX / 2 + i))
-                        .collect();
-                    let abandoned = store.stage(store.check_batch(&other).unwrap());
-                    driven.staged += usize::from(abandoned.is_written());
-                }
-                let staged = store.stage(store.check_batch(&batch).unwrap());
-                driven.staged += usize::from(staged.is_written());
-                store.append_staged(staged, None).unwrap()
-            } else {
-                store.append_batch(&batch).unwrap()
-            };
+            let got = store
+                .append_batch(&leaves(appended..appended + count))
+                .unwrap();
             assert_eq!((got.first, got.count), (appended, count));
             driven.appended += count;
             tokens.push(got.token);
@@ -303,7 +274,7 @@ fn run_workload(seed: u64, params: &Params) -> Workload {
     let store = Store::create(
         Arc::new(fs.clone()) as Arc<dyn Fs>,
         Path::new(DB),
-        harness_config(tree),
+        config_of(tree, LOG_SHIFT),
     )
     .unwrap();
     let created = fs.op_count();
@@ -324,7 +295,6 @@ fn run_workload(seed: u64, params: &Params) -> Workload {
         appended: driven.appended,
         waits: driven.waits,
         checkpoints: driven.checkpoints,
-        staged: driven.staged,
     }
 }
 
@@ -373,7 +343,6 @@ fn run_second_life(first: &Workload, params: &Params) -> Workload {
         appended: driven.appended,
         waits: driven.waits,
         checkpoints: driven.checkpoints,
-        staged: driven.staged,
     }
 }
 
@@ -832,7 +801,7 @@ fn run_seeds(seeds: &[u64], params: &Params, second_life: bool) -> Vec<(Workload
 
 fn summary(w: &Workload, o: &Outcome) -> String {
     format!(
-        "seed {:>3} N={:<2} {} life {} ops {:>4} leaves {:>5} (acked {:>5}, {} log files) waits {:>3} checkpoints {:>2} staged {:>3} | boundaries {:>4} random draws {:>2} states {:>6} ({:>5} distinct, {:>5} opened) not-a-store {:>3} sizes {:>3} violations {} | {:.1} s",
+        "seed {:>3} N={:<2} {} life {} ops {:>4} leaves {:>5} (acked {:>5}, {} log files) waits {:>3} checkpoints {:>2} | boundaries {:>4} random draws {:>2} states {:>6} ({:>5} distinct, {:>5} opened) not-a-store {:>3} sizes {:>3} violations {} | {:.1} s",
         w.seed,
         w.n,
         w.tree.kind.name(),
@@ -843,7 +812,6 @@ fn summary(w: &Workload, o: &Outcome) -> String {
         w.appended.div_ceil(1 << LOG_SHIFT),
         w.waits,
         w.checkpoints,
-        w.staged,
         o.boundaries,
         o.draws.map_or(0, |d| d.random),
         o.states,
@@ -892,7 +860,6 @@ fn sweep(seeds: &[u64], params: &Params, second_life: bool) {
         // leaves, checkpointed, and its commits crossed log files.
         assert!(w.acked_at(usize::MAX) > 0, "seed {}: nothing acked", w.seed);
         assert!(w.checkpoints > 0, "seed {}: no checkpoint", w.seed);
-        assert!(w.staged > 0, "seed {}: no batch was staged", w.seed);
         assert!(
             w.appended > 2 << LOG_SHIFT,
             "seed {}: {} leaves do not cross two log files",
