@@ -3,10 +3,8 @@
 //! - `ingest`: durable bulk ingest of `--leaves` values in `--batch`
 //!   batches, waiting for each, with the set on and off, interleaved over
 //!   `--rounds`; the ratio is the speed with the set over the speed without.
-//!   A third way, interleaved with them, has the set on but its batches not
-//!   staged into the log ahead of their append (`StoreConfig::stage_from`),
-//!   which shows what staging gains. `CAIRN_BENCH_NO_STAGE=1` turns
-//!   staging off in every workload.
+//!   Every round's time is printed too: on this VM they spread by up to
+//!   2x, so compare within one run.
 //! - `append-cpu`: the same appends with the set on, but no waits and no
 //!   background flush (nothing is written until close): the CPU of the
 //!   append path alone (set insert and tree copy), in ns a value.
@@ -121,9 +119,6 @@ fn values(range: std::ops::Range<u64>) -> Vec<Hash> {
 fn config(unique: bool) -> DbConfig {
     let mut config = DbConfig::new(TreeConfig::new(Arity::new(4).unwrap(), HashKind::Blake3));
     config.unique = unique;
-    if std::env::var_os("CAIRN_BENCH_NO_STAGE").is_some() {
-        config.store.stage_from = usize::MAX;
-    }
     // Everything in memory, no automatic checkpoints during a timed run.
     config.store.tier_below = 0;
     config.store.checkpoint = Default::default();
@@ -133,12 +128,7 @@ fn config(unique: bool) -> DbConfig {
 /// Ingests `count` values in `batch` batches, waiting for each; returns
 /// the time and the database.
 fn ingest(dir: &Path, unique: bool, count: u64, batch: u64) -> (Duration, Db) {
-    ingest_with(dir, config(unique), count, batch)
-}
-
-/// [`ingest`] into a database of `config`.
-fn ingest_with(dir: &Path, config: DbConfig, count: u64, batch: u64) -> (Duration, Db) {
-    let db = Db::create(dir, config).expect("create");
+    let db = Db::create(dir, config(unique)).expect("create");
     let mut elapsed = Duration::ZERO;
     let mut start = 0;
     while start < count {
@@ -220,40 +210,32 @@ fn main() {
     }
 
     if wants("ingest") {
-        // Three ways, the order rotating each round: the set on (batches
-        // staged into the log while the set checks them, the default), the
-        // set on without staging, the set off.
-        let mut times: [Vec<Duration>; 3] = Default::default();
+        let mut times: [Vec<Duration>; 2] = Default::default();
         for round in 0..options.rounds {
-            for k in 0..3 {
-                let way = (round + k) % 3;
-                let mut config = config(way != 2);
-                if way == 1 {
-                    config.store.stage_from = usize::MAX;
-                }
+            // Alternate which goes first.
+            for way in [round % 2, 1 - round % 2] {
                 let dir = root.path().join(format!("ingest-{round}-{way}"));
-                let (elapsed, db) = ingest_with(&dir, config, options.leaves, options.batch);
+                let (elapsed, db) = ingest(&dir, way == 0, options.leaves, options.batch);
                 db.close().expect("close");
                 std::fs::remove_dir_all(&dir).expect("clean up");
                 times[way].push(elapsed);
             }
         }
-        let [on, unstaged, off] = times.map(|mut t| median(&mut t));
-        let ms = |t: Duration| t.as_secs_f64() * 1e3;
-        let rate = |t: Duration| options.leaves as f64 / t.as_secs_f64() / 1e6;
+        for (name, runs) in ["set on", "set off"].iter().zip(&times) {
+            let list: Vec<String> = runs
+                .iter()
+                .map(|t| format!("{:.0}", t.as_secs_f64() * 1e3))
+                .collect();
+            println!("ingest   {name}: rounds {} ms", list.join(", "));
+        }
+        let [on, off] = times.map(|mut t| median(&mut t));
         println!(
             "ingest   set on {:>9.1} ms ({:.2} M/s)   set off {:>9.1} ms ({:.2} M/s)   speed ratio on/off {:.2}",
-            ms(on),
-            rate(on),
-            ms(off),
-            rate(off),
+            on.as_secs_f64() * 1e3,
+            options.leaves as f64 / on.as_secs_f64() / 1e6,
+            off.as_secs_f64() * 1e3,
+            options.leaves as f64 / off.as_secs_f64() / 1e6,
             off.as_secs_f64() / on.as_secs_f64()
-        );
-        println!(
-            "ingest   set on, batches not staged {:>9.1} ms ({:.2} M/s)   speed ratio to set off {:.2}",
-            ms(unstaged),
-            rate(unstaged),
-            off.as_secs_f64() / unstaged.as_secs_f64()
         );
     }
 
