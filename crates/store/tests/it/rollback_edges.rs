@@ -1,4 +1,4 @@
-//! Rollback edge cases issue 14 names, scripted: across a checkpoint, a
+//! Rollback edge cases, scripted: across a checkpoint, a
 //! tiered level-0 segment and a log file boundary (with a power loss at
 //! every boundary of the truncation, in every crash mode), to 0, to the
 //! current size, below the finalized size, the same values appended again,
