@@ -40,8 +40,9 @@ use axum::response::Response;
 use axum::routing::{MethodRouter, get, post};
 use cairn_core::indexed::IndexedError;
 use cairn_core::{Hash, shape};
+use cairn_db::StoreError;
 use cairn_db::{DbError, IndexedDb};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::net::TcpListener;
 
@@ -66,8 +67,10 @@ struct Shared {
     metrics: Arc<Metrics>,
     /// Held shared by an insert from its check to its answer, exclusively
     /// by a rollback: a rollback never removes an insert in flight, and an
-    /// insert's answer never names a head a rollback removed.
-    inserts: RwLock<()>,
+    /// insert's answer never names a head a rollback removed. An async
+    /// lock: an insert holds it while it waits for durability on its
+    /// token's async wait, without a thread.
+    inserts: tokio::sync::RwLock<()>,
     /// Serialises rollbacks and finalizations (each checks the sizes, then
     /// acts on them).
     writes: Mutex<()>,
@@ -155,7 +158,7 @@ where
         config,
         failure: Mutex::new(None),
         metrics,
-        inserts: RwLock::new(()),
+        inserts: tokio::sync::RwLock::new(()),
         writes: Mutex::new(()),
     }));
     ready(local_addr);
@@ -343,54 +346,66 @@ async fn insert(
             "an indexed database records no block-tagged heads: block does not apply",
         ));
     }
-    let task = state.clone();
     let timeout = shared.config.durability_timeout;
-    let answer = tokio::task::spawn_blocking(move || -> Result<InsertedJson, ApiError> {
-        let shared = &task.0;
-        let db = &shared.db;
-        let metrics = &shared.metrics;
-        let _no_rollback = shared.inserts.read();
-        let start = Instant::now();
-        let inserted = if witness {
+    let _no_rollback = shared.inserts.read().await;
+    let start = Instant::now();
+    // The insert itself checks and sorts the batch into the tree's pending
+    // values: CPU, on the blocking pool. The wait that follows is async.
+    let task = state.clone();
+    let (inserted, ticket) = tokio::task::spawn_blocking(move || {
+        let db = &task.0.db;
+        if witness {
             db.insert_witnessed(&batch.leaves)
                 .map(|ticket| (ticket.inserted.clone(), Some(ticket)))
         } else {
             db.insert_batch(&batch.leaves)
                 .map(|inserted| (inserted, None))
-        };
-        let (inserted, ticket) = inserted.map_err(|e| insert_refused(shared, e))?;
-        let inserted_at = Instant::now();
-        metrics.append_seconds.observe(inserted_at - start);
-        let witness = match ticket {
-            Some(ticket) => Some(
-                db.witness(&ticket, timeout)
-                    .map_err(|e| insert_refused(shared, e))?,
-            ),
-            None => {
-                inserted
-                    .token
-                    .wait(timeout)
-                    .map_err(|e| insert_refused(shared, DbError::Store(e)))?;
-                None
-            }
-        };
-        metrics.durable_wait_seconds.observe(inserted_at.elapsed());
-        let head = db.head();
-        metrics.appends.fetch_add(1, Ordering::Relaxed);
-        metrics.leaves.fetch_add(inserted.count, Ordering::Relaxed);
-        Ok(InsertedJson {
-            first_index: inserted.first,
-            count: inserted.count,
-            size: head.size,
-            root: hex(&head.root.unwrap_or_default()),
-            witness: witness.map(|w| {
-                serde_json::from_str(&w.to_json_compact())
-                    .unwrap_or_else(|e| unreachable!("the witness's own JSON: {e}"))
-            }),
-        })
+        }
     })
     .await
-    .map_err(|e| ApiError::internal(format!("the insert task failed: {e}")))??;
+    .map_err(|e| ApiError::internal(format!("the insert task failed: {e}")))?
+    .map_err(|e| insert_refused(shared, e))?;
+    let inserted_at = Instant::now();
+    let metrics = &shared.metrics;
+    metrics.append_seconds.observe(inserted_at - start);
+    let end = inserted.first + inserted.count;
+    // The token decides; the store's notification only wakes the wait.
+    tokio::time::timeout(timeout, inserted.token.durable())
+        .await
+        .unwrap_or_else(|_| {
+            Err(StoreError::Timeout {
+                want: end,
+                durable: shared.db.head().size,
+            })
+        })
+        .map_err(|e| insert_refused(shared, DbError::Store(e)))?;
+    let witness = match ticket {
+        // Durable already: this applies it to the tree (CPU) and reads
+        // the witness, so it goes to the blocking pool too.
+        Some(ticket) => {
+            let task = state.clone();
+            let witness = tokio::task::spawn_blocking(move || task.0.db.witness(&ticket, timeout))
+                .await
+                .map_err(|e| ApiError::internal(format!("the witness task failed: {e}")))?
+                .map_err(|e| insert_refused(shared, e))?;
+            Some(witness)
+        }
+        None => None,
+    };
+    metrics.durable_wait_seconds.observe(inserted_at.elapsed());
+    let head = shared.db.head();
+    metrics.appends.fetch_add(1, Ordering::Relaxed);
+    metrics.leaves.fetch_add(inserted.count, Ordering::Relaxed);
+    let answer = InsertedJson {
+        first_index: inserted.first,
+        count: inserted.count,
+        size: head.size,
+        root: hex(&head.root.unwrap_or_default()),
+        witness: witness.map(|w| {
+            serde_json::from_str(&w.to_json_compact())
+                .unwrap_or_else(|e| unreachable!("the witness's own JSON: {e}"))
+        }),
+    };
     Ok(json(StatusCode::OK, &answer))
 }
 
@@ -612,13 +627,13 @@ async fn rollback(
         Target::Size(size) => size,
         Target::Block(block) => return Err(no_blocks(block)),
     };
+    // No insert in flight from here on: none is removed unanswered, and
+    // the next one is answered with the rolled back head.
+    let _inserts = state.0.inserts.write().await;
     let task = state.clone();
     let (head, finalized) = tokio::task::spawn_blocking(move || {
         let shared = &task.0;
         let _writes = shared.writes.lock();
-        // No insert in flight from here on: none is removed unanswered,
-        // and the next one is answered with the rolled back head.
-        let _inserts = shared.inserts.write();
         let start = Instant::now();
         let db = &shared.db;
         let durable = db.head().size;
