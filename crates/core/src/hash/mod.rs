@@ -176,6 +176,18 @@ impl HashKind {
         }
     }
 
+    /// For the field hashes, the groups one pass of
+    /// [`HashKind::hash_groups`] hashes at once on this CPU (its lanes: 8
+    /// for Poseidon on the IFMA kernel, else 1): the grain at which a
+    /// level of field hashes is split across threads, since a single field
+    /// hash already outweighs a task.
+    pub(crate) fn field_hash_grain(self) -> usize {
+        match self {
+            HashKind::Poseidon => lanes::poseidon::groups_per_pass(),
+            _ => 1,
+        }
+    }
+
     /// The kernel [`HashKind::hash_groups`] uses on this CPU, for reports.
     pub fn kernel_name(self) -> &'static str {
         match self {

@@ -39,6 +39,10 @@
 //! most `p`, and equals `p` only for `x = 0 mod p`; one conditional
 //! subtraction makes it canonical.
 #![allow(unsafe_code)]
+#![allow(
+    clippy::needless_range_loop,
+    reason = "carries and reduction steps index columns k, k + 1 and i + j: indices read as the arithmetic"
+)]
 
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
@@ -573,14 +577,11 @@ mod tests {
         assert_eq!(from_radix52(TWO_P), two_p.0);
         assert!(TWO_P.iter().all(|&limb| limb <= MASK));
         let value = -Fr::from(5u64);
-        assert_eq!(
-            to_radix52((value * montgomery_factor()).into_bigint().0),
-            {
-                // value * 2^260 computed as value * 2^256 * 2^4.
-                let shifted = value * Fr::from(2u64).pow([256]) * Fr::from(16u64);
-                limbs_from_fr(shifted)
-            }
-        );
+        assert_eq!(to_radix52((value * montgomery_factor()).into_bigint().0), {
+            // value * 2^260 computed as value * 2^256 * 2^4.
+            let shifted = value * Fr::from(2u64).pow([256]) * Fr::from(16u64);
+            limbs_from_fr(shifted)
+        });
     }
 
     fn skip_note() -> bool {
@@ -589,6 +590,80 @@ mod tests {
         }
         println!("note: this CPU has no avx512ifma; the IFMA Poseidon path was skipped");
         true
+    }
+
+    /// The integer of normalised limbs below 2^256, reduced mod p.
+    fn residue(limbs: Limbs) -> Fr {
+        assert!(
+            limbs[..4].iter().all(|&limb| limb <= MASK),
+            "not normalised"
+        );
+        assert!(limbs[4] < 1 << 48, "not below 2^256");
+        let words = from_radix52(limbs);
+        let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+        Fr::from_le_bytes_mod_order(&bytes)
+    }
+
+    #[test]
+    fn add_reduced_keeps_the_residue_and_the_bound() {
+        if skip_note() {
+            return;
+        }
+        #[target_feature(enable = "avx512f,avx512ifma")]
+        fn run(x: &[Limbs; LANES], y: &[Limbs; LANES]) -> [Limbs; LANES] {
+            store(&add_reduced(&load(x), &load(y)))
+        }
+        let two_p = from_radix52(TWO_P);
+        let below =
+            |limbs: Limbs| -> bool { from_radix52(limbs).iter().rev().lt(two_p.iter().rev()) };
+        // Around 2p and the top-limb threshold, 0, and the largest cell a
+        // partial round can hold (just under 0.6 * 2^256).
+        let mut threshold = [0u64; 5];
+        threshold[4] = TWO_P_TOP_THRESHOLD;
+        let mut threshold_less_one = [MASK; 5];
+        threshold_less_one[4] = TWO_P_TOP_THRESHOLD - 1;
+        let mut largest = [MASK; 5];
+        largest[4] = (1 << 48) * 6 / 10;
+        let mut two_p_less_one = TWO_P;
+        two_p_less_one[0] -= 1;
+        let xs = [
+            [0; 5],
+            TWO_P,
+            two_p_less_one,
+            threshold,
+            threshold_less_one,
+            largest,
+            P,
+            [1, 0, 0, 0, 0],
+        ];
+        // Addends: 0, 1, an unnormalised limb, about 0.2 * 2^256.
+        let mut fifth = [MASK; 5];
+        fifth[4] = (1 << 48) / 5;
+        let ys = [[0; 5], [1, 0, 0, 0, 0], [1 << 53, 1 << 53, 0, 0, 0], fifth];
+        for y in ys {
+            let y_lanes = [y; LANES];
+            // SAFETY: `skip_note` returned false: this CPU has the features
+            // `run` enables.
+            let got = unsafe { run(&xs, &y_lanes) };
+            for (x, sum) in xs.iter().zip(got) {
+                let want = residue(*x) + residue(normalised(y));
+                assert_eq!(residue(sum), want, "x {x:?} y {y:?}");
+                // Below 2p + 2^208 + the addend: never above 0.6 * 2^256 here.
+                assert!(sum[4] < (1 << 48) * 6 / 10 + 1, "x {x:?} y {y:?}: {sum:?}");
+                if below(*x) && y == [0; 5] {
+                    assert_eq!(sum, *x, "nothing below 2p is touched");
+                }
+            }
+        }
+    }
+
+    /// Limbs with carries propagated (scalar), for building expectations.
+    fn normalised(mut x: Limbs) -> Limbs {
+        for k in 0..4 {
+            x[k + 1] += x[k] >> 52;
+            x[k] &= MASK;
+        }
+        x
     }
 
     #[test]
@@ -609,9 +684,7 @@ mod tests {
                 limbs
                     .iter()
                     .take(values.len())
-                    .map(|limbs| {
-                        Fr::from_be_bytes_mod_order(&be_from_limbs(*limbs))
-                    })
+                    .map(|limbs| Fr::from_be_bytes_mod_order(&be_from_limbs(*limbs)))
                     .collect()
             };
             (decode(back), decode(product))
