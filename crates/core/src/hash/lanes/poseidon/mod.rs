@@ -1,7 +1,8 @@
 //! circomlib Poseidon (BN254) of many tree parents at once, one parent per
 //! 64-bit SIMD lane.
 //!
-//! A parent is `poseidon_k(children)` of [`crate::hash::poseidon`]; the
+//! A parent is `poseidon_k(children)` (circomlib's, as
+//! [`HashKind::hash_children`] computes it one at a time); the
 //! parents of a level are independent, so the IFMA kernel runs 8
 //! permutations side by side in radix-2^52 Montgomery arithmetic (AVX-512
 //! IFMA's 52-bit multiply-add). It produces byte-identical outputs to the
