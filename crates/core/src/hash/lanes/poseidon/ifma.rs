@@ -26,11 +26,13 @@
 //! - a matrix row of at most 17 entries (`< p`) times values `< S` is below
 //!   `17 p S / 16 + p < 0.21 S + 0.19 U`: for `S < U`, below `0.4 U`;
 //! - adding a constant (`< p`) to a value `< 0.4 U` stays below `0.6 U`;
-//! - a partial round adds `column * state[0]` (`< 0.2 U`) to every other
-//!   cell each round, for up to 68 rounds: unbounded growth, so after each
-//!   addition a cell `>= 2p` (tested on the top limb alone, against a
-//!   threshold just above `2p`) has `2p` subtracted ([`add_reduced`]),
-//!   keeping every cell below `2p + 2^208 + 0.2 U < 0.6 U`.
+//! - a partial round adds `column * state[0]` (`state[0] < 0.22 U + p`,
+//!   so the reduced product is `< 0.2 U`) to every other cell each round,
+//!   for up to 68 rounds: unbounded growth, so after each addition a cell
+//!   `>= 2p` (tested on the top limb alone, against a threshold just above
+//!   `2p`) has `2p` subtracted ([`add_reduced`]). A cell enters the partial
+//!   rounds below `0.6 U`, so it leaves each round below
+//!   `max(2p + 2^208, 0.6 U + 0.2 U - 2p) < 0.43 U`.
 //!
 //! So every value in flight is below `U` and every multiplication input is
 //! below `2 U`; a column of [`Wide`] gathers at most 17 products of 10
