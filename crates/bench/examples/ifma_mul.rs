@@ -76,6 +76,7 @@ fn main() {
 }
 
 /// The bigint value of `x` (not Montgomery form) in 5 limbs of 52 bits.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn to_radix52(x: BigInt<4>) -> [u64; 5] {
     let l = x.0;
     let mask = (1u64 << 52) - 1;
@@ -90,6 +91,7 @@ fn to_radix52(x: BigInt<4>) -> [u64; 5] {
 
 /// 5 limbs of 52 bits (each below 2^52) as a bigint of 4 u64 limbs; the
 /// value must be below 2^256.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn from_radix52(x: [u64; 5]) -> BigInt<4> {
     BigInt::new([
         x[0] | x[1] << 52,
