@@ -45,20 +45,21 @@ pub(crate) fn rehash_level(
     if hash.is_field_hash() && len - first >= 2 && threads > 1 {
         // One field hash (Poseidon, MiMCSponge) costs 20 to 250 us, more
         // than splitting work across threads, so every level of two or more
-        // parents is shared, one parent per piece (a 128-parent chunk would
-        // leave the top levels of a tree on one core: a third of a 2^12-leaf
-        // N = 16 build).
-        let mut singles: Vec<Piece<'_>> = pieces
+        // parents is shared, one kernel pass per piece: one parent, or the
+        // 8 of a Poseidon lane pass (a 128-parent chunk would leave the top
+        // levels of a tree on one core: a third of a 2^12-leaf N = 16 build).
+        let grain = hash.field_hash_grain();
+        let mut passes: Vec<Piece<'_>> = pieces
             .iter_mut()
             .flat_map(|(start, piece)| {
                 let start = *start;
                 piece
-                    .chunks_mut(1)
+                    .chunks_mut(grain)
                     .enumerate()
-                    .map(move |(offset, one)| (start + offset, one))
+                    .map(move |(offset, run)| (start + offset * grain, run))
             })
             .collect();
-        singles.par_iter_mut().for_each(fill);
+        passes.par_iter_mut().for_each(fill);
     } else if len - first >= PARALLEL_MIN_PARENTS && threads > 1 {
         pieces.par_iter_mut().for_each(fill);
     } else {

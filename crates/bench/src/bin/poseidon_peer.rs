@@ -9,6 +9,11 @@
 //! hash and the ratio cairn / light-poseidon (below 1: cairn is faster).
 //! Every output is compared, so a fast wrong hash cannot pass.
 //!
+//! A third column times the tree's bulk path on the same groups,
+//! `HashKind::Poseidon.hash_groups` over all of them at once (several
+//! hashes per pass where the CPU has a multi-lane kernel, see
+//! `HashKind::kernel_name`), interleaved with the other two.
+//!
 //! Then the bound: the time of one BN254 `Fr` multiplication (`ark-ff`,
 //! independent products, so the figure is throughput, not latency), the
 //! multiplications one permutation of the optimised form takes (an S-box
@@ -51,7 +56,10 @@ fn main() {
             _ => panic!("unknown argument {arg}\n{USAGE}"),
         }
     }
-    println!("inputs (t)  cairn/hash  light-poseidon/hash  ratio (cairn / light)");
+    println!("batched kernel: {}", HashKind::Poseidon.kernel_name());
+    println!(
+        "inputs (t)  cairn/hash  batched/hash  light-poseidon/hash  ratio (cairn / light)  ratio (batched / light)"
+    );
     let mut measured = Vec::new();
     for inputs in widths {
         let groups = field_inputs(inputs, batch);
@@ -65,8 +73,28 @@ fn main() {
                 "outputs differ"
             );
         }
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        // The bulk path takes groups of 2..=16 children, laid out contiguously.
+        let flat: Vec<Hash> = groups.iter().flatten().copied().collect();
+        let mut batched_out = vec![[0u8; 32]; groups.len()];
+        let batched_ok = inputs >= 2;
+        if batched_ok {
+            HashKind::Poseidon.hash_groups(&flat, inputs, &mut batched_out);
+            for (parent, group) in batched_out.iter().zip(&groups) {
+                assert_eq!(
+                    *parent,
+                    HashKind::Poseidon.hash_children(group),
+                    "batched outputs differ"
+                );
+            }
+        }
+        let (mut ours, mut batched, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
+            if batched_ok {
+                let start = Instant::now();
+                HashKind::Poseidon.hash_groups(black_box(&flat), inputs, &mut batched_out);
+                black_box(&batched_out);
+                batched.push(start.elapsed());
+            }
             let start = Instant::now();
             for group in &groups {
                 black_box(HashKind::Poseidon.hash_children(black_box(group)));
@@ -82,27 +110,35 @@ fn main() {
         }
         let per_hash = |d: std::time::Duration| d.as_secs_f64() * 1e6 / batch as f64;
         let (ours, theirs) = (per_hash(median(&mut ours)), per_hash(median(&mut theirs)));
+        let batched = if batched_ok {
+            per_hash(median(&mut batched))
+        } else {
+            f64::NAN
+        };
         println!(
-            "{inputs} ({})       {ours:>7.2} us  {theirs:>12.2} us        {:.2}x",
+            "{inputs} ({})       {ours:>7.2} us  {batched:>9.2} us  {theirs:>12.2} us        {:>14.2}x  {:>22.2}x",
             inputs + 1,
-            ours / theirs
+            ours / theirs,
+            batched / theirs
         );
-        measured.push((inputs, ours));
+        measured.push((inputs, ours, batched));
     }
     let mul_ns = multiplication_ns(rounds);
     println!("\none Fr multiplication: {mul_ns:.2} ns (throughput, median of {rounds} runs)");
     println!(
-        "inputs (t)  multiplications  bound/hash  bound hashes/s/core  measured hashes/s/core  measured / bound"
+        "inputs (t)  multiplications  bound/hash  bound hashes/s/core  measured hashes/s/core  measured / bound  batched hashes/s/core  batched / bound"
     );
-    for (inputs, ours_us) in measured {
+    for (inputs, ours_us, batched_us) in measured {
         let t = inputs + 1;
         let muls = multiplications(t);
         let bound_us = muls as f64 * mul_ns / 1e3;
         println!(
-            "{inputs} ({t})       {muls:>15}  {bound_us:>7.2} us  {:>19.0}  {:>22.0}  {:>15.2}",
+            "{inputs} ({t})       {muls:>15}  {bound_us:>7.2} us  {:>19.0}  {:>22.0}  {:>15.2}  {:>21.0}  {:>14.2}",
             1e6 / bound_us,
             1e6 / ours_us,
-            bound_us / ours_us
+            bound_us / ours_us,
+            1e6 / batched_us,
+            bound_us / batched_us
         );
     }
 }

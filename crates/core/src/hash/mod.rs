@@ -150,9 +150,9 @@ impl HashKind {
 impl HashKind {
     /// Hashes `out.len()` complete groups of `group` children laid out
     /// contiguously: `out[i] = hash_children(&children[i * group..(i + 1) * group])`.
-    /// This is the tree's bulk path: the byte hashes run multi-lane SIMD
-    /// kernels (one parent per lane, chosen for this CPU at first use);
-    /// the field hashes hash one group after another.
+    /// This is the tree's bulk path: the byte hashes and Poseidon run
+    /// multi-lane SIMD kernels (one parent per lane, chosen for this CPU at
+    /// first use); MiMCSponge hashes one group after another.
     ///
     /// # Panics
     /// As [`HashKind::hash_children`], or if `children.len() != out.len() * group`.
@@ -167,11 +167,24 @@ impl HashKind {
             HashKind::Blake3 => lanes::blake3::hash_groups(children, group, out),
             HashKind::Sha256 => lanes::sha256::hash_groups(children, group, out),
             HashKind::Keccak256 => lanes::keccak::hash_groups(children, group, out),
-            HashKind::Poseidon | HashKind::MiMCSponge => {
+            HashKind::Poseidon => lanes::poseidon::hash_groups(children, group, out),
+            HashKind::MiMCSponge => {
                 for (parent, members) in out.iter_mut().zip(children.chunks_exact(group)) {
                     *parent = self.hash_children(members);
                 }
             }
+        }
+    }
+
+    /// For the field hashes, the groups one pass of
+    /// [`HashKind::hash_groups`] hashes at once on this CPU (its lanes: 8
+    /// for Poseidon on the IFMA kernel, else 1): the grain at which a
+    /// level of field hashes is split across threads, since a single field
+    /// hash already outweighs a task.
+    pub(crate) fn field_hash_grain(self) -> usize {
+        match self {
+            HashKind::Poseidon => lanes::poseidon::groups_per_pass(),
+            _ => 1,
         }
     }
 
@@ -181,7 +194,8 @@ impl HashKind {
             HashKind::Blake3 => lanes::blake3::kernel_name(),
             HashKind::Sha256 => lanes::sha256::kernel_name(),
             HashKind::Keccak256 => lanes::keccak::kernel_name(),
-            HashKind::Poseidon | HashKind::MiMCSponge => "scalar (montgomery, ark-bn254)",
+            HashKind::Poseidon => lanes::poseidon::kernel_name(),
+            HashKind::MiMCSponge => "scalar (montgomery, ark-bn254)",
         }
     }
 }

@@ -811,12 +811,13 @@ impl Reader<'_> {
     }
 }
 
-/// The leaf hashes of `leaves`: the byte hashes through the multi-lane
-/// kernels (three words per leaf), in parallel for large batches.
+/// The leaf hashes of `leaves`: through the multi-lane kernels (three words
+/// per leaf; MiMCSponge, which has none, one leaf at a time), in parallel
+/// for large batches.
 pub(crate) fn hash_leaves(hash: HashKind, leaves: &[IndexedLeaf]) -> Vec<Hash> {
     let mut out = vec![[0u8; 32]; leaves.len()];
     let fill = |(leaves, out): (&[IndexedLeaf], &mut [Hash])| {
-        if hash.is_field_hash() {
+        if hash == HashKind::MiMCSponge {
             for (leaf, slot) in leaves.iter().zip(out.iter_mut()) {
                 *slot = leaf.hash(hash);
             }

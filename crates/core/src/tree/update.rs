@@ -102,7 +102,8 @@ fn parents_of(
         out
     };
     let chunk = if hash.is_field_hash() {
-        1
+        // A field hash outweighs a task: one kernel pass per piece.
+        hash.field_hash_grain()
     } else {
         PARALLEL_FROM
     };

@@ -6,6 +6,7 @@ mod fixed;
 mod forgery;
 mod indexed;
 mod indexed_vectors;
+mod poseidon_lanes;
 mod properties;
 mod support;
 mod vectors;

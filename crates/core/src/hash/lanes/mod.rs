@@ -3,6 +3,7 @@
 
 pub mod blake3;
 pub mod keccak;
+pub mod poseidon;
 pub mod sha256;
 
 #[cfg(test)]

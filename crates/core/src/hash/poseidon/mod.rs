@@ -18,7 +18,7 @@
 //! optimised one.
 
 mod grain;
-mod optimised;
+pub(in crate::hash) mod optimised;
 mod params;
 #[cfg(test)]
 mod tests;

@@ -48,29 +48,29 @@ use super::params::{self, FULL_ROUNDS, MAX_WIDTH, MIN_WIDTH};
 /// The optimised constants of one width, in Montgomery form. Every matrix is
 /// row-major `t x t`; every per-round table is round-major, `t` per round.
 #[derive(Debug)]
-pub(super) struct Optimised {
+pub(in crate::hash) struct Optimised {
     /// The original constants of the first `R_F / 2` full rounds, added
     /// before their S-boxes.
-    pub(super) first_constants: Box<[Fr]>,
+    pub(in crate::hash) first_constants: Box<[Fr]>,
     /// The MDS matrix: the linear layer of every full round but one.
-    pub(super) mds: Box<[Fr]>,
+    pub(in crate::hash) mds: Box<[Fr]>,
     /// The linear layer of the last full round of the first half: `P_0 * M`.
-    pub(super) entry_mds: Box<[Fr]>,
+    pub(in crate::hash) entry_mds: Box<[Fr]>,
     /// Added after [`Optimised::entry_mds`]: every partial-round constant
     /// that could be moved out of the partial rounds.
-    pub(super) entry_constants: Box<[Fr]>,
+    pub(in crate::hash) entry_constants: Box<[Fr]>,
     /// One scalar per partial round, added to cell 0 after its S-box.
-    pub(super) partial_constants: Box<[Fr]>,
+    pub(in crate::hash) partial_constants: Box<[Fr]>,
     /// The first row of each partial round's sparse matrix.
-    pub(super) sparse_rows: Box<[Fr]>,
+    pub(in crate::hash) sparse_rows: Box<[Fr]>,
     /// The first column of each partial round's sparse matrix below the
     /// diagonal; slot 0 of each round is unused (zero) so rows and columns
     /// both come in chunks of `t`.
-    pub(super) sparse_columns: Box<[Fr]>,
+    pub(in crate::hash) sparse_columns: Box<[Fr]>,
     /// The original constants of the second-half full rounds but the first
     /// (whose constants were moved into the partial rounds), added before
     /// their S-boxes.
-    pub(super) last_constants: Box<[Fr]>,
+    pub(in crate::hash) last_constants: Box<[Fr]>,
 }
 
 /// The optimised constants for `width`, derived on the first call for that
@@ -78,7 +78,7 @@ pub(super) struct Optimised {
 ///
 /// # Panics
 /// If `width` is outside 2..=17.
-pub(super) fn get(width: usize) -> &'static Optimised {
+pub(in crate::hash) fn get(width: usize) -> &'static Optimised {
     static CACHE: [OnceLock<Optimised>; MAX_WIDTH - MIN_WIDTH + 1] =
         [const { OnceLock::new() }; MAX_WIDTH - MIN_WIDTH + 1];
     let partial = params::partial_rounds(width);
