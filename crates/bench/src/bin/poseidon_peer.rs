@@ -22,7 +22,9 @@
 //! second per core those allow, beside the measured ones.
 //!
 //! Run: `cargo run --release -p cairn-bench --bin poseidon_peer -- [--rounds R]
-//! [--batch B] [--inputs 2,4]`.
+//! [--batch B] [--inputs 2,4] [--csv FILE]`; with `--csv`, one row per
+//! width (microseconds per hash and the bound) for
+//! `scripts/plot_poseidon.py`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -32,12 +34,13 @@ use cairn_bench::median;
 use cairn_core::{Hash, HashKind};
 use light_poseidon::{Poseidon, PoseidonBytesHasher};
 
-const USAGE: &str = "usage: poseidon_peer [--rounds R] [--batch B] [--inputs 2,4]";
+const USAGE: &str = "usage: poseidon_peer [--rounds R] [--batch B] [--inputs 2,4] [--csv FILE]";
 
 fn main() {
     let mut rounds = 15usize;
     let mut batch = 2_000usize;
     let mut widths = vec![2usize, 4];
+    let mut csv: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -47,6 +50,7 @@ fn main() {
         match arg.as_str() {
             "--rounds" => rounds = value().parse().expect(USAGE),
             "--batch" => batch = value().parse().expect(USAGE),
+            "--csv" => csv = Some(value()),
             "--inputs" => {
                 widths = value()
                     .split(',')
@@ -121,17 +125,23 @@ fn main() {
             ours / theirs,
             batched / theirs
         );
-        measured.push((inputs, ours, batched));
+        measured.push((inputs, ours, batched, theirs));
     }
     let mul_ns = multiplication_ns(rounds);
     println!("\none Fr multiplication: {mul_ns:.2} ns (throughput, median of {rounds} runs)");
     println!(
         "inputs (t)  multiplications  bound/hash  bound hashes/s/core  measured hashes/s/core  measured / bound  batched hashes/s/core  batched / bound"
     );
-    for (inputs, ours_us, batched_us) in measured {
+    let mut rows =
+        vec!["inputs,t,cairn_us,cairn_batched_us,light_poseidon_us,bound_us,kernel".to_string()];
+    for (inputs, ours_us, batched_us, light_us) in measured {
         let t = inputs + 1;
         let muls = multiplications(t);
         let bound_us = muls as f64 * mul_ns / 1e3;
+        rows.push(format!(
+            "{inputs},{t},{ours_us:.4},{batched_us:.4},{light_us:.4},{bound_us:.4},\"{}\"",
+            HashKind::Poseidon.kernel_name()
+        ));
         println!(
             "{inputs} ({t})       {muls:>15}  {bound_us:>7.2} us  {:>19.0}  {:>22.0}  {:>15.2}  {:>21.0}  {:>14.2}",
             1e6 / bound_us,
@@ -140,6 +150,11 @@ fn main() {
             1e6 / batched_us,
             bound_us / batched_us
         );
+    }
+    if let Some(path) = csv {
+        std::fs::write(&path, rows.join("\n") + "\n")
+            .unwrap_or_else(|e| panic!("writing {path}: {e}"));
+        println!("\nwrote {path}");
     }
 }
 
