@@ -54,7 +54,7 @@ export class CairnClient {
   }
 
   /** GETs a path; resolves to the body text of a 2xx answer, or null for a 404 when `absentOk`. */
-  private async get(path: string, absentOk = false): Promise<string | null> {
+  protected async get(path: string, absentOk = false): Promise<string | null> {
     let response: Response;
     try {
       response = await this.fetcher.call(globalThis, this.baseUrl + path, { headers: this.headers });
@@ -151,6 +151,7 @@ export class CairnClient {
 
   /** The membership proof of leaf `index` in the tree of the trusted head, verified against it. */
   async proof(index: bigint | number, head: TreeHead): Promise<MembershipProof> {
+    this.notIndexed("proof", "indexedProof");
     const at = u64Argument(index, "leaf index");
     const size = u64Argument(head?.size, "trusted head size");
     const body = (await this.get(`/v1/proofs/${at}?size=${size}`))!;
@@ -163,6 +164,7 @@ export class CairnClient {
 
   /** The consistency proof between two trusted heads, verified. */
   async consistency(oldHead: TreeHead, newHead: TreeHead): Promise<ConsistencyProof> {
+    this.notIndexed("consistency", null);
     const from = u64Argument(oldHead?.size, "trusted old head size");
     const to = u64Argument(newHead?.size, "trusted new head size");
     const body = (await this.get(`/v1/consistency?from=${from}&to=${to}`))!;
@@ -177,6 +179,7 @@ export class CairnClient {
    * database keeps its uniqueness set.
    */
   async contains(value: Uint8Array | string, head: TreeHead): Promise<MembershipProof | null> {
+    this.notIndexed("contains", "indexedProof and absence");
     const leaf = hashArgument(value, "value");
     const size = u64Argument(head?.size, "trusted head size");
     const body = await this.get(`/v1/leaves/${toHex(leaf)}`, true);
@@ -195,6 +198,17 @@ export class CairnClient {
       throw new CairnError("verify", "LeafMismatch", `leaf ${index} is ${toHex(proof.leaf)}, not ${toHex(leaf)}`);
     }
     return proof;
+  }
+
+  /** Refuses a method of lean and fixed-depth trees when the trusted tree is indexed. */
+  private notIndexed(method: string, instead: string | null): void {
+    if (checkTree(this.tree).kind.kind === "indexed") {
+      const use =
+        instead === null
+          ? "an indexed tree is not append-only, so no consistency proof links two of its heads"
+          : `use IndexedClient's ${instead}`;
+      throw inputError(`${method}: the trusted tree is indexed: ${use}`);
+    }
   }
 
   /**

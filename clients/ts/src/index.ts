@@ -11,6 +11,7 @@ import type { Hasher, HashName } from "./hasher.js";
 export * from "./core.js";
 export { keyId, MAX_SIGNATURES, openNote, parseVerifierKey, readCheckpointUnverified, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
 export { CairnClient, type ClientOptions, type ServerHead } from "./client.js";
+export { IndexedClient } from "./indexed-client.js";
 export { blake3, keccak256, mimcsponge, poseidon, sha256 };
 
 /** Every hash by name. */

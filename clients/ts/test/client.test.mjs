@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
 import { test } from "node:test";
-import { CairnClient, CairnError, computeRoot, hashers, toHex } from "cairn-verify";
+import { CairnClient, CairnError, computeRoot, hashers, IndexedClient, indexedRoot, toHex } from "cairn-verify";
 import { cairnBinary, random, seed } from "./helpers.mjs";
 
 const binary = cairnBinary();
@@ -266,5 +266,86 @@ test("the client reads an indexed server's root: kind indexed, refused by a clie
     assert.equal((await rejection(new CairnClient(url, t).root())).stage, "fetch");
   } finally {
     server.close();
+  }
+});
+
+test("the client verifies an indexed server's membership and absence proofs, and refuses lean-tree calls on it", { skip: binary === null && "no cairn binary" }, async () => {
+  const rng = random(seed);
+  const dir = mkdtempSync(join(tmpdir(), "cairn-ts-serve-indexed-"));
+  const db = join(dir, "db");
+  const value = () => {
+    const v = rng.bytes(32);
+    v[0] &= 0x1f;
+    return v;
+  };
+  execFileSync(binary, ["init", db, "--kind", "indexed", "--arity", "4", "--hash", "blake3"]);
+  const server = await serve(db);
+  try {
+    const t = { arity: 4, hash: hashers.blake3, kind: "indexed" };
+    const insert = async (values) => {
+      const answer = await fetch(`${server.url}/v1/leaves`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ leaves: values.map(toHex) }),
+      });
+      assert.equal(answer.status, 200, await answer.clone().text());
+    };
+    const values = Array.from({ length: 60 }, value);
+    await insert(values);
+    const client = new IndexedClient(server.url, t);
+    const reported = await client.root();
+    assert.equal(reported.kind.kind, "indexed");
+    // Leaf 0 is the guard (value 0); the values follow in insertion order.
+    assert.equal(reported.size, 61n);
+    const trusted = { size: 61, root: indexedRoot(values, t) };
+    assert.equal(toHex(reported.root), toHex(trusted.root));
+
+    for (const index of [0, 1, 30, 60]) {
+      const proof = await client.indexedProof(index, trusted);
+      assert.equal(proof.index, BigInt(index));
+      assert.equal(toHex(proof.leaf.value), index === 0 ? "0x" + "00".repeat(32) : toHex(values[index - 1]));
+    }
+    const missing = value();
+    const absent = await client.absence(missing, trusted);
+    assert.equal(toHex(absent.value), toHex(missing));
+    // A value the tree holds has no absence proof: the server says so.
+    const held = await rejection(client.absence(values[5], trusted));
+    assert.equal(held.stage, "fetch");
+    assert.equal(held.status, 409);
+
+    // A tampered answer is refused: one sibling byte changed in transit.
+    const tampering = async (url, init) => {
+      const answer = await fetch(url, init);
+      const text = await answer.text();
+      const siblings = text.indexOf('"siblings"');
+      assert.ok(siblings >= 0, "the answer has siblings");
+      const at = text.indexOf('"0x', siblings) + 3;
+      assert.ok(at > 3, "the answer has a sibling to change");
+      const forged = text.slice(0, at) + (text[at] === "0" ? "1" : "0") + text.slice(at + 1);
+      return new Response(forged, { status: answer.status, headers: answer.headers });
+    };
+    const lied = new IndexedClient(server.url, t, { fetch: tampering });
+    const liedProof = await rejection(lied.indexedProof(7, trusted));
+    assert.equal(liedProof.stage, "verify", liedProof.message);
+    assert.equal((await rejection(lied.absence(missing, trusted))).stage, "verify");
+
+    // The server proves at its current head only: after more inserts, a
+    // proof against the old head is refused, one against the new head verifies.
+    const more = Array.from({ length: 9 }, value);
+    await insert(more);
+    assert.equal((await rejection(client.indexedProof(3, trusted))).stage, "verify");
+    const now = { size: 70, root: indexedRoot([...values, ...more], t) };
+    assert.equal(toHex((await client.indexedProof(65, now)).leaf.value), toHex(more[4]));
+
+    // Lean-tree calls are refused before any request, and a lean trusted tree by IndexedClient.
+    for (const call of [() => client.proof(1, now), () => client.contains(values[0], now), () => client.consistency(trusted, now)]) {
+      const refused = await rejection(call());
+      assert.equal(refused.stage, "input");
+      assert.match(refused.message, /the trusted tree is indexed/);
+    }
+    assert.throws(() => new IndexedClient(server.url, { arity: 4, hash: hashers.blake3 }), /not indexed: use CairnClient/);
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

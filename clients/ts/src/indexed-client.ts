@@ -1,0 +1,60 @@
+// The HTTP client for a cairn server whose database is an indexed tree
+// (`cairn init --kind indexed`): membership proofs that carry each leaf's
+// value and successor, and absence proofs, both verified against a head
+// the caller trusts. Apart from `CairnClient` so that a bundle of the
+// lean-tree client does not carry the indexed decoders.
+
+import { hashArgument, toHex, u64Argument } from "./bytes.js";
+import { CairnClient, type ClientOptions } from "./client.js";
+import { CairnError, inputError } from "./errors.js";
+import {
+  decodeIndexedMembership,
+  verifyAbsence,
+  verifyIndexedMembership,
+  type AbsenceProof,
+  type IndexedMembershipProof,
+} from "./indexed.js";
+import { describeKind } from "./kind.js";
+import { checkTree, type TreeHead, type TrustedTree } from "./verify.js";
+
+/**
+ * A client for one cairn server holding an indexed tree of the trusted
+ * arity and hash. An indexed server proves at its current head only, so a
+ * head it has moved past is refused (`SizeMismatch` or `RootMismatch`):
+ * trust its current head, checked by other means, to ask it.
+ */
+export class IndexedClient extends CairnClient {
+  /** As `CairnClient`'s; `tree.kind` must be "indexed". */
+  constructor(baseUrl: string, tree: TrustedTree, options: ClientOptions = {}) {
+    super(baseUrl, tree, options);
+    const kind = checkTree(tree).kind;
+    if (kind.kind !== "indexed") {
+      throw inputError(`IndexedClient: the trusted tree is ${describeKind(kind)}, not indexed: use CairnClient`);
+    }
+  }
+
+  /** The membership proof of leaf `index` (its value and the next value in sorted order), verified against the trusted head. */
+  async indexedProof(index: bigint | number, head: TreeHead): Promise<IndexedMembershipProof> {
+    const at = u64Argument(index, "leaf index");
+    u64Argument(head?.size, "trusted head size");
+    const body = (await this.get(`/v1/proofs/${at}`))!;
+    const decoded = decodeIndexedMembership(body);
+    if (decoded.index !== at) {
+      throw new CairnError("verify", "IndexOutOfRange", `asked for leaf ${at}, the server proved leaf ${decoded.index}`);
+    }
+    return verifyIndexedMembership(decoded, this.tree, head, decoded.leaf.value);
+  }
+
+  /**
+   * The proof that `value` is not in the tree of the trusted head (the leaf
+   * whose value is below it and whose next value is above it), verified. A
+   * value the tree holds is refused by the server (HTTP 409): ask
+   * `indexedProof` for it.
+   */
+  async absence(value: Uint8Array | string, head: TreeHead): Promise<AbsenceProof> {
+    const asked = hashArgument(value, "value");
+    u64Argument(head?.size, "trusted head size");
+    const body = (await this.get(`/v1/absence/${toHex(asked)}`))!;
+    return verifyAbsence(body, this.tree, head, asked);
+  }
+}
