@@ -109,8 +109,6 @@ mod sse41;
 
 use std::sync::OnceLock;
 
-use crate::hash::MAX_GROUP;
-
 pub use single::{PathGroup, hash_one, hash_path, single_kernel_name};
 #[doc(hidden)]
 pub use single::{SingleKernel, hash_one_with, hash_path_with};
@@ -345,16 +343,7 @@ pub fn kernel_name() -> &'static str {
 /// As [`hash_groups`].
 #[doc(hidden)]
 pub fn hash_groups_with(kernel: Kernel, children: &[[u8; 32]], group: usize, out: &mut [[u8; 32]]) {
-    assert!(
-        (2..=MAX_GROUP).contains(&group),
-        "a group has 2..=16 children, got {group}"
-    );
-    assert!(
-        out.len().checked_mul(group) == Some(children.len()),
-        "{} children do not make {} groups of {group}",
-        children.len(),
-        out.len()
-    );
+    super::check_level(children, group, out);
     let mut kernel = kernel;
     let mut done = 0;
     while done < out.len() {
@@ -411,7 +400,7 @@ mod tests {
     /// narrower kernels) and alone (partial passes with every number of
     /// idle lanes).
     fn check(kernel: Kernel) {
-        for group in 2..=MAX_GROUP {
+        for group in 2..=crate::hash::MAX_GROUP {
             let inputs = [
                 pseudo_random_children(MAX_COUNT * group + 1, group as u64),
                 vec![[0u8; 32]; MAX_COUNT * group + 1],
@@ -473,7 +462,7 @@ mod tests {
     fn the_detected_kernel_matches_blake3() {
         check(Kernel::detected());
         // And through the public entry point.
-        for group in 2..=MAX_GROUP {
+        for group in 2..=crate::hash::MAX_GROUP {
             let children = pseudo_random_children(37 * group, 1000 + group as u64);
             let mut out = vec![[0u8; 32]; 37];
             hash_groups(&children, group, &mut out);

@@ -156,7 +156,7 @@ pub fn kernel_name() -> &'static str {
 /// As [`hash_groups`], and if this CPU cannot run `kernel`.
 #[doc(hidden)]
 pub fn hash_groups_with(kernel: Kernel, children: &[[u8; 32]], group: usize, out: &mut [[u8; 32]]) {
-    check_args(children, group, out);
+    super::check_level(children, group, out);
     match kernel {
         Kernel::Sha3 => single_stream(children, group, out),
         #[cfg(target_arch = "x86_64")]
@@ -166,19 +166,6 @@ pub fn hash_groups_with(kernel: Kernel, children: &[[u8; 32]], group: usize, out
         #[cfg(not(target_arch = "x86_64"))]
         Kernel::Avx2 | Kernel::Avx512 => panic!("the {kernel:?} kernel needs x86_64"),
     }
-}
-
-fn check_args(children: &[[u8; 32]], group: usize, out: &[[u8; 32]]) {
-    assert!(
-        (2..=crate::hash::MAX_GROUP).contains(&group),
-        "a group has 2..=16 children, got {group}"
-    );
-    assert!(
-        out.len().checked_mul(group) == Some(children.len()),
-        "{} children do not make {} groups of {group}",
-        children.len(),
-        out.len()
-    );
 }
 
 /// The portable fallback: one `sha3` call per parent.

@@ -109,7 +109,7 @@ pub fn kernel_name() -> &'static str {
 /// As [`hash_groups`], and if this CPU cannot run `kernel`.
 #[doc(hidden)]
 pub fn hash_groups_with(kernel: Kernel, children: &[Hash], group: usize, out: &mut [Hash]) {
-    check_args(children, group, out);
+    super::check_level(children, group, out);
     match kernel {
         Kernel::Scalar => scalar(children, group, out),
         Kernel::Ifma => {
@@ -130,19 +130,6 @@ pub fn hash_groups_with(kernel: Kernel, children: &[Hash], group: usize, out: &m
             lanes(children, group, out);
         }
     }
-}
-
-fn check_args(children: &[Hash], group: usize, out: &[Hash]) {
-    assert!(
-        (2..=crate::hash::MAX_GROUP).contains(&group),
-        "a group has 2..=16 children, got {group}"
-    );
-    assert!(
-        out.len().checked_mul(group) == Some(children.len()),
-        "{} children do not make {} groups of {group}",
-        children.len(),
-        out.len()
-    );
 }
 
 /// One group after another through the scalar permutation.
@@ -211,7 +198,7 @@ fn hash_8(members: &[Hash], group: usize, parents: &mut [Hash; ifma::LANES]) {
         14 => ifma::hash_8::<15>(members, parents),
         15 => ifma::hash_8::<16>(members, parents),
         16 => ifma::hash_8::<17>(members, parents),
-        _ => unreachable!("check_args bounds the group"),
+        _ => unreachable!("check_level bounds the group"),
     }
 }
 
