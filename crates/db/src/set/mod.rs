@@ -376,7 +376,7 @@ impl NullifierSet {
         if table.all_below(end) {
             f(&table)
         } else {
-            let copy = table.below(end);
+            let copy = table.without_from(end);
             drop(table);
             f(&copy)
         }

@@ -389,8 +389,15 @@ impl Table {
     /// checkpoint covering `end` leaves writes).
     pub fn below(&self, end: u64) -> Table {
         if self.all_below(end) {
-            return self.clone();
+            self.clone()
+        } else {
+            self.without_from(end)
         }
+    }
+
+    /// A new table of the entries with an index below `end`, placed afresh
+    /// (for a table that holds some from `end` on).
+    pub fn without_from(&self, end: u64) -> Table {
         let mut out = Table {
             slots: vec![0; self.slots.len()],
             len: 0,
