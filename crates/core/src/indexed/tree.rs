@@ -811,20 +811,14 @@ impl Reader<'_> {
     }
 }
 
-/// The leaf hashes of `leaves`: through the multi-lane kernels (three words
-/// per leaf; MiMCSponge, which has none, one leaf at a time), in parallel
-/// for large batches.
+/// The leaf hashes of `leaves` (`IndexedLeaf::hash`): their words, three
+/// per leaf, through `HashKind::hash_groups` (the multi-lane kernels where
+/// the hash has them), in parallel for large batches.
 pub(crate) fn hash_leaves(hash: HashKind, leaves: &[IndexedLeaf]) -> Vec<Hash> {
     let mut out = vec![[0u8; 32]; leaves.len()];
     let fill = |(leaves, out): (&[IndexedLeaf], &mut [Hash])| {
-        if hash == HashKind::MiMCSponge {
-            for (leaf, slot) in leaves.iter().zip(out.iter_mut()) {
-                *slot = leaf.hash(hash);
-            }
-        } else {
-            let words: Vec<Hash> = leaves.iter().flat_map(IndexedLeaf::words).collect();
-            hash.hash_groups(&words, 3, out);
-        }
+        let words: Vec<Hash> = leaves.iter().flat_map(IndexedLeaf::words).collect();
+        hash.hash_groups(&words, 3, out);
     };
     let piece = if hash.is_field_hash() { 16 } else { HASH_PIECE };
     if leaves.len() > piece && rayon::current_num_threads() > 1 {
