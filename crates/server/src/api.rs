@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use cairn_core::hex::parse_hash;
 use cairn_core::{Hash, TreeHead};
 use cairn_db::StoreError;
-use cairn_db::{Appended, BlockTag, Db, DbError, DbSnapshot, ErrorKind, TaggedHead};
+use cairn_db::{Appended, BlockTag, Db, DbError, DbSnapshot, ErrorKind, TaggedHead, Token};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -310,15 +310,13 @@ pub(crate) async fn append(
     };
     let end = appended.first + appended.count;
     let metrics = &shared.metrics;
-    // The token decides; the store's notification only wakes the wait.
-    let durable = tokio::time::timeout(shared.config.durability_timeout, appended.token.durable())
-        .await
-        .unwrap_or_else(|_| {
-            Err(StoreError::Timeout {
-                want: end,
-                durable: shared.db.durable_size(),
-            })
-        });
+    let durable = durable_within(
+        &appended.token,
+        shared.config.durability_timeout,
+        end,
+        || shared.db.durable_size(),
+    )
+    .await;
     if let Err(error) = durable {
         return Err(refused_append(shared, &appended, DbError::Store(error)));
     }
@@ -372,6 +370,26 @@ pub(crate) async fn append(
 /// The answer to an append that was made but not acknowledged: rolled
 /// back before it was (409), or not durable (503, storage failure or
 /// timeout).
+/// Waits for `token` on its async wait (no thread), at most `timeout`: the
+/// token decides, the store's notification only wakes the wait. A timeout
+/// is [`StoreError::Timeout`] for the `want` leaves, with the durable size
+/// `durable` reads then.
+pub(crate) async fn durable_within(
+    token: &Token,
+    timeout: std::time::Duration,
+    want: u64,
+    durable: impl FnOnce() -> u64,
+) -> Result<(), StoreError> {
+    tokio::time::timeout(timeout, token.durable())
+        .await
+        .unwrap_or_else(|_| {
+            Err(StoreError::Timeout {
+                want,
+                durable: durable(),
+            })
+        })
+}
+
 fn refused_append(shared: &Shared, appended: &Appended, error: DbError) -> ApiError {
     let end = appended.first + appended.count;
     if error.kind() == ErrorKind::RolledBack {

@@ -40,15 +40,14 @@ use axum::response::Response;
 use axum::routing::{MethodRouter, get, post};
 use cairn_core::indexed::IndexedError;
 use cairn_core::{Hash, shape};
-use cairn_db::StoreError;
 use cairn_db::{DbError, IndexedDb};
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::net::TcpListener;
 
 use crate::api::{
-    FinalizeJson, FinalizedJson, RollbackJson, RolledBackJson, Target, check_size, json,
-    method_not_allowed, no_route, openapi, target, with_type,
+    FinalizeJson, FinalizedJson, RollbackJson, RolledBackJson, Target, check_size, durable_within,
+    json, method_not_allowed, no_route, openapi, target, with_type,
 };
 use crate::config::ServerConfig;
 use crate::error::{ApiError, DuplicateJson, ServerError};
@@ -369,15 +368,8 @@ async fn insert(
     let metrics = &shared.metrics;
     metrics.append_seconds.observe(inserted_at - start);
     let end = inserted.first + inserted.count;
-    // The token decides; the store's notification only wakes the wait.
-    tokio::time::timeout(timeout, inserted.token.durable())
+    durable_within(&inserted.token, timeout, end, || shared.db.durable_size())
         .await
-        .unwrap_or_else(|_| {
-            Err(StoreError::Timeout {
-                want: end,
-                durable: shared.db.head().size,
-            })
-        })
         .map_err(|e| insert_refused(shared, DbError::Store(e)))?;
     let witness = match ticket {
         // Durable already: this applies it to the tree (CPU) and reads
