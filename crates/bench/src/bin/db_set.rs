@@ -129,6 +129,13 @@ fn config(unique: bool) -> DbConfig {
 /// the time and the database.
 fn ingest(dir: &Path, unique: bool, count: u64, batch: u64) -> (Duration, Db) {
     let db = Db::create(dir, config(unique)).expect("create");
+    let elapsed = append_all(&db, count, batch, true);
+    (elapsed, db)
+}
+
+/// Appends `count` values to `db` in `batch` batches, waiting for each to
+/// be durable if `wait`; returns the time of the appends (and waits) alone.
+fn append_all(db: &Db, count: u64, batch: u64, wait: bool) -> Duration {
     let mut elapsed = Duration::ZERO;
     let mut start = 0;
     while start < count {
@@ -136,14 +143,16 @@ fn ingest(dir: &Path, unique: bool, count: u64, batch: u64) -> (Duration, Db) {
         let chunk = values(start..end);
         let began = Instant::now();
         let appended = db.append_batch(&chunk).expect("append");
-        appended
-            .token
-            .wait(Duration::from_secs(600))
-            .expect("durable");
+        if wait {
+            appended
+                .token
+                .wait(Duration::from_secs(600))
+                .expect("durable");
+        }
         elapsed += began.elapsed();
         start = end;
     }
-    (elapsed, db)
+    elapsed
 }
 
 fn rss_bytes() -> u64 {
@@ -189,16 +198,7 @@ fn main() {
         let mut config = config(true);
         config.store.flush_interval = None;
         let db = Db::create(&dir, config).expect("create");
-        let mut elapsed = Duration::ZERO;
-        let mut start = 0;
-        while start < options.leaves {
-            let end = (start + options.batch).min(options.leaves);
-            let chunk = values(start..end);
-            let began = Instant::now();
-            db.append_batch(&chunk).expect("append");
-            elapsed += began.elapsed();
-            start = end;
-        }
+        let elapsed = append_all(&db, options.leaves, options.batch, false);
         println!(
             "append-cpu {} values in batches of {}: {:.1} ms, {:.1} ns a value",
             options.leaves,
