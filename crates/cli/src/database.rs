@@ -89,7 +89,7 @@ pub fn open_indexed_read_only(dir: &Path) -> Result<IndexedDb, Failure> {
 /// The values of the indexed database in `dir`, in insertion order, as
 /// the leaves of a tree (read-only, without building the indexed tree).
 pub fn read_values(dir: &Path) -> Result<Arc<Snapshot>, Failure> {
-    IndexedDb::read_values(dir).map_err(db_failure)
+    cairn_db::Database::read_values(dir).map_err(db_failure)
 }
 
 /// Opens the database in `dir` (its tree and its nullifier set, if any).
@@ -102,7 +102,7 @@ pub fn open(dir: &Path, options: Options) -> Result<Db, Failure> {
 
 /// [`open`], keeping the database's own error.
 pub fn open_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
-    options.open_options().open(dir)
+    options.open_options().open_db(dir)
 }
 
 /// Opens the database in `dir` read-only (beside a writer, if one runs).
@@ -115,7 +115,7 @@ pub fn open_read_only(dir: &Path, options: Options) -> Result<Db, Failure> {
 
 /// [`open_read_only`], keeping the database's own error.
 pub fn open_read_only_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
-    options.open_options().read_only(true).open(dir)
+    options.open_options().read_only(true).open_db(dir)
 }
 
 /// The exit code of a database error: 3 duplicates; 2 what the caller

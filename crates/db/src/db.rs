@@ -409,6 +409,11 @@ impl Db {
         Ok(Db::start(fs, store, Some(Arc::new(set)), covered, config))
     }
 
+    /// The database around `store`, without a nullifier set.
+    pub(crate) fn from_store(fs: Arc<dyn Fs>, store: Store, config: DbConfig) -> Result<Db> {
+        Ok(Db::start(fs, store, None, 0, config))
+    }
+
     fn start(
         fs: Arc<dyn Fs>,
         store: Store,
@@ -477,15 +482,8 @@ impl Db {
         // Checked once, before the set's work; the store appends the
         // checked batch without scanning it again.
         let checked = self.store.check_batch(values)?;
-        if let (Some(tag), Some(last)) = (tag, self.store.last_block())
-            && tag.number <= last
-        {
-            return Err(StoreError::BlockOrder {
-                block: tag.number,
-                last,
-            }
-            .into());
-        }
+        // The block order is the store's to check (under its tree lock);
+        // a refused tag takes the batch back out of the set below.
         let first = self.store.size();
         let refused = self.insert(set, values, first)?;
         if !refused.is_empty() {
@@ -681,6 +679,11 @@ impl Db {
             },
             failure: head.failure.clone(),
         }
+    }
+
+    /// The write or sync failure that stopped acknowledgements, if any.
+    pub fn failure(&self) -> Option<StoreError> {
+        self.store.durable_head().failure.clone()
     }
 
     /// Makes everything appended so far durable; returns the durable size.

@@ -3,8 +3,10 @@
 use std::path::Path;
 
 use cairn_core::hex::to_hex;
+use cairn_core::{TreeError, TreeKind};
 use cairn_store::{NodeMismatch, StoreError};
 
+use crate::operation::Operation;
 use crate::set::{Duplicate, DuplicateOf};
 
 /// A database error.
@@ -44,6 +46,64 @@ pub enum DbError {
     /// the guard).
     #[error(transparent)]
     Indexed(cairn_core::indexed::IndexedError),
+    /// The tree refused a query: a leaf index or a size it does not hold,
+    /// a value no leaf of it can be (not canonical for its hash).
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    /// An operation this database's kind cannot do: what it is and which
+    /// kind can (see [`Operation`]).
+    #[error("{}", operation.refusal(*kind))]
+    Unsupported {
+        /// What was asked.
+        operation: Operation,
+        /// The database's kind.
+        kind: TreeKind,
+    },
+    /// An absence proof was asked of a value the tree holds.
+    #[error(
+        "value {} is in the tree (leaf {index}): it has no absence proof",
+        to_hex(value)
+    )]
+    Present {
+        /// The value.
+        value: cairn_core::Hash,
+        /// Its leaf index.
+        index: u64,
+    },
+    /// A membership proof was asked of a value the tree does not hold.
+    #[error(
+        "value {} is not in the tree: it has no membership proof",
+        to_hex(value)
+    )]
+    Absent {
+        /// The value.
+        value: cairn_core::Hash,
+    },
+    /// A proof was asked against a root that is not one of the durable
+    /// tree's known roots.
+    #[error(
+        "root {} is not a root of the durable tree among the tagged heads and the roots of the last {window} appends",
+        to_hex(root)
+    )]
+    UnknownRoot {
+        /// The root.
+        root: cairn_core::Hash,
+        /// How many recent appends' roots are known by value.
+        window: usize,
+    },
+    /// A lookup by value in a database opened without its nullifier set
+    /// (`OpenOptions::lookups(false)`).
+    #[error("this database was opened without its nullifier set: no lookups by value")]
+    SetNotLoaded,
+    /// A head about to be published is no longer the database's: the tree
+    /// was rolled back and regrown since the snapshot it came from.
+    #[error(
+        "the tree was rolled back and regrown since its tiles were read: its head at {size} leaves changed"
+    )]
+    HeadChanged {
+        /// The size whose root changed.
+        size: u64,
+    },
 }
 
 /// Up to this many duplicates are spelled out in the message (all are in
@@ -102,8 +162,22 @@ impl DbError {
                 // The guard value 0, a non-canonical value, an empty batch.
                 _ => ErrorKind::InvalidBatch,
             },
-            DbError::NoSet | DbError::ConfigMismatch { .. } => ErrorKind::Config,
+            DbError::NoSet | DbError::ConfigMismatch { .. } | DbError::SetNotLoaded => {
+                ErrorKind::Config
+            }
+            DbError::Present { .. } | DbError::Absent { .. } => ErrorKind::Presence,
+            DbError::UnknownRoot { .. } => ErrorKind::NotFound,
             DbError::SetFull(_) => ErrorKind::Full,
+            DbError::Unsupported { .. } => ErrorKind::Unsupported,
+            DbError::HeadChanged { .. } => ErrorKind::RolledBack,
+            DbError::Tree(error) => match error {
+                Tree::EmptyBatch | Tree::NonCanonicalLeaf { .. } => ErrorKind::InvalidBatch,
+                Tree::CapacityExceeded { .. } => ErrorKind::Full,
+                Tree::IndexOutOfRange { .. }
+                | Tree::SizeBeyondTree { .. }
+                | Tree::TruncateBeyondSize { .. } => ErrorKind::NotFound,
+                _ => ErrorKind::Other,
+            },
             DbError::Store(error) => match error {
                 StoreError::NotEmpty { .. }
                 | StoreError::ConfigMismatch { .. }
@@ -173,8 +247,12 @@ pub enum ErrorKind {
     Presence,
     /// A block number that does not follow the last tagged one.
     BlockOrder,
-    /// The append a durability wait was for was rolled back.
+    /// The append a durability wait was for was rolled back (or, for a
+    /// publication, the head it was about to name).
     RolledBack,
+    /// An operation the database's kind cannot do
+    /// ([`DbError::Unsupported`]): asking again will not help.
+    Unsupported,
     /// A rollback below the finalized size.
     BelowFinalized {
         /// The finalized size.

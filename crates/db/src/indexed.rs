@@ -205,24 +205,67 @@ impl IndexedDb {
         self.insert_inner(values, true)
     }
 
+    /// Inserts the values of `values` the database does not hold (durable
+    /// or pending), in order, skipping (and reporting) the others; a value
+    /// repeated within the batch is inserted once, at its first position.
+    /// The guard value 0 and non-canonical values are refused as by
+    /// [`IndexedDb::insert_batch`]. `None` when every value was skipped.
+    pub fn insert_new(&self, values: &[Hash]) -> Result<(Option<Inserted>, Vec<Duplicate>)> {
+        let _writer = self.writer.lock();
+        let first = self.db.store.size();
+        let state = self.state.write();
+        let skipped = state.duplicates(values)?;
+        if skipped.len() == values.len() {
+            return Ok((None, skipped));
+        }
+        let mut skip = skipped.iter().map(|d| d.position).peekable();
+        let fresh: Vec<Hash> = values
+            .iter()
+            .enumerate()
+            .filter(|&(position, _)| skip.next_if_eq(&position).is_none())
+            .map(|(_, value)| *value)
+            .collect();
+        let ticket = self.append_locked(state, &fresh, first, false)?;
+        Ok((Some(ticket.inserted), skipped))
+    }
+
     fn insert_inner(&self, values: &[Hash], witness: bool) -> Result<WitnessTicket> {
         let _writer = self.writer.lock();
         let first = self.db.store.size();
-        let slot = Arc::new(OnceLock::new());
-        {
-            let mut state = self.state.write();
-            state.check(values, first)?;
-            // Registered before the log holds them: a reader that sees
-            // them durable right after the append finds them here.
-            for (offset, value) in values.iter().enumerate() {
-                state.pending.insert(*value, first + offset as u64);
-            }
-            if witness {
-                state
-                    .witnesses
-                    .insert(first, (values.len() as u64, Arc::clone(&slot)));
-            }
+        let state = self.state.write();
+        let duplicates = state.duplicates(values)?;
+        if !duplicates.is_empty() {
+            return Err(DbError::Duplicates {
+                batch: values.len(),
+                duplicates,
+            });
         }
+        self.append_locked(state, values, first, witness)
+    }
+
+    /// Appends `values`, checked and free of duplicates, to the log (under
+    /// the writer lock, with the state's lock held on entry): `first` is
+    /// the log's size.
+    fn append_locked(
+        &self,
+        mut state: parking_lot::RwLockWriteGuard<'_, State>,
+        values: &[Hash],
+        first: u64,
+        witness: bool,
+    ) -> Result<WitnessTicket> {
+        let slot = Arc::new(OnceLock::new());
+        state.check_room(first, values.len() as u64)?;
+        // Registered before the log holds them: a reader that sees them
+        // durable right after the append finds them here.
+        for (offset, value) in values.iter().enumerate() {
+            state.pending.insert(*value, first + offset as u64);
+        }
+        if witness {
+            state
+                .witnesses
+                .insert(first, (values.len() as u64, Arc::clone(&slot)));
+        }
+        drop(state);
         match self.db.append_batch(values) {
             Ok(appended) => {
                 assert_eq!(appended.first, first, "inserts are serialised");
@@ -372,6 +415,18 @@ impl IndexedDb {
         self.state.read().tree.index_of(value)
     }
 
+    /// [`IndexedDb::index_of`] of each of `values` (the guard value 0 is
+    /// no value: `None`), with the tree's size they are answered at.
+    pub fn index_of_many(&self, values: &[Hash]) -> (u64, Vec<Option<u64>>) {
+        self.catch_up();
+        let state = self.state.read();
+        let indices = values
+            .iter()
+            .map(|value| state.tree.index_of(value).filter(|&index| index > 0))
+            .collect();
+        (state.tree.size(), indices)
+    }
+
     /// Leaf `index`, with its pointer.
     pub fn leaf(&self, index: u64) -> Option<IndexedLeaf> {
         self.catch_up();
@@ -492,6 +547,11 @@ impl IndexedDb {
         self.db.dir()
     }
 
+    /// The write or sync failure that stopped acknowledgements, if any.
+    pub fn failure(&self) -> Option<StoreError> {
+        self.db.failure()
+    }
+
     /// Runs `observer` after every checkpoint of the log.
     pub fn set_checkpoint_observer(&self, observer: cairn_store::CheckpointObserver) {
         self.db.set_checkpoint_observer(observer);
@@ -504,9 +564,11 @@ impl IndexedDb {
 }
 
 impl State {
-    /// Refuses a batch the tree would refuse, counting pending values as
-    /// held; duplicates are reported against leaf indices.
-    fn check(&self, values: &[Hash], first: u64) -> Result<()> {
+    /// The values of `values` the tree holds (durable or pending) or that
+    /// repeat an earlier one of the batch, reported against leaf indices;
+    /// a batch the tree refuses whatever it holds (empty, the guard value
+    /// 0, a non-canonical value) is an error.
+    fn duplicates(&self, values: &[Hash]) -> Result<Vec<Duplicate>> {
         if values.is_empty() {
             return Err(IndexedError::Tree(cairn_core::TreeError::EmptyBatch).into());
         }
@@ -546,15 +608,15 @@ impl State {
                 });
             }
         }
-        if !duplicates.is_empty() {
-            return Err(DbError::Duplicates {
-                batch: values.len(),
-                duplicates,
-            });
-        }
+        Ok(duplicates)
+    }
+
+    /// Refuses `count` more values when the log holds `first` (some of
+    /// them not yet in the tree) and the tree has no room for them.
+    fn check_room(&self, first: u64, count: u64) -> Result<()> {
         let logged_ahead = first - (self.tree.size() - 1);
         self.tree
-            .check_room(logged_ahead + values.len() as u64)
+            .check_room(logged_ahead + count)
             .map_err(DbError::from)
     }
 }

@@ -29,12 +29,14 @@
 pub struct ReadmeDoctests;
 
 mod config;
+mod database;
 mod db;
 #[doc(hidden)]
 pub mod decoders;
 mod error;
 mod indexed;
 mod open;
+mod operation;
 mod rollback;
 mod set;
 mod usage;
@@ -49,10 +51,14 @@ pub use cairn_store::{
     RootAt, StoreConfig, StoreError, StoreStats, StoredChildren, TaggedHead, Token,
 };
 pub use config::DbConfig;
+pub use database::{
+    Ack, Acked, At, Checkpointed, Database, Durable, Lookup, Proof, ProofFormat, RenderError,
+};
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
 pub use error::{DbError, ErrorKind, Result};
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use open::{OpenOptions, is_database};
+pub use operation::Operation;
 pub use set::table::MAX_INDEX;
 pub use set::{Duplicate, DuplicateOf, SetStats};
 pub use usage::{DiskUsage, FileBytes};

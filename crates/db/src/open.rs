@@ -1,6 +1,7 @@
 //! Opening a database as it was created: [`OpenOptions`] (read-only or
-//! writing, background work, verification), the stored configuration,
-//! the tree alone, and where a stored node's children are.
+//! writing, background work, verification, the nullifier set or not),
+//! the stored configuration, the log alone, and where a stored node's
+//! children are.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,9 +10,9 @@ use cairn_core::Snapshot;
 use cairn_store::{CheckpointPolicy, StdFs, Store, StoredChildren, names};
 
 use crate::config::DbConfig;
+use crate::database::Database;
 use crate::db::{Db, check_kind, is_indexed, resolve_config};
 use crate::error::Result;
-use crate::indexed::IndexedDb;
 
 /// Whether `dir` is a directory holding a cairn database (it has the
 /// store's `cairn.meta`).
@@ -28,16 +29,18 @@ pub struct OpenOptions {
     read_only: bool,
     background: bool,
     verify: bool,
+    lookups: bool,
 }
 
 impl Default for OpenOptions {
-    /// What [`Db::open`] does: writing, with background work, no
-    /// verification.
+    /// What [`Database::open`] does: writing, with background work, no
+    /// verification, the nullifier set loaded.
     fn default() -> OpenOptions {
         OpenOptions {
             read_only: false,
             background: true,
             verify: false,
+            lookups: true,
         }
     }
 }
@@ -48,8 +51,8 @@ impl OpenOptions {
         OpenOptions::default()
     }
 
-    /// Open read-only ([`Db::open_read_only`]): beside a writer, writing
-    /// nothing.
+    /// Open read-only ([`Database::open_read_only`]): beside a writer,
+    /// writing nothing.
     pub fn read_only(self, read_only: bool) -> OpenOptions {
         OpenOptions { read_only, ..self }
     }
@@ -80,8 +83,33 @@ impl OpenOptions {
         Ok(config)
     }
 
-    /// Opens the database in `dir` with these options.
-    pub fn open(&self, dir: impl AsRef<Path>) -> Result<Db> {
+    /// Load a read-only database's nullifier set (on by default). Off, a
+    /// lean or fixed-depth database opens without reading the set's file
+    /// (a pass over it at open): for roots and proofs; a lookup by value
+    /// is then refused ([`crate::DbError::SetNotLoaded`]). A writing open
+    /// always loads it (appends check it).
+    pub fn lookups(self, lookups: bool) -> OpenOptions {
+        OpenOptions { lookups, ..self }
+    }
+
+    /// Opens the database in `dir` with these options, of the kind it was
+    /// created as.
+    pub fn open(&self, dir: impl AsRef<Path>) -> Result<Database> {
+        let dir = dir.as_ref();
+        let config = self.config(dir)?;
+        let fs = Arc::new(StdFs);
+        match (self.read_only, self.lookups) {
+            (true, false) => Database::open_tree_only(fs, dir, config),
+            (true, true) => Database::open_read_only_in(fs, dir, Some(config)),
+            (false, _) => Database::open_in(fs, dir, Some(config)),
+        }
+    }
+}
+
+// Kept while the front ends move to `Database`.
+impl OpenOptions {
+    #[doc(hidden)]
+    pub fn open_db(&self, dir: impl AsRef<Path>) -> Result<Db> {
         let dir = dir.as_ref();
         let config = self.config(dir)?;
         if self.read_only {
@@ -91,14 +119,14 @@ impl OpenOptions {
         }
     }
 
-    /// Opens the indexed database in `dir` with these options.
-    pub fn open_indexed(&self, dir: impl AsRef<Path>) -> Result<IndexedDb> {
+    #[doc(hidden)]
+    pub fn open_indexed(&self, dir: impl AsRef<Path>) -> Result<crate::IndexedDb> {
         let dir = dir.as_ref();
         let config = self.config(dir)?;
         if self.read_only {
-            IndexedDb::open_read_only_in(Arc::new(StdFs), dir, Some(config))
+            crate::IndexedDb::open_read_only_in(Arc::new(StdFs), dir, Some(config))
         } else {
-            IndexedDb::open_in(Arc::new(StdFs), dir, Some(config))
+            crate::IndexedDb::open_in(Arc::new(StdFs), dir, Some(config))
         }
     }
 }
@@ -117,20 +145,14 @@ impl DbConfig {
     }
 }
 
-impl IndexedDb {
-    /// The values of the indexed database in `dir` in insertion order, as
-    /// durable now, read-only (beside a writer, if one runs): the leaves
-    /// of the returned tree are the values (its root is not the indexed
-    /// tree's), what an export or a mirror copies.
-    pub fn read_values(dir: impl AsRef<Path>) -> Result<Arc<Snapshot>> {
-        let dir = dir.as_ref();
-        let config = OpenOptions::new().background(false).config(dir)?;
-        check_kind(is_indexed(&config), true)?;
-        let store = Store::open_read_only(Arc::new(StdFs), dir, config.store_config())?;
-        let snapshot = store.snapshot();
-        store.close()?;
-        Ok(snapshot)
-    }
+/// The log of the database in `dir` as durable now, read-only (beside a
+/// writer, if one runs): its leaves are the values appended, in order.
+pub(crate) fn read_log(dir: &Path) -> Result<Arc<Snapshot>> {
+    let config = OpenOptions::new().background(false).config(dir)?;
+    let store = Store::open_read_only(Arc::new(StdFs), dir, config.store_config())?;
+    let snapshot = store.snapshot();
+    store.close()?;
+    Ok(snapshot)
 }
 
 impl Db {
@@ -138,15 +160,25 @@ impl Db {
     /// a writer, if one runs) and without loading the nullifier set: for
     /// readers of roots and proofs only.
     /// An indexed database is refused (its store holds the values, not
-    /// the tree: see [`IndexedDb::read_values`]).
+    /// the tree: see [`Database::read_values`]).
     pub fn read_tree(dir: impl AsRef<Path>) -> Result<Arc<Snapshot>> {
         let dir = dir.as_ref();
-        let config = OpenOptions::new().background(false).config(dir)?;
+        check_kind(is_indexed(&DbConfig::stored(dir)?), false)?;
+        read_log(dir)
+    }
+
+    /// A lean or fixed-depth database opened read-only without its
+    /// nullifier set (`config` is the stored one).
+    pub(crate) fn open_tree_only(
+        fs: Arc<dyn cairn_store::fs::Fs>,
+        dir: &Path,
+        mut config: DbConfig,
+    ) -> Result<Db> {
         check_kind(is_indexed(&config), false)?;
-        let store = Store::open_read_only(Arc::new(StdFs), dir, config.store_config())?;
-        let snapshot = store.snapshot();
-        store.close()?;
-        Ok(snapshot)
+        let store = Store::open_read_only(Arc::clone(&fs), dir, config.store_config())?;
+        // Lookups are refused by the caller; the stored flag stays as it is.
+        config.unique = false;
+        Db::from_store(fs, store, config)
     }
 
     /// Where the children of the node stored at `offset` of the level file

@@ -58,7 +58,7 @@ fn open_options_open_a_database_as_it_was_created() {
     let reader = OpenOptions::new().read_only(true).open(&path).unwrap();
     assert_eq!(reader.head(), writer.head());
     assert_eq!(reader.index_of(&values(7..8)[0]).unwrap(), Some(7));
-    let refused = reader.append(values(99..100)[0]).unwrap_err();
+    let refused = reader.append(&values(99..100)).unwrap_err();
     assert!(matches!(
         refused,
         DbError::Store(StoreError::ReadOnly { .. })

@@ -7,6 +7,7 @@ mod callers;
 mod concurrency;
 mod crash;
 mod durable_head;
+mod facade;
 mod indexed;
 mod indexed_crash;
 mod model;

@@ -1,0 +1,188 @@
+//! What each tree kind can do: the one place that decides, and words, a
+//! refusal. A [`crate::Database`] asks [`Operation::check`] before an
+//! operation some kind lacks, and the server's route table and the CLI's
+//! option checks ask the same function, so every front end refuses the
+//! same things with the same words.
+
+use cairn_core::TreeKind;
+
+use crate::error::DbError;
+
+/// An operation only some tree kinds have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// A proof against an earlier head (a size or a root below the
+    /// current one): append-only trees.
+    HistoricalProof,
+    /// A consistency proof between two heads: append-only trees.
+    ConsistencyProof,
+    /// Appends tagged with a chain block, the heads they record, rollbacks
+    /// and finality by block: append-only trees.
+    BlockTags,
+    /// The size a root is the root of: append-only trees.
+    RootLookup,
+    /// Leaves read by index, as a mirror copies them: append-only trees.
+    LeafRange,
+    /// A signed checkpoint of the head (`cairn-tree kind=leanimt`):
+    /// append-only trees.
+    SignedCheckpoint,
+    /// Tiles of the final nodes, and mirrors built from them:
+    /// append-only trees.
+    Tiles,
+    /// A proof that a value is absent: indexed trees.
+    AbsenceProof,
+    /// The witness of an insertion (low leaves before, new paths after):
+    /// indexed trees.
+    InsertionWitness,
+}
+
+impl Operation {
+    /// The operation in words, plural (`consistency proofs`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Operation::HistoricalProof => "proofs against earlier heads",
+            Operation::ConsistencyProof => "consistency proofs",
+            Operation::BlockTags => "block-tagged heads",
+            Operation::RootLookup => "lookups of earlier roots",
+            Operation::LeafRange => "leaf ranges by index",
+            Operation::SignedCheckpoint => "signed checkpoints",
+            Operation::Tiles => "tiles or mirrors",
+            Operation::AbsenceProof => "absence proofs",
+            Operation::InsertionWitness => "insertion witnesses",
+        }
+    }
+
+    /// Whether a tree of `kind` can do it.
+    pub const fn supported_by(self, kind: TreeKind) -> bool {
+        match self {
+            Operation::AbsenceProof | Operation::InsertionWitness => {
+                matches!(kind, TreeKind::Indexed)
+            }
+            _ => kind.is_append_only(),
+        }
+    }
+
+    /// `Ok` if a tree of `kind` can do it, else the refusal
+    /// ([`DbError::Unsupported`]).
+    pub fn check(self, kind: TreeKind) -> Result<(), DbError> {
+        if self.supported_by(kind) {
+            Ok(())
+        } else {
+            Err(DbError::Unsupported {
+                operation: self,
+                kind,
+            })
+        }
+    }
+
+    /// Why a tree of `kind` cannot do it, in words (the message of
+    /// [`DbError::Unsupported`]).
+    pub(crate) fn refusal(self, kind: TreeKind) -> String {
+        let name = kind.name();
+        let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        let why = match self {
+            Operation::HistoricalProof | Operation::ConsistencyProof | Operation::RootLookup => {
+                "its leaves below the right edge change as values are inserted, so it proves against its current head only"
+            }
+            Operation::BlockTags => {
+                "it records no block-tagged heads; roll it back and finalize it by size"
+            }
+            Operation::LeafRange => {
+                "its leaves are rewritten as values are inserted (`cairn export` writes its values in insertion order)"
+            }
+            Operation::SignedCheckpoint => {
+                "a signed checkpoint names a lean or imt tree (`cairn-tree kind=leanimt`)"
+            }
+            Operation::Tiles => {
+                "tiles hold final nodes, and an indexed tree's nodes change as values are inserted"
+            }
+            Operation::AbsenceProof | Operation::InsertionWitness => {
+                return format!(
+                    "{article} {name} database has no {}: its leaves are in insertion order; {} need an indexed database (`cairn init --kind indexed`)",
+                    self.name(),
+                    self.name()
+                );
+            }
+        };
+        format!("{article} {name} database has no {}: {why}", self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVERY: [Operation; 9] = [
+        Operation::HistoricalProof,
+        Operation::ConsistencyProof,
+        Operation::BlockTags,
+        Operation::RootLookup,
+        Operation::LeafRange,
+        Operation::SignedCheckpoint,
+        Operation::Tiles,
+        Operation::AbsenceProof,
+        Operation::InsertionWitness,
+    ];
+
+    #[test]
+    fn every_operation_is_had_by_the_append_only_kinds_or_the_indexed_one_never_both() {
+        let fixed = TreeKind::Fixed {
+            depth: 4,
+            zero: [0; 32],
+        };
+        for operation in EVERY {
+            let lean = operation.supported_by(TreeKind::Lean);
+            assert_eq!(lean, operation.supported_by(fixed), "{operation:?}");
+            assert_ne!(
+                lean,
+                operation.supported_by(TreeKind::Indexed),
+                "{operation:?}"
+            );
+            let refused = if lean {
+                TreeKind::Indexed
+            } else {
+                TreeKind::Lean
+            };
+            let error = operation.check(refused).unwrap_err();
+            assert_eq!(error.kind(), crate::ErrorKind::Unsupported);
+            let message = error.to_string();
+            assert!(message.contains(operation.name()), "{message}");
+            assert!(message.contains(refused.name()), "{message}");
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_kind_with_its_article() {
+        let fixed = TreeKind::Fixed {
+            depth: 4,
+            zero: [0; 32],
+        };
+        let message = Operation::AbsenceProof
+            .check(fixed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("an imt database has no absence proofs"),
+            "{message}"
+        );
+        let message = Operation::AbsenceProof
+            .check(TreeKind::Lean)
+            .unwrap_err()
+            .to_string();
+        assert!(message.starts_with("a lean database"), "{message}");
+        assert!(message.contains("indexed database"), "{message}");
+        let message = Operation::BlockTags
+            .check(TreeKind::Indexed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with("an indexed database has no block-tagged heads"),
+            "{message}"
+        );
+    }
+}
