@@ -100,6 +100,11 @@ pub fn open(dir: &Path, options: Options) -> Result<Db, Failure> {
     open_raw(dir, options).map_err(db_failure)
 }
 
+/// Opens the database in `dir`, of whichever kind it holds.
+pub fn open_database(dir: &Path, options: Options) -> Result<cairn_db::Database, Failure> {
+    options.open_options().open(dir).map_err(db_failure)
+}
+
 /// [`open`], keeping the database's own error.
 pub fn open_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
     options.open_options().open_db(dir)
@@ -127,6 +132,7 @@ pub fn db_code(error: &DbError) -> Code {
     match error.kind() {
         ErrorKind::Duplicate => Code::Duplicate,
         ErrorKind::Config
+        | ErrorKind::Unsupported
         | ErrorKind::NotFound
         | ErrorKind::BlockOrder
         | ErrorKind::BelowFinalized { .. } => Code::Usage,

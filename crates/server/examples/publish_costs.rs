@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use cairn_core::{Arity, HashKind, TreeConfig};
-use cairn_db::{Db, DbConfig};
+use cairn_db::{Database, DbConfig};
 use cairn_note::Signer;
 use cairn_tiles::{Checkpoint, DirStore, Layout, publish_at};
 
@@ -39,7 +39,7 @@ fn main() {
     config.explicit_finality = true;
     config.store.flush_interval = None;
     config.store.checkpoint = Default::default();
-    let db = Db::create(work.path().join("db"), config).expect("a database");
+    let db = Database::create(work.path().join("db"), config).expect("a database");
     let mut next = 0u64;
     let mut leaves = |count: u64| -> Vec<[u8; 32]> {
         let out = (next..next + count)
@@ -49,19 +49,19 @@ fn main() {
         out
     };
     for _ in 0..base.div_ceil(100_000) {
-        db.append_batch(&leaves(100_000)).expect("append");
+        drop(db.append(&leaves(100_000)).expect("append"));
     }
     db.flush().expect("flush");
     db.checkpoint().expect("checkpoint");
     let store = DirStore::new(work.path().join("tiles"));
     let signer = Signer::from_seed("example.org/costs", &[3; 32]).expect("a key");
-    let snapshot = std::sync::Arc::clone(db.snapshot().tree());
+    let snapshot = db.tree_snapshot().expect("a lean tree");
     publish_at(&snapshot, snapshot.size(), &store).expect("the first publication");
     let (mut publish, mut sign, mut pin) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        db.append_batch(&leaves(batch)).expect("append");
+        drop(db.append(&leaves(batch)).expect("append"));
         db.flush().expect("flush");
-        let snapshot = std::sync::Arc::clone(db.snapshot().tree());
+        let snapshot = db.tree_snapshot().expect("a lean tree");
         let started = Instant::now();
         publish_at(&snapshot, snapshot.size(), &store).expect("publish");
         publish.push(started.elapsed());
@@ -73,7 +73,7 @@ fn main() {
         std::hint::black_box(checkpoint.encode_signed(&signer).expect("sign"));
         sign.push(started.elapsed());
         let started = Instant::now();
-        cairn_server::pin_published(&db, &snapshot.head()).expect("pin");
+        db.pin_published(&snapshot.head()).expect("pin");
         pin.push(started.elapsed());
     }
     let (publish, sign, pin) = (median(publish), median(sign), median(pin));

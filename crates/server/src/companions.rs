@@ -10,15 +10,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use cairn_core::{Hash, Snapshot, TreeHead};
-use cairn_db::Db;
+use cairn_core::{Hash, Snapshot};
+use cairn_db::{Database, Operation};
+use cairn_note::Signer;
 use cairn_tiles::{
     CheckpointSignature, Follower, FollowerStatus, Location, MirrorTarget, Publisher,
     PublisherStatus, RemoteOptions, ServerUpstream, SignedBy, Stop, TilesUpstream, Unsigned,
     Upstream,
 };
 
-use crate::config::ServerConfig;
 use crate::error::ServerError;
 
 /// Where and how a server publishes its tiles.
@@ -51,45 +51,27 @@ pub struct MirrorSettings {
     pub trusted: Option<SignedBy>,
 }
 
-/// Makes `head` final in `db` before a publisher's checkpoint names it, so
-/// that no rollback can ever contradict the tile store: after this, the
-/// database refuses a rollback below `head.size`. Refuses (the publisher
-/// retries with a fresh snapshot) when the tree was rolled back since the
-/// snapshot the tiles came from.
-pub fn pin_published(db: &Db, head: &TreeHead) -> Result<(), String> {
-    db.finalize(head.size).map_err(|e| {
-        format!(
-            "making the first {} leaves final before publishing them: {e}",
-            head.size
-        )
-    })?;
-    let now = db
-        .snapshot()
-        .tree()
-        .view(head.size)
-        .map_err(|e| e.to_string())?
-        .head();
-    if now != *head {
-        return Err(format!(
-            "the tree was rolled back and regrown since its tiles were read: its head at {} leaves changed",
-            head.size
-        ));
-    }
-    Ok(())
-}
+/// How long a mirror waits for a chunk of adopted leaves to be durable.
+const ADOPT_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// A mirror's database as the target of a follower: appends of verified
-/// leaves, durable at each `sync`.
+/// leaves, each chunk durable before the next.
 #[derive(Debug, Clone)]
-pub struct DbTarget(pub Arc<Db>);
+pub struct DbTarget(pub Arc<Database>);
 
 impl MirrorTarget for DbTarget {
     fn adopted(&self) -> Arc<Snapshot> {
-        Arc::clone(self.0.snapshot().tree())
+        self.0
+            .tree_snapshot()
+            .expect("a mirror's database has tiles (checked when it starts)")
     }
 
     fn adopt(&mut self, leaves: &[Hash]) -> Result<(), String> {
-        self.0.append_batch(leaves).map(|_| ()).map_err(|e| {
+        let db = &self.0;
+        let acked = db
+            .append(leaves)
+            .and_then(|ack| ack.wait(db, ADOPT_TIMEOUT));
+        acked.map(|_| ()).map_err(|e| {
             if matches!(e, cairn_db::DbError::Duplicates { .. }) {
                 format!(
                     "{e} (upstream repeats values: mirror it into a database made with --no-unique)"
@@ -103,6 +85,13 @@ impl MirrorTarget for DbTarget {
     fn sync(&mut self) -> Result<(), String> {
         self.0.flush().map(|_| ()).map_err(|e| e.to_string())
     }
+}
+
+/// Refuses a database that cannot be published or mirrored (tiles are of
+/// append-only trees).
+pub fn check_tiles(db: &Database) -> Result<(), ServerError> {
+    db.supports(Operation::Tiles)
+        .map_err(|refusal| ServerError::Usage(refusal.to_string()))
 }
 
 /// The upstream at `from`: a cairn server when `from` is an http(s) URL
@@ -152,20 +141,28 @@ pub(crate) struct Companions {
 }
 
 impl Companions {
-    /// Starts the companions `config` asks for. Each opens its store on
-    /// its own thread (remote stores block on their own runtime, which
-    /// cannot run inside the server's), and this waits for the opening.
-    pub async fn start(db: &Arc<Db>, config: &ServerConfig) -> Result<Companions, ServerError> {
+    /// Starts the companions asked for: a publisher (signing with
+    /// `signer`) and a mirror's follower. Each opens its store on its own
+    /// thread (remote stores block on their own runtime, which cannot run
+    /// inside the server's), and this waits for the opening.
+    pub async fn start(
+        db: &Arc<Database>,
+        publish: Option<PublishSettings>,
+        mirror: Option<MirrorSettings>,
+        signer: Option<Arc<Signer>>,
+    ) -> Result<Companions, ServerError> {
         let mut companions = Companions {
             stop: Stop::new(),
             ..Companions::default()
         };
-        if let Some(settings) = config.publish.clone() {
+        if publish.is_some() || mirror.is_some() {
+            check_tiles(db)?;
+        }
+        if let Some(settings) = publish {
             let status = Arc::new(PublisherStatus::default());
             let source_db = Arc::clone(db);
             let run_status = Arc::clone(&status);
             let stop = Arc::clone(&companions.stop);
-            let signer = config.signer.clone();
             let pin_db = Arc::clone(db);
             let thread = start_thread("cairn-publisher", move || {
                 let sink = cairn_tiles::open_sink(&settings.location, &settings.remote)?;
@@ -184,14 +181,23 @@ impl Companions {
                             } else {
                                 durable
                             };
-                            let snapshot = Arc::clone(source_db.snapshot().tree());
+                            let snapshot = source_db
+                                .tree_snapshot()
+                                .expect("a published database has tiles (checked above)");
                             (snapshot, durable, target)
                         }),
                         interval: settings.interval,
                         max_backoff: Duration::from_secs(60),
                         status: run_status,
                         signer,
-                        pin: Some(Box::new(move |head| pin_published(&pin_db, head))),
+                        pin: Some(Box::new(move |head| {
+                            pin_db.pin_published(head).map_err(|e| {
+                                format!(
+                                    "making the first {} leaves final before publishing them: {e}",
+                                    head.size
+                                )
+                            })
+                        })),
                     }
                     .run(&stop);
                 })
@@ -200,7 +206,7 @@ impl Companions {
             companions.threads.push(thread);
             companions.publisher = Some(status);
         }
-        if let Some(settings) = config.mirror.clone() {
+        if let Some(settings) = mirror {
             let status = Arc::new(FollowerStatus::default());
             status
                 .adopted_size

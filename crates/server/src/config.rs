@@ -12,7 +12,10 @@ use cairn_note::Signer;
 use crate::companions::{MirrorSettings, PublishSettings};
 use crate::cors::CorsPolicy;
 use crate::error::ServerError;
-use crate::mirror::DEFAULT_MAX_LEAVES_PER_READ;
+
+/// The default of [`ServerConfig::max_leaves_per_read`]: 2^16 leaves,
+/// 2 MiB of binary body.
+pub const DEFAULT_MAX_LEAVES_PER_READ: usize = 1 << 16;
 
 /// Everything the server needs besides the database.
 #[derive(Clone)]

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use cairn_core::TreeError;
 use cairn_db::{DbError, Duplicate, DuplicateOf, ErrorKind};
 use serde::Serialize;
 
@@ -129,62 +128,64 @@ impl ApiError {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
     }
 
-    pub fn unavailable(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
-    }
-
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
 
-    /// The answer to a database error of an append.
-    pub fn from_append(error: DbError) -> ApiError {
+    /// The answer to a database error: the one table from what a caller
+    /// tells apart ([`DbError::kind`]) to a status. An operation the
+    /// database's kind lacks is a bad request here (a parameter, a body);
+    /// the routes it lacks altogether are refused by the route table, and
+    /// a rollback or finalization to a block by [`ApiError::from_write`].
+    pub fn from_db(error: DbError) -> ApiError {
         let message = error.to_string();
-        match (error.kind(), error) {
-            (_, DbError::Duplicates { duplicates, .. }) => ApiError {
-                status: StatusCode::CONFLICT,
-                message,
-                duplicates: Some(duplicates.iter().map(DuplicateJson::from).collect()),
-                finalized: None,
-            },
-            // A block number that does not follow the last tagged one, or
-            // an append a rollback removed before it was acknowledged.
-            (ErrorKind::BlockOrder | ErrorKind::RolledBack, _) => {
-                ApiError::new(StatusCode::CONFLICT, message)
+        let status = match (error.kind(), error) {
+            (_, DbError::Duplicates { duplicates, .. }) => {
+                return ApiError {
+                    status: StatusCode::CONFLICT,
+                    message,
+                    duplicates: Some(duplicates.iter().map(DuplicateJson::from).collect()),
+                    finalized: None,
+                };
             }
-            (ErrorKind::InvalidBatch, _) => ApiError::bad_request(message),
-            (ErrorKind::Full, _) => ApiError::new(StatusCode::INSUFFICIENT_STORAGE, message),
-            (ErrorKind::Unavailable, _) => ApiError::unavailable(message),
-            _ => ApiError::internal(message),
-        }
+            (ErrorKind::BelowFinalized { finalized }, _) => {
+                return ApiError {
+                    status: StatusCode::CONFLICT,
+                    message,
+                    duplicates: None,
+                    finalized: Some(finalized),
+                };
+            }
+            (ErrorKind::InvalidBatch | ErrorKind::Unsupported, _) => StatusCode::BAD_REQUEST,
+            (ErrorKind::NotFound, _) => StatusCode::NOT_FOUND,
+            // A block that does not follow the last tagged one, an append a
+            // rollback removed before it was acknowledged, an absence asked
+            // of a value the tree holds.
+            (
+                ErrorKind::Duplicate
+                | ErrorKind::BlockOrder
+                | ErrorKind::RolledBack
+                | ErrorKind::Presence,
+                _,
+            ) => StatusCode::CONFLICT,
+            (ErrorKind::Full, _) => StatusCode::INSUFFICIENT_STORAGE,
+            (ErrorKind::Unavailable, _) => StatusCode::SERVICE_UNAVAILABLE,
+            (_, DbError::NoSet) => StatusCode::NOT_IMPLEMENTED,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, message)
     }
 
-    /// The answer to a database error of a rollback or a finalization.
+    /// The answer to a database error of a rollback or a finalization: as
+    /// [`ApiError::from_db`], but a block target the database's kind
+    /// cannot have is not found (it holds no block-tagged head).
     pub fn from_write(error: DbError) -> ApiError {
-        let message = error.to_string();
-        match error.kind() {
-            ErrorKind::BelowFinalized { finalized } => ApiError {
-                status: StatusCode::CONFLICT,
-                message,
-                duplicates: None,
-                finalized: Some(finalized),
-            },
-            // A size beyond the tree, or no tagged head at or below a block.
-            ErrorKind::NotFound => ApiError::not_found(message),
-            ErrorKind::Unavailable => ApiError::unavailable(message),
-            _ => ApiError::internal(message),
+        let unsupported = error.kind() == ErrorKind::Unsupported;
+        let mut answer = ApiError::from_db(error);
+        if unsupported {
+            answer.status = StatusCode::NOT_FOUND;
         }
-    }
-
-    /// The answer to a refused proof request (index or size out of range).
-    pub fn from_proof(error: TreeError) -> ApiError {
-        match error {
-            TreeError::IndexOutOfRange { .. } | TreeError::SizeBeyondTree { .. } => {
-                ApiError::not_found(error.to_string())
-            }
-            TreeError::OldSizeAboveNew { .. } => ApiError::bad_request(error.to_string()),
-            other => ApiError::internal(other.to_string()),
-        }
+        answer
     }
 }
 

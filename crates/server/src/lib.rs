@@ -1,5 +1,6 @@
-//! cairn's HTTP server: durable appends, membership and consistency proofs
-//! and nullifier lookups over one [`cairn_db::Db`], on tokio and axum.
+//! cairn's HTTP server: durable appends, membership, absence and
+//! consistency proofs and nullifier lookups over one
+//! [`cairn_db::Database`] of any tree kind, on tokio and axum.
 //!
 //! - **Writes are durable when acknowledged**: `POST /v1/leaves` appends a
 //!   batch (all or nothing, duplicates refused) and answers only after its
@@ -16,7 +17,7 @@
 //!   /v1/rollback` undoes the appends of orphaned blocks (never below the
 //!   finalized size, `POST /v1/finalize`), and once it has answered no
 //!   response names a size, root or leaf it removed (reads are made
-//!   between rollbacks, see `api.rs`); `GET /v1/heads`, `GET
+//!   between rollbacks, see `state.rs`); `GET /v1/heads`, `GET
 //!   /v1/roots/{root}` and proofs by root serve what a wallet needs to
 //!   prove against the root a contract holds.
 //! - **Signed checkpoints**: with a signer key, `GET /v1/checkpoint`
@@ -25,9 +26,11 @@
 //!   S3) at the durable size in the background, `--read-only` refuses
 //!   writes (403), and `--mirror-from` makes the server a verifying
 //!   mirror of a tile store or another server (`companions.rs`).
-//! - **Routes are one table** ([`ROUTES`]): the router is built from it and
-//!   a test checks it against the committed OpenAPI document
-//!   (`openapi.json`, served at `/openapi.json`).
+//! - **Routes are one table** ([`ROUTES`]): the router is built from it for
+//!   a database of any kind (a route the kind cannot serve is refused from
+//!   its row), and a test checks it against the committed OpenAPI document
+//!   (`openapi.json`, served at `/openapi.json`). One handler set serves
+//!   every kind (`api/`), over the database alone.
 //!
 //! Embedding: [`Server::bind`] then [`Server::run`] with a shutdown future
 //! (or [`serve`]); the blocking [`run`] opens a directory, handles SIGTERM
@@ -41,23 +44,22 @@ mod companions;
 mod config;
 mod cors;
 mod error;
-mod indexed;
 mod metrics;
-mod mirror;
 mod process;
+mod query;
+mod respond;
 mod routes;
 mod server;
-mod signed;
+mod state;
 
-pub use companions::{DbTarget, MirrorSettings, PublishSettings, open_upstream, pin_published};
+pub use api::service::OPENAPI_JSON;
+pub use companions::{DbTarget, MirrorSettings, PublishSettings, check_tiles, open_upstream};
 pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
-    SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file, read_token_file,
-    trusted_keys,
+    DEFAULT_MAX_LEAVES_PER_READ, SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file,
+    read_token_file, trusted_keys,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;
-pub use indexed::{run_indexed, serve_indexed};
-pub use mirror::DEFAULT_MAX_LEAVES_PER_READ;
-pub use routes::{OPENAPI_JSON, ROUTES, Route};
+pub use routes::{ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};

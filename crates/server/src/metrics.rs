@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use cairn_db::{Db, IndexedDb};
+use cairn_db::Database;
 use parking_lot::RwLock;
 
 /// Upper bounds of the histogram buckets, in seconds (the last bucket,
@@ -126,8 +126,12 @@ impl Metrics {
         histogram.observe(elapsed);
     }
 
-    /// The text exposition, with the database's gauges read now.
-    pub fn render(&self, db: &Db) -> String {
+    /// The text exposition, with the database's gauges read now (an
+    /// indexed database's in its own names: [`Metrics::render_indexed`]).
+    pub fn render(&self, db: &Database) -> String {
+        if db.kind() == cairn_core::TreeKind::Indexed {
+            return self.render_indexed(db);
+        }
         let mut out = String::with_capacity(16 << 10);
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         counter(
@@ -212,7 +216,7 @@ impl Metrics {
     /// and histograms the lean server keeps (block tags aside: an indexed
     /// database has none), and its gauges in the indexed tree's sizes
     /// (the guard is leaf 0: `n` values make size `n + 1`).
-    pub fn render_indexed(&self, db: &IndexedDb) -> String {
+    fn render_indexed(&self, db: &Database) -> String {
         let mut out = String::with_capacity(16 << 10);
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         counter(

@@ -1,10 +1,12 @@
-//! The routes as one table, the router built from it, and the middleware
-//! every request goes through (request id, tracing span, latency metric,
-//! CORS), shared by the lean and the indexed server ([`observed`]).
+//! The routes as one table, the router built from it for a database of
+//! any kind, and the middleware every request goes through (request id,
+//! tracing span, latency metric, CORS, the read-only refusal).
 //!
 //! Invariant: the router serves exactly [`ROUTES`] (it is built from the
 //! table and nothing else), and a test checks the table, with each route's
-//! statuses, against the committed `openapi.json`.
+//! statuses, against the committed `openapi.json`. A route a kind cannot
+//! serve is refused (404) from its row (`needs`), in the words of the
+//! database's one refusal (`cairn_db::Operation::check`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,13 +18,14 @@ use axum::http::{HeaderValue, Method};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{MethodRouter, get, post};
+use cairn_db::Operation;
 use tracing::Instrument as _;
 
-use crate::api::{self, AppState};
+use crate::api::{append, checkpoint, history, leaves, lookup, proofs, service, writes};
 use crate::cors::CorsPolicy;
-use crate::error::ServerFailure;
+use crate::error::{ApiError, ServerFailure};
 use crate::metrics::Metrics;
-use crate::{mirror, signed};
+use crate::state::AppState;
 
 /// One route: what the router serves and the OpenAPI document describes.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +38,9 @@ pub struct Route {
     pub statuses: &'static [u16],
     /// Whether the route needs the write token when one is configured.
     pub needs_token: bool,
+    /// What the route does that only some tree kinds can (the others
+    /// answer 404 with the refusal), if anything.
+    pub needs: Option<Operation>,
 }
 
 /// Every route the server serves.
@@ -44,136 +50,160 @@ pub const ROUTES: &[Route] = &[
         path: "/v1/leaves",
         statuses: &[200, 400, 401, 403, 409, 413, 415, 500, 503, 507],
         needs_token: true,
+        needs: None,
     },
     Route {
         method: "GET",
         path: "/v1/leaves",
         statuses: &[200, 400, 404],
         needs_token: false,
+        needs: Some(Operation::LeafRange),
     },
     Route {
         method: "GET",
         path: "/v1/root",
         statuses: &[200],
         needs_token: false,
+        needs: None,
     },
     Route {
         method: "GET",
         path: "/v1/leaves/{value}",
         statuses: &[200, 400, 404, 501],
         needs_token: false,
+        needs: None,
     },
     Route {
         method: "GET",
         path: "/v1/proofs/{index}",
         statuses: &[200, 304, 400, 404],
         needs_token: false,
+        needs: None,
     },
     Route {
         method: "GET",
         path: "/v1/consistency",
         statuses: &[200, 304, 400, 404],
         needs_token: false,
+        needs: Some(Operation::ConsistencyProof),
     },
     Route {
         method: "GET",
         path: "/v1/roots/{root}",
         statuses: &[200, 400, 404],
         needs_token: false,
+        needs: Some(Operation::RootLookup),
     },
     Route {
         method: "GET",
         path: "/v1/heads",
         statuses: &[200, 400, 404],
         needs_token: false,
+        needs: Some(Operation::BlockTags),
     },
     Route {
         method: "POST",
         path: "/v1/rollback",
         statuses: &[200, 400, 401, 403, 404, 409, 413, 500, 503],
         needs_token: true,
+        needs: None,
     },
     Route {
         method: "POST",
         path: "/v1/finalize",
         statuses: &[200, 400, 401, 403, 404, 413, 500, 503],
         needs_token: true,
+        needs: None,
     },
     Route {
         method: "GET",
         path: "/v1/absence/{value}",
         statuses: &[200, 400, 404, 409],
         needs_token: false,
+        needs: Some(Operation::AbsenceProof),
     },
     Route {
         method: "GET",
         path: "/healthz",
         statuses: &[200, 503],
         needs_token: false,
+        needs: None,
     },
     Route {
         method: "GET",
         path: "/metrics",
         statuses: &[200],
         needs_token: false,
+        needs: None,
     },
     Route {
         method: "GET",
         path: "/openapi.json",
         statuses: &[200],
         needs_token: false,
+        needs: None,
     },
     Route {
         method: "GET",
         path: "/v1/checkpoint",
         statuses: &[200, 404],
         needs_token: false,
+        needs: Some(Operation::SignedCheckpoint),
     },
     Route {
         method: "POST",
         path: "/v1/lookup",
         statuses: &[200, 400, 413, 415, 501],
         needs_token: false,
+        needs: None,
     },
 ];
 
-/// The OpenAPI 3 document of [`ROUTES`], as committed and served.
-pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
-
-/// The handler of a table entry. A table entry without a handler is a
-/// programmer error, caught by every test that builds a router.
-fn handler(route: &Route) -> MethodRouter<AppState> {
+/// The handler of a table entry for a database of `kind`: the route's
+/// own, or the refusal of what it needs. A table entry without a handler
+/// is a programmer error, caught by every test that builds a router.
+fn handler(route: &Route, kind: cairn_core::TreeKind) -> MethodRouter<AppState> {
+    if let Some(refusal) = route.needs.and_then(|needs| needs.check(kind).err()) {
+        let message = refusal.to_string();
+        let refuse = move || async move { ApiError::not_found(message) };
+        return match route.method {
+            "POST" => post(refuse),
+            _ => get(refuse),
+        };
+    }
     match (route.method, route.path) {
-        ("POST", "/v1/leaves") => post(api::append),
-        ("GET", "/v1/leaves") => get(mirror::leaves),
-        ("GET", "/v1/root") => get(api::root),
-        ("GET", "/v1/leaves/{value}") => get(api::leaf_index),
-        ("GET", "/v1/proofs/{index}") => get(api::proof),
-        ("GET", "/v1/consistency") => get(api::consistency),
-        ("GET", "/v1/roots/{root}") => get(api::root_at),
-        ("GET", "/v1/heads") => get(api::heads),
-        ("POST", "/v1/rollback") => post(api::rollback),
-        ("POST", "/v1/finalize") => post(api::finalize),
-        ("GET", "/v1/absence/{value}") => get(api::absence),
-        ("GET", "/healthz") => get(api::health),
-        ("GET", "/metrics") => get(api::metrics),
-        ("GET", "/openapi.json") => get(api::openapi),
-        ("GET", "/v1/checkpoint") => get(signed::checkpoint),
-        ("POST", "/v1/lookup") => post(api::lookup),
+        ("POST", "/v1/leaves") => post(append::append),
+        ("GET", "/v1/leaves") => get(leaves::leaves),
+        ("GET", "/v1/root") => get(history::root),
+        ("GET", "/v1/leaves/{value}") => get(lookup::leaf_index),
+        ("GET", "/v1/proofs/{index}") => get(proofs::proof),
+        ("GET", "/v1/consistency") => get(proofs::consistency),
+        ("GET", "/v1/roots/{root}") => get(history::root_at),
+        ("GET", "/v1/heads") => get(history::heads),
+        ("POST", "/v1/rollback") => post(writes::rollback),
+        ("POST", "/v1/finalize") => post(writes::finalize),
+        ("GET", "/v1/absence/{value}") => get(proofs::absence),
+        ("GET", "/healthz") => get(service::health),
+        ("GET", "/metrics") => get(service::metrics),
+        ("GET", "/openapi.json") => get(service::openapi),
+        ("GET", "/v1/checkpoint") => get(checkpoint::checkpoint),
+        ("POST", "/v1/lookup") => post(lookup::lookup),
         (method, path) => panic!("route {method} {path} is in ROUTES but has no handler"),
     }
 }
 
-/// The router of [`ROUTES`], with JSON answers for unknown routes and
-/// methods, and the observing middleware around everything.
+/// The router of [`ROUTES`] for the state's database, with JSON answers
+/// for unknown routes and methods, and the observing middleware around
+/// everything.
 pub(crate) fn router(state: AppState) -> Router {
+    let kind = state.shared().db.kind();
     let mut router = Router::new();
     for route in ROUTES {
-        router = router.route(route.path, handler(route));
+        router = router.route(route.path, handler(route, kind));
     }
     let router = router
-        .fallback(api::no_route)
-        .method_not_allowed_fallback(api::method_not_allowed)
+        .fallback(service::no_route)
+        .method_not_allowed_fallback(service::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), read_only));
     let shared = state.shared();
     observed(
@@ -184,10 +214,10 @@ pub(crate) fn router(state: AppState) -> Router {
     .with_state(state)
 }
 
-/// `router` inside the middleware every server runs (lean or indexed):
-/// the CORS policy, then (outermost, so preflights and refusals count
-/// too) the request id, span and latency metric.
-pub(crate) fn observed<S>(router: Router<S>, cors: CorsPolicy, metrics: Arc<Metrics>) -> Router<S>
+/// `router` inside the middleware: the CORS policy, then (outermost, so
+/// preflights and refusals count too) the request id, span and latency
+/// metric.
+fn observed<S>(router: Router<S>, cors: CorsPolicy, metrics: Arc<Metrics>) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
@@ -239,7 +269,7 @@ async fn read_only(State(state): State<AppState>, request: Request, next: Next) 
         && request.method() == Method::POST
         && request.uri().path() != "/v1/lookup"
     {
-        return axum::response::IntoResponse::into_response(crate::error::ApiError::new(
+        return axum::response::IntoResponse::into_response(ApiError::new(
             axum::http::StatusCode::FORBIDDEN,
             "this server is read-only (--read-only): send writes to the primary",
         ));

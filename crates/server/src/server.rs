@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::serve::ListenerExt as _;
-use cairn_db::Db;
+use cairn_db::Database;
 use tokio::net::TcpListener;
 
-use crate::api::AppState;
 use crate::config::ServerConfig;
 use crate::error::ServerError;
 use crate::routes;
+use crate::state::AppState;
 
 /// A bound server, not yet serving: [`Server::local_addr`] tells which
 /// port a `:0` listen address got.
@@ -28,8 +28,8 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds `config.listen` for `db`.
-    pub async fn bind(db: Arc<Db>, config: ServerConfig) -> Result<Server, ServerError> {
+    /// Binds `config.listen` for `db` (of any kind).
+    pub async fn bind(db: Arc<Database>, config: ServerConfig) -> Result<Server, ServerError> {
         let addr = config.listen;
         let listener = TcpListener::bind(addr)
             .await
@@ -64,17 +64,24 @@ impl Server {
         } = self;
         let shared = state.shared();
         let config = &shared.config;
-        let mut companions = crate::companions::Companions::start(&shared.db, config).await?;
+        let mut companions = crate::companions::Companions::start(
+            &shared.db,
+            config.publish.clone(),
+            config.mirror.clone(),
+            config.signer.clone(),
+        )
+        .await?;
         if let Some(status) = &companions.publisher {
             let _ = shared.metrics.publisher.set(Arc::clone(status));
         }
         if let Some(status) = &companions.follower {
             let _ = shared.metrics.follower.set(Arc::clone(status));
         }
-        let tree = shared.db.config().tree();
+        let tree = shared.db.tree_config();
         tracing::info!(
             addr = %local_addr,
             dir = %shared.db.dir().display(),
+            kind = tree.kind.name(),
             arity = tree.arity.as_u64(),
             hash = tree.hash.name(),
             size = shared.db.size(),
@@ -143,10 +150,10 @@ async fn finish(state: AppState) -> Result<(), ServerError> {
         tracing::info!(durable, "flushed");
         if shared.config.checkpoint_on_shutdown {
             let start = Instant::now();
-            let written = shared.db.checkpoint()?;
+            let checkpointed = shared.db.checkpoint()?;
             let elapsed = start.elapsed();
             tracing::info!(
-                size = written.map(|c| c.size),
+                size = checkpointed.written.then_some(checkpointed.size),
                 millis = elapsed.as_millis() as u64,
                 "checkpoint written"
             );
@@ -161,7 +168,11 @@ async fn finish(state: AppState) -> Result<(), ServerError> {
 }
 
 /// Binds and serves `db` until `shutdown` completes (see [`Server::run`]).
-pub async fn serve<F>(db: Arc<Db>, config: ServerConfig, shutdown: F) -> Result<(), ServerError>
+pub async fn serve<F>(
+    db: Arc<Database>,
+    config: ServerConfig,
+    shutdown: F,
+) -> Result<(), ServerError>
 where
     F: Future<Output = ()> + Send + 'static,
 {
@@ -174,7 +185,7 @@ where
 /// default log subscriber ([`init_logging`]) unless one is set.
 pub fn run(dir: &Path, config: ServerConfig) -> Result<(), ServerError> {
     init_logging();
-    let db = Db::open(dir)?;
+    let db = Database::open(dir)?;
     run_db(db, config, |_| {})
 }
 
@@ -193,7 +204,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, ServerError> {
 /// [`run`] for an opened database; `ready` is called with the bound
 /// address before the first request is accepted.
 pub fn run_db(
-    db: Db,
+    db: Database,
     config: ServerConfig,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServerError> {

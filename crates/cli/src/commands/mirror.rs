@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use cairn_core::TreeConfig;
-use cairn_db::{Db, DbConfig};
+use cairn_db::{Database, DbConfig, Operation};
 use cairn_server::{DbTarget, open_upstream};
 use cairn_tiles::{DEFAULT_CHUNK_LEAVES, MirrorError, Upstream, catch_up};
 
@@ -122,7 +122,7 @@ pub(crate) fn create_for(
     config.unique = !no_unique;
     config.store.flush_interval = None;
     config.store.checkpoint = Default::default();
-    let db = Db::create(dir, config).map_err(database::db_failure)?;
+    let db = Database::create(dir, config).map_err(database::db_failure)?;
     db.close().map_err(database::db_failure)
 }
 
@@ -132,13 +132,15 @@ impl MirrorCmd {
         let mut upstream = open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
             .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
-        let db = Arc::new(database::open(
+        let db = Arc::new(database::open_database(
             &self.dir,
             Options {
                 background: true,
                 verify: false,
             },
         )?);
+        db.supports(Operation::Tiles)
+            .map_err(database::db_failure)?;
         let mut target = DbTarget(Arc::clone(&db));
         let mut adopted = 0;
         let result = loop {

@@ -129,9 +129,8 @@ impl PublishCmd {
                     .transpose()?
             }
         };
-        let db = database::open(&self.dir, Options::default())?;
-        let snapshot = db.snapshot();
-        let tree = snapshot.tree();
+        let db = database::open_database(&self.dir, Options::default())?;
+        let tree = db.tree_snapshot().map_err(database::db_failure)?;
         let size = if self.finalized {
             db.finalized_size()
         } else {
@@ -139,12 +138,19 @@ impl PublishCmd {
         };
         // The database is this command's alone: its tree cannot move
         // between the snapshot and the finalize.
-        let pin = |head: &cairn_core::TreeHead| cairn_server::pin_published(&db, head);
+        let pin = |head: &cairn_core::TreeHead| {
+            db.pin_published(head).map_err(|e| {
+                format!(
+                    "making the first {} leaves final before publishing them: {e}",
+                    head.size
+                )
+            })
+        };
         let options = PublishOptions {
             signer: signer.as_ref(),
             before_checkpoint: Some(&pin),
         };
-        let published = self.publish(tree, size, &*to, &options);
+        let published = self.publish(&tree, size, &*to, &options);
         db.close().map_err(database::db_failure)?;
         let (published, head) = published?;
         let signed_by = signer

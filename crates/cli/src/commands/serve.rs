@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use cairn_core::{Arity, HashKind, TreeConfig, TreeKind};
-use cairn_db::{Db, DbConfig, IndexedDb};
+use cairn_core::{Arity, HashKind, TreeConfig};
+use cairn_db::{Database, DbConfig, Operation};
 use cairn_server::{ServeOptions, ServerError, init_logging, run_db};
 
 use crate::args::{KindArgs, parse_arity, parse_hash_kind};
@@ -124,42 +124,31 @@ impl ServeCmd {
             let _ = writeln!(stdout, "listening on {addr}");
             let _ = stdout.flush();
         };
-        if database::is_indexed_dir(&self.dir) {
-            let unsupported: Vec<&str> = [
-                config
-                    .signer
-                    .as_ref()
-                    .map(|_| "signed checkpoints (--sign-key, DIR/signer.key)"),
-                config.publish.as_ref().map(|_| "--publish"),
-                config.mirror.as_ref().map(|_| "--mirror-from"),
-                config.read_only.then_some("--read-only"),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            if !unsupported.is_empty() {
+        // What the database's kind cannot serve, refused before it opens.
+        let kind = database::stored(&self.dir)?.tree().kind;
+        let needs = [
+            (
+                config.signer.is_some(),
+                "signed checkpoints (--sign-key, DIR/signer.key)",
+                Operation::SignedCheckpoint,
+            ),
+            (config.publish.is_some(), "--publish", Operation::Tiles),
+            (config.mirror.is_some(), "--mirror-from", Operation::Tiles),
+        ];
+        for (asked, what, operation) in needs {
+            if let (true, Err(refusal)) = (asked, operation.check(kind)) {
                 return Err(Failure::new(
                     Code::Usage,
                     anyhow!(
-                        "{} is an indexed database, which is served without {}: tiles, mirrors and signed checkpoints are for lean trees",
-                        self.dir.display(),
-                        unsupported.join(", ")
+                        "{} cannot be served with {what}: {refusal}",
+                        self.dir.display()
                     ),
                 ));
             }
-            let db = crate::indexed::open(
-                &self.dir,
-                Options {
-                    background: true,
-                    verify: false,
-                },
-            )?;
-            init_logging();
-            return cairn_server::run_indexed(db, config, ready).map_err(server_failure);
         }
         // The store's background flush and automatic checkpoints run while
         // serving.
-        let db = database::open(
+        let db = database::open_database(
             &self.dir,
             Options {
                 background: true,
@@ -206,11 +195,7 @@ fn create_or_check(dir: &Path, tree: TreeConfig) -> Result<(), Failure> {
     let mut config = DbConfig::new(tree);
     config.store.flush_interval = None;
     config.store.checkpoint = Default::default();
-    if kind == TreeKind::Indexed {
-        let db = IndexedDb::create(dir, config).map_err(database::db_failure)?;
-        return db.close().map_err(database::db_failure);
-    }
-    let db = Db::create(dir, config).map_err(database::db_failure)?;
+    let db = Database::create(dir, config).map_err(database::db_failure)?;
     db.close().map_err(database::db_failure)
 }
 

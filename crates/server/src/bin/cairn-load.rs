@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use axum::body::Bytes;
 use cairn_core::{Arity, Hash, HashKind, TreeConfig};
-use cairn_db::{Db, DbConfig};
+use cairn_db::{Database, DbConfig};
 use clap::{Parser, Subcommand, ValueEnum};
 use http_body_util::{BodyExt as _, Full};
 use hyper::Request;
@@ -137,7 +137,7 @@ fn random_leaf(rng: &mut impl rand::RngCore) -> Hash {
 
 fn fill(args: &FillArgs) -> anyhow::Result<()> {
     let tree = TreeConfig::new(args.arity, args.hash);
-    let db = Db::create(&args.dir, DbConfig::new(tree))
+    let db = Database::create(&args.dir, DbConfig::new(tree))
         .with_context(|| format!("creating {}", args.dir.display()))?;
     let mut rng = rand::rngs::StdRng::from_entropy();
     let start = Instant::now();
@@ -147,8 +147,7 @@ fn fill(args: &FillArgs) -> anyhow::Result<()> {
         let count = args.batch.min(args.leaves - done);
         batch.clear();
         batch.extend((0..count).map(|_| random_leaf(&mut rng)));
-        let appended = db.append_batch(&batch)?;
-        appended.token.wait(Duration::from_secs(600))?;
+        db.append(&batch)?.wait(&db, Duration::from_secs(600))?;
         done += count;
         eprintln!(
             "{done} leaves durable ({:.0} leaves/s)",

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use cairn_core::{Arity, HashKind, TreeConfig};
-use cairn_db::{Db, DbConfig};
+use cairn_db::{Database, DbConfig};
 use cairn_server::{ServeOptions, init_logging, run_db};
 use clap::Parser;
 
@@ -33,15 +33,15 @@ struct Args {
     create_hash: Option<HashKind>,
 }
 
-fn open(args: &Args) -> anyhow::Result<Db> {
+fn open(args: &Args) -> anyhow::Result<Database> {
     let holds_db = cairn_db::is_database(&args.dir);
     match (args.create_arity, args.create_hash) {
         (Some(arity), Some(hash)) if !holds_db => {
             let tree = TreeConfig::new(arity, hash);
-            Db::create(&args.dir, DbConfig::new(tree))
+            Database::create(&args.dir, DbConfig::new(tree))
                 .with_context(|| format!("cannot create a database in {}", args.dir.display()))
         }
-        _ => Db::open(&args.dir)
+        _ => Database::open(&args.dir)
             .with_context(|| format!("cannot open the database in {}", args.dir.display())),
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::http::Method;
 use cairn_core::hex::to_hex;
 use cairn_core::{ConsistencyProof, HashKind, MembershipProof, TreeHead};
-use cairn_db::{Db, DbConfig};
+use cairn_db::{Database, DbConfig};
 use cairn_store::SimFs;
 
 use crate::support::*;
@@ -457,7 +457,7 @@ async fn a_failed_fsync_answers_503_and_turns_health_to_failing() {
     let fs = Arc::new(SimFs::new());
     let mut config = DbConfig::new(tree(N, HashKind::Blake3));
     config.store.flush_interval = None;
-    let db = Db::create_in(fs.clone(), Path::new("/db"), config).unwrap();
+    let db = Database::create_in(fs.clone(), Path::new("/db"), config).unwrap();
     let server = TestServer::start(db, |_| {}).await;
     let client = server.client();
     client.post_json(&leaves(10, 2), None).await.ok();
@@ -634,10 +634,9 @@ async fn batch_lookups_answer_each_value_at_one_durable_size() {
 async fn a_read_only_server_answers_batch_lookups_and_refuses_appends() {
     let (dir, db) = temp_db(DbConfig::new(tree(N, HashKind::Blake3)));
     let all = leaves(12, 6);
-    db.append_batch(&all)
+    db.append(&all)
         .unwrap()
-        .token
-        .wait(std::time::Duration::from_secs(30))
+        .wait(&db, std::time::Duration::from_secs(30))
         .unwrap();
     let server = TestServer::start(db, |config| config.read_only = true).await;
     let client = server.client();

@@ -604,7 +604,7 @@ async fn a_rollback_racing_appends_never_serves_a_removed_head() {
                             db.durable_size(),
                             db.size(),
                             db.size_of_root(&root),
-                            db.snapshot().view(head.size).map(|v| v.root()),
+                            db.tree_snapshot().unwrap().view(head.size).map(|v| v.root()),
                             begun.load(Ordering::Acquire),
                             sent_after,
                             reply.text()
@@ -657,7 +657,7 @@ async fn a_rollback_racing_appends_never_serves_a_removed_head() {
     for k in 1..=ROLLBACKS {
         tokio::time::sleep(std::time::Duration::from_millis(rng.gen_range(5..30))).await;
         // What is there now: everything from the target on is removed.
-        let before = db.snapshot();
+        let before = db.tree_snapshot().unwrap();
         let durable = client.head().await.size;
         let depth = rng.gen_range(0..=(durable - finalized).min(40));
         let to = durable - depth;
@@ -707,7 +707,7 @@ async fn a_rollback_racing_appends_never_serves_a_removed_head() {
     // no value an append was refused for (rolled back) is there.
     let head = client.head().await;
     assert_eq!(head, db.head());
-    let snapshot = db.snapshot();
+    let snapshot = db.tree_snapshot().unwrap();
     let present: HashSet<Hash> = (0..head.size).map(|i| snapshot.leaf(i).unwrap()).collect();
     let dead = dead.lock().clone();
     let mut survivors = 0;

@@ -13,10 +13,9 @@ use std::sync::Arc;
 use axum::http::Method;
 use cairn_core::hex::{parse_hash, to_hex};
 use cairn_core::indexed::{AbsenceProof, IndexedMembershipProof, IndexedTree, InsertionWitness};
-use cairn_core::{HashKind, TreeHead};
-use cairn_db::{DbConfig, IndexedDb};
-use cairn_server::{CorsPolicy, ServerError};
-use cairn_server::{ServerConfig, serve_indexed};
+use cairn_core::{HashKind, TreeHead, TreeKind};
+use cairn_db::{Database, DbConfig, IndexedDb};
+use cairn_server::{CorsPolicy, Server, ServerConfig, ServerError};
 use serde_json::json;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -32,27 +31,17 @@ struct Indexed {
 }
 
 impl Indexed {
-    async fn start(db: &Arc<IndexedDb>, edit: impl FnOnce(&mut ServerConfig)) -> Indexed {
-        let (ready_tx, ready_rx) = oneshot::channel();
+    async fn start(db: &Arc<Database>, edit: impl FnOnce(&mut ServerConfig)) -> Indexed {
         let (stop, signal) = oneshot::channel::<()>();
         let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
         config.token = Some(TOKEN.to_owned());
         edit(&mut config);
-        let task = tokio::spawn(serve_indexed(
-            Arc::clone(db),
-            config,
-            move |addr| {
-                let _ = ready_tx.send(addr);
-            },
-            async move {
-                let _ = signal.await;
-            },
-        ));
-        Indexed {
-            addr: ready_rx.await.unwrap(),
-            stop,
-            task,
-        }
+        let server = Server::bind(Arc::clone(db), config).await.unwrap();
+        let addr = server.local_addr();
+        let task = tokio::spawn(server.run(async move {
+            let _ = signal.await;
+        }));
+        Indexed { addr, stop, task }
     }
 
     fn client(&self) -> Client {
@@ -63,6 +52,12 @@ impl Indexed {
         let _ = self.stop.send(());
         self.task.await.unwrap().unwrap();
     }
+}
+
+/// A fresh indexed database of `tree` in `path`.
+fn indexed_db(path: &std::path::Path, mut config: DbConfig) -> Arc<Database> {
+    config.store.tree = config.store.tree.with_kind(TreeKind::Indexed);
+    Arc::new(Database::create(path, config).unwrap())
 }
 
 /// The head of the indexed tree of `values` (the guard first).
@@ -85,22 +80,9 @@ fn sample(text: &str, name: &str) -> u64 {
 async fn an_indexed_database_serves_inserts_absence_proofs_and_witnesses() {
     let config = tree(4, HashKind::Blake3);
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(IndexedDb::create(dir.path().join("db"), DbConfig::new(config)).unwrap());
-    let (ready_tx, ready_rx) = oneshot::channel();
-    let (stop, signal) = oneshot::channel::<()>();
-    let mut server_config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
-    server_config.token = Some(TOKEN.to_owned());
-    let task = tokio::spawn(serve_indexed(
-        Arc::clone(&db),
-        server_config,
-        move |addr| {
-            let _ = ready_tx.send(addr);
-        },
-        async move {
-            let _ = signal.await;
-        },
-    ));
-    let client = Client::new(ready_rx.await.unwrap());
+    let db = indexed_db(&dir.path().join("db"), DbConfig::new(config));
+    let server = Indexed::start(&db, |_| {}).await;
+    let client = server.client();
     let values = leaves(3, 120);
 
     let answer = client
@@ -236,8 +218,7 @@ async fn an_indexed_database_serves_inserts_absence_proofs_and_witnesses() {
             .contains("cairn_indexed_size 111")
     );
 
-    let _ = stop.send(());
-    task.await.unwrap().unwrap();
+    server.stop().await;
     assert_eq!(db.head(), after);
 }
 
@@ -260,7 +241,7 @@ async fn an_indexed_database_rolls_back_and_finalizes_by_size_and_a_restart_keep
     // the checkpoint the server writes at shutdown).
     let mut db_config = DbConfig::new(config);
     db_config.explicit_finality = true;
-    let db = Arc::new(IndexedDb::create(&path, db_config).unwrap());
+    let db = indexed_db(&path, db_config);
     let server = Indexed::start(&db, |_| {}).await;
     let client = server.client();
     let values = leaves(5, 60);
@@ -338,10 +319,7 @@ async fn an_indexed_database_rolls_back_and_finalizes_by_size_and_a_restart_keep
             .post_to("/v1/rollback", &json!({"to_size": to}), Some(TOKEN))
             .await;
         let message = refusal.error(409);
-        assert!(
-            message.contains("the first 11 leaves are final"),
-            "{message}"
-        );
+        assert!(message.contains("the first 11 are final"), "{message}");
         assert_eq!(refusal.json()["finalized"], 11);
     }
     assert_eq!(db.head().size, 51);
@@ -393,7 +371,7 @@ async fn an_indexed_database_rolls_back_and_finalizes_by_size_and_a_restart_keep
     // and the finality; so does a rollback made just before a reopen.
     let db = Arc::try_unwrap(db).unwrap();
     db.close().unwrap();
-    let db = Arc::new(IndexedDb::open(&path).unwrap());
+    let db = Arc::new(Database::open(&path).unwrap());
     assert_eq!(db.head(), after);
     let server = Indexed::start(&db, |c| c.checkpoint_on_shutdown = false).await;
     let client = server.client();
@@ -410,7 +388,7 @@ async fn an_indexed_database_rolls_back_and_finalizes_by_size_and_a_restart_keep
     server.stop().await;
     let db = Arc::try_unwrap(db).unwrap();
     db.close().unwrap();
-    let db = IndexedDb::open(&path).unwrap();
+    let db = Database::open(&path).unwrap();
     assert_eq!(db.head(), head_of_values(config, &now[..32]));
     assert_eq!(db.finalized_size(), 11);
 }
@@ -419,7 +397,7 @@ async fn an_indexed_database_rolls_back_and_finalizes_by_size_and_a_restart_keep
 async fn an_indexed_server_answers_cors_and_counts_its_requests_in_metrics() {
     let config = tree(2, HashKind::Sha256);
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(IndexedDb::create(dir.path().join("db"), DbConfig::new(config)).unwrap());
+    let db = indexed_db(&dir.path().join("db"), DbConfig::new(config));
     let server = Indexed::start(&db, |c| {
         c.cors = CorsPolicy::Origins(vec![APP.to_owned()]);
     })
@@ -569,7 +547,8 @@ async fn an_indexed_server_answers_cors_and_counts_its_requests_in_metrics() {
 async fn inserts_racing_rollbacks_are_answered_with_heads_that_hold_them() {
     let config = tree(2, HashKind::Blake3);
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(IndexedDb::create(dir.path().join("db"), DbConfig::new(config)).unwrap());
+    let path = dir.path().join("db");
+    let db = indexed_db(&path, DbConfig::new(config));
     let server = Indexed::start(&db, |_| {}).await;
     let values = leaves(11, 400);
     let inserter = |chunk: Vec<cairn_core::Hash>| {
@@ -611,6 +590,10 @@ async fn inserts_racing_rollbacks_are_answered_with_heads_that_hold_them() {
     }
     // The head is the tree of the values it holds, in leaf order.
     let head = db.head();
+    server.stop().await;
+    Arc::try_unwrap(db).unwrap().close().unwrap();
+    let db = IndexedDb::open(&path).unwrap();
+    assert_eq!(db.head(), head);
     let held: Vec<cairn_core::Hash> = (1..head.size)
         .map(|index| db.leaf(index).unwrap().value)
         .collect();
@@ -619,5 +602,4 @@ async fn inserts_racing_rollbacks_are_answered_with_heads_that_hold_them() {
     sorted.dedup();
     assert_eq!(sorted.len(), held.len());
     assert_eq!(head.root, head_of_values(config, &held).root);
-    server.stop().await;
 }

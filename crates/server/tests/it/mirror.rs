@@ -120,7 +120,7 @@ async fn leaves_beyond_the_durable_size_are_refused_with_404_naming_it() {
     let client = server.client();
     let all = leaves(43, 12);
     client.post_json(&all[..10], None).await.ok();
-    server.db.append_batch(&all[10..]).unwrap();
+    drop(server.db.append(&all[10..]).unwrap());
     assert_eq!(server.db.size(), 12);
     assert_eq!(server.db.durable_size(), 10);
 

@@ -14,7 +14,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, Request};
 use cairn_core::hex::to_hex;
 use cairn_core::{Arity, Hash, HashKind, LeanImt, MembershipProof, TreeConfig, TreeHead};
-use cairn_db::{Db, DbConfig};
+use cairn_db::{Database, DbConfig};
 use cairn_server::{OPENAPI_JSON, Server, ServerConfig, ServerError};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client as HyperClient;
@@ -46,16 +46,16 @@ pub fn local_tree(config: TreeConfig, leaves: &[Hash]) -> LeanImt {
 }
 
 /// A database in a fresh temporary directory.
-pub fn temp_db(config: DbConfig) -> (TempDir, Db) {
+pub fn temp_db(config: DbConfig) -> (TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::create(dir.path().join("db"), config).unwrap();
+    let db = Database::create(dir.path().join("db"), config).unwrap();
     (dir, db)
 }
 
 /// A server running in this test's runtime.
 pub struct TestServer {
     pub addr: SocketAddr,
-    pub db: Arc<Db>,
+    pub db: Arc<Database>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), ServerError>>>,
     _dir: Option<TempDir>,
@@ -77,7 +77,7 @@ impl TestServer {
     }
 
     /// A server for `db`.
-    pub async fn start(db: Db, edit: impl FnOnce(&mut ServerConfig)) -> TestServer {
+    pub async fn start(db: Database, edit: impl FnOnce(&mut ServerConfig)) -> TestServer {
         let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
         edit(&mut config);
         let db = Arc::new(db);

@@ -3,22 +3,18 @@
 //! bytes `cairn export` writes for the same range), JSON on request.
 //!
 //! Invariant: every leaf answered is durable and of one tree: the range is
-//! checked against the durable size and copied inside the read window that
-//! keeps reads consistent with rollbacks (`Shared::consistent`).
+//! checked against the durable size and copied from one snapshot of the
+//! durable tree (`Database::leaves`).
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
-use cairn_core::Hash;
 use cairn_core::hex::to_hex;
 use serde::Serialize;
 
-use crate::api::{self, AppState};
 use crate::error::ApiError;
-
-/// The default of [`crate::ServerConfig::max_leaves_per_read`]: 2^16
-/// leaves, 2 MiB of binary body.
-pub const DEFAULT_MAX_LEAVES_PER_READ: usize = 1 << 16;
+use crate::query::{self, RawQuery};
+use crate::respond::{json, with_type};
+use crate::state::AppState;
 
 #[derive(Serialize)]
 struct LeavesJson {
@@ -52,12 +48,12 @@ fn wants_json(headers: &HeaderMap) -> bool {
 pub(crate) async fn leaves(
     State(state): State<AppState>,
     headers: HeaderMap,
-    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+    query: RawQuery,
 ) -> Result<axum::response::Response, ApiError> {
     let shared = state.shared();
-    let parameters = api::parameters(query, &["from", "to"])?;
-    let from = api::get(&parameters, "from").unwrap_or(0);
-    let to = api::get(&parameters, "to");
+    let numbers = query::numbers(query, &["from", "to"])?;
+    let from = query::get(&numbers, "from").unwrap_or(0);
+    let to = query::get(&numbers, "to");
     let limit = shared.config.max_leaves_per_read as u64;
     if let Some(to) = to {
         if from > to {
@@ -72,27 +68,18 @@ pub(crate) async fn leaves(
             )));
         }
     }
-    let leaves: Vec<Hash> = shared
-        .consistent(|_| {
-            let (snapshot, durable) = shared.durable();
-            api::check_size(from, durable, "from")?;
-            // Without `to`: as many as the limit allows, up to the durable size.
-            let to = to.unwrap_or_else(|| durable.min(from.saturating_add(limit)));
-            api::check_size(to, durable, "to")?;
-            (from..to)
-                .map(|index| {
-                    snapshot.leaf(index).ok_or_else(|| {
-                        ApiError::internal(format!(
-                            "leaf {index} is below the durable size {durable} but not in the snapshot of size {}",
-                            snapshot.size()
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<Hash>, ApiError>>()
-        })
-        .await?;
+    let durable = shared.db.durable_size();
+    query::check_size(from, durable, "from")?;
+    // Without `to`: as many as the limit allows, up to the durable size.
+    let to = to.unwrap_or_else(|| durable.min(from.saturating_add(limit)));
+    query::check_size(to, durable, "to")?;
+    // A rollback since `durable` was read may refuse the range (404).
+    let leaves = shared
+        .db
+        .leaves(from, Some(to))
+        .map_err(ApiError::from_db)?;
     if wants_json(&headers) {
-        return Ok(api::json(
+        return Ok(json(
             StatusCode::OK,
             &LeavesJson {
                 from,
@@ -100,7 +87,7 @@ pub(crate) async fn leaves(
             },
         ));
     }
-    Ok(api::with_type(
+    Ok(with_type(
         StatusCode::OK,
         leaves.as_flattened().to_vec().into(),
         "application/octet-stream",

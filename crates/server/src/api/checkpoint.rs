@@ -4,16 +4,17 @@
 //! one head, one note).
 //!
 //! Invariant: the signed head is one the server would serve anyway: the
-//! durable head (or, with `sign_finalized`, the finalized one), read
-//! between two rollbacks like every other read.
+//! durable head (or, with `sign_finalized`, the finalized one, which no
+//! rollback can remove).
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use cairn_note::{TreeLine, sign_head};
 
-use crate::api::{AppState, with_type};
 use crate::error::ApiError;
+use crate::respond::with_type;
+use crate::state::AppState;
 
 pub(crate) async fn checkpoint(State(state): State<AppState>) -> Result<Response, ApiError> {
     let shared = state.shared();
@@ -23,23 +24,17 @@ pub(crate) async fn checkpoint(State(state): State<AppState>) -> Result<Response
         ));
     };
     let sign_finalized = shared.config.sign_finalized;
-    let (snapshot, size) = shared
-        .consistent(|_| {
-            // Read first: it is durable when it is published.
-            let finalized = shared.db.finalized_size();
-            let (snapshot, durable) = shared.durable();
-            let size = if sign_finalized {
-                finalized.min(durable)
-            } else {
-                durable
-            };
-            (snapshot, size)
-        })
-        .await;
-    let view = snapshot
-        .view(size)
-        .map_err(|e| ApiError::internal(format!("the tree at size {size}: {e}")))?;
-    let Some(root) = view.root() else {
+    let db = &shared.db;
+    let durable = db.durable();
+    let (size, root) = if sign_finalized && durable.finalized < durable.size {
+        let head = db
+            .head_at(durable.finalized)
+            .map_err(|e| ApiError::internal(format!("the finalized head: {e}")))?;
+        (head.size, head.root)
+    } else {
+        (durable.size, durable.root)
+    };
+    let Some(root) = root else {
         let which = if sign_finalized {
             "finalized"
         } else {
@@ -49,7 +44,7 @@ pub(crate) async fn checkpoint(State(state): State<AppState>) -> Result<Response
             "no checkpoint yet: the {which} tree is empty, and cairn's empty tree has no root to sign"
         )));
     };
-    let tree = TreeLine::lean_imt(&snapshot.config());
+    let tree = TreeLine::lean_imt(&db.tree_config());
     let note = sign_head(signer, &tree, size, &root)
         .map_err(|e| ApiError::internal(format!("signing the head at size {size}: {e}")))?;
     let mut response = with_type(StatusCode::OK, note.into(), "text/plain; charset=utf-8");

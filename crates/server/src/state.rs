@@ -1,0 +1,94 @@
+//! What every handler shares: the database, the configuration, the
+//! metrics, the first storage fault a request met, and the lock that keeps
+//! rollbacks apart from the requests in flight.
+//!
+//! Invariant: a rollback holds `rollbacks` exclusively; an append holds it
+//! shared from its start to its answer, and so do the reads the database
+//! makes between rollbacks (tagged heads, roots by value). So no append in
+//! flight is removed before it is answered, no answer names a head a
+//! rollback that answered before it removed, and no worker blocks on the
+//! database's wait for a running rollback: requests await the lock instead.
+
+use std::sync::Arc;
+
+use cairn_db::{Database, DbError};
+use parking_lot::Mutex;
+
+use crate::config::ServerConfig;
+use crate::metrics::Metrics;
+
+/// What every handler shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub db: Arc<Database>,
+    pub config: ServerConfig,
+    pub metrics: Arc<Metrics>,
+    /// The first storage fault a request met that the store did not
+    /// record itself (a write of the nullifier set's files; the store's
+    /// own write and sync failures are in its durable head): the server
+    /// reports itself unhealthy after either.
+    failure: Mutex<Option<String>>,
+    /// Held shared by appends and by reads made between rollbacks, and
+    /// exclusively by a rollback (an async lock: waiters hold no thread).
+    pub rollbacks: tokio::sync::RwLock<()>,
+    /// Serialises rollbacks and finalizations (each checks the durable
+    /// size, then acts on it).
+    pub writes: Mutex<()>,
+}
+
+/// The handlers' state.
+#[derive(Clone, Debug)]
+pub(crate) struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(db: Arc<Database>, config: ServerConfig) -> AppState {
+        let metrics = Arc::new(Metrics::default());
+        // Every checkpoint written while serving, the store's automatic
+        // ones included (not only the one at shutdown).
+        let observed = Arc::clone(&metrics);
+        db.set_checkpoint_observer(Box::new(move |_, elapsed| {
+            observed.observe_checkpoint(elapsed);
+        }));
+        AppState(Arc::new(Shared {
+            db,
+            config,
+            metrics,
+            failure: Mutex::new(None),
+            rollbacks: tokio::sync::RwLock::new(()),
+            writes: Mutex::new(()),
+        }))
+    }
+
+    pub fn shared(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl Shared {
+    /// The first storage fault: the store's (a failed write or sync of
+    /// the log stops every acknowledgement), else one a request met.
+    pub fn failure(&self) -> Option<String> {
+        if let Some(failure) = self.db.failure() {
+            return Some(failure.to_string());
+        }
+        self.failure.lock().clone()
+    }
+
+    /// Records `error` if it is the first storage fault.
+    pub fn record_failure(&self, error: &DbError) {
+        if error.is_storage_fault() {
+            let mut failure = self.failure.lock();
+            if failure.is_none() {
+                tracing::error!(error = %error, "the database failed: no more appends will be acknowledged");
+                *failure = Some(error.to_string());
+            }
+        }
+    }
+
+    /// Whether an answer about the tree of `size` leaves, asked for
+    /// explicitly, can never change: no rollback can reach below the
+    /// finalized size. An answer at the current size follows the tree.
+    pub fn is_final(&self, explicit: Option<u64>) -> bool {
+        explicit.is_some_and(|size| size <= self.db.finalized_size())
+    }
+}
