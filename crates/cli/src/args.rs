@@ -19,8 +19,10 @@ pub const MAX_BLOCK_SIZE: u64 = 1 << 26;
 /// 1M, 64Ki, 2^16).
 pub fn parse_block_size(text: &str) -> Result<u64, String> {
     let want = "want a whole number of leaves from 1 to 2^26 such as 65536, 1M, 64Ki or 2^16";
-    match crate::commands::plan::parse_leaves(text) {
-        Ok(n) if n <= MAX_BLOCK_SIZE => Ok(n),
+    match crate::units::parse_count(text.trim()) {
+        Some(crate::units::Count::Whole(n)) if (1..=u128::from(MAX_BLOCK_SIZE)).contains(&n) => {
+            Ok(n as u64)
+        }
         _ => Err(format!("{text:?} is not a block size: {want}")),
     }
 }

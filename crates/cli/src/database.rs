@@ -1,21 +1,21 @@
 //! Opening a database directory, and what its errors mean as exit codes.
 //!
-//! Everything goes through `cairn-db` (the CLI does not depend on the
-//! storage engine). Commands that only read the tree (root, prove
-//! --index, consistency, export, verify --db) read it alone
-//! ([`read_tree`]): the nullifier set is not needed, and loading it would
-//! read its whole checkpoint file. Commands that append, look values up or
-//! report on the set open the database. Commands that only read open
-//! read-only, beside a server or an ingest running on the same directory;
-//! commands that write lock the directory for their duration: a second
-//! writer gets the store's "locked" error (exit 4).
+//! Everything goes through `cairn_db::Database`, whatever the tree's kind
+//! (the CLI does not depend on the storage engine), and what a kind cannot
+//! do is the database's refusal (exit 2). Commands that only read roots
+//! and proofs (root, prove --index, consistency, verify --db) open without
+//! the nullifier set ([`read`]): loading it would read its whole file.
+//! Commands that only read open read-only, beside a server or an ingest
+//! running on the same directory; commands that write lock the directory
+//! for their duration: a second writer gets the store's "locked" error
+//! (exit 4).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use cairn_core::{Snapshot, TreeKind};
-use cairn_db::{Db, DbConfig, DbError, DiskUsage, ErrorKind, FileBytes, IndexedDb, OpenOptions};
+use cairn_core::Snapshot;
+use cairn_db::{Database, DbConfig, DbError, DiskUsage, ErrorKind, FileBytes, OpenOptions};
 pub use cairn_db::{META_FILE, is_database};
 
 use crate::failure::{Code, Failure};
@@ -31,7 +31,7 @@ pub struct Options {
 }
 
 impl Options {
-    pub(crate) fn open_options(self) -> OpenOptions {
+    fn open_options(self) -> OpenOptions {
         OpenOptions::new()
             .background(self.background)
             .verify(self.verify)
@@ -43,91 +43,49 @@ pub fn stored(dir: &Path) -> Result<DbConfig, Failure> {
     DbConfig::stored(dir).map_err(db_failure)
 }
 
-/// The tree of the database in `dir`, read-only, without its nullifier set.
-pub fn read_tree(dir: &Path) -> Result<Arc<Snapshot>, Failure> {
-    if is_indexed_dir(dir) {
-        return Err(lean_only(dir));
-    }
-    Db::read_tree(dir).map_err(db_failure)
-}
-
-/// Whether `dir` holds an indexed database (`cairn init --kind indexed`).
-pub fn is_indexed_dir(dir: &Path) -> bool {
-    is_database(dir) && DbConfig::stored(dir).is_ok_and(|config| is_indexed(&config))
-}
-
-/// Whether a database created as `config` is an indexed tree.
-pub fn is_indexed(config: &DbConfig) -> bool {
-    config.tree().kind == TreeKind::Indexed
-}
-
-/// What commands for lean and imt databases say of an indexed one.
-pub fn lean_only(dir: &Path) -> Failure {
-    Failure::new(
-        Code::Usage,
-        anyhow!(
-            "{} is an indexed database (`cairn init --kind indexed`): this command reads a lean or imt tree; indexed databases take ingest, root, stats, contains, prove, verify, check, truncate, checkpoint, backup, export and serve",
-            dir.display()
-        ),
-    )
-}
-
-/// Opens the indexed database in `dir`.
-pub fn open_indexed(dir: &Path, options: Options) -> Result<IndexedDb, Failure> {
-    options.open_options().open_indexed(dir).map_err(db_failure)
-}
-
-/// Opens the indexed database in `dir` read-only (beside a writer).
-pub fn open_indexed_read_only(dir: &Path) -> Result<IndexedDb, Failure> {
-    Options::default()
-        .open_options()
-        .read_only(true)
-        .open_indexed(dir)
-        .map_err(db_failure)
-}
-
-/// The values of the indexed database in `dir`, in insertion order, as
-/// the leaves of a tree (read-only, without building the indexed tree).
-pub fn read_values(dir: &Path) -> Result<Arc<Snapshot>, Failure> {
-    cairn_db::Database::read_values(dir).map_err(db_failure)
-}
-
-/// Opens the database in `dir` (its tree and its nullifier set, if any).
-pub fn open(dir: &Path, options: Options) -> Result<Db, Failure> {
-    if is_indexed_dir(dir) {
-        return Err(lean_only(dir));
-    }
-    open_raw(dir, options).map_err(db_failure)
-}
-
-/// Opens the database in `dir`, of whichever kind it holds.
-pub fn open_database(dir: &Path, options: Options) -> Result<cairn_db::Database, Failure> {
+/// Opens the database in `dir` for writing, of whichever kind it holds.
+pub fn open(dir: &Path, options: Options) -> Result<Database, Failure> {
     options.open_options().open(dir).map_err(db_failure)
 }
 
-/// [`open`], keeping the database's own error.
-pub fn open_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
-    options.open_options().open_db(dir)
-}
-
 /// Opens the database in `dir` read-only (beside a writer, if one runs).
-pub fn open_read_only(dir: &Path, options: Options) -> Result<Db, Failure> {
-    if is_indexed_dir(dir) {
-        return Err(lean_only(dir));
-    }
+pub fn open_read_only(dir: &Path, options: Options) -> Result<Database, Failure> {
     open_read_only_raw(dir, options).map_err(db_failure)
 }
 
 /// [`open_read_only`], keeping the database's own error.
-pub fn open_read_only_raw(dir: &Path, options: Options) -> Result<Db, DbError> {
-    options.open_options().read_only(true).open_db(dir)
+pub fn open_read_only_raw(dir: &Path, options: Options) -> Result<Database, DbError> {
+    options.open_options().read_only(true).open(dir)
+}
+
+/// Opens the database in `dir` read-only without its nullifier set: for
+/// roots and proofs by index.
+pub fn read(dir: &Path) -> Result<Database, Failure> {
+    Options::default()
+        .open_options()
+        .read_only(true)
+        .lookups(false)
+        .open(dir)
+        .map_err(db_failure)
+}
+
+/// The values appended to the database in `dir`, in order, as the leaves
+/// of a tree (read-only, without building anything else).
+pub fn values(dir: &Path) -> Result<Arc<Snapshot>, Failure> {
+    Database::read_values(dir).map_err(db_failure)
+}
+
+/// Closes `db`, as a failure with its exit code.
+pub fn close(db: Database) -> Result<(), Failure> {
+    db.close().map_err(db_failure)
 }
 
 /// The exit code of a database error: 3 duplicates; 2 what the caller
 /// asked cannot be (a config that contradicts the stored one, an index or
 /// size or block the tree does not hold, a block out of order, below the
-/// finalized size); 4 everything else (I/O, corruption, a lock held, a
-/// full tree or set, a refused batch).
+/// finalized size, what the tree's kind cannot do); 1 a value present or
+/// absent against what was asked; 4 everything else (I/O, corruption, a
+/// lock held, a full tree or set, a refused batch).
 pub fn db_code(error: &DbError) -> Code {
     match error.kind() {
         ErrorKind::Duplicate => Code::Duplicate,

@@ -17,7 +17,6 @@ pub mod cli;
 pub mod commands;
 pub mod database;
 pub mod failure;
-pub mod indexed;
 pub mod json;
 pub mod leaves;
 pub mod output;

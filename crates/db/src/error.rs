@@ -224,6 +224,21 @@ impl DbError {
     }
 }
 
+impl Operation {
+    /// `Ok` if a tree of `kind` can do it, else the refusal
+    /// ([`DbError::Unsupported`]).
+    pub fn check(self, kind: TreeKind) -> Result<(), DbError> {
+        if self.supported_by(kind) {
+            Ok(())
+        } else {
+            Err(DbError::Unsupported {
+                operation: self,
+                kind,
+            })
+        }
+    }
+}
+
 /// The kinds of [`DbError`] a caller tells apart (see [`DbError::kind`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -52,7 +52,8 @@ pub use cairn_store::{
 };
 pub use config::DbConfig;
 pub use database::{
-    Ack, Acked, At, Checkpointed, Database, Durable, Lookup, Proof, ProofFormat, RenderError,
+    Ack, Acked, At, Checked, Checkpointed, Database, Durable, Lookup, Proof, ProofFormat,
+    RenderError,
 };
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
 pub use error::{DbError, ErrorKind, Result};

@@ -10,7 +10,6 @@ use cairn_core::Snapshot;
 use cairn_store::{CheckpointPolicy, StdFs, Store, StoredChildren, names};
 
 use crate::config::DbConfig;
-use crate::database::Database;
 use crate::db::{Db, check_kind, is_indexed, resolve_config};
 use crate::error::Result;
 
@@ -26,14 +25,14 @@ pub fn is_database(dir: impl AsRef<Path>) -> bool {
 /// was created with; these choose how this open runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpenOptions {
-    read_only: bool,
+    pub(crate) read_only: bool,
     background: bool,
     verify: bool,
-    lookups: bool,
+    pub(crate) lookups: bool,
 }
 
 impl Default for OpenOptions {
-    /// What [`Database::open`] does: writing, with background work, no
+    /// What [`crate::Database::open`] does: writing, with background work, no
     /// verification, the nullifier set loaded.
     fn default() -> OpenOptions {
         OpenOptions {
@@ -51,7 +50,7 @@ impl OpenOptions {
         OpenOptions::default()
     }
 
-    /// Open read-only ([`Database::open_read_only`]): beside a writer,
+    /// Open read-only ([`crate::Database::open_read_only`]): beside a writer,
     /// writing nothing.
     pub fn read_only(self, read_only: bool) -> OpenOptions {
         OpenOptions { read_only, ..self }
@@ -91,44 +90,6 @@ impl OpenOptions {
     pub fn lookups(self, lookups: bool) -> OpenOptions {
         OpenOptions { lookups, ..self }
     }
-
-    /// Opens the database in `dir` with these options, of the kind it was
-    /// created as.
-    pub fn open(&self, dir: impl AsRef<Path>) -> Result<Database> {
-        let dir = dir.as_ref();
-        let config = self.config(dir)?;
-        let fs = Arc::new(StdFs);
-        match (self.read_only, self.lookups) {
-            (true, false) => Database::open_tree_only(fs, dir, config),
-            (true, true) => Database::open_read_only_in(fs, dir, Some(config)),
-            (false, _) => Database::open_in(fs, dir, Some(config)),
-        }
-    }
-}
-
-// Kept while the front ends move to `Database`.
-impl OpenOptions {
-    #[doc(hidden)]
-    pub fn open_db(&self, dir: impl AsRef<Path>) -> Result<Db> {
-        let dir = dir.as_ref();
-        let config = self.config(dir)?;
-        if self.read_only {
-            Db::open_read_only_in(Arc::new(StdFs), dir, Some(config))
-        } else {
-            Db::open_with(dir, config)
-        }
-    }
-
-    #[doc(hidden)]
-    pub fn open_indexed(&self, dir: impl AsRef<Path>) -> Result<crate::IndexedDb> {
-        let dir = dir.as_ref();
-        let config = self.config(dir)?;
-        if self.read_only {
-            crate::IndexedDb::open_read_only_in(Arc::new(StdFs), dir, Some(config))
-        } else {
-            crate::IndexedDb::open_in(Arc::new(StdFs), dir, Some(config))
-        }
-    }
 }
 
 impl DbConfig {
@@ -160,7 +121,7 @@ impl Db {
     /// a writer, if one runs) and without loading the nullifier set: for
     /// readers of roots and proofs only.
     /// An indexed database is refused (its store holds the values, not
-    /// the tree: see [`Database::read_values`]).
+    /// the tree: see [`crate::Database::read_values`]).
     pub fn read_tree(dir: impl AsRef<Path>) -> Result<Arc<Snapshot>> {
         let dir = dir.as_ref();
         check_kind(is_indexed(&DbConfig::stored(dir)?), false)?;

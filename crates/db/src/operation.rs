@@ -1,12 +1,11 @@
 //! What each tree kind can do: the one place that decides, and words, a
-//! refusal. A [`crate::Database`] asks [`Operation::check`] before an
+//! refusal (`Operation::check`, with the database's error). A
+//! [`crate::Database`] asks it before an
 //! operation some kind lacks, and the server's route table and the CLI's
 //! option checks ask the same function, so every front end refuses the
 //! same things with the same words.
 
 use cairn_core::TreeKind;
-
-use crate::error::DbError;
 
 /// An operation only some tree kinds have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,19 +59,6 @@ impl Operation {
                 matches!(kind, TreeKind::Indexed)
             }
             _ => kind.is_append_only(),
-        }
-    }
-
-    /// `Ok` if a tree of `kind` can do it, else the refusal
-    /// ([`DbError::Unsupported`]).
-    pub fn check(self, kind: TreeKind) -> Result<(), DbError> {
-        if self.supported_by(kind) {
-            Ok(())
-        } else {
-            Err(DbError::Unsupported {
-                operation: self,
-                kind,
-            })
         }
     }
 

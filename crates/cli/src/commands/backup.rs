@@ -56,19 +56,9 @@ pub struct BackupCmd {
 impl BackupCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let started = Instant::now();
-        let backup = if database::is_indexed_dir(&self.dir) {
-            // The log of values is copied; the head is the indexed tree's.
-            let db = crate::indexed::open_read_only(&self.dir)?;
-            let mut backup = db.backup_to(&self.dest).map_err(database::db_failure)?;
-            backup.head = db.head();
-            db.close().map_err(database::db_failure)?;
-            backup
-        } else {
-            let db = database::open_read_only(&self.dir, Options::default())?;
-            let backup = db.backup_to(&self.dest).map_err(database::db_failure)?;
-            db.close().map_err(database::db_failure)?;
-            backup
-        };
+        let db = database::open_read_only(&self.dir, Options::default())?;
+        let backup = db.backup_to(&self.dest).map_err(database::db_failure)?;
+        database::close(db)?;
         let key = signing::database_key_path(&self.dir);
         let signer_key = if !key.exists() {
             None

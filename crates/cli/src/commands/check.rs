@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use cairn_db::{DbError, NodeMismatch};
+use cairn_db::{Checked, DbError, NodeMismatch};
 
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
@@ -51,6 +51,8 @@ struct Outcome {
     size: Option<u64>,
     depth: Option<u32>,
     set_checked: bool,
+    /// What was checked beyond the levels, once the database opened.
+    checked: Option<Checked>,
     error: Option<(Code, DbError)>,
     /// Where the children of a node that does not match them are.
     hint: Option<String>,
@@ -117,12 +119,11 @@ impl CheckCmd {
             None => output::line(&format!(
                 "ok: {} leaves; every level recomputed and equal to the stored one; {}",
                 group(outcome.size.unwrap_or(0)),
-                if outcome.set_checked {
-                    "the nullifier set holds exactly the leaves"
-                } else if database::is_indexed_dir(&self.dir) {
-                    "the indexed tree rebuilt from the log's values (each nonzero, canonical and held once)"
-                } else {
-                    "no nullifier set to check (created with --no-unique)"
+                match outcome.checked {
+                    Some(Checked::Set) => "the nullifier set holds exactly the leaves",
+                    Some(Checked::Values) =>
+                        "the indexed tree rebuilt from the log's values (each nonzero, canonical and held once)",
+                    _ => "no nullifier set to check (created with --no-unique)",
                 }
             )),
         }
@@ -133,6 +134,7 @@ impl CheckCmd {
             size: None,
             depth: None,
             set_checked: false,
+            checked: None,
             error: None,
             hint: None,
         };
@@ -140,9 +142,6 @@ impl CheckCmd {
             background: false,
             verify: true,
         };
-        if database::is_indexed_dir(&self.dir) {
-            return self.check_indexed(verify, outcome);
-        }
         let db = match database::open_read_only_raw(&self.dir, verify) {
             Ok(db) => db,
             Err(error) => {
@@ -159,47 +158,13 @@ impl CheckCmd {
                 return outcome;
             }
         };
-        let snapshot = db.snapshot();
-        outcome.size = Some(snapshot.size());
-        outcome.depth = Some(snapshot.depth());
-        if db.is_unique() {
-            match db.check_set() {
-                Ok(()) => outcome.set_checked = true,
-                Err(error) => {
-                    let code = if error.corrupt_location().is_some() {
-                        Code::Invalid
-                    } else {
-                        database::db_code(&error)
-                    };
-                    outcome.error = Some((code, error));
-                }
-            }
-        }
-        if let Err(error) = db.close()
-            && outcome.error.is_none()
-        {
-            let code = database::db_code(&error);
-            outcome.error = Some((code, error));
-        }
-        outcome
-    }
-
-    /// An indexed database: its log recovered and its levels recomputed as
-    /// for any database, then its tree rebuilt from the values, which
-    /// refuses a log holding 0, a non-canonical value or a repeat.
-    fn check_indexed(&self, verify: Options, mut outcome: Outcome) -> Outcome {
-        let opened = verify
-            .open_options()
-            .read_only(true)
-            .open_indexed(&self.dir);
-        match opened {
-            Ok(db) => {
-                let head = db.head();
-                outcome.size = Some(head.size);
-                outcome.depth = Some(cairn_core::shape::depth(head.size, db.tree_config().arity));
-                if let Err(error) = db.close() {
-                    outcome.error = Some((database::db_code(&error), error));
-                }
+        let head = db.head();
+        outcome.size = Some(head.size);
+        outcome.depth = Some(db.tree_config().depth_at(head.size));
+        match db.check() {
+            Ok(checked) => {
+                outcome.set_checked = checked == Checked::Set;
+                outcome.checked = Some(checked);
             }
             Err(error) => {
                 let code = if error.corrupt_location().is_some() {
@@ -209,6 +174,12 @@ impl CheckCmd {
                 };
                 outcome.error = Some((code, error));
             }
+        }
+        if let Err(error) = db.close()
+            && outcome.error.is_none()
+        {
+            let code = database::db_code(&error);
+            outcome.error = Some((code, error));
         }
         outcome
     }

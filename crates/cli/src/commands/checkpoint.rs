@@ -13,7 +13,8 @@ pub(crate) const LONG_ABOUT: &str = "\
 Write a checkpoint of the cairn database DIR: the upper levels' final nodes go to the level \
 files and the checkpoint file is replaced atomically, and the nullifier set's checkpoint file is \
 rewritten, so that the next open maps them instead of rehashing the leaves appended since the \
-last checkpoint. `cairn ingest` checkpoints on its own after large inputs; this forces one.
+last checkpoint (an indexed database: its log of values, from which open rebuilds the tree). \
+`cairn ingest` checkpoints on its own after large inputs; this forces one.
 
 Prints the checkpoint's number and the leaves it covers, or says that the last checkpoint \
 already covers every leaf.
@@ -37,63 +38,25 @@ pub struct CheckpointCmd {
 
 impl CheckpointCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        if database::is_indexed_dir(&self.dir) {
-            return self.run_indexed();
-        }
         let db = database::open(&self.dir, Options::default())?;
-        let written = db.checkpoint().map_err(database::db_failure)?;
-        let stats = db.stats();
-        let unique = db.is_unique();
-        db.close().map_err(database::db_failure)?;
-        let (number, size) = (stats.store.checkpoint_number, stats.store.checkpoint_size);
+        let checkpointed = db.checkpoint().map_err(database::db_failure)?;
+        database::close(db)?;
+        let (number, size) = (checkpointed.number, checkpointed.size);
         if self.json {
             return output::line(
                 &Object::new()
-                    .field("written", written.is_some())
+                    .field("written", checkpointed.written)
                     .field("number", number)
                     .field("size", size)
-                    .field(
-                        "set_checkpoint_size",
-                        unique.then_some(stats.set_checkpoint_size),
-                    )
+                    .field("set_checkpoint_size", checkpointed.set_size)
                     .finish(),
             );
         }
-        output::line(&match (&written, number) {
-            (Some(_), _) => format!("wrote checkpoint {number}, covering {} leaves", group(size)),
-            (None, 0) => "nothing to checkpoint: the database is empty".to_owned(),
-            (None, _) => format!(
+        output::line(&match (checkpointed.written, number) {
+            (true, _) => format!("wrote checkpoint {number}, covering {} leaves", group(size)),
+            (false, 0) => "nothing to checkpoint: the database is empty".to_owned(),
+            (false, _) => format!(
                 "checkpoint {number} already covers all {} leaves",
-                group(size)
-            ),
-        })
-    }
-}
-
-impl CheckpointCmd {
-    /// An indexed database checkpoints its log of values (its tree is
-    /// rebuilt from them at open).
-    fn run_indexed(self) -> Result<(), Failure> {
-        let db = crate::indexed::open(&self.dir, Options::default())?;
-        let written = db.checkpoint().map_err(database::db_failure)?;
-        let stats = db.stats();
-        db.close().map_err(database::db_failure)?;
-        let (number, size) = (stats.store.checkpoint_number, stats.store.checkpoint_size);
-        if self.json {
-            return output::line(
-                &Object::new()
-                    .field("written", written.is_some())
-                    .field("number", number)
-                    .field("size", size)
-                    .field("set_checkpoint_size", None::<u64>)
-                    .finish(),
-            );
-        }
-        output::line(&match (&written, number) {
-            (Some(_), _) => format!("wrote checkpoint {number}, covering {} values", group(size)),
-            (None, 0) => "nothing to checkpoint: the database holds no value".to_owned(),
-            (None, _) => format!(
-                "checkpoint {number} already covers all {} values",
                 group(size)
             ),
         })

@@ -65,10 +65,12 @@ impl ConsistencyCmd {
         }
         let (proof, to, name) = match &self.dir {
             Some(dir) => {
-                let snapshot = database::read_tree(dir)?;
-                let to = self.to.unwrap_or(snapshot.size());
+                let db = database::read(dir)?;
+                let to = self.to.unwrap_or(db.durable_size());
+                let proof = db.prove_consistency(self.from, Some(to));
+                database::close(db)?;
                 (
-                    snapshot.prove_consistency(self.from, to),
+                    proof.map_err(anyhow::Error::new),
                     to,
                     dir.display().to_string(),
                 )
@@ -78,7 +80,12 @@ impl ConsistencyCmd {
                 let source = Source::from_arg(self.leaves.as_deref());
                 let mut tree = build_tree(config, &source, self.format.unwrap_or_default())?;
                 let to = self.to.unwrap_or(tree.size());
-                (tree.prove_consistency(self.from, to), to, source.name())
+                (
+                    tree.prove_consistency(self.from, to)
+                        .map_err(anyhow::Error::new),
+                    to,
+                    source.name(),
+                )
             }
         };
         let proof = proof

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use cairn_core::Hash;
 use cairn_core::hex::Hex;
+use cairn_db::Operation;
 
 use crate::args::parse_root;
 use crate::database::{self, Options};
@@ -44,16 +45,14 @@ pub struct ContainsCmd {
 
 impl ContainsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        if database::is_indexed_dir(&self.dir) {
-            return crate::indexed::contains(&self.dir, &self.leaf, self.json);
-        }
         let db = database::open_read_only(&self.dir, Options::default())?;
-        let snapshot = db.snapshot();
-        let index = snapshot
-            .index_of(&self.leaf)
+        let found = db
+            .lookup(std::slice::from_ref(&self.leaf))
             .map_err(database::db_failure)?;
-        db.close().map_err(database::db_failure)?;
-        let size = snapshot.size();
+        // Where the tree proves absence, say how.
+        let proves_absence = db.supports(Operation::AbsenceProof).is_ok();
+        database::close(db)?;
+        let (index, size) = (found.indices[0], found.size);
         if self.json {
             output::line(
                 &Object::new()
@@ -73,10 +72,19 @@ impl ContainsCmd {
             None => Err(Failure::verdict(
                 "absent",
                 anyhow!(
-                    "{} is not among the {} leaves of {}",
+                    "{} is not among the {} leaves of {}{}",
                     Hex(&self.leaf),
                     group(size),
-                    self.dir.display()
+                    self.dir.display(),
+                    if proves_absence {
+                        format!(
+                            " (`cairn prove {} --absent {}` proves it)",
+                            self.dir.display(),
+                            Hex(&self.leaf)
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
             )),
         }

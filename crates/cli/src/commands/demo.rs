@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use cairn_core::hex::to_hex;
 use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeHead};
-use cairn_db::{Db, DbConfig, DbError, DuplicateOf};
+use cairn_db::{At, Database, DbConfig, DbError, DuplicateOf, Proof};
 
 use crate::args::{parse_arity, parse_hash_kind};
 use crate::database;
@@ -193,7 +193,7 @@ impl DemoCmd {
             }
         };
         let config = TreeConfig::new(self.arity, self.hash);
-        let (db, time) = timed(|| Db::create(&dir, DbConfig::new(config)));
+        let (db, time) = timed(|| Database::create(&dir, DbConfig::new(config)));
         let db = db.map_err(database::db_failure)?;
         if !self.json {
             output::line(&format!(
@@ -259,7 +259,7 @@ impl DemoCmd {
     }
 
     /// Runs every step; returns the final root.
-    fn steps(&self, db: Db, dir: &Path, report: &mut Report) -> Result<Hash, Failure> {
+    fn steps(&self, db: Database, dir: &Path, report: &mut Report) -> Result<Hash, Failure> {
         let (arity, hash) = (self.arity, self.hash);
         let n = self.leaves;
 
@@ -275,11 +275,7 @@ impl DemoCmd {
             figure: format!("{} of pseudo-random field elements", human_bytes(n * 32)),
         })?;
 
-        let (appended, time) = timed(|| {
-            let appended = db.append_batch(history)?;
-            appended.token.wait(Duration::from_secs(3600))?;
-            Ok::<_, DbError>(appended)
-        });
+        let (appended, time) = timed(|| db.append(history)?.wait(&db, Duration::from_secs(3600)));
         let appended = appended.map_err(|e| db_broke("ingest", e))?;
         let (usage, _) = database::usage(dir)?;
         report.add(Step {
@@ -328,9 +324,8 @@ impl DemoCmd {
         })?;
 
         let index = n / 3;
-        let snapshot = db.snapshot();
-        let (proof, time) = timed(|| snapshot.prove(index));
-        let proof = proof.map_err(|e| broke("prove", e))?;
+        let (proof, time) = timed(|| db.prove(index, At::Durable));
+        let proof = membership(proof).map_err(|e| broke("prove", e))?;
         let proof_bytes = proof.to_bytes().len() as u64;
         report.add(Step {
             id: "prove",
@@ -353,8 +348,7 @@ impl DemoCmd {
         })?;
 
         let (new, time) = timed(|| {
-            let appended = db.append_batch(batch)?;
-            appended.token.wait(Duration::from_secs(3600))?;
+            db.append(batch)?.wait(&db, Duration::from_secs(3600))?;
             Ok::<_, DbError>(db.head())
         });
         let new = new.map_err(|e| db_broke("append", e))?;
@@ -370,8 +364,7 @@ impl DemoCmd {
             figure: format!("size {}, root {}", group(new.size), to_hex(&new_root)),
         })?;
 
-        let snapshot = db.snapshot();
-        let (consistency, time) = timed(|| snapshot.prove_consistency(old.size, new.size));
+        let (consistency, time) = timed(|| db.prove_consistency(old.size, Some(new.size)));
         let consistency = consistency.map_err(|e| broke("consistency", e))?;
         let consistency_bytes = consistency.to_bytes().len() as u64;
         report.add(Step {
@@ -404,9 +397,8 @@ impl DemoCmd {
             Ok::<_, cairn_core::VerifyError>(rolled)
         });
         let rolled = rolled.map_err(|e| broke("roll_forward", e))?;
-        let fresh_proof = snapshot
-            .prove(index)
-            .map_err(|e| broke("roll_forward", e))?;
+        let fresh_proof =
+            membership(db.prove(index, At::Durable)).map_err(|e| broke("roll_forward", e))?;
         if rolled != fresh_proof {
             return Err(broke(
                 "roll_forward",
@@ -428,7 +420,7 @@ impl DemoCmd {
 
         let repeated = history[index as usize];
         let attempt = [fresh[0], repeated];
-        let (refused, time) = timed(|| db.append_batch(&attempt));
+        let (refused, time) = timed(|| db.append(&attempt));
         match refused {
             Err(DbError::Duplicates { duplicates, .. })
                 if duplicates.len() == 1
@@ -439,7 +431,7 @@ impl DemoCmd {
                 return Err(broke("duplicate", "a batch repeating a leaf was accepted"));
             }
         }
-        if db.size() != new.size || db.contains(&fresh[0]).unwrap_or(true) {
+        if db.size() != new.size || db.index_of(&fresh[0]).map_or(true, |i| i.is_some()) {
             return Err(broke("duplicate", "a refused batch changed the database"));
         }
         report.add(Step {
@@ -466,7 +458,7 @@ impl DemoCmd {
             figure: "flushed, lock released".into(),
         })?;
 
-        let (db, time) = timed(|| Db::open(dir));
+        let (db, time) = timed(|| Database::open(dir));
         let db = db.map_err(|e| db_broke("reopen", e))?;
         let head: TreeHead = db.head();
         if head != new {
@@ -530,5 +522,13 @@ impl DemoCmd {
             ),
         })?;
         Ok(new_root)
+    }
+}
+
+/// The membership proof of a lean database's proof.
+fn membership(proof: Result<Proof, DbError>) -> Result<cairn_core::MembershipProof, String> {
+    match proof.map_err(|e| e.to_string())? {
+        Proof::Membership(proof) => Ok(proof),
+        other => Err(format!("{} of a lean tree", other.describe())),
     }
 }

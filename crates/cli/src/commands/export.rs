@@ -53,12 +53,9 @@ impl ExportCmd {
                 ),
             ));
         }
-        // An indexed database exports its values, in insertion order.
-        let snapshot = if database::is_indexed_dir(&self.dir) {
-            database::read_values(&self.dir)?
-        } else {
-            database::read_tree(&self.dir)?
-        };
+        // The values in the order they were appended (an indexed
+        // database's in insertion order, not its sorted leaves).
+        let snapshot = database::values(&self.dir)?;
         if let Err(message) = self.format.check_hash(snapshot.config().hash) {
             return Err(Failure::new(
                 Code::Usage,

@@ -45,9 +45,12 @@ pub struct HeadsCmd {
 impl HeadsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let db = database::open_read_only(&self.dir, Options::default())?;
-        let heads = db.heads(self.from_block, self.limit);
+        let heads = db
+            .heads(self.from_block, self.limit)
+            .map_err(database::db_failure);
         let finalized = db.finalized_size();
-        db.close().map_err(database::db_failure)?;
+        database::close(db)?;
+        let heads = heads?;
         if self.json {
             let listed = array(heads.iter().map(|h| {
                 Object::new()

@@ -15,8 +15,8 @@ use std::io::IsTerminal as _;
 
 use anyhow::anyhow;
 use cairn_core::hex::{Hex, to_hex};
-use cairn_core::{Hash, TreeError, TreeHead};
-use cairn_db::{BlockTag, Db, DbError, Duplicate, DuplicateOf};
+use cairn_core::{Hash, TreeHead};
+use cairn_db::{Ack, BlockTag, Database, DbError, Duplicate, DuplicateOf, Operation};
 
 use crate::args::{Source, parse_block_size};
 use crate::database::{self, Options};
@@ -26,8 +26,6 @@ use crate::leaves::{self, BlockReader, Format, LeafError, ReadError};
 use crate::output;
 use crate::progress::Progress;
 use crate::units::group;
-
-mod indexed;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
@@ -180,16 +178,76 @@ struct Progressed {
     skipped: Vec<Located>,
 }
 
-/// Waits for the block in flight, if any, and counts it as done.
-fn settle(pending: &mut Option<cairn_db::Appended>, done: &mut Progressed) -> Result<(), Stop> {
-    if let Some(appended) = pending.take() {
-        appended
-            .token
-            .wait(DURABLE_TIMEOUT)
-            .map_err(|e| Stop::Db(e.into()))?;
-        done.first_index.get_or_insert(appended.first);
-        done.count += appended.count;
+/// Where a block is in the input: to locate its duplicates.
+#[derive(Debug)]
+struct Place {
+    /// The block's number, from 0.
+    block: u64,
+    /// Its first input position.
+    first: u64,
+    /// Its length.
+    len: u64,
+    /// The input line of each of its leaves (hex and decimal input).
+    lines: Vec<usize>,
+}
+
+impl Place {
+    /// `d`, located in the input.
+    fn locate(&self, d: &Duplicate) -> Located {
+        let line_of = |position: usize| self.lines.get(position).copied();
+        let (existing_index, earlier) = match d.of {
+            DuplicateOf::Leaf(index) => (Some(index), None),
+            DuplicateOf::Batch(position) => (None, Some(position)),
+        };
+        Located {
+            value: d.value,
+            position: self.first + d.position as u64,
+            line: line_of(d.position),
+            existing_index,
+            earlier_position: earlier.map(|p| self.first + p as u64),
+            earlier_line: earlier.and_then(line_of),
+        }
     }
+
+    /// The refusal of this block for `duplicates`.
+    fn refused(&self, duplicates: &[Duplicate]) -> Stop {
+        Stop::Duplicates {
+            block: self.block,
+            first: self.first,
+            len: self.len,
+            count: duplicates.len(),
+            located: duplicates
+                .iter()
+                .take(LISTED)
+                .map(|d| self.locate(d))
+                .collect(),
+        }
+    }
+}
+
+/// A block appended but not yet counted: its acknowledgement and where it
+/// is in the input (its duplicates are found when it resolves if they were
+/// not durable yet when it was appended).
+type Pending = (Ack, Place);
+
+/// Waits for the block in flight, if any, and counts it as done (its
+/// skipped duplicates too).
+fn settle(db: &Database, pending: &mut Option<Pending>, done: &mut Progressed) -> Result<(), Stop> {
+    let Some((ack, place)) = pending.take() else {
+        return Ok(());
+    };
+    let acked = ack.wait(db, DURABLE_TIMEOUT).map_err(|error| match error {
+        DbError::Duplicates { duplicates, .. } => place.refused(&duplicates),
+        error => Stop::Db(error),
+    })?;
+    if acked.count > 0 {
+        done.first_index.get_or_insert(acked.first);
+    }
+    done.count += acked.count;
+    done.skipped_count += acked.skipped.len() as u64;
+    let room = LISTED.saturating_sub(done.skipped.len());
+    done.skipped
+        .extend(acked.skipped.iter().take(room).map(|d| place.locate(d)));
     Ok(())
 }
 
@@ -225,9 +283,6 @@ impl IngestCmd {
             // Otherwise a bare `cairn ingest db` looks hung.
             eprintln!("{}", waiting_notice(self.format));
         }
-        if database::is_indexed_dir(&self.dir) {
-            return self.run_indexed(&source, input);
-        }
         let db = database::open(
             &self.dir,
             Options {
@@ -235,7 +290,15 @@ impl IngestCmd {
                 verify: false,
             },
         )?;
-        if self.skip_duplicates && !db.is_unique() {
+        if self.block.is_some()
+            && let Err(refusal) = db.supports(Operation::BlockTags)
+        {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!("{} cannot take --block: {refusal}", self.dir.display()),
+            ));
+        }
+        if self.skip_duplicates && !db.refuses_duplicates() {
             return Err(Failure::new(
                 Code::Usage,
                 anyhow!(
@@ -244,7 +307,7 @@ impl IngestCmd {
                 ),
             ));
         }
-        if let Err(message) = self.format.check_hash(db.config().tree().hash) {
+        if let Err(message) = self.format.check_hash(db.tree_config().hash) {
             return Err(Failure::new(
                 Code::Usage,
                 anyhow!("{}: {message}", self.dir.display()),
@@ -276,7 +339,7 @@ impl IngestCmd {
     /// for the block in flight, so `done` only ever counts durable leaves.
     fn ingest(
         &self,
-        db: &Db,
+        db: &Database,
         source: &Source,
         input: Box<dyn std::io::BufRead>,
         done: &mut Progressed,
@@ -286,14 +349,14 @@ impl IngestCmd {
         let result = self.ingest_blocks(db, source, input, done, &mut pending, &mut progress);
         // Settle the block in flight whatever happened; a failed wait is the
         // more serious report.
-        settle(&mut pending, done)?;
+        settle(db, &mut pending, done)?;
         result?;
         let stats = db.stats();
         let checkpoint =
             done.count > 0 && stats.store.size - stats.store.checkpoint_size >= CHECKPOINT_AFTER;
         // Appends only copied the leaves: the tree is hashed now (by the
         // checkpoint, or by the head the report prints).
-        let hash = db.config().tree().hash;
+        let hash = db.tree_config().hash;
         progress.phase(
             format!(
                 "hashing {} new leaves ({hash}){}",
@@ -316,18 +379,21 @@ impl IngestCmd {
 
     fn ingest_blocks(
         &self,
-        db: &Db,
+        db: &Database,
         source: &Source,
         input: Box<dyn std::io::BufRead>,
         done: &mut Progressed,
-        pending: &mut Option<cairn_db::Appended>,
+        pending: &mut Option<Pending>,
         progress: &mut Progress,
     ) -> Result<(), Stop> {
-        let hash = db.config().tree().hash;
         let mut reader = BlockReader::new(input, self.format);
         let block_size = usize::try_from(self.block_size).unwrap_or(usize::MAX);
         let mut block = Vec::new();
         let mut lines = Vec::new();
+        let tag = self.block.map(|number| BlockTag {
+            number,
+            hash: self.block_hash,
+        });
         loop {
             reader
                 .next_block(block_size, &mut block, &mut lines)
@@ -335,44 +401,26 @@ impl IngestCmd {
             if block.is_empty() {
                 break;
             }
-            let line_of = |position: usize| lines.get(position).copied();
-            if let Some(position) = block.iter().position(|leaf| !hash.accepts(leaf)) {
+            // A value the tree refuses whatever it holds, located in the input.
+            for (position, value) in block.iter().enumerate() {
                 let input_position = done.position + position as u64;
-                let error = TreeError::NonCanonicalLeaf {
-                    position: usize::try_from(input_position).unwrap_or(usize::MAX),
-                    leaf: block[position],
-                };
-                let at = match line_of(position) {
-                    Some(line) => format!("line {line}"),
-                    None => leaves::locate(
-                        &[],
-                        Format::Bin,
-                        usize::try_from(input_position).unwrap_or(usize::MAX),
-                    ),
-                };
-                return Err(Stop::Failed(Failure::new(
-                    Code::Input,
-                    anyhow!("{}: {at}: {error}", source.name()),
-                )));
-            }
-            let locate = |d: &Duplicate| {
-                let (existing_index, earlier) = match d.of {
-                    DuplicateOf::Leaf(index) => (Some(index), None),
-                    DuplicateOf::Batch(position) => (None, Some(position)),
-                };
-                Located {
-                    value: d.value,
-                    position: done.position + d.position as u64,
-                    line: line_of(d.position),
-                    existing_index,
-                    earlier_position: earlier.map(|p| done.position + p as u64),
-                    earlier_line: earlier.and_then(line_of),
+                if let Err(error) =
+                    db.check_value(usize::try_from(input_position).unwrap_or(usize::MAX), value)
+                {
+                    let at = match lines.get(position) {
+                        Some(line) => format!("line {line}"),
+                        None => leaves::locate(
+                            &[],
+                            Format::Bin,
+                            usize::try_from(input_position).unwrap_or(usize::MAX),
+                        ),
+                    };
+                    return Err(Stop::Failed(Failure::new(
+                        Code::Input,
+                        anyhow!("{}: {at}: {error}", source.name()),
+                    )));
                 }
-            };
-            let tag = self.block.map(|number| BlockTag {
-                number,
-                hash: self.block_hash,
-            });
+            }
             if tag.is_some() {
                 // A block's leaves are one commit: nothing may follow them.
                 let (mut rest, mut rest_lines) = (Vec::new(), Vec::new());
@@ -390,50 +438,49 @@ impl IngestCmd {
                     )));
                 }
             }
-            let appended = if self.skip_duplicates {
-                let new = db.append_new(&block).map_err(Stop::Db)?;
-                done.skipped_count += new.skipped.len() as u64;
-                let room = LISTED.saturating_sub(done.skipped.len());
-                done.skipped
-                    .extend(new.skipped.iter().take(room).map(locate));
-                new.appended
-            } else {
-                let appended = match tag {
-                    Some(tag) => db.append_tagged(&block, tag),
-                    None => db.append_batch(&block),
-                };
-                match appended {
-                    Ok(appended) => Some(appended),
-                    Err(DbError::Duplicates { duplicates, .. }) => {
-                        let located = duplicates.iter().take(LISTED).map(locate).collect();
-                        return Err(Stop::Duplicates {
-                            block: done.blocks,
-                            first: done.position,
-                            len: block.len() as u64,
-                            count: duplicates.len(),
-                            located,
-                        });
-                    }
-                    Err(error) => return Err(Stop::Db(error)),
-                }
+            let place = Place {
+                block: done.blocks,
+                first: done.position,
+                len: block.len() as u64,
+                lines: std::mem::take(&mut lines),
             };
-            done.position += block.len() as u64;
+            let appended = match (self.skip_duplicates, tag) {
+                (true, _) => db.append_new(&block),
+                (false, Some(tag)) => db.append_tagged(&block, tag),
+                (false, None) => db.append(&block),
+            };
+            let ack = appended.map_err(|error| match error {
+                DbError::Duplicates { duplicates, .. } => place.refused(&duplicates),
+                error => Stop::Db(error),
+            })?;
+            done.position += place.len;
             done.blocks += 1;
             // The previous block's wait, now that this one is appended.
-            settle(pending, done)?;
-            *pending = appended;
+            settle(db, pending, done)?;
+            let waits = ack.appended().is_none();
+            *pending = Some((ack, place));
+            if waits {
+                // Not appended yet (its duplicates were not durable): it
+                // goes in now, before the next block.
+                settle(db, pending, done)?;
+            }
             progress.update(reader.bytes(), done.count);
         }
-        if let Some(number) = self.block
+        if let Some(tag) = tag
             && done.blocks == 0
         {
             // No leaves: the block is recorded alone.
-            let tag = BlockTag {
-                number,
-                hash: self.block_hash,
-            };
-            settle(pending, done)?;
-            *pending = Some(db.append_tagged(&[], tag).map_err(Stop::Db)?);
+            settle(db, pending, done)?;
+            let ack = db.append_tagged(&[], tag).map_err(Stop::Db)?;
+            *pending = Some((
+                ack,
+                Place {
+                    block: 0,
+                    first: 0,
+                    len: 0,
+                    lines: Vec::new(),
+                },
+            ));
         }
         Ok(())
     }

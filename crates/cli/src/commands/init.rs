@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use cairn_core::hex::to_hex;
 use cairn_core::{Arity, HashKind, TreeConfig, TreeKind};
-use cairn_db::{Db, DbConfig, IndexedDb};
+use cairn_db::{Database, DbConfig, Operation};
 
 use crate::args::{KindArgs, parse_arity, parse_hash_kind};
 use crate::database;
@@ -149,7 +149,7 @@ impl InitCmd {
                 ),
             ));
         }
-        if kind == TreeKind::Indexed && self.sign_key.is_some() {
+        if self.sign_key.is_some() && !Operation::SignedCheckpoint.supported_by(kind) {
             return Err(Failure::new(
                 Code::Usage,
                 anyhow!(
@@ -157,7 +157,8 @@ impl InitCmd {
                 ),
             ));
         }
-        if kind == TreeKind::Indexed && self.no_unique {
+        // An indexed tree refuses duplicates itself: it has no set to drop.
+        if self.no_unique && !kind.is_append_only() {
             return Err(Failure::new(
                 Code::Usage,
                 anyhow!(
@@ -175,19 +176,13 @@ impl InitCmd {
         config.store.flush_interval = None;
         config.store.checkpoint = Default::default();
         let log_file_leaves = 1u64 << config.store.log_shift;
-        if kind == TreeKind::Indexed {
-            IndexedDb::create(&self.dir, config)
-                .and_then(IndexedDb::close)
-                .map_err(database::db_failure)?;
-        } else {
-            Db::create(&self.dir, config)
-                .and_then(Db::close)
-                .map_err(database::db_failure)?;
-        }
+        Database::create(&self.dir, config)
+            .and_then(Database::close)
+            .map_err(database::db_failure)?;
         if let Some(signer) = &signer {
             crate::signing::install(&self.dir, signer, false)?;
         }
-        let unique = !self.no_unique && kind != TreeKind::Indexed;
+        let unique = !self.no_unique && kind.is_append_only();
         if self.json {
             return output::line(
                 &Object::new()

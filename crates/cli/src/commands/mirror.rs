@@ -132,7 +132,7 @@ impl MirrorCmd {
         let mut upstream = open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
             .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
-        let db = Arc::new(database::open_database(
+        let db = Arc::new(database::open(
             &self.dir,
             Options {
                 background: true,

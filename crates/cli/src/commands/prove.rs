@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, anyhow};
 use cairn_core::hex::Hex;
 use cairn_core::{Arity, Hash, HashKind, MembershipProof, TreeError};
+use cairn_db::{At, DbError, Operation, Proof, ProofFormat as DbFormat, RenderError};
 
 use crate::args::{
     KindArgs, Source, build_tree, file_tree, parse_arity, parse_hash_kind, parse_root,
@@ -147,21 +148,6 @@ pub enum ProofFormat {
     ZkkitCircom,
 }
 
-/// `proof` rendered in `format`; a format the tree cannot have is a usage
-/// error. `circuit_depth` without a circuit format is one too.
-pub fn render(
-    proof: &MembershipProof,
-    format: ProofFormat,
-    circuit_depth: Option<u32>,
-) -> Result<String, cairn_core::proof::InteropError> {
-    match format {
-        ProofFormat::Json => Ok(proof.to_json()),
-        ProofFormat::Zkkit => proof.to_zkkit_json(),
-        ProofFormat::Circom => proof.to_circom_json(circuit_depth),
-        ProofFormat::ZkkitCircom => proof.to_zkkit_circom_json(circuit_depth),
-    }
-}
-
 /// Where a leaf looked up by value is.
 fn found(leaf: &Hash, index: Option<u64>, size: Option<u64>, name: &str) -> Result<u64, Failure> {
     let Some(index) = index else {
@@ -184,32 +170,6 @@ fn found(leaf: &Hash, index: Option<u64>, size: Option<u64>, name: &str) -> Resu
     Ok(index)
 }
 
-/// The size of the tree whose root is `root`: the current one, or a
-/// block-tagged head's.
-fn size_of_root(
-    dir: &std::path::Path,
-    snapshot: &cairn_core::Snapshot,
-    root: &Hash,
-) -> Result<u64, Failure> {
-    if snapshot.root().as_ref() == Some(root) {
-        return Ok(snapshot.size());
-    }
-    let db = database::open_read_only(dir, database::Options::default())?;
-    let found = db.size_of_root(root);
-    db.close().map_err(database::db_failure)?;
-    match found {
-        Some(at) if at.size <= snapshot.size() => Ok(at.size),
-        _ => Err(Failure::new(
-            Code::Usage,
-            anyhow!(
-                "{} has no head with root {} (known: the current root and the block-tagged heads `cairn heads` lists)",
-                dir.display(),
-                Hex(root)
-            ),
-        )),
-    }
-}
-
 impl ProveCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         if self.binary {
@@ -229,83 +189,69 @@ impl ProveCmd {
                 ),
             ));
         }
-        if let Some(dir) = &self.dir
-            && database::is_indexed_dir(dir)
-        {
-            return self.prove_indexed(dir, format);
-        }
-        if self.absent.is_some() {
-            return Err(Failure::new(
-                Code::Usage,
-                anyhow!(
-                    "--absent proves absence in an indexed database (`cairn init --kind indexed`); a lean tree has no absence proofs"
-                ),
-            ));
-        }
         let proof = match (&self.dir, &self.tiles) {
             (Some(dir), _) => self.prove_db(dir)?,
-            (None, Some(tiles)) => self.prove_tiles(tiles)?,
-            (None, None) => self.prove_file()?,
+            (None, Some(tiles)) => Proof::Membership(self.prove_tiles(tiles)?),
+            (None, None) => Proof::Membership(self.prove_file()?),
         };
+        let format = if self.binary {
+            DbFormat::Binary
+        } else {
+            match format {
+                ProofFormat::Json => DbFormat::Json,
+                ProofFormat::Zkkit => DbFormat::Zkkit,
+                ProofFormat::Circom => DbFormat::Circom,
+                ProofFormat::ZkkitCircom => DbFormat::ZkkitCircom,
+            }
+        };
+        let bytes = proof
+            .render(format, self.circuit_depth)
+            .map_err(|error| self.render_failure(&proof, error))?;
         if self.binary {
-            return output::binary(&proof.to_bytes());
+            return output::binary(&bytes);
         }
-        let text = render(&proof, format, self.circuit_depth).map_err(|error| {
-            Failure::new(
-                Code::Usage,
-                anyhow::Error::new(error).context(format!(
-                    "cannot print the proof of leaf {} at size {}",
-                    proof.index(),
-                    proof.size()
-                )),
-            )
-        })?;
-        output::line(&text)
+        output::line(&String::from_utf8(bytes).expect("proof JSON is text"))
     }
 
-    /// The proofs of an indexed database: absence, or membership by value
-    /// or index, against its current durable head.
-    fn prove_indexed(&self, dir: &std::path::Path, format: ProofFormat) -> Result<(), Failure> {
-        if self.size.is_some() || self.root.is_some() {
-            return Err(Failure::new(
-                Code::Usage,
-                anyhow!(
-                    "{} is an indexed database: it proves against its current head only (its leaves change as values are inserted), so --size and --root do not apply",
-                    dir.display()
-                ),
-            ));
-        }
-        use crate::indexed::{Printed, Query};
-        let query = match (self.absent, self.leaf, self.index) {
-            (Some(value), _, _) => Query::Absent(value),
-            (None, Some(value), _) => Query::Value(value),
-            (None, None, Some(index)) => Query::Index(index),
-            (None, None, None) => unreachable!("clap requires --index, --leaf or --absent"),
-        };
-        let printed = match format {
-            ProofFormat::Json if self.binary => Printed::Binary,
-            ProofFormat::Json => Printed::Json,
-            ProofFormat::Circom if matches!(query, Query::Absent(_)) => {
-                Printed::Circom(self.circuit_depth)
-            }
-            ProofFormat::Circom => {
-                return Err(Failure::new(
-                    Code::Usage,
-                    anyhow!(
-                        "--proof-format circom in an indexed database prints the inputs of the absence circuit (IndexedAbsence): use it with --absent 0x.., not --leaf or --index"
+    /// Why `proof` cannot be printed as asked.
+    fn render_failure(&self, proof: &Proof, error: RenderError) -> Failure {
+        let message = match (proof, error) {
+            (_, RenderError::Interop(error)) => {
+                let what = match proof {
+                    Proof::Absence(absence) => format!(
+                        "cannot print the absence circuit's inputs for {}{}",
+                        Hex(&absence.value()),
+                        self.dir
+                            .as_ref()
+                            .map(|dir| format!(" in {}", dir.display()))
+                            .unwrap_or_default()
                     ),
-                ));
-            }
-            ProofFormat::Zkkit | ProofFormat::ZkkitCircom => {
-                return Err(Failure::new(
-                    Code::Usage,
-                    anyhow!(
-                        "--proof-format zkkit and zkkit-circom are for lean trees; an indexed database prints its own proof JSON (or --binary), or with --absent the inputs of its absence circuit (--proof-format circom)"
+                    Proof::Membership(membership) => format!(
+                        "cannot print the proof of leaf {} at size {}",
+                        membership.index(),
+                        proof.size()
                     ),
-                ));
+                    Proof::IndexedMembership(membership) => format!(
+                        "cannot print the proof of leaf {} at size {}",
+                        membership.index(),
+                        proof.size()
+                    ),
+                };
+                anyhow::Error::new(error).context(what)
             }
+            (
+                Proof::IndexedMembership(_),
+                RenderError::NotFor {
+                    format: "circom", ..
+                },
+            ) => anyhow!(
+                "--proof-format circom in an indexed database prints the inputs of the absence circuit (IndexedAbsence): use it with --absent 0x.., not --leaf or --index"
+            ),
+            (_, RenderError::NotFor { .. }) => anyhow!(
+                "--proof-format zkkit and zkkit-circom are for lean trees; an indexed database prints its own proof JSON (or --binary), or with --absent the inputs of its absence circuit (--proof-format circom)"
+            ),
         };
-        crate::indexed::prove(dir, query, printed)
+        Failure::new(Code::Usage, message)
     }
 
     fn prove_tiles(&self, tiles: &str) -> Result<MembershipProof, Failure> {
@@ -359,34 +305,102 @@ impl ProveCmd {
             .or_exit(Code::Usage)
     }
 
-    fn prove_db(&self, dir: &std::path::Path) -> Result<MembershipProof, Failure> {
-        let name = dir.display().to_string();
-        let (snapshot, index) = match (self.index, &self.leaf) {
-            (Some(index), _) => {
-                let snapshot = database::read_tree(dir)?;
-                (snapshot, index)
-            }
-            (None, Some(leaf)) => {
-                let db = database::open_read_only(dir, database::Options::default())?;
-                let snapshot = db.snapshot();
-                let at = snapshot.index_of(leaf).map_err(database::db_failure)?;
-                db.close().map_err(database::db_failure)?;
-                let index = found(leaf, at, self.size, &name)?;
-                (snapshot.tree().clone(), index)
-            }
-            (None, None) => unreachable!("clap requires --index or --leaf"),
+    /// The proof asked of a database: absence, or membership by value or
+    /// index, against its durable head or an earlier one it names.
+    fn prove_db(&self, dir: &std::path::Path) -> Result<Proof, Failure> {
+        let lookups = self.leaf.is_some() || self.absent.is_some();
+        let db = if lookups {
+            database::open_read_only(dir, database::Options::default())?
+        } else {
+            database::read(dir)?
         };
-        let size = match &self.root {
-            Some(root) => size_of_root(dir, &snapshot, root)?,
-            None => self.size.unwrap_or(snapshot.size()),
+        let at = match (self.root, self.size) {
+            (Some(root), _) => At::Root(root),
+            (None, Some(size)) => At::Size(size),
+            (None, None) => At::Durable,
         };
-        snapshot.prove_at(index, size).map_err(|error: TreeError| {
-            Failure::new(
+        let proof = match (self.absent, &self.leaf, self.index) {
+            (Some(value), _, _) => db.prove_absence(&value),
+            (None, Some(value), _) => db.prove_value(value, at),
+            (None, None, Some(index)) => db.prove(index, at),
+            (None, None, None) => unreachable!("clap requires --index, --leaf or --absent"),
+        };
+        let proves_absence = db.supports(Operation::AbsenceProof).is_ok();
+        database::close(db)?;
+        proof.map_err(|error| self.prove_failure(dir, at, proves_absence, error))
+    }
+
+    /// What a refused proof means: a verdict for a value present or absent
+    /// (exit 1), else a usage error naming what was asked (exit 2).
+    fn prove_failure(
+        &self,
+        dir: &std::path::Path,
+        at: At,
+        proves_absence: bool,
+        error: DbError,
+    ) -> Failure {
+        let name = dir.display();
+        match error {
+            DbError::Present { value, index } => Failure::verdict(
+                "present",
+                anyhow!(
+                    "{} is leaf {index} of {name}: it has no absence proof (`cairn prove {name} --leaf {}` proves its membership)",
+                    Hex(&value),
+                    Hex(&value)
+                ),
+            ),
+            DbError::Absent { value } => Failure::verdict(
+                "absent",
+                anyhow!(
+                    "leaf {} is not in {name}{}",
+                    Hex(&value),
+                    if proves_absence {
+                        format!(" (`cairn prove {name} --absent {}` proves it)", Hex(&value))
+                    } else {
+                        String::new()
+                    }
+                ),
+            ),
+            DbError::UnknownRoot { root, .. } => Failure::new(
                 Code::Usage,
-                anyhow::Error::new(error).context(format!(
-                    "cannot prove leaf {index} at size {size} from {name}"
-                )),
-            )
-        })
+                anyhow!(
+                    "{name} has no head with root {} (known: the current root and the block-tagged heads `cairn heads` lists)",
+                    Hex(&root)
+                ),
+            ),
+            // Asked by value: the leaf holds it, beyond the size asked.
+            DbError::Tree(TreeError::IndexOutOfRange { index, size }) if self.leaf.is_some() => {
+                Failure::new(
+                    Code::Usage,
+                    anyhow!(
+                        "leaf {} is leaf {index} of {name}, not in the tree of its first {size} leaves",
+                        Hex(&self.leaf.unwrap_or_default())
+                    ),
+                )
+            }
+            DbError::Tree(error) => {
+                let size = match at {
+                    At::Size(size) => format!("size {size}"),
+                    _ => "its head".to_owned(),
+                };
+                Failure::new(
+                    Code::Usage,
+                    anyhow::Error::new(error).context(format!(
+                        "cannot prove leaf {} at {size} from {name}",
+                        self.index.unwrap_or_default()
+                    )),
+                )
+            }
+            // What the kind cannot do, naming the option that asked.
+            error @ DbError::Unsupported { .. } => {
+                let option = match (self.absent, at) {
+                    (Some(_), _) => "--absent",
+                    (None, At::Root(_)) => "--root",
+                    (None, _) => "--size",
+                };
+                Failure::new(Code::Usage, anyhow!("{option}: {error}"))
+            }
+            error => database::db_failure(error),
+        }
     }
 }

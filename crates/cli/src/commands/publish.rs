@@ -129,7 +129,7 @@ impl PublishCmd {
                     .transpose()?
             }
         };
-        let db = database::open_database(&self.dir, Options::default())?;
+        let db = database::open(&self.dir, Options::default())?;
         let tree = db.tree_snapshot().map_err(database::db_failure)?;
         let size = if self.finalized {
             db.finalized_size()

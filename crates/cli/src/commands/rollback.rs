@@ -21,6 +21,9 @@ A rollback below the finalized size (see `cairn finalize` and `cairn init --fina
 published as tiles by `cairn publish` or `cairn serve --publish` is final too) is refused (exit 2) and changes nothing; so is a size beyond the tree or a block with no tagged \
 head at or below it.
 
+An indexed database (`cairn init --kind indexed`) is rolled back --to a size of its tree, which \
+counts the guard leaf 0 (always final); it records no block-tagged heads.
+
 --json prints {\"size\":S,\"root\":\"0x..\"|null,\"removed\":R,\"finalized_size\":F}.
 
 Examples:
@@ -36,6 +39,8 @@ finalized size never goes down: a smaller one leaves it as it is.
 
 A database created with --finality checkpoint (the default) also finalizes what each checkpoint \
 covers; one created with --finality explicit only what this command names.
+
+An indexed database takes --to in its tree's sizes (the guard leaf 0 counts, and is always final).
 
 --json prints {\"finalized_size\":F,\"size\":S}.
 
@@ -83,18 +88,6 @@ pub struct FinalizeCmd {
 
 impl TruncateCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        if database::is_indexed_dir(&self.dir) {
-            let Some(size) = self.target.to else {
-                return Err(Failure::new(
-                    crate::failure::Code::Usage,
-                    anyhow::anyhow!(
-                        "{} is an indexed database: it records no block-tagged heads, so roll it back --to a size",
-                        self.dir.display()
-                    ),
-                ));
-            };
-            return crate::indexed::truncate(&self.dir, size, self.json);
-        }
         let db = database::open(&self.dir, Options::default())?;
         let before = db.size();
         let head = match (self.target.to, self.target.to_block) {
@@ -116,8 +109,8 @@ impl TruncateCmd {
             database::db_failure(error)
         })?;
         let finalized = db.finalized_size();
-        db.close().map_err(database::db_failure)?;
-        let removed = before - head.size;
+        database::close(db)?;
+        let removed = before.saturating_sub(head.size);
         if self.json {
             return output::line(
                 &Object::new()
@@ -151,7 +144,7 @@ impl FinalizeCmd {
         }
         .map_err(database::db_failure)?;
         let size = db.size();
-        db.close().map_err(database::db_failure)?;
+        database::close(db)?;
         if self.json {
             return output::line(
                 &Object::new()

@@ -29,7 +29,7 @@ is null and the exit code is 0. The empty imt's root is its top zero hash, zeros
 any root.
 
 --json prints {\"size\":S,\"depth\":d,\"root\":\"0x..\"|null,\"arity\":N,\"hash\":\"..\",\
-\"kind\":\"lean\"|\"imt\",\"zero\":\"0x..\"|null} (depth: an imt's fixed depth; zero: an imt's).
+\"kind\":\"lean\"|\"imt\"|\"indexed\",\"zero\":\"0x..\"|null} (depth: an imt's fixed depth; zero: an imt's).
 
 Examples:
   cairn root --arity 4 --hash blake3 leaves.bin
@@ -63,17 +63,15 @@ pub struct RootCmd {
 impl RootCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let (head, depth, config, name) = match &self.source {
-            Some(dir) if database::is_indexed_dir(dir) => {
-                refuse_tree_options(dir, self.arity, self.hash, &self.kind, self.format)?;
-                return crate::indexed::root(dir, self.json);
-            }
             Some(dir) if database::is_database(dir) => {
                 refuse_tree_options(dir, self.arity, self.hash, &self.kind, self.format)?;
-                let snapshot = database::read_tree(dir)?;
+                let db = database::read(dir)?;
+                let (head, config) = (db.head(), db.tree_config());
+                database::close(db)?;
                 (
-                    snapshot.head(),
-                    snapshot.depth(),
-                    snapshot.config(),
+                    head,
+                    config.depth_at(head.size),
+                    config,
                     format!("the database {} has no leaves", dir.display()),
                 )
             }

@@ -148,7 +148,7 @@ impl ServeCmd {
         }
         // The store's background flush and automatic checkpoints run while
         // serving.
-        let db = database::open_database(
+        let db = database::open(
             &self.dir,
             Options {
                 background: true,

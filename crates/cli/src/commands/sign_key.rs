@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
+use cairn_db::Operation;
 
 use crate::database;
 use crate::failure::{Code, Failure};
@@ -55,9 +56,9 @@ impl SignKeyCmd {
                 ),
             ));
         }
-        if database::is_indexed_dir(&self.dir) {
-            return Err(database::lean_only(&self.dir));
-        }
+        Operation::SignedCheckpoint
+            .check(database::stored(&self.dir)?.tree().kind)
+            .map_err(database::db_failure)?;
         let signer = signing::read_key(&self.key)?;
         let installed = signing::install(&self.dir, &signer, self.replace)?;
         let verifier = signer.verifier().to_string();

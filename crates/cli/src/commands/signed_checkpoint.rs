@@ -4,9 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use cairn_core::hex::to_hex;
+use cairn_db::Operation;
 use cairn_note::{TreeLine, sign_head};
 
-use crate::database::{self, Options};
+use crate::database;
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::output;
@@ -52,23 +53,23 @@ pub struct SignedCheckpointCmd {
 
 impl SignedCheckpointCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        if database::is_indexed_dir(&self.dir) {
-            return Err(database::lean_only(&self.dir));
-        }
+        // Refused before the key is read: the kind has no signed checkpoints.
+        Operation::SignedCheckpoint
+            .check(database::stored(&self.dir)?.tree().kind)
+            .map_err(database::db_failure)?;
         let signer = signing::key_for(&self.dir, self.sign_key.as_deref())?;
-        let db = database::open_read_only(&self.dir, Options::default())?;
-        let snapshot = db.snapshot().tree().clone();
-        let finalized = db.finalized_size();
-        db.close().map_err(database::db_failure)?;
-        let size = if self.finalized {
-            finalized.min(snapshot.size())
+        let db = database::read(&self.dir)?;
+        let durable = db.durable();
+        let config = db.tree_config();
+        let head = if self.finalized {
+            db.head_at(durable.finalized)
         } else {
-            snapshot.size()
+            Ok(durable.head())
         };
-        let view = snapshot
-            .view(size)
-            .map_err(|e| Failure::new(Code::Input, anyhow!("the tree at size {size}: {e}")))?;
-        let Some(root) = view.root() else {
+        database::close(db)?;
+        let head = head.map_err(database::db_failure)?;
+        let size = head.size;
+        let Some(root) = head.root else {
             return Err(Failure::verdict(
                 "empty",
                 anyhow!(
@@ -82,7 +83,6 @@ impl SignedCheckpointCmd {
                 ),
             ));
         };
-        let config = snapshot.config();
         let tree = TreeLine::lean_imt(&config);
         let note =
             sign_head(&signer, &tree, size, &root).map_err(|e| Failure::new(Code::Usage, e))?;

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use cairn_core::hex::to_hex;
 use cairn_core::level::SEGMENT_LEN;
-use cairn_core::shape;
-use cairn_db::FileBytes;
+use cairn_core::{TreeKind, shape};
+use cairn_db::{Database, FileBytes};
 
 use crate::database::{self, Options};
 use crate::failure::Failure;
@@ -64,18 +64,19 @@ struct LevelFigures {
 
 impl StatsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let meta = database::stored(&self.dir)?;
-        if database::is_indexed(&meta) {
-            return crate::indexed::stats(&self.dir, self.json);
-        }
         let db = database::open_read_only(&self.dir, Options::default())?;
+        // What there is to report differs by kind: an indexed tree's values
+        // and guard; a lean or imt tree's levels, tiering and set.
+        if db.kind() == TreeKind::Indexed {
+            return self.indexed(db);
+        }
+        let meta = db.config().clone();
         let stats = db.stats();
-        let snapshot = db.snapshot();
-        db.close().map_err(database::db_failure)?;
+        let head = db.head();
+        database::close(db)?;
         let (disk, apparent) = database::usage(&self.dir)?;
         let tree = meta.tree();
-        let head = snapshot.head();
-        let depth = snapshot.depth();
+        let depth = tree.depth_at(head.size);
         let levels: Vec<LevelFigures> = if head.size == 0 {
             Vec::new()
         } else {
@@ -242,6 +243,47 @@ impl StatsCmd {
             text.push_str(&format!("{key:<14}{value}\n"));
         }
         output::line(text.trim_end())
+    }
+}
+
+impl StatsCmd {
+    /// An indexed database's figures: its values (the tree's size counts
+    /// the guard leaf too), head, depth, checkpoint of the log and
+    /// finalized size.
+    fn indexed(&self, db: Database) -> Result<(), Failure> {
+        let head = db.head();
+        let config = db.tree_config();
+        let stats = db.stats();
+        let finalized = db.finalized_size();
+        database::close(db)?;
+        let root = head
+            .root
+            .expect("an indexed tree always has its guard leaf");
+        let depth = config.depth_at(head.size);
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("kind", "indexed")
+                    .field("arity", config.arity.as_u64())
+                    .field("hash", config.hash.name())
+                    .field("size", head.size)
+                    .field("values", head.size - 1)
+                    .hash("root", Some(&root))
+                    .field("depth", u64::from(depth))
+                    .field("checkpoint_size", stats.store.checkpoint_size)
+                    .field("finalized_size", finalized)
+                    .finish(),
+            );
+        }
+        output::line(&format!(
+            "indexed tree: arity {}, hash {}, {} values (size {} with the guard leaf), depth {depth}, root {}\ncheckpoint: {} values of the log",
+            config.arity,
+            config.hash,
+            group(head.size - 1),
+            head.size,
+            to_hex(&root),
+            group(stats.store.checkpoint_size),
+        ))
     }
 }
 

@@ -5,9 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use cairn_core::hex::Hex;
-use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeHead};
+use cairn_core::indexed::{
+    AbsenceProof, IndexedMembershipProof, IndexedVerifyError, InsertionWitness,
+};
+use cairn_core::{Arity, DecodeError, Hash, HashKind, TreeConfig, TreeHead, TreeKind};
 
-use crate::args::{KindArgs, Source, file_tree, parse_arity, parse_hash_kind, parse_root};
+use crate::args::{
+    KindArgs, KindName, Source, file_tree, parse_arity, parse_hash_kind, parse_root,
+};
 use crate::failure::{Code, Failure};
 use crate::json::Object;
 use crate::units::group;
@@ -33,7 +38,7 @@ stderr).
 
 Indexed trees (`cairn init --kind indexed`): an absence proof, an indexed membership proof \
 (`cairn prove DIR --absent|--leaf|--index`) or an insertion witness is recognised by its kind and \
-checked the same way. An absence or membership proof is about the value it carries, or about \
+checked the same way (--kind indexed may say so; another kind is refused). An absence or membership proof is about the value it carries, or about \
 --value 0x.. when given (a proof about another value is invalid); with --db the trusted head is \
 the database's current one (an indexed database has no older heads). An insertion witness is \
 checked against the head before it, so it takes --root and --size, not --db, and prints the \
@@ -102,16 +107,18 @@ pub(crate) fn reject(json: bool, failure: Failure) -> Failure {
 /// (else it is the proof's), and the option that gives it.
 pub(crate) type Wanted<'a> = (u64, bool, &'a str);
 
-/// The tree and trusted heads of the database in `dir` at each of `sizes`.
+/// The tree and trusted heads of the database in `dir` at each of `sizes`
+/// (an indexed tree has its current head only).
 pub(crate) fn db_heads(
     dir: &std::path::Path,
     sizes: &[Wanted<'_>],
 ) -> Result<(TreeConfig, Vec<TreeHead>), Failure> {
-    let snapshot = database::read_tree(dir)?;
-    let config = snapshot.config();
+    let db = database::read(dir)?;
+    let config = db.tree_config();
+    let durable = db.durable_size();
     let mut heads = Vec::with_capacity(sizes.len());
     for &(size, given, option) in sizes {
-        if size > snapshot.size() {
+        if size > durable {
             let message = anyhow!(
                 "{} {size} is beyond the database {}, which holds {} leaves",
                 if given {
@@ -120,7 +127,7 @@ pub(crate) fn db_heads(
                     "the proof's size".to_owned()
                 },
                 dir.display(),
-                group(snapshot.size())
+                group(durable)
             );
             return Err(if given {
                 Failure::new(Code::Usage, message)
@@ -128,11 +135,9 @@ pub(crate) fn db_heads(
                 Failure::rejected(message)
             });
         }
-        let view = snapshot
-            .view(size)
-            .map_err(|e| Failure::new(Code::Usage, e))?;
-        heads.push(view.head());
+        heads.push(db.head_at(size).map_err(database::db_failure)?);
     }
+    database::close(db)?;
     Ok((config, heads))
 }
 
@@ -162,13 +167,22 @@ impl VerifyCmd {
                 anyhow!("--value is for indexed proofs (absence or indexed membership)"),
             ));
         }
-        if let Some(dir) = &self.db
-            && database::is_indexed_dir(dir)
-        {
+        // A proof of one kind against a tree of another is invalid.
+        let trusted_kind = match &self.db {
+            Some(dir) => Some(database::stored(dir)?.tree().kind),
+            None => self.kind.kind.map(|name| match name {
+                KindName::Indexed => TreeKind::Indexed,
+                KindName::Lean | KindName::Imt => TreeKind::Lean,
+            }),
+        };
+        if trusted_kind == Some(TreeKind::Indexed) {
             return Err(Failure::rejected(anyhow!(
-                "{}: a lean or imt tree's membership proof, but {} is an indexed database",
+                "{}: a lean or imt tree's membership proof, but {} indexed",
                 source.name(),
-                dir.display()
+                match &self.db {
+                    Some(dir) => format!("{} is an", dir.display()),
+                    None => "the trusted tree is".to_owned(),
+                }
             )));
         }
         let proof = proof_file::decode_membership(&source, &bytes)?;
@@ -217,7 +231,7 @@ impl VerifyCmd {
 
 impl VerifyCmd {
     /// An indexed tree's proof or witness, against --db's current head or
-    /// the head given.
+    /// the head given (`--kind indexed`, or no kind: the proof names its own).
     fn verify_indexed(&self, name: &str, bytes: &[u8], kind: &str) -> Result<(), Failure> {
         let trusted = match &self.db {
             Some(dir) => {
@@ -229,51 +243,180 @@ impl VerifyCmd {
                         ),
                     ));
                 }
-                if !database::is_indexed_dir(dir) {
+                let db = database::read(dir)?;
+                let (config, head) = (db.tree_config(), db.head());
+                database::close(db)?;
+                if config.kind != TreeKind::Indexed {
                     return Err(Failure::rejected(anyhow!(
                         "{name}: an indexed tree's proof, but {} is not an indexed database",
                         dir.display()
                     )));
                 }
-                let trusted = crate::indexed::trusted_from(dir)?;
                 if let Some(size) = self.size
-                    && size != trusted.head.size
+                    && size != head.size
                 {
                     return Err(Failure::new(
                         Code::Usage,
                         anyhow!(
                             "--size {size}: the indexed database {} proves at its current size {} only",
                             dir.display(),
-                            trusted.head.size
+                            head.size
                         ),
                     ));
                 }
-                trusted
+                Trusted {
+                    arity: config.arity,
+                    hash: config.hash,
+                    head,
+                }
             }
             None => {
-                // The proof names its kind: --kind, --depth and --zero
-                // describe the trusted tree of a lean or imt proof.
-                let given = self.kind.given();
-                if !given.is_empty() {
+                // The proof names its kind: a kind given must be indexed.
+                if !matches!(self.kind.kind, None | Some(KindName::Indexed))
+                    || self.kind.depth.is_some()
+                    || self.kind.zero.is_some()
+                {
                     return Err(Failure::new(
                         Code::Usage,
                         anyhow!(
                             "{name}: an indexed tree's proof; {} describe a lean or imt tree",
-                            given.join(" and ")
+                            self.kind.given().join(" and ")
                         ),
                     ));
                 }
-                let config = file_tree(self.arity, self.hash, &self.kind, "verify")?;
-                let (Some(root), Some(size)) = (self.root, self.size) else {
-                    unreachable!("clap requires --root and --size without --db")
+                let (Some(arity), Some(hash), Some(root), Some(size)) =
+                    (self.arity, self.hash, self.root, self.size)
+                else {
+                    unreachable!("clap requires --arity, --hash, --root and --size without --db")
                 };
-                crate::indexed::Trusted {
-                    arity: config.arity,
-                    hash: config.hash,
+                Trusted {
+                    arity,
+                    hash,
                     head: TreeHead::new(size, root),
                 }
             }
         };
-        crate::indexed::verify(name, bytes, kind, trusted, self.value, self.json)
+        verify_indexed(name, bytes, kind, trusted, self.value, self.json)
+    }
+}
+
+/// What `cairn verify` trusts for an indexed proof.
+#[derive(Clone, Copy, Debug)]
+struct Trusted {
+    arity: Arity,
+    hash: HashKind,
+    /// The head: the tree's (for a proof) or the one before (for a witness).
+    head: TreeHead,
+}
+
+fn malformed(name: &str, error: DecodeError) -> Failure {
+    Failure::new(Code::Invalid, anyhow!("{name}: invalid proof: {error}"))
+}
+
+fn rejected(error: IndexedVerifyError) -> Failure {
+    Failure::rejected(anyhow!(error))
+}
+
+/// An absence proof, an indexed membership proof or an insertion witness
+/// (`kind` from [`cairn_core::indexed::proof_kind`]) checked against
+/// `trusted`; `value` is the value the user asks about (default: the
+/// proof's own).
+fn verify_indexed(
+    name: &str,
+    bytes: &[u8],
+    kind: &str,
+    trusted: Trusted,
+    value: Option<Hash>,
+    json: bool,
+) -> Result<(), Failure> {
+    let Trusted { arity, hash, head } = trusted;
+    let root = head.root.unwrap_or_default();
+    match kind {
+        "absence" => {
+            let proof = AbsenceProof::decode(bytes).map_err(|e| malformed(name, e))?;
+            let value = value.unwrap_or(proof.value());
+            proof.verify(arity, hash, &head, &value).map_err(rejected)?;
+            if json {
+                return output::line(
+                    &Object::new()
+                        .field("valid", true)
+                        .field("kind", "absence")
+                        .hash("value", Some(&value))
+                        .field("low_index", proof.low_index())
+                        .field("size", head.size)
+                        .hash("root", Some(&root))
+                        .finish(),
+                );
+            }
+            let low = proof.low_leaf();
+            output::line(&format!(
+                "valid: {} is absent from the indexed tree of size {} with root {} (low leaf {}: {} < value{})",
+                Hex(&value),
+                head.size,
+                Hex(&root),
+                proof.low_index(),
+                Hex(&low.value),
+                if low.is_last() {
+                    ", the largest value".to_owned()
+                } else {
+                    format!(" < {}", Hex(&low.next_value))
+                }
+            ))
+        }
+        "indexed_membership" => {
+            let proof = IndexedMembershipProof::decode(bytes).map_err(|e| malformed(name, e))?;
+            let value = value.unwrap_or(proof.leaf().value);
+            proof.verify(arity, hash, &head, &value).map_err(rejected)?;
+            if json {
+                return output::line(
+                    &Object::new()
+                        .field("valid", true)
+                        .field("kind", "indexed_membership")
+                        .hash("value", Some(&value))
+                        .field("index", proof.index())
+                        .field("size", head.size)
+                        .hash("root", Some(&root))
+                        .finish(),
+                );
+            }
+            output::line(&format!(
+                "valid: {} is leaf {} of the indexed tree of size {} with root {}",
+                Hex(&value),
+                proof.index(),
+                head.size,
+                Hex(&root),
+            ))
+        }
+        "insertion" => {
+            let witness = InsertionWitness::decode(bytes).map_err(|e| malformed(name, e))?;
+            let after = witness.verify(arity, hash, &head).map_err(rejected)?;
+            let new_root = after.root.unwrap_or_default();
+            if json {
+                return output::line(
+                    &Object::new()
+                        .field("valid", true)
+                        .field("kind", "insertion")
+                        .field("count", witness.steps().len() as u64)
+                        .field("old_size", head.size)
+                        .hash("old_root", Some(&root))
+                        .field("new_size", after.size)
+                        .hash("new_root", Some(&new_root))
+                        .finish(),
+                );
+            }
+            output::line(&format!(
+                "valid: {} insertion{} carry the indexed tree of size {} (root {}) to size {} (root {})",
+                witness.steps().len(),
+                if witness.steps().len() == 1 { "" } else { "s" },
+                head.size,
+                Hex(&root),
+                after.size,
+                Hex(&new_root),
+            ))
+        }
+        other => Err(Failure::new(
+            Code::Invalid,
+            anyhow!("{name}: a {other} proof is not an indexed tree's"),
+        )),
     }
 }

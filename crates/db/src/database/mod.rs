@@ -94,6 +94,33 @@ pub struct Database {
     lookups: bool,
 }
 
+impl OpenOptions {
+    /// Opens the database in `dir` with these options, of the kind it was
+    /// created as.
+    pub fn open(&self, dir: impl AsRef<Path>) -> Result<Database> {
+        let dir = dir.as_ref();
+        let config = self.config(dir)?;
+        let fs = Arc::new(StdFs);
+        match (self.read_only, self.lookups) {
+            (true, false) => Database::open_tree_only(fs, dir, config),
+            (true, true) => Database::open_read_only_in(fs, dir, Some(config)),
+            (false, _) => Database::open_in(fs, dir, Some(config)),
+        }
+    }
+}
+
+/// What [`Database::check`] checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// The nullifier set holds exactly the leaves.
+    Set,
+    /// No nullifier set to check (created without one).
+    NoSet,
+    /// An indexed tree, rebuilt at open from the log's values (each
+    /// nonzero, canonical and held once).
+    Values,
+}
+
 /// The kind implementations.
 #[derive(Debug)]
 #[expect(
@@ -309,6 +336,23 @@ impl Database {
         }
     }
 
+    /// Checks what derives from the leaves beyond the levels (which an open
+    /// with verification recomputes): the nullifier set against the tree
+    /// (every leaf at its index, nothing else), or, for an indexed tree,
+    /// nothing more (its tree was rebuilt from the log's values at open,
+    /// each refused if 0, not canonical or repeated). Reports the first
+    /// problem as a corruption.
+    pub fn check(&self) -> Result<Checked> {
+        match &self.kind {
+            Kind::AppendOnly(db) if db.config().unique => {
+                db.check_set()?;
+                Ok(Checked::Set)
+            }
+            Kind::AppendOnly(_) => Ok(Checked::NoSet),
+            Kind::Indexed(_) => Ok(Checked::Values),
+        }
+    }
+
     /// Where the children of the node stored at `offset` of the level file
     /// `file` are, if it is one of this database's (see
     /// [`Db::children_of_stored_node`]).
@@ -359,6 +403,32 @@ impl Database {
             Ok(())
         } else {
             Err(DbError::SetNotLoaded)
+        }
+    }
+
+    /// Whether the tree takes `value` as a leaf (canonical for its hash;
+    /// an indexed tree's not its guard value 0), the refusal naming it as
+    /// the value at `position` of a batch: what a caller streaming values
+    /// checks before appending them.
+    pub fn check_value(&self, position: usize, value: &Hash) -> Result<()> {
+        let hash = self.tree_config().hash;
+        match &self.kind {
+            Kind::Indexed(_) if *value == [0; 32] => Err(DbError::Indexed(
+                cairn_core::indexed::IndexedError::GuardValue { position },
+            )),
+            Kind::Indexed(_) if !hash.accepts(value) => Err(DbError::Indexed(
+                cairn_core::indexed::IndexedError::NonCanonical {
+                    position,
+                    value: *value,
+                },
+            )),
+            _ if !hash.accepts(value) => {
+                Err(DbError::Tree(cairn_core::TreeError::NonCanonicalLeaf {
+                    position,
+                    leaf: *value,
+                }))
+            }
+            _ => Ok(()),
         }
     }
 

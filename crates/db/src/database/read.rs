@@ -274,29 +274,32 @@ impl Database {
             }
             Kind::Indexed(db) => {
                 self.durable_only(at)?;
-                Ok(Proof::IndexedMembership(db.prove_index(index)?))
+                Ok(Proof::IndexedMembership(
+                    db.prove_index(index).map_err(indexed_refusal)?,
+                ))
             }
         }
     }
 
     /// The membership proof of the leaf holding `value` against the head
-    /// `at` names; [`DbError::Absent`] if the tree there does not hold it.
+    /// `at` names; [`DbError::Absent`] if the tree does not hold it, an
+    /// index out of range (its leaf's) if the tree at `at` does not yet.
     pub fn prove_value(&self, value: &Hash, at: At) -> Result<Proof> {
         self.check_canonical(std::slice::from_ref(value))?;
         match &self.kind {
             Kind::AppendOnly(_) => {
                 self.check_lookups()?;
                 let (snapshot, size) = self.tree_at(at)?;
+                // A leaf beyond `size` is out of range there, not absent.
                 let index = snapshot
                     .index_of(value)?
-                    .filter(|&i| i < size)
                     .ok_or(DbError::Absent { value: *value })?;
                 Ok(Proof::Membership(snapshot.prove_at(index, size)?))
             }
             Kind::Indexed(db) => {
                 self.durable_only(at)?;
                 Ok(Proof::IndexedMembership(
-                    db.prove_value(value).map_err(presence)?,
+                    db.prove_value(value).map_err(indexed_refusal)?,
                 ))
             }
         }
@@ -307,7 +310,9 @@ impl Database {
     /// a leaf.
     pub fn prove_absence(&self, value: &Hash) -> Result<Proof> {
         let db = self.indexed(Operation::AbsenceProof)?;
-        Ok(Proof::Absence(db.prove_absence(value).map_err(presence)?))
+        Ok(Proof::Absence(
+            db.prove_absence(value).map_err(indexed_refusal)?,
+        ))
     }
 
     /// The proof that the tree of `from` leaves is a prefix of the tree of
@@ -431,7 +436,23 @@ impl Database {
     /// Where `root` is, if that is within the durable tree of `durable`
     /// leaves; its block only if its tag is durable (between rollbacks).
     fn durable_root(&self, db: &crate::Db, root: &Hash, durable: u64) -> Option<RootAt> {
-        let found = db.size_of_root(root).filter(|at| at.size <= durable)?;
+        let found = match db.size_of_root(root) {
+            Some(at) if at.size <= durable => at,
+            // The durable head's own root, known after any reopen.
+            _ => {
+                let head = db.durable_head();
+                if head.size != durable || head.root.as_ref() != Some(root) {
+                    return None;
+                }
+                RootAt {
+                    size: durable,
+                    block: db
+                        .head_at_block(u64::MAX)
+                        .filter(|tag| tag.size == durable && tag.root.as_ref() == Some(root))
+                        .map(|tag| tag.block),
+                }
+            }
+        };
         let durable_tag = self.tag_durability(durable);
         Some(RootAt {
             size: found.size,
@@ -449,11 +470,12 @@ impl Database {
     }
 }
 
-/// An indexed tree's refusal to prove a value present or absent as the
-/// database's (the same for every kind).
-fn presence(error: DbError) -> DbError {
+/// An indexed tree's refusal of a proof as the database's (the same for
+/// every kind): a value present or absent, an index or size it lacks.
+fn indexed_refusal(error: DbError) -> DbError {
     use cairn_core::indexed::IndexedError;
     match error {
+        DbError::Indexed(IndexedError::Tree(error)) => DbError::Tree(error),
         DbError::Indexed(IndexedError::Present { value, index }) => {
             DbError::Present { value, index }
         }
