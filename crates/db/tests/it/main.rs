@@ -11,6 +11,7 @@ mod facade;
 mod indexed;
 mod indexed_crash;
 mod model;
+mod pending;
 mod read_only;
 mod rollback;
 mod setfile;

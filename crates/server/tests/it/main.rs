@@ -13,5 +13,6 @@ mod indexed;
 mod limits;
 mod mirror;
 mod openapi;
+mod pending;
 mod shutdown;
 mod support;

@@ -1,0 +1,149 @@
+//! 409 only for durable values, over HTTP, for every kind: while the disk
+//! stalls the first append of a value, a second append of it is not
+//! answered; once the first is durable, the second is refused with the
+//! leaf that holds the value, the same status and body for every kind.
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_core::{HashKind, TreeKind};
+use cairn_db::{Database, DbConfig};
+use cairn_store::StdFs;
+use cairn_store::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use parking_lot::{Condvar, Mutex};
+
+use crate::support::*;
+
+/// The real file system, whose writes and data syncs wait while the gate
+/// is closed: a disk that stalls.
+#[derive(Debug, Default)]
+struct Gate {
+    closed: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn set(&self, closed: bool) {
+        *self.closed.lock() = closed;
+        self.opened.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut closed = self.closed.lock();
+        while *closed {
+            self.opened.wait(&mut closed);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct GatedFile(Box<dyn FsFile>, Arc<Gate>);
+
+impl FsFile for GatedFile {
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.1.pass();
+        self.0.write_at(buf, offset)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.0.read_at(buf, offset)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.0.len()
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.1.pass();
+        self.0.sync_data()
+    }
+    fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
+        self.0.map_nodes(offset, nodes)
+    }
+}
+
+#[derive(Debug)]
+struct Gated(Arc<Gate>);
+
+impl Fs for Gated {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(GatedFile(
+            StdFs.open(path, mode)?,
+            Arc::clone(&self.0),
+        )))
+    }
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        StdFs.create_dir(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        StdFs.rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        StdFs.remove_file(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        StdFs.sync_dir(path)
+    }
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        StdFs.list_dir(path)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        StdFs.exists(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>> {
+        StdFs.lock(path)
+    }
+    fn lock_existing(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FsLock>> {
+        StdFs.lock_existing(path, shared)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_of_a_value_not_yet_durable_is_answered_409_once_it_is() {
+    for kind in [TreeKind::Lean, TreeKind::Indexed] {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Arc::new(Gate::default());
+        let mut config = DbConfig::new(tree(2, HashKind::Blake3).with_kind(kind));
+        config.store.flush_interval = None;
+        let db = Database::create_in(
+            Arc::new(Gated(Arc::clone(&gate))),
+            &dir.path().join("db"),
+            config,
+        )
+        .unwrap();
+        let server = TestServer::start(db, |_| {}).await;
+        let client = server.client();
+        let first_index = u64::from(kind == TreeKind::Indexed);
+        let x = leaf(70, 0);
+        gate.set(true);
+        let first = {
+            let client = server.client();
+            tokio::spawn(async move { client.post_json(&[x], None).await })
+        };
+        // The first is appended (its values pending) before the second comes.
+        while server.db.size() == first_index {
+            tokio::task::yield_now().await;
+        }
+        let mut second = {
+            let client = server.client();
+            tokio::spawn(async move { client.post_json(&[leaf(70, 1), x], None).await })
+        };
+        // The disk stalls: neither is answered, the second not with a 409.
+        let early = tokio::time::timeout(Duration::from_millis(300), &mut second).await;
+        assert!(
+            early.is_err(),
+            "{kind:?}: answered while the first was not durable: {:?}",
+            early.map(|reply| reply.unwrap().text().to_owned())
+        );
+        gate.set(false);
+        let first = first.await.unwrap().ok();
+        assert_eq!(first["first_index"], first_index);
+        // Now durable: the second is refused, naming the leaf.
+        let second = second.await.unwrap();
+        let message = second.error(409);
+        assert!(message.contains("already leaf"), "{message}");
+        assert_eq!(second.json()["duplicates"][0]["index"], first_index);
+        assert_eq!(second.json()["duplicates"][0]["position"], 1);
+        assert_eq!(client.head().await.size, first_index + 1);
+        server.stop().await.unwrap();
+    }
+}
