@@ -3,12 +3,13 @@
 //! [`cairn_db::Database`] of any tree kind, on tokio and axum.
 //!
 //! - **Writes are durable when acknowledged**: `POST /v1/leaves` appends a
-//!   batch (all or nothing, duplicates refused) and answers only after its
-//!   durability token is released. The append runs on tokio's blocking
-//!   pool; the request then awaits its token (`Token::durable`): the
-//!   store's commit thread makes one group commit for everything appended
-//!   meanwhile and its notification wakes the waiting requests, so the
-//!   async workers never wait on a lock or an fsync.
+//!   batch (all or nothing, duplicates refused once durable) and answers
+//!   only once the database acknowledges it. The append runs on the async
+//!   worker (a small batch) or tokio's blocking pool; the request then
+//!   awaits its acknowledgement (`Ack::durable`): the store's commit thread
+//!   makes one group commit for everything appended meanwhile and its
+//!   notification wakes the waiting requests, so the async workers never
+//!   wait on a lock or an fsync.
 //! - **Reads only show durable state**: roots, proofs and lookups are
 //!   answered at the durable size, never past it, so nothing the server
 //!   ever handed out can be lost or forked by a crash (a root served once

@@ -17,7 +17,8 @@ use crate::units::group;
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
 Look a value up in the cairn database DIR through its nullifier set (one table probe, confirmed \
-against the leaf: never a scan, never a false answer). Present: prints its leaf index (from 0) \
+against the leaf: never a scan, never a false answer), or an indexed database's sorted leaves. A \
+value no leaf can be (not canonical for a field hash) is refused (exit 4). Present: prints its leaf index (from 0) \
 and exits 0. Absent: prints \"absent: ...\" on stderr and exits 1. A database \
 created with --no-unique keeps no set and cannot answer (exit 2).
 

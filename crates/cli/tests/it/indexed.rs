@@ -199,6 +199,10 @@ fn an_indexed_database_ingests_proves_absence_and_verifies() {
     ingest(&db, &values[200..210], &[]).success();
     cairn(&["checkpoint", &db]).success();
     cairn(&["truncate", &db, "--to", "101"]).error(2, &["the first 211 are final"]);
+    // Finality as over HTTP, in the tree's sizes; no block targets.
+    let finalized = cairn(&["finalize", &db, "--to", "150", "--json"]).json();
+    assert_eq!(finalized["finalized_size"], 211);
+    cairn(&["finalize", &db, "--to-block", "3"]).error(2, &["indexed database", "block-tagged"]);
     let copy = dir.path("copy");
     let backup = cairn(&["backup", &db, &copy, "--json"]).json();
     assert_eq!(backup["root"], root.as_str());
@@ -232,6 +236,17 @@ fn an_insertion_witness_verifies_against_the_head_before_it() {
     assert_eq!(verdict["new_size"], 14);
     assert_eq!(verdict["new_root"], to_hex(&tree.root()).as_str());
     cairn(&["verify", "--db", &db, &file]).error(2, &["head before it"]);
+    // The trusted tree may be named indexed; another kind is refused.
+    cairn(&[
+        "verify", "--kind", "indexed", "--arity", "2", "--hash", "blake3", "--root", &root,
+        "--size", "11", &file,
+    ])
+    .success();
+    cairn(&[
+        "verify", "--kind", "lean", "--arity", "2", "--hash", "blake3", "--root", &root, "--size",
+        "11", &file,
+    ])
+    .error(2, &["lean or imt tree"]);
     cairn(&[
         "verify", "--arity", "2", "--hash", "blake3", "--root", &root, "--size", "12", &file,
     ])

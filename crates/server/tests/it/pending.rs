@@ -147,3 +147,62 @@ async fn a_duplicate_of_a_value_not_yet_durable_is_answered_409_once_it_is() {
         server.stop().await.unwrap();
     }
 }
+
+/// Kind parity: an append not durable within the durability timeout
+/// answers 503 for every kind (an indexed database answered 500).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_not_durable_in_time_answers_503_for_every_kind() {
+    for kind in [TreeKind::Lean, TreeKind::Indexed] {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Arc::new(Gate::default());
+        let mut config = DbConfig::new(tree(2, HashKind::Blake3).with_kind(kind));
+        config.store.flush_interval = None;
+        let db = Database::create_in(
+            Arc::new(Gated(Arc::clone(&gate))),
+            &dir.path().join("db"),
+            config,
+        )
+        .unwrap();
+        let server = TestServer::start(db, |config| {
+            config.durability_timeout = Duration::from_millis(100);
+        })
+        .await;
+        gate.set(true);
+        let reply = server.client().post_json(&[leaf(71, 0)], None).await;
+        let message = reply.error(503);
+        assert!(
+            message.contains("were appended but not acknowledged as durable"),
+            "{kind:?}: {message}"
+        );
+        assert!(message.contains("timed out"), "{kind:?}: {message}");
+        gate.set(false);
+        server.stop().await.unwrap();
+    }
+}
+
+/// Kind parity: a value no leaf can be (not canonical for a field hash)
+/// is a bad request on every lookup route, for every kind (it answered
+/// 404, as if it were merely absent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_of_a_value_no_leaf_can_be_answers_400_for_every_kind() {
+    let not_canonical = cairn_core::hex::to_hex(&[0xff; 32]);
+    for kind in [TreeKind::Lean, TreeKind::Indexed] {
+        let config = DbConfig::new(tree(2, HashKind::Poseidon).with_kind(kind));
+        let server = TestServer::with(config, |_| {}).await;
+        let client = server.client();
+        let message = client
+            .get(&format!("/v1/leaves/{not_canonical}"))
+            .await
+            .error(400);
+        assert!(message.contains("canonical"), "{kind:?}: {message}");
+        let lookup = serde_json::json!({ "leaves": [not_canonical] });
+        client.post_to("/v1/lookup", &lookup, None).await.error(400);
+        if kind == TreeKind::Indexed {
+            client
+                .get(&format!("/v1/absence/{not_canonical}"))
+                .await
+                .error(400);
+        }
+        server.stop().await.unwrap();
+    }
+}
