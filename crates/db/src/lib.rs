@@ -1,5 +1,11 @@
-//! cairn's database: a [`Db`] owns an n-ary LeanIMT, its storage engine
-//! and a strict nullifier set, under one sequence number (the leaf index).
+//! cairn's database. [`Database`] is the one type over every tree kind,
+//! opened by what the directory holds: a lean or fixed-depth tree with a
+//! strict nullifier set ([`Db`]), or an indexed tree that proves absence
+//! ([`IndexedDb`]); appends are acknowledged ([`Ack`]) once durable, and
+//! what a kind cannot do is refused by [`Operation::check`].
+//!
+//! Underneath, a [`Db`] owns an n-ary LeanIMT, its storage engine and a strict
+//! nullifier set, under one sequence number (the leaf index).
 //!
 //! - **Strict uniqueness**: a value already in the tree, or repeated within
 //!   a batch, is refused; a batch is all or nothing
