@@ -491,6 +491,13 @@ function checkLeaf(hasher: Hasher, what: string, leaf: IndexedLeaf, size: bigint
   }
 }
 
+/** The guard (value 0) is leaf 0 and only leaf 0. */
+function checkGuardIndex(index: bigint, leaf: IndexedLeaf): void {
+  if ((index === 0n) !== isZero(leaf.value)) {
+    throw verifyError("GuardIndex", `leaf ${index} has value ${toHex(leaf.value)}: the guard (value 0) is leaf 0 and only leaf 0`);
+  }
+}
+
 function checkBrackets(low: IndexedLeaf, value: Hash): void {
   const below = compare(low.value, value) < 0;
   const above = isZero(low.nextValue) || compare(value, low.nextValue) < 0;
@@ -547,6 +554,7 @@ export function verifyAbsence(
     checkAsked(tree.hash, asked);
     if (decoded.size !== trusted.size) throw verifyError("SizeMismatch", `proof size is ${decoded.size}, the trusted size is ${trusted.size}`);
     checkLeaf(tree.hash, "low leaf", decoded.low, decoded.size);
+    checkGuardIndex(decoded.lowIndex, decoded.low);
     checkBrackets(decoded.low, asked);
     const root = fold(tree.hash, tree.arity, decoded.lowIndex, decoded.size, indexedLeafHash(tree.hash, decoded.low), decoded.siblings);
     checkRoot("root", root, trusted.root);
@@ -570,7 +578,7 @@ export function verifyIndexedMembership(
     }
     if (decoded.size !== trusted.size) throw verifyError("SizeMismatch", `proof size is ${decoded.size}, the trusted size is ${trusted.size}`);
     checkLeaf(tree.hash, "leaf", decoded.leaf, decoded.size);
-    if ((decoded.index === 0n) !== isZero(asked)) throw verifyError("GuardValue", "value 0 is the guard's, at index 0 only");
+    checkGuardIndex(decoded.index, decoded.leaf);
     const root = fold(tree.hash, tree.arity, decoded.index, decoded.size, indexedLeafHash(tree.hash, decoded.leaf), decoded.siblings);
     checkRoot("root", root, trusted.root);
     return decoded;
@@ -609,11 +617,13 @@ export function verifyInsertion(
     const decoded = isDecoded(witness, "insertion") ? (witness as InsertionWitness) : decodeInsertion(witness);
     let head = trustedHead(tree, decoded, oldHead);
     if (decoded.oldSize !== head.size) throw verifyError("SizeMismatch", `proof size is ${decoded.oldSize}, the trusted size is ${head.size}`);
+    if (decoded.steps.length === 0) throw verifyError("EmptyWitness", "the witness holds no insertion: an empty batch is refused, so none is ever produced");
     decoded.steps.forEach((step, j) => {
       try {
         const size = head.size;
         checkAsked(tree.hash, step.value);
         checkLeaf(tree.hash, "low leaf", step.low, size);
+        checkGuardIndex(step.lowIndex, step.low);
         checkBrackets(step.low, step.value);
         const old = fold(tree.hash, tree.arity, step.lowIndex, size, indexedLeafHash(tree.hash, step.low), step.lowSiblings);
         checkRoot("old root", old, head.root);

@@ -171,6 +171,17 @@ fn check_leaf(
     Ok(())
 }
 
+/// The guard (value 0) is leaf 0 and only leaf 0.
+fn check_guard_index(index: u64, leaf: &IndexedLeaf) -> Result<(), IndexedVerifyError> {
+    if (index == 0) != (leaf.value == GUARD_VALUE) {
+        return Err(IndexedVerifyError::GuardIndex {
+            index,
+            value: leaf.value,
+        });
+    }
+    Ok(())
+}
+
 /// The root of the tree of `size` leaves whose leaf `index` is `leaf`,
 /// from its siblings (shape, count and values checked).
 fn fold(
@@ -260,6 +271,7 @@ impl AbsenceProof {
         check_value(hash, "value", value)?;
         check_size(self.size, trusted.size)?;
         check_leaf(hash, "low leaf", &self.low, self.size)?;
+        check_guard_index(self.low_index, &self.low)?;
         if !self.low.brackets(value) {
             return Err(IndexedVerifyError::NotBracketed {
                 value: *value,
@@ -325,10 +337,7 @@ impl IndexedMembershipProof {
         }
         check_size(self.size, trusted.size)?;
         check_leaf(hash, "leaf", &self.leaf, self.size)?;
-        // The guard's value is 0 exactly at index 0.
-        if (self.index == 0) != (*value == GUARD_VALUE) {
-            return Err(IndexedVerifyError::GuardValue);
-        }
+        check_guard_index(self.index, &self.leaf)?;
         let root = fold(
             arity,
             hash,
@@ -421,7 +430,8 @@ impl InsertionWitness {
 
     /// Checks every insertion against the trusted head before it, starting
     /// from `trusted` (the tree before the first), and returns the head
-    /// after the last. Insertion of `x` into the tree of `s` leaves:
+    /// after the last; a witness of no insertion is refused (no tree makes
+    /// one). Insertion of `x` into the tree of `s` leaves:
     ///
     /// 1. the low leaf brackets `x` and, with its siblings, hashes to the
     ///    root at `s` (so `x` was absent);
@@ -438,6 +448,9 @@ impl InsertionWitness {
     ) -> Result<TreeHead, IndexedVerifyError> {
         check_trusted(arity, hash, self.arity, self.hash, trusted)?;
         check_size(self.old_size, trusted.size)?;
+        if self.steps.is_empty() {
+            return Err(IndexedVerifyError::EmptyWitness);
+        }
         let mut head = *trusted;
         for (j, step) in self.steps.iter().enumerate() {
             head = step
@@ -461,6 +474,7 @@ impl InsertionStep {
         let size = before.size;
         check_value(hash, "value", &self.value)?;
         check_leaf(hash, "low leaf", &self.low, size)?;
+        check_guard_index(self.low_index, &self.low)?;
         if !self.low.brackets(&self.value) {
             return Err(IndexedVerifyError::NotBracketed {
                 value: self.value,
