@@ -451,7 +451,10 @@ pub fn build(values: &[Hash]) -> Result<(Json, String)> {
             "GuardValue",
         ));
         // The guard is leaf 0 and only leaf 0.
-        ensure!(absence.low_index() != 0, "the probe's low leaf is not the guard");
+        ensure!(
+            absence.low_index() != 0,
+            "the probe's low leaf is not the guard"
+        );
         let mut j = doc(&absence.to_json())?;
         set(&mut j, &["low_leaf", "value"], Json::hash(&[0; 32]))?;
         cases.push((

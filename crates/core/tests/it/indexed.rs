@@ -393,11 +393,9 @@ fn small(n: u8) -> Hash {
 fn the_guard_is_leaf_zero_and_only_leaf_zero_in_every_proof() {
     let a = arity(2);
     let hash = HashKind::Blake3;
-    let tree = IndexedTree::from_values(
-        TreeConfig::new(a, hash),
-        &[small(10), small(20), small(30)],
-    )
-    .unwrap();
+    let tree =
+        IndexedTree::from_values(TreeConfig::new(a, hash), &[small(10), small(20), small(30)])
+            .unwrap();
     let head = tree.head();
     let relabel = |json: String, f: &dyn Fn(&mut serde_json::Value)| -> String {
         let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
