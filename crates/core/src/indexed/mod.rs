@@ -18,7 +18,7 @@ mod proof;
 mod sorted;
 mod tree;
 
-pub use binary::{KIND_ABSENCE, KIND_INDEXED_MEMBERSHIP, KIND_INSERTION};
+pub use crate::proof::{KIND_ABSENCE, KIND_INDEXED_MEMBERSHIP, KIND_INSERTION};
 pub use error::{Duplicate, DuplicateOf, IndexedError, IndexedVerifyError};
 pub use leaf::{END_MARKER, GUARD_VALUE, IndexedLeaf, index_word};
 pub use proof::{AbsenceProof, IndexedMembershipProof, InsertionStep, InsertionWitness};
