@@ -39,17 +39,25 @@ const HEADER_BYTES: usize = 20;
 /// The tree part of a version 2 header: kind, depth, zero.
 const TREE_BYTES: usize = 34;
 
-/// The name of proof kind byte `kind`, for errors: the one list of the
-/// proof kinds' bytes (the indexed encodings share it).
+/// The proof kinds by their byte, as the encodings name them: the one list
+/// (the indexed encodings share it).
+pub(crate) const PROOF_KINDS: [(u8, &str); 5] = [
+    (KIND_MEMBERSHIP, "membership"),
+    (KIND_CONSISTENCY, "consistency"),
+    (KIND_ABSENCE, "absence"),
+    (KIND_INDEXED_MEMBERSHIP, "indexed_membership"),
+    (KIND_INSERTION, "insertion"),
+];
+
+/// The name of proof kind byte `kind`, for errors.
 pub(crate) fn kind_name(kind: u8) -> String {
-    match kind {
-        KIND_MEMBERSHIP => "membership".to_owned(),
-        KIND_CONSISTENCY => "consistency".to_owned(),
-        KIND_ABSENCE => "absence".to_owned(),
-        KIND_INDEXED_MEMBERSHIP => "indexed_membership".to_owned(),
-        KIND_INSERTION => "insertion".to_owned(),
-        other => format!("unknown ({other})"),
-    }
+    PROOF_KINDS
+        .iter()
+        .find(|(byte, _)| *byte == kind)
+        .map_or_else(
+            || format!("unknown ({kind})"),
+            |(_, name)| (*name).to_owned(),
+        )
 }
 
 struct Header {

@@ -15,11 +15,11 @@ pub(crate) mod interop;
 mod json;
 mod membership;
 
-pub(crate) use binary::kind_name;
 pub use binary::{
     FORMAT_VERSION, FORMAT_VERSION_KINDS, KIND_ABSENCE, KIND_CONSISTENCY, KIND_INDEXED_MEMBERSHIP,
     KIND_INSERTION, KIND_MEMBERSHIP,
 };
+pub(crate) use binary::{PROOF_KINDS, kind_name};
 pub use consistency::ConsistencyProof;
 pub use error::{DecodeError, VerifyError};
 pub use from_nodes::FromNodesError;
