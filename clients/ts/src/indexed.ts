@@ -9,6 +9,7 @@
 import { equalBytes, hashArgument, parseProofHash, readU64, toHex, U64_MAX, u64Argument, type Hash } from "./bytes.js";
 import { CairnError, decodeError, inputError, verifyError } from "./errors.js";
 import { HASH_IDS, HASH_NAMES, type Hasher, type HashName } from "./hasher.js";
+import { groupParent } from "./kind.js";
 import { asUnsigned, describe, fromJsValue, parseJson, type JsonValue } from "./json.js";
 import { FORMAT_VERSION } from "./proof.js";
 import { membershipSiblingCount, path } from "./shape.js";
@@ -108,12 +109,9 @@ function isZero(value: Hash): boolean {
 /** The root of a LeanIMT over `leaves` (spec section 2). */
 function leanRoot(leaves: Hash[], arity: number, hasher: Hasher): Hash {
   let level = leaves;
-  while (level.length > 1) {
+  for (let k = 0; level.length > 1; k++) {
     const next: Hash[] = [];
-    for (let start = 0; start < level.length; start += arity) {
-      const group = level.slice(start, start + arity);
-      next.push(group.length === 1 ? group[0]! : hasher.hashChildren(group));
-    }
+    for (let start = 0; start < level.length; start += arity) next.push(groupParent(hasher, null, k, level.slice(start, start + arity)));
     level = next;
   }
   return level[0]!;
@@ -521,7 +519,7 @@ function fold(hasher: Hasher, arity: number, index: bigint, size: bigint, leaf: 
   for (const step of steps) {
     const group = siblings.slice(at, at + step.groupLen - 1);
     group.splice(step.position, 0, node);
-    node = hasher.hashChildren(group);
+    node = groupParent(hasher, null, step.level, group);
     at += step.groupLen - 1;
   }
   return node;
@@ -597,8 +595,10 @@ function foldAppend(hasher: Hasher, arity: number, index: bigint, leaf: Hash, si
   for (const step of steps) {
     const left = siblings.slice(at, at + step.groupLen - 1);
     at += step.groupLen - 1;
-    withLeaf = hasher.hashChildren([...left, withLeaf]);
-    without = without !== null ? hasher.hashChildren([...left, without]) : left.length === 1 ? left[0]! : hasher.hashChildren(left);
+    withLeaf = groupParent(hasher, null, step.level, [...left, withLeaf]);
+    // Without the new leaf, its group is `left` alone until the path
+    // covers an old node, then that node with `left`.
+    without = groupParent(hasher, null, step.level, without !== null ? [...left, without] : [...left]);
   }
   return { without, withLeaf };
 }

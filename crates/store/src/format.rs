@@ -2,6 +2,7 @@
 //! implements; a change to one is a change to the other).
 
 use cairn_core::cast::{level_number, to_usize};
+use cairn_core::kind::KindFields;
 use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeKind};
 
 /// The format version written in every file (`cairn.meta` of a tree of
@@ -98,15 +99,6 @@ fn check_crc(bytes: &[u8], body: usize) -> Result<(), Malformed> {
     }
 }
 
-/// The tree-kind byte of `cairn.meta` version 2: a Lean tree (never
-/// written: a Lean store's meta is version 1).
-const META_KIND_LEAN: u8 = 0;
-/// The tree-kind byte of a fixed-depth tree.
-const META_KIND_FIXED: u8 = 1;
-/// The tree-kind byte of an indexed tree (its store's leaves are the
-/// values inserted, in order; depth and zero are 0).
-const META_KIND_INDEXED: u8 = 2;
-
 /// What `cairn.meta` records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreMeta {
@@ -155,20 +147,15 @@ impl StoreMeta {
         b[15] = self.log_shift;
         b[16..24].copy_from_slice(&self.store_id.to_le_bytes());
         b[24..32].copy_from_slice(&self.flags.to_le_bytes());
-        let body = match self.tree.kind {
-            TreeKind::Fixed { depth, zero } => {
-                b[32] = META_KIND_FIXED;
-                b[33] = depth_byte(depth);
-                b[40..72].copy_from_slice(&zero);
+        // The kind's fields (none for a Lean tree) by the core's codec.
+        let body = match self.tree.kind.fields() {
+            Some(fields) => {
+                b[32] = fields.id;
+                b[33] = fields.depth;
+                b[40..72].copy_from_slice(&fields.zero);
                 72
             }
-            TreeKind::Indexed => {
-                b[32] = META_KIND_INDEXED;
-                72
-            }
-            // A Lean tree (and any kind a later version adds, which this
-            // store cannot have been given: `TreeKind` is non-exhaustive).
-            _ => 32,
+            None => 32,
         };
         let crc = crc32c::crc32c(&b[..body]);
         b[body..body + 4].copy_from_slice(&crc.to_le_bytes());
@@ -202,29 +189,13 @@ impl StoreMeta {
                 if b[34..40].iter().chain(&b[76..80]).any(|&x| x != 0) {
                     return Err(Malformed::Field("reserved bytes are not zero".to_owned()));
                 }
-                match b[32] {
-                    META_KIND_FIXED => TreeKind::Fixed {
-                        depth: u32::from(b[33]),
-                        zero: b[40..72].try_into().expect("32 bytes"),
-                    },
-                    META_KIND_INDEXED if b[33] != 0 || b[40..72].iter().any(|&x| x != 0) => {
-                        return Err(Malformed::Field(
-                            "an indexed tree's depth and zero are not zero".to_owned(),
-                        ));
-                    }
-                    META_KIND_INDEXED => TreeKind::Indexed,
-                    META_KIND_LEAN => {
-                        return Err(Malformed::Field(
-                            "tree kind 0 (lean) in a version 2 meta, which only other kinds use"
-                                .to_owned(),
-                        ));
-                    }
-                    other => {
-                        return Err(Malformed::Field(format!(
-                            "tree kind {other} is unknown, want {META_KIND_FIXED} (imt) or {META_KIND_INDEXED} (indexed)"
-                        )));
-                    }
-                }
+                let fields = KindFields {
+                    id: b[32],
+                    depth: b[33],
+                    zero: b[40..72].try_into().expect("32 bytes"),
+                };
+                TreeKind::from_fields(&fields)
+                    .map_err(|e| Malformed::Field(format!("tree: {e}")))?
             }
             other => return Err(Malformed::Version(other)),
         };

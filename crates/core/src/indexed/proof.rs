@@ -13,8 +13,8 @@ use super::leaf::{END_MARKER, GUARD_VALUE, IndexedLeaf};
 use crate::Arity;
 use crate::hash::{Hash, HashKind};
 use crate::proof::{MembershipProof, VerifyError};
-use crate::shape::{Path, PathStep};
-use crate::tree::TreeHead;
+use crate::recompute::Frontier;
+use crate::tree::{TreeConfig, TreeHead};
 
 /// A proof that `value` is not in the indexed tree of `size` leaves: the
 /// low leaf (the largest value below it, whose successor is above it or
@@ -351,12 +351,9 @@ impl IndexedMembershipProof {
     }
 }
 
-/// Folds the new last leaf `index` of the tree of `index + 1` leaves with
-/// its siblings (all to its left) and returns the root of the tree
-/// without it (`index` leaves) and with it. At each hashing level the
-/// group's other members are the old tree's nodes; the old tree's
-/// matching node is their hash (or the lone one lifted) until the path
-/// first covers an old leaf, then the path node hashed with them.
+/// The roots of the tree of `index` leaves and of the tree after a new
+/// last leaf `index`, from that leaf's siblings (all to its left: the old
+/// tree's frontier) by the core's [`GroupRule::root_after`].
 fn fold_append(
     arity: Arity,
     hash: HashKind,
@@ -364,16 +361,11 @@ fn fold_append(
     leaf: Hash,
     siblings: &[Hash],
 ) -> Result<(Option<Hash>, Hash), VerifyError> {
-    let size = index + 1;
-    let want: usize = Path::new(index, size, arity)
-        .map(|step| step.sibling_count())
-        .sum();
-    if siblings.len() != want {
-        return Err(VerifyError::HashCount {
-            got: siblings.len(),
-            want,
-        });
-    }
+    let frontier =
+        Frontier::new(arity, index, siblings.to_vec()).map_err(|e| VerifyError::HashCount {
+            got: e.got,
+            want: e.want,
+        })?;
     for (i, sibling) in siblings.iter().enumerate() {
         if !hash.accepts(sibling) {
             return Err(VerifyError::NonCanonical {
@@ -382,27 +374,13 @@ fn fold_append(
             });
         }
     }
-    let mut new = leaf;
-    let mut old: Option<Hash> = None;
-    let mut rest = siblings;
-    let mut group = [[0u8; 32]; crate::hash::MAX_GROUP];
-    for step in Path::new(index, size, arity).filter(PathStep::hashes) {
-        // The last leaf's path node is the last of its group.
-        debug_assert_eq!(step.position, step.group_len - 1);
-        let (left, tail) = rest.split_at(step.sibling_count());
-        rest = tail;
-        group[..left.len()].copy_from_slice(left);
-        group[left.len()] = new;
-        new = hash.hash_children(&group[..step.group_len]);
-        old = Some(match old {
-            Some(node) => {
-                group[left.len()] = node;
-                hash.hash_children(&group[..step.group_len])
-            }
-            None if left.len() == 1 => left[0],
-            None => hash.hash_children(left),
-        });
-    }
+    let rule = TreeConfig::new(arity, hash)
+        .with_kind(crate::TreeKind::Indexed)
+        .group_rule();
+    let old = rule.root_after(&frontier, &[]);
+    let new = rule
+        .root_after(&frontier, std::slice::from_ref(&leaf))
+        .expect("a tree with a leaf has a root");
     Ok((old, new))
 }
 

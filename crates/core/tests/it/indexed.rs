@@ -594,6 +594,27 @@ fn decoders_refuse_wrong_kinds_lengths_and_fields() {
         cairn_core::indexed::proof_kind(absence.to_json().as_bytes()),
         Some("absence")
     );
+    // One flipped bit turned an imt's membership proof (version 2, kind
+    // byte 1) into kind 3 or 5: it was dispatched as an indexed proof, which
+    // is version 1 only, instead of being refused as a malformed proof.
+    let imt = TreeConfig::new(arity(2), HashKind::Blake3).with_kind(cairn_core::TreeKind::Fixed {
+        depth: 4,
+        zero: [0; 32],
+    });
+    let mut proof = cairn_core::LeanImt::from_leaves(imt, &[value(1), value(2)])
+        .unwrap()
+        .prove(1)
+        .unwrap()
+        .to_bytes();
+    assert_eq!(cairn_core::indexed::proof_kind(&proof), Some("membership"));
+    for flipped in [3, 5] {
+        proof[1] = flipped;
+        assert_eq!(
+            cairn_core::indexed::proof_kind(&proof),
+            None,
+            "kind {flipped}"
+        );
+    }
 }
 
 #[test]
