@@ -20,3 +20,5 @@ pub const CHECKPOINT: &str = Layout::CHECKPOINT;
 pub const CHECKPOINT_TMP: &str = Layout::CHECKPOINT_TMP;
 /// The block-tagged heads file.
 pub const HEADS: &str = Layout::HEADS;
+/// The heads file being rewritten (removed at open: never valid).
+pub const HEADS_TMP: &str = Layout::HEADS_TMP;

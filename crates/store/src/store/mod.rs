@@ -20,6 +20,7 @@ use cairn_core::level::Level;
 use cairn_core::{CheckedLeaves, Hash, LeanImt, Snapshot, TreeError, TreeHead};
 use parking_lot::{Condvar, Mutex};
 
+pub(crate) use crate::access::Access;
 use crate::checkpoint::Checkpoints;
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
@@ -32,6 +33,8 @@ use crate::log::LogWriter;
 mod background;
 mod checkpointing;
 mod durability;
+mod integrity;
+mod migrate;
 mod open;
 mod recovery;
 mod tiering;
@@ -122,22 +125,6 @@ pub(crate) struct Inner {
     observer: Mutex<Option<Observer>>,
     /// Opened with [`Store::open_read_only`]: nothing may write.
     pub(crate) read_only: bool,
-}
-
-/// What an open may do to the directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// A writer: holds the directory lock, repairs what recovery finds.
-    Write,
-    /// A read-only open: changes nothing; `writer_live` when a writer held
-    /// the directory as it began (files may grow while it reads).
-    ReadOnly { writer_live: bool },
-}
-
-impl Access {
-    pub(crate) fn is_read_only(self) -> bool {
-        matches!(self, Access::ReadOnly { .. })
-    }
 }
 
 struct Hook(CheckpointHook);
@@ -587,11 +574,13 @@ impl Store {
         }
     }
 
-    /// Flushes, stops the background thread and releases the directory.
+    /// Flushes, seals the log (so that damage to even the last commit is
+    /// refused at the next open), stops the background thread and
+    /// releases the directory.
     pub fn close(mut self) -> Result<()> {
         self.stop_background();
         self.inner.stop_commit();
-        let result = self.flush().map(|_| ());
+        let result = self.flush().and_then(|_| self.inner.seal());
         drop(self);
         result
     }
@@ -604,7 +593,10 @@ impl Drop for Store {
         // Best effort: a dropped store flushes what it can; errors were
         // or will be reported through tokens.
         if !self.inner.poisoned.load(Ordering::Acquire) {
-            let _ = self.inner.flush_all(Duration::from_secs(60));
+            let _ = self
+                .inner
+                .flush_all(Duration::from_secs(60))
+                .and_then(|()| self.inner.seal());
         }
         // Under the flush lock: a flush in progress finishes first, later
         // ones (from tokens that outlive the store) see `closed`.
@@ -617,6 +609,28 @@ impl Drop for Store {
 }
 
 impl Inner {
+    /// Seals the log (see [`LogWriter::seal`]): nothing to do for a
+    /// read-only, failed or closed store, or one sealed since its last
+    /// commit. A failed seal is returned, and does not stop
+    /// acknowledgements: it wrote no leaf.
+    pub(crate) fn seal(&self) -> Result<()> {
+        if self.read_only || self.poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut log = self.log.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let heads = {
+            let writer = self.heads_writer.lock();
+            crate::log::HeadsDurable {
+                records: writer.written() as u64,
+                epoch: writer.epoch(),
+            }
+        };
+        log.seal(heads)
+    }
+
     /// [`StoreError::ReadOnly`] if the store was opened read-only.
     pub(crate) fn writable(&self, what: &'static str) -> Result<()> {
         if self.read_only {

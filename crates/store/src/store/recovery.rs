@@ -1,7 +1,8 @@
 //! Recovery (docs/file-format.md, "Recovery"): the checkpoint read, the
-//! log's tail replayed without rehashing, the levels rebuilt from the log
-//! and the level files (complete segments mapped), and, when asked, every
-//! level verified against the one below.
+//! log's tail replayed without rehashing (every claim a durable record
+//! makes about the log checked), the levels rebuilt from the log and the
+//! level files (complete segments mapped) and checked against their sums,
+//! and, when asked, every level verified against the one below.
 
 use cairn_core::cast::level_number;
 use cairn_core::cast::to_usize;
@@ -17,7 +18,7 @@ use super::{Access, Store};
 use crate::checkpoint::{self, Checkpoints};
 use crate::config::StoreConfig;
 use crate::error::{NodeMismatch, Result, StoreError};
-use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
+use crate::format::{self, CheckpointMeta, HEADER_LEN, HeaderPage, LogPosition, StoreMeta};
 use crate::fs::{Fs, FsFile, OpenMode};
 use crate::heads;
 use crate::layout::Layout;
@@ -38,15 +39,18 @@ impl Store {
         check_config(&meta, &config)?;
         let layout = Layout::new(dir, &meta);
         if !read_only {
-            // Never published, so never valid: a checkpoint that crashed.
+            // Never published, so never valid: a checkpoint or a heads
+            // rewrite that crashed.
             crate::replace::remove_stale(&*fs, &layout.checkpoint_tmp())?;
+            crate::replace::remove_stale(&*fs, &layout.heads_tmp())?;
         }
         let levels_dir = layout.levels_dir();
         for name in fs
             .list_dir(&levels_dir)
             .map_err(|e| StoreError::io("list", &levels_dir, e))?
         {
-            if format::parse_level_name(&name).is_none() {
+            if format::parse_level_name(&name).is_none() && format::parse_sums_name(&name).is_none()
+            {
                 return Err(StoreError::corrupt(
                     levels_dir.join(name),
                     0,
@@ -55,7 +59,9 @@ impl Store {
             }
         }
         let last = checkpoint::read(&*fs, dir, &meta)?;
-        let (resume, start) = match &last {
+        let strict = meta.flags & Layout::FLAG_FORMAT_2 != 0
+            || last.as_ref().is_some_and(|c| c.integrity.is_some());
+        let (position, start) = match &last {
             Some(c) => (c.resume, c.size),
             None => (
                 LogPosition {
@@ -66,19 +72,54 @@ impl Store {
                 0,
             ),
         };
-        let recovered = log::recover(Arc::clone(&fs), &layout, meta, (resume, start), access)?;
+        let (trusted, epoch) = last.as_ref().map_or((0, 0), |c| (c.heads, c.epoch));
+        let judge = access.judges_tail();
+        // The heads file first: its records say which log frames were
+        // durable when they were written, and the log's scan checks them.
+        let read_heads = heads::read(&*fs, dir, &meta, read_only)?;
+        let claims = if judge {
+            read_heads.log_claims(&meta, epoch)
+        } else {
+            Vec::new()
+        };
+        let resume = log::Resume {
+            position,
+            start,
+            chain: last
+                .as_ref()
+                .and_then(|c| c.integrity.as_ref())
+                .map(|i| i.chain),
+            strict,
+        };
+        let recovered = log::recover(Arc::clone(&fs), &layout, meta, resume, claims, access)?;
+        if last.is_none() && judge && (strict || recovered.writer.has_current_file()) {
+            return Err(StoreError::corrupt(
+                layout.checkpoint(),
+                0,
+                "missing: a store of this format has a checkpoint from its creation on",
+            ));
+        }
         let mut checkpoints = Checkpoints {
             last: last.clone(),
             ..Checkpoints::default()
         };
-        let (trusted, epoch) = last.as_ref().map_or((0, 0), |c| (c.heads, c.epoch));
+        let claimed = recovered
+            .tails
+            .iter()
+            .filter(|(tail, _, _)| judge && tail.epoch == epoch)
+            .max_by_key(|(tail, _, _)| tail.heads)
+            .map(|(tail, path, offset)| (tail.heads, path.clone(), *offset));
         let recovered_heads = heads::recover(
             Arc::clone(&fs),
             dir,
             meta,
-            trusted,
-            epoch,
-            recovered.writer.end(),
+            read_heads,
+            heads::Known {
+                trusted,
+                epoch,
+                end: recovered.writer.end(),
+                claimed,
+            },
             read_only,
         )?;
         let mut tree = match &last {
@@ -87,7 +128,7 @@ impl Store {
                 dir,
                 &meta,
                 c,
-                recovered.writer.files(),
+                &recovered.writer.files(),
                 &mut checkpoints,
                 read_only,
             )?,
@@ -172,11 +213,16 @@ fn load_levels(
         };
         let level_file = if level > 0 && final_len > 0 {
             let path = layout.level_file(level_number(level));
-            let handle: Arc<dyn FsFile> = Arc::from(
-                fs.open(&path, mode)
-                    .map_err(|e| StoreError::io("open", &path, e))?,
-            );
-            let mut header = vec![0u8; to_usize(HEADER_LEN)];
+            let handle: Arc<dyn FsFile> =
+                Arc::from(fs.open(&path, mode).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => StoreError::corrupt(
+                        &path,
+                        0,
+                        format!("missing, but the checkpoint says it holds {final_len} nodes"),
+                    ),
+                    _ => StoreError::io("open", &path, e),
+                })?);
+            let mut header: HeaderPage = [0u8; to_usize(HEADER_LEN)];
             handle
                 .read_exact_at(&mut header, 0)
                 .map_err(|e| StoreError::corrupt(&path, 0, format!("header: {e}")))?;
@@ -199,10 +245,15 @@ fn load_levels(
             checkpoints.files[level] = Some(Arc::clone(&handle));
             Some((handle, path))
         } else if level == 0 {
-            // Every leaf the checkpoint covers must be in the log files.
+            // Every leaf the checkpoint covers must be in the log files
+            // (checked before mapping: reading past a mapping's end is a
+            // SIGBUS): each file before the last whole, the last up to the
+            // last leaf.
             let leaves = last.size;
-            if leaves > 0 {
-                let (handle, path, offset) = file_for(leaves - 1)?;
+            let mut first = 0;
+            while first < leaves {
+                let in_file = (leaves - first).min(per_file);
+                let (handle, path, offset) = file_for(first + in_file - 1)?;
                 let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
                 if len < offset + Layout::NODE_LEN {
                     return Err(StoreError::corrupt(
@@ -210,10 +261,11 @@ fn load_levels(
                         len,
                         format!(
                             "the log file ends before leaf {} that the checkpoint covers",
-                            leaves - 1
+                            first + in_file - 1
                         ),
                     ));
                 }
+                first += in_file;
             }
             None
         } else {
@@ -267,6 +319,26 @@ fn load_levels(
                     .map_err(|e| StoreError::corrupt(&path, at, format!("reading nodes: {e}")))
             })?;
             at += take;
+        }
+        // Nothing loaded is trusted before it matches its sums (a
+        // checkpoint of an older version has none: its store is migrated
+        // by a writer's open).
+        if let Some(integrity) = &last.integrity {
+            let partial = integrity
+                .partial_pages
+                .get(level)
+                .copied()
+                .unwrap_or_default();
+            super::integrity::verify_level(
+                fs,
+                &layout,
+                meta,
+                level,
+                &nodes,
+                final_len as u64,
+                partial,
+                0..0,
+            )?;
         }
         // The level's last node is in the checkpoint (for level 0 it is
         // also in the log: they must agree).
