@@ -112,21 +112,34 @@ pub fn heads_header(meta: &StoreMeta, bytes: &[u8]) -> Result<u32, String> {
     format::check_heads_header(meta, bytes).map_err(|why| why.to_string())
 }
 
-/// A log file's header page ([`HEADER_LEN`] bytes) for file number
-/// `file`: its version, and (version 2) its tail records and successor
-/// mark.
+/// What a log file's header page holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogHeader {
+    /// The file's version.
+    pub version: u32,
+    /// Its valid tail records, by slot (version 2).
+    pub tails: [Option<TailRecord>; 2],
+    /// Its valid successor mark (version 2).
+    pub successor: Option<SuccessorMark>,
+}
+
+/// A log file's header page ([`HEADER_LEN`] bytes) for file number `file`.
 pub fn log_header(
     meta: &StoreMeta,
     file: u64,
     bytes: &[u8; to_usize(HEADER_LEN)],
-) -> Result<(u32, [Option<TailRecord>; 2], Option<SuccessorMark>), String> {
+) -> Result<LogHeader, String> {
     let version = format::check_log_header(meta, file, bytes).map_err(|why| why.to_string())?;
     let records = if version == format::LOG_VERSION {
         format::HeaderRecords::read(bytes, file, meta.store_id)
     } else {
         format::HeaderRecords::default()
     };
-    Ok((version, records.tails, records.successor))
+    Ok(LogHeader {
+        version,
+        tails: records.tails,
+        successor: records.successor,
+    })
 }
 
 /// The header page of log file `file` (current version, no records).
@@ -258,7 +271,7 @@ mod tests {
         );
         let log = format::log_header(&meta_value, 2);
         assert_eq!(
-            log_header(&meta_value, 2, &log).map(|(version, ..)| version),
+            log_header(&meta_value, 2, &log).map(|header| header.version),
             Ok(2)
         );
         assert!(log_header(&meta_value, 3, &log).is_err());

@@ -12,6 +12,10 @@
 //! vouches for it is damage, not a torn batch. In memory, [`Heads`]
 //! keeps every tag and the roots of the last `window` appends for lookups
 //! by root value.
+//!
+//! Recovery reads the file's bytes from disk: it answers every input with
+//! the tags or an error, never a panic (the lints hold it to it).
+#![deny(clippy::indexing_slicing, clippy::unwrap_used)]
 
 use cairn_core::cast::to_usize;
 use std::collections::{HashMap, VecDeque};
@@ -145,7 +149,10 @@ impl Heads {
 
     /// Tags not yet handed to the heads file, and how many tags there are.
     pub fn pending(&self) -> (Vec<TaggedHead>, usize) {
-        (self.tags[self.written..].to_vec(), self.tags.len())
+        (
+            self.tags.get(self.written..).unwrap_or_default().to_vec(),
+            self.tags.len(),
+        )
     }
 
     /// The first `count` tags are in the heads file.
@@ -184,8 +191,11 @@ impl Heads {
 
     /// What is known of `root` from memory alone.
     pub fn lookup(&self, root: &Hash) -> Option<RootAt> {
-        if let Some(&index) = self.tag_roots.get(root) {
-            let tag = &self.tags[index];
+        if let Some(tag) = self
+            .tag_roots
+            .get(root)
+            .and_then(|&index| self.tags.get(index))
+        {
             return Some(RootAt {
                 size: tag.size,
                 block: Some(tag.block),
@@ -237,7 +247,7 @@ impl Heads {
     /// The last tag at or below `block`.
     pub fn at_block(&self, block: u64) -> Option<TaggedHead> {
         let at = self.tags.partition_point(|t| t.block <= block);
-        at.checked_sub(1).map(|i| self.tags[i])
+        at.checked_sub(1).and_then(|i| self.tags.get(i)).copied()
     }
 }
 

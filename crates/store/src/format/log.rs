@@ -25,7 +25,8 @@ pub const TAIL_LEN: usize = 80;
 /// Bytes of a successor mark.
 pub const SUCCESSOR_LEN: usize = 32;
 
-const _: () = assert!(TAIL_OFFSETS[0] % 512 == 0 && TAIL_OFFSETS[1] == TAIL_OFFSETS[0] + 512);
+const _: () =
+    assert!(TAIL_OFFSETS[0].is_multiple_of(512) && TAIL_OFFSETS[1] == TAIL_OFFSETS[0] + 512);
 const _: () = assert!(SUCCESSOR_OFFSET == TAIL_OFFSETS[1] + 512);
 const _: () = assert!(SUCCESSOR_OFFSET + 512 <= HEADER_LEN && TAIL_LEN <= 512);
 

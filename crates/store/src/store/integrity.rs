@@ -61,6 +61,7 @@ fn read_sums(
 /// against the level's sums and the checkpoint's CRC of the partial last
 /// page (`partial`); pages in `trusted` are not read (the caller knows
 /// them verified). The first damaged page (lowest index) is reported.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn verify_level(
     fs: &dyn Fs,
     layout: &Layout,
