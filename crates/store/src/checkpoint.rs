@@ -32,6 +32,10 @@ pub(crate) struct Checkpoints {
     pub sums: Vec<Option<Arc<dyn FsFile>>>,
     /// Per level, how many leading segments are served from mappings.
     pub tiered: Vec<usize>,
+    /// Whole pages of stored nodes the open read and checked against their
+    /// sums, and those the verified record vouched for.
+    pub pages_checked: u64,
+    pub pages_vouched: u64,
 }
 
 impl Checkpoints {

@@ -210,6 +210,13 @@ impl FsFile for BytesFile {
         Ok(())
     }
 
+    fn identity(&self) -> io::Result<crate::fs::FileIdentity> {
+        Ok(crate::fs::FileIdentity {
+            len: self.0.len() as u64,
+            ..Default::default()
+        })
+    }
+
     fn map_nodes(&self, _offset: u64, _nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,

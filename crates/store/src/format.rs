@@ -15,6 +15,7 @@ mod checkpoint;
 mod heads;
 mod log;
 mod sums;
+mod verified;
 
 use bytes::{array, crc_holds, put, put_crc, put_u32, put_u64, u16_at, u32_at, u64_at, zero};
 pub(crate) use checkpoint::checkpoint_version;
@@ -30,6 +31,10 @@ pub use log::{
 };
 pub use sums::{PAGE_NODES, SUM_LEN, SUMS_HEADER_LEN, SUMS_VERSION, sum_offset};
 pub(crate) use sums::{check_sums_header, parse_sums_name, sums_header, sums_name};
+pub use verified::{
+    VERIFIED_MAX_BYTES, VERIFIED_MAX_ENTRIES, VERIFIED_VERSION, VerifiedEntry, VerifiedFile,
+};
+pub(crate) use verified::{decode_verified, encode_verified};
 
 /// The version of `cairn.meta` of a Lean tree and of the level files.
 pub const VERSION: u32 = 1;

@@ -59,6 +59,11 @@ impl Layout {
     /// The heads file being rewritten in the current version (removed at
     /// open: never valid).
     pub const HEADS_TMP: &str = "heads.tmp";
+    /// The verified record: which files were verified up to where, and
+    /// their identity then (advisory).
+    pub const VERIFIED: &str = "verified";
+    /// The verified record being written.
+    pub const VERIFIED_TMP: &str = "verified.tmp";
 
     /// `cairn.meta` flag bit 0: the layer above keeps a nullifier set
     /// (the store itself does not read it).
@@ -130,6 +135,16 @@ impl Layout {
     /// The heads file being rewritten.
     pub fn heads_tmp(&self) -> PathBuf {
         self.dir.join(Layout::HEADS_TMP)
+    }
+
+    /// The verified record.
+    pub fn verified(&self) -> PathBuf {
+        self.dir.join(Layout::VERIFIED)
+    }
+
+    /// The verified record being written.
+    pub fn verified_tmp(&self) -> PathBuf {
+        self.dir.join(Layout::VERIFIED_TMP)
     }
 
     /// The sums file of `level` (0 for the leaves in the log files).

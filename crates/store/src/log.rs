@@ -318,7 +318,7 @@ impl LogWriter {
     /// Whether a seal would record anything: a frame or heads records made
     /// durable since the newest tail record.
     pub fn unsealed(&self, heads: HeadsDurable) -> bool {
-        self.claimed != (self.last.map_or(0, |f| f.seq), heads)
+        self.last.is_some_and(|frame| frame.seq > self.claimed.0) || heads != self.claimed.1
     }
 
     /// How long ago the last commit wrote a frame.

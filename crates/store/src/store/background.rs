@@ -30,8 +30,8 @@ impl Inner {
             if self.config.flush_interval.is_some() {
                 let _ = self.flush_all(interval);
             }
-            if self.seal_due() {
-                let _ = self.seal();
+            if self.seal_due() && self.seal().is_ok() {
+                let _ = self.record_verified();
             }
             if self.checkpoint_due() {
                 let _ = self.checkpoint(None);

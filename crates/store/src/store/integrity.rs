@@ -11,24 +11,19 @@ use cairn_core::cast::{level_number, to_usize};
 use cairn_core::level::Level;
 use rayon::prelude::*;
 
+use super::verified::{Trust, identity_of};
 use crate::checkpoint::page_crc;
 use crate::error::{Result, StoreError};
-use crate::format::{self, PAGE_NODES, SUM_LEN, SUMS_HEADER_LEN, StoreMeta, sum_offset};
-use crate::fs::{Fs, OpenMode};
+use crate::format::{
+    self, PAGE_NODES, SUM_LEN, SUMS_HEADER_LEN, StoreMeta, VerifiedFile, sum_offset,
+};
+use crate::fs::{Fs, FsFile, OpenMode};
 use crate::layout::Layout;
 
-/// The sums of whole pages `0..pages` of `level`, read from its sums file
-/// (whose header is checked).
-fn read_sums(
-    fs: &dyn Fs,
-    layout: &Layout,
-    meta: &StoreMeta,
-    level: u32,
-    pages: u64,
-) -> Result<Vec<u32>> {
+/// The sums file of `level`, opened (an error if it is missing).
+fn open_sums(fs: &dyn Fs, layout: &Layout, level: u32, pages: u64) -> Result<Box<dyn FsFile>> {
     let path = layout.sums_file(level);
-    let file = fs
-        .open(&path, OpenMode::ReadOnly)
+    fs.open(&path, OpenMode::ReadOnly)
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => StoreError::corrupt(
                 &path,
@@ -36,7 +31,19 @@ fn read_sums(
                 format!("missing, but the checkpoint says level {level} has {pages} whole pages"),
             ),
             _ => StoreError::io("open", &path, e),
-        })?;
+        })
+}
+
+/// The sums of whole pages `0..pages` of `level`, read from its sums file
+/// (whose header is checked).
+fn read_sums(
+    file: &dyn FsFile,
+    layout: &Layout,
+    meta: &StoreMeta,
+    level: u32,
+    pages: u64,
+) -> Result<Vec<u32>> {
+    let path = layout.sums_file(level);
     let mut header = [0u8; to_usize(SUMS_HEADER_LEN)];
     file.read_exact_at(&mut header, 0)
         .map_err(|e| StoreError::corrupt(&path, 0, format!("header: {e}")))?;
@@ -57,53 +64,77 @@ fn read_sums(
         .collect())
 }
 
-/// Checks the final nodes `0..final_len` of `level` as loaded in `nodes`
-/// against the level's sums and the checkpoint's CRC of the partial last
-/// page (`partial`); pages in `trusted` are not read (the caller knows
-/// them verified). The first damaged page (lowest index) is reported.
-#[allow(clippy::too_many_arguments)]
+/// One level as loaded at open, to check against its sums.
+pub(crate) struct LevelCheck<'a> {
+    pub level: usize,
+    /// Its nodes as loaded (mapped or read).
+    pub nodes: &'a Level,
+    /// Its final nodes (those in files).
+    pub final_len: u64,
+    /// The checkpoint's CRC of its partial last page.
+    pub partial: u32,
+    /// Whether the verified record vouches for the data of whole page `p`
+    /// (its file unchanged since the record, which covers the page).
+    pub data_vouched: &'a (dyn Fn(u64) -> bool + Sync),
+}
+
+/// Checks the final nodes `0..final_len` of a level as loaded against the
+/// level's sums and the checkpoint's CRC of the partial last page. A whole
+/// page the verified record vouches for (its data and its sum unchanged
+/// since) is not read. The first damaged page (lowest index) is reported.
+/// Returns the whole pages read and checked, and those vouched for.
 pub(crate) fn verify_level(
     fs: &dyn Fs,
     layout: &Layout,
     meta: &StoreMeta,
-    level: usize,
-    nodes: &Level,
-    final_len: u64,
-    partial: u32,
-    trusted: std::ops::Range<u64>,
-) -> Result<()> {
+    check: LevelCheck<'_>,
+    trust: &Trust,
+) -> Result<(u64, u64)> {
+    let LevelCheck {
+        level,
+        nodes,
+        final_len,
+        partial,
+        data_vouched,
+    } = check;
     let level = level_number(level);
     let pages = final_len / PAGE_NODES;
-    let sums = if pages > trusted.end.min(pages) - trusted.start.min(pages) {
-        read_sums(fs, layout, meta, level, pages)?
-    } else {
-        Vec::new()
-    };
-    let bad = (0..pages)
-        .into_par_iter()
-        .filter(|page| !trusted.contains(page))
-        .map(|page| {
-            (
-                page,
-                page_crc(nodes, page * PAGE_NODES, (page + 1) * PAGE_NODES),
-            )
-        })
-        .find_first(|&(page, crc)| sums.get(to_usize(page)) != Some(&crc));
-    if let Some((page, crc)) = bad {
-        let want = sums.get(to_usize(page)).copied().unwrap_or_default();
-        let (file, offset) = layout.node_location(level, page * PAGE_NODES);
-        return Err(damaged(
-            &file,
-            offset,
-            level,
-            (page * PAGE_NODES, (page + 1) * PAGE_NODES),
-            crc,
-            format!(
-                "{} says {want:#010x} at offset {}",
-                layout.sums_file(level).display(),
-                sum_offset(page)
-            ),
-        ));
+    let mut sums = Vec::new();
+    let mut vouched_pages = 0;
+    if pages > 0 {
+        let file = open_sums(fs, layout, level, pages)?;
+        let vouched = trust.verified(VerifiedFile::Sums(level), identity_of(&*file));
+        let trusted = |page: u64| page < vouched && data_vouched(page);
+        vouched_pages = (0..pages).filter(|&page| trusted(page)).count() as u64;
+        if vouched_pages < pages {
+            sums = read_sums(&*file, layout, meta, level, pages)?;
+        }
+        let bad = (0..pages)
+            .into_par_iter()
+            .filter(|&page| !trusted(page))
+            .map(|page| {
+                (
+                    page,
+                    page_crc(nodes, page * PAGE_NODES, (page + 1) * PAGE_NODES),
+                )
+            })
+            .find_first(|&(page, crc)| sums.get(to_usize(page)) != Some(&crc));
+        if let Some((page, crc)) = bad {
+            let want = sums.get(to_usize(page)).copied().unwrap_or_default();
+            let (file, offset) = layout.node_location(level, page * PAGE_NODES);
+            return Err(damaged(
+                &file,
+                offset,
+                level,
+                (page * PAGE_NODES, (page + 1) * PAGE_NODES),
+                crc,
+                format!(
+                    "{} says {want:#010x} at offset {}",
+                    layout.sums_file(level).display(),
+                    sum_offset(page)
+                ),
+            ));
+        }
     }
     let first = pages * PAGE_NODES;
     let crc = page_crc(nodes, first, final_len);
@@ -118,7 +149,7 @@ pub(crate) fn verify_level(
             format!("the checkpoint says {partial:#010x}"),
         ));
     }
-    Ok(())
+    Ok((pages - vouched_pages, vouched_pages))
 }
 
 fn damaged(

@@ -14,11 +14,14 @@ use cairn_core::{Hash, LeanImt};
 
 use super::open::{check_config, read_meta};
 use super::tiering::{map_leaves, map_segment, mappable};
+use super::verified::{Trust, identity_of};
 use super::{Access, Store};
 use crate::checkpoint::{self, Checkpoints};
 use crate::config::StoreConfig;
 use crate::error::{NodeMismatch, Result, StoreError};
-use crate::format::{self, CheckpointMeta, HEADER_LEN, HeaderPage, LogPosition, StoreMeta};
+use crate::format::{
+    self, CheckpointMeta, HEADER_LEN, HeaderPage, LogPosition, PAGE_NODES, StoreMeta, VerifiedFile,
+};
 use crate::fs::{Fs, FsFile, OpenMode};
 use crate::heads;
 use crate::layout::Layout;
@@ -122,6 +125,12 @@ impl Store {
             },
             read_only,
         )?;
+        // A full verification (`cairn check`) trusts no record.
+        let trust = if config.verify_on_open {
+            Trust::default()
+        } else {
+            Trust::read(&*fs, &layout, meta.store_id)
+        };
         let mut tree = match &last {
             Some(c) if c.size > 0 => load_levels(
                 &*fs,
@@ -130,7 +139,7 @@ impl Store {
                 c,
                 &recovered.writer.files(),
                 &mut checkpoints,
-                read_only,
+                (read_only, &trust),
             )?,
             _ => LeanImt::new(meta.tree),
         };
@@ -182,7 +191,7 @@ fn load_levels(
     last: &CheckpointMeta,
     log_files: &[Arc<dyn FsFile>],
     checkpoints: &mut Checkpoints,
-    read_only: bool,
+    (read_only, trust): (bool, &Trust),
 ) -> Result<LeanImt> {
     let mode = if read_only {
         OpenMode::ReadOnly
@@ -329,16 +338,43 @@ fn load_levels(
                 .get(level)
                 .copied()
                 .unwrap_or_default();
-            super::integrity::verify_level(
+            // What the verified record vouches for of the level's files.
+            let vouched: Vec<u64> = match &level_file {
+                Some((handle, _)) => vec![trust.verified(
+                    VerifiedFile::Level(level_number(level)),
+                    identity_of(&**handle),
+                )],
+                None => log_files
+                    .iter()
+                    .enumerate()
+                    .map(|(n, f)| trust.verified(VerifiedFile::Log(n as u64), identity_of(&**f)))
+                    .collect(),
+            };
+            let data_vouched = |page: u64| -> bool {
+                let end = (page + 1) * PAGE_NODES;
+                if level > 0 {
+                    return vouched.first().is_some_and(|&v| v >= end);
+                }
+                let file = page * PAGE_NODES / per_file;
+                vouched
+                    .get(to_usize(file))
+                    .is_some_and(|&v| v >= end - file * per_file)
+            };
+            let (checked, vouched) = super::integrity::verify_level(
                 fs,
                 &layout,
                 meta,
-                level,
-                &nodes,
-                final_len as u64,
-                partial,
-                0..0,
+                super::integrity::LevelCheck {
+                    level,
+                    nodes: &nodes,
+                    final_len: final_len as u64,
+                    partial,
+                    data_vouched: &data_vouched,
+                },
+                trust,
             )?;
+            checkpoints.pages_checked += checked;
+            checkpoints.pages_vouched += vouched;
         }
         // The level's last node is in the checkpoint (for level 0 it is
         // also in the log: they must agree).
