@@ -31,7 +31,10 @@ impl Inner {
                 let _ = self.flush_all(interval);
             }
             if self.seal_due() && self.seal().is_ok() {
-                let _ = self.record_verified();
+                let checkpoint = self.checkpoints.lock().last.clone();
+                if let Some(checkpoint) = checkpoint {
+                    let _ = self.write_verified(&checkpoint, super::verified::RECORD_WAIT);
+                }
             }
             if self.checkpoint_due() {
                 let _ = self.checkpoint(None);

@@ -112,7 +112,7 @@ impl Inner {
         self.appends_at_checkpoint.store(appends, Ordering::Relaxed);
         self.tier(&mut checkpoints)?;
         // Advisory: what the next open need not read again.
-        let _ = self.write_verified(&written);
+        let _ = self.write_verified(&written, std::time::Duration::ZERO);
         if let Some(Hook(hook)) = &*self.hook.lock() {
             hook(&written)?;
         }

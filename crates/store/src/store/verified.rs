@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use cairn_core::cast::level_number;
 
@@ -106,33 +107,23 @@ impl Inner {
     pub(crate) fn record_verified(&self) -> Result<()> {
         let checkpoint = self.checkpoints.lock().last.clone();
         match checkpoint {
-            Some(checkpoint) => self.write_verified(&checkpoint),
+            Some(checkpoint) => self.write_verified(&checkpoint, RECORD_WAIT),
             None => Ok(()),
         }
     }
 
     /// [`Inner::record_verified`] for the published `checkpoint` (called
-    /// with the checkpoint lock held, or with a copy taken under it).
-    pub(crate) fn write_verified(&self, checkpoint: &CheckpointMeta) -> Result<()> {
+    /// with the checkpoint lock held, or with a copy taken under it). A
+    /// file changed in the tick the record is written in is left out;
+    /// with `wait`, the record waits up to that long for the clock to
+    /// move past the last change first (a close does: it has just sealed
+    /// the log, and nothing else writes any more).
+    pub(crate) fn write_verified(&self, checkpoint: &CheckpointMeta, wait: Duration) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
         let layout = &self.layout;
-        let tmp = layout.verified_tmp();
-        crate::replace::remove_stale(&*self.fs, &tmp)?;
-        let file = self
-            .fs
-            .open(&tmp, OpenMode::CreateNew)
-            .map_err(|e| StoreError::io("create", &tmp, e))?;
-        // The file system's clock now: a file whose last change is not
-        // older shares its tick.
-        file.write_at(&[0], 0)
-            .map_err(|e| StoreError::io("write", &tmp, e))?;
-        let now = file
-            .identity()
-            .map_err(|e| StoreError::io("stat", &tmp, e))?
-            .changed_ns;
-        let mut entries = Vec::new();
+        let mut found = Vec::new();
         for (which, verified) in claims(checkpoint, layout.log_file_leaves()) {
             let path: PathBuf = match which {
                 VerifiedFile::Log(n) => layout.log_file(n),
@@ -142,17 +133,43 @@ impl Inner {
             let Ok(data) = self.fs.open(&path, OpenMode::ReadOnly) else {
                 continue;
             };
-            if let Some(identity) = identity_of(&*data).filter(|id| id.changed_ns < now) {
-                entries.push(VerifiedEntry {
+            if let Some(identity) = identity_of(&*data) {
+                found.push(VerifiedEntry {
                     file: which,
                     identity,
                     verified,
                 });
             }
         }
-        if entries.len() > format::VERIFIED_MAX_ENTRIES {
+        if found.len() > format::VERIFIED_MAX_ENTRIES {
             return Ok(());
         }
+        let newest = found.iter().map(|e| e.identity.changed_ns).max();
+        let tmp = layout.verified_tmp();
+        crate::replace::remove_stale(&*self.fs, &tmp)?;
+        let file = self
+            .fs
+            .open(&tmp, OpenMode::CreateNew)
+            .map_err(|e| StoreError::io("create", &tmp, e))?;
+        // The file system's clock now, as a change time: a file whose last
+        // change is not older may share its tick with a later write.
+        let started = Instant::now();
+        let now = loop {
+            file.write_at(&[0], 0)
+                .map_err(|e| StoreError::io("write", &tmp, e))?;
+            let now = file
+                .identity()
+                .map_err(|e| StoreError::io("stat", &tmp, e))?
+                .changed_ns;
+            if newest.is_none_or(|newest| now > newest) || started.elapsed() >= wait {
+                break now;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let entries: Vec<VerifiedEntry> = found
+            .into_iter()
+            .filter(|entry| entry.identity.changed_ns < now)
+            .collect();
         let bytes = format::encode_verified(self.meta.store_id, &entries);
         file.write_at(&bytes, 0)
             .map_err(|e| StoreError::io("write", &tmp, e))?;
@@ -162,3 +179,9 @@ impl Inner {
             .map_err(|e| StoreError::io("rename", &tmp, e))
     }
 }
+
+/// How long a close waits for the file system's clock to tick past its
+/// last write, so that the record leaves nothing out (one tick of a
+/// coarse clock is at most 10 ms at 100 Hz; file systems with fine
+/// change times need no wait).
+pub(crate) const RECORD_WAIT: Duration = Duration::from_millis(20);
