@@ -580,7 +580,10 @@ pub(crate) fn recover(
             return Err(StoreError::corrupt(
                 &path,
                 0,
-                format!("log file {number} where file {expected} was expected (a file is missing)"),
+                format!(
+                    "log file {number} where file {expected} was expected: {} is missing",
+                    layout.log_file(expected as u64).display()
+                ),
             ));
         }
         let handle = fs
@@ -634,8 +637,9 @@ pub(crate) fn recover(
             layout.log_file(before),
             SUCCESSOR_OFFSET,
             format!(
-                "log file {} is missing, but this file's header records that it was created",
-                before + 1
+                "log file {} ({}) is missing, but this file's header records that it was created",
+                before + 1,
+                layout.log_file(before + 1).display()
             ),
         ));
     }
