@@ -180,6 +180,16 @@ pub fn level_header(
     format::check_level_header(meta, level, bytes).map_err(|why| why.to_string())
 }
 
+/// The verified record of the store `store_id`: its entries.
+pub fn verified(bytes: &[u8], store_id: u64) -> Result<Vec<crate::format::VerifiedEntry>, String> {
+    format::decode_verified(bytes, store_id).map_err(|why| why.to_string())
+}
+
+/// The verified record holding `entries`.
+pub fn encode_verified(store_id: u64, entries: &[crate::format::VerifiedEntry]) -> Vec<u8> {
+    format::encode_verified(store_id, entries)
+}
+
 /// A read-only file over bytes in memory, for decoders that read through
 /// an [`FsFile`] (the database's set file).
 #[derive(Debug)]

@@ -36,6 +36,9 @@ pub use verified::{
 };
 pub(crate) use verified::{decode_verified, encode_verified};
 
+/// The on-disk format this build writes (docs/file-format.md; format 1
+/// directories are read, and migrated by a writer's open).
+pub const STORE_FORMAT: u32 = 2;
 /// The version of `cairn.meta` of a Lean tree and of the level files.
 pub const VERSION: u32 = 1;
 /// The version of a `cairn.meta` that names its tree's kind (80 bytes): a

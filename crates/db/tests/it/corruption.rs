@@ -89,7 +89,13 @@ fn build(dir: &Path, close: bool) -> Answers {
         last_commit: PER_BLOCK as usize,
     };
     assert!(
-        db.stats().store.tiered_segments.first().copied().unwrap_or(0) >= 2,
+        db.stats()
+            .store
+            .tiered_segments
+            .first()
+            .copied()
+            .unwrap_or(0)
+            >= 2,
         "the campaign's database maps its leaves"
     );
     if close {
@@ -167,7 +173,12 @@ fn offset(rng: &mut ChaCha8Rng, len: u64, hot: &[std::ops::Range<u64>]) -> u64 {
 }
 
 /// Applies `damage` to `path`; a description of what was done.
-fn apply(path: &Path, damage: Damage, rng: &mut ChaCha8Rng, hot: &[std::ops::Range<u64>]) -> String {
+fn apply(
+    path: &Path,
+    damage: Damage,
+    rng: &mut ChaCha8Rng,
+    hot: &[std::ops::Range<u64>],
+) -> String {
     let mut bytes = std::fs::read(path).unwrap();
     let len = bytes.len() as u64;
     let at = offset(rng, len, hot);
@@ -240,7 +251,11 @@ fn compare(db: &Db, want: &Answers, writable: bool) -> Result<bool, String> {
     } else if heads == want.heads[..want.heads.len() - 1] {
         true
     } else {
-        return Err(format!("{} tagged heads, want {}", heads.len(), want.heads.len()));
+        return Err(format!(
+            "{} tagged heads, want {}",
+            heads.len(),
+            want.heads.len()
+        ));
     };
     if lost_leaves && !lost_tag {
         return Err("the last commit's leaves were lost but not its tag".to_owned());
@@ -248,7 +263,9 @@ fn compare(db: &Db, want: &Answers, writable: bool) -> Result<bool, String> {
     // Nothing acknowledged is accepted again (but what an unclean stop
     // lost, which is not acknowledged as far as the disk can tell).
     if writable {
-        let again = db.append_new(&want.values[..kept]).map_err(|e| e.to_string())?;
+        let again = db
+            .append_new(&want.values[..kept])
+            .map_err(|e| e.to_string())?;
         if again.appended.is_some() {
             return Err("acknowledged values were accepted again".to_owned());
         }
@@ -295,11 +312,17 @@ fn judge(dir: &Path, damaged: &Path, want: &Answers, unclean: bool) -> Result<Ou
             if lost && !unclean {
                 return Err("a closed database lost its last commit".to_owned());
             }
-            if lost { Outcome::LastCommit } else { Outcome::Same }
+            if lost {
+                Outcome::LastCommit
+            } else {
+                Outcome::Same
+            }
         }
         Err(error) => {
             if checked.is_some() {
-                return Err(format!("the check passed what a plain open refuses: {error}"));
+                return Err(format!(
+                    "the check passed what a plain open refuses: {error}"
+                ));
             }
             refusal(error)?
         }
