@@ -136,6 +136,11 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Takes an exclusive lock on `path` (created if missing), without
     /// waiting: `WouldBlock` if another holder has it.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>>;
+    /// The identity of the file at `path` (see [`FsFile::identity`]): one
+    /// `stat`, where opening the file would take three calls.
+    fn identity_of(&self, path: &Path) -> io::Result<FileIdentity> {
+        self.open(path, OpenMode::ReadOnly)?.identity()
+    }
     /// Takes a lock on the existing file `path`, opened read-only (never
     /// created), without waiting: shared locks coexist with each other,
     /// an exclusive one with nothing. `WouldBlock` if a conflicting holder

@@ -11,7 +11,7 @@ use cairn_core::cast::{level_number, to_usize};
 use cairn_core::level::Level;
 use rayon::prelude::*;
 
-use super::verified::{Trust, identity_of};
+use super::verified::Trust;
 use crate::checkpoint::page_crc;
 use crate::error::{Result, StoreError};
 use crate::format::{
@@ -102,23 +102,30 @@ pub(crate) fn verify_level(
     let mut sums = Vec::new();
     let mut vouched_pages = 0;
     if pages > 0 {
-        let file = open_sums(fs, layout, level, pages)?;
-        let vouched = trust.verified(VerifiedFile::Sums(level), identity_of(&*file));
-        let trusted = |page: u64| page < vouched && data_vouched(page);
-        vouched_pages = (0..pages).filter(|&page| trusted(page)).count() as u64;
-        if vouched_pages < pages {
+        // Not found (or not readable): nothing vouched for; the open
+        // that reads the sums below reports why.
+        let identity = fs.identity_of(&layout.sums_file(level)).ok();
+        let vouched = trust.verified(VerifiedFile::Sums(level), identity);
+        let untrusted: Vec<u64> = (0..pages)
+            .filter(|&page| page >= vouched || !data_vouched(page))
+            .collect();
+        vouched_pages = pages - untrusted.len() as u64;
+        // Nothing to read: no sums, and no thread woken.
+        let bad = if untrusted.is_empty() {
+            None
+        } else {
+            let file = open_sums(fs, layout, level, pages)?;
             sums = read_sums(&*file, layout, meta, level, pages)?;
-        }
-        let bad = (0..pages)
-            .into_par_iter()
-            .filter(|&page| !trusted(page))
-            .map(|page| {
-                (
-                    page,
-                    page_crc(nodes, page * PAGE_NODES, (page + 1) * PAGE_NODES),
-                )
-            })
-            .find_first(|&(page, crc)| sums.get(to_usize(page)) != Some(&crc));
+            untrusted
+                .into_par_iter()
+                .map(|page| {
+                    (
+                        page,
+                        page_crc(nodes, page * PAGE_NODES, (page + 1) * PAGE_NODES),
+                    )
+                })
+                .find_first(|&(page, crc)| sums.get(to_usize(page)) != Some(&crc))
+        };
         if let Some((page, crc)) = bad {
             let want = sums.get(to_usize(page)).copied().unwrap_or_default();
             let (file, offset) = layout.node_location(level, page * PAGE_NODES);

@@ -203,6 +203,9 @@ fn load_levels(
     let checkpoint_path = layout.checkpoint();
     let mut levels = Vec::with_capacity(last.levels.len());
     checkpoints.tiered = vec![0; last.levels.len()];
+    // One `fstat` per log file: lengths checked before mapping, and the
+    // identity the verified record is compared with.
+    let log_identities: Vec<_> = log_files.iter().map(|f| identity_of(&**f)).collect();
     for (level, &(final_len, edge)) in last.levels.iter().enumerate() {
         let mut nodes = Level::default();
         let final_len = to_usize(final_len);
@@ -238,7 +241,13 @@ fn load_levels(
             format::check_level_header(meta, level_number(level), &header)
                 .map_err(|why| StoreError::corrupt(&path, 0, why))?;
             let want = Layout::nodes_len(final_len as u64);
-            let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+            // One `fstat`: the length checked here, the identity the
+            // verified record is compared with.
+            let identity = identity_of(&*handle);
+            let len = match identity {
+                Some(identity) => identity.len,
+                None => handle.len().map_err(|e| StoreError::io("stat", &path, e))?,
+            };
             if len < want {
                 return Err(StoreError::corrupt(
                     &path,
@@ -252,7 +261,7 @@ fn load_levels(
                 checkpoints.files.resize(level + 1, None);
             }
             checkpoints.files[level] = Some(Arc::clone(&handle));
-            Some((handle, path))
+            Some((handle, path, identity))
         } else if level == 0 {
             // Every leaf the checkpoint covers must be in the log files
             // (checked before mapping: reading past a mapping's end is a
@@ -263,7 +272,11 @@ fn load_levels(
             while first < leaves {
                 let in_file = (leaves - first).min(per_file);
                 let (handle, path, offset) = file_for(first + in_file - 1)?;
-                let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+                let number = to_usize(first / per_file);
+                let len = match log_identities.get(number).copied().flatten() {
+                    Some(identity) => identity.len,
+                    None => handle.len().map_err(|e| StoreError::io("stat", &path, e))?,
+                };
                 if len < offset + Layout::NODE_LEN {
                     return Err(StoreError::corrupt(
                         &path,
@@ -291,7 +304,9 @@ fn load_levels(
                 && (at + SEGMENT_LEN) as u64 <= mappable(meta, last.finalized, level);
             if whole {
                 let source = match &level_file {
-                    Some((handle, path)) => Some(map_segment(&**handle, at / SEGMENT_LEN, path)?),
+                    Some((handle, path, _)) => {
+                        Some(map_segment(&**handle, at / SEGMENT_LEN, path)?)
+                    }
                     None => map_leaves(&layout, log_files, at / SEGMENT_LEN)?,
                 };
                 if let Some(source) = source {
@@ -307,7 +322,7 @@ fn load_levels(
             // the log file holding it).
             let mut take = (SEGMENT_LEN - at % SEGMENT_LEN).min(final_len - at);
             let (handle, path, offset) = match &level_file {
-                Some((handle, path)) => (
+                Some((handle, path, _)) => (
                     Arc::clone(handle),
                     path.clone(),
                     Layout::node_offset(at as u64),
@@ -340,14 +355,13 @@ fn load_levels(
                 .unwrap_or_default();
             // What the verified record vouches for of the level's files.
             let vouched: Vec<u64> = match &level_file {
-                Some((handle, _)) => vec![trust.verified(
-                    VerifiedFile::Level(level_number(level)),
-                    identity_of(&**handle),
-                )],
-                None => log_files
+                Some((_, _, identity)) => {
+                    vec![trust.verified(VerifiedFile::Level(level_number(level)), *identity)]
+                }
+                None => log_identities
                     .iter()
                     .enumerate()
-                    .map(|(n, f)| trust.verified(VerifiedFile::Log(n as u64), identity_of(&**f)))
+                    .map(|(n, &identity)| trust.verified(VerifiedFile::Log(n as u64), identity))
                     .collect(),
             };
             let data_vouched = |page: u64| -> bool {

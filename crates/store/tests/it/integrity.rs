@@ -183,7 +183,11 @@ fn a_deleted_last_log_file_is_refused() {
     append_waited(&store, 1100..1110);
     let fs = killed(&fs, store);
     fs.remove_file(Path::new(LOG1)).unwrap();
-    let offset = refused(reopen(&fs), LOG0, "log file 1 is missing");
+    let offset = refused(
+        reopen(&fs),
+        LOG0,
+        "log file 1 (/db/log/000000000001.log) is missing",
+    );
     assert_eq!(offset, cairn_store::format::SUCCESSOR_OFFSET);
     // Cut to nothing: its header is gone, and the mark says it was durable.
     let fs2 = SimFs::new();
