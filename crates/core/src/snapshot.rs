@@ -11,7 +11,7 @@ use crate::level::Level;
 use crate::view::View;
 
 /// An immutable copy of a tree at one size, sharing the tree's memory
-/// (see [`LeanImt::snapshot`]). Cheap to take, `Send + Sync`, never
+/// (see [`LeanImt::snapshot`](crate::LeanImt::snapshot)). Cheap to take, `Send + Sync`, never
 /// changed by what the tree does after: for serving proofs from other
 /// threads while appends continue, and for writing checkpoints without
 /// holding the writer's lock.
@@ -37,12 +37,12 @@ impl Snapshot {
         self.size
     }
 
-    /// Levels above the leaves (see [`LeanImt::depth`]).
+    /// Levels above the leaves (see [`LeanImt::depth`](crate::LeanImt::depth)).
     pub fn depth(&self) -> u32 {
         self.config.depth_at(self.size)
     }
 
-    /// The root (see [`LeanImt::root`]).
+    /// The root (see [`LeanImt::root`](crate::LeanImt::root)).
     pub fn root(&self) -> Option<Hash> {
         self.edge
             .last()

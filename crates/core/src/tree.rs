@@ -1,5 +1,5 @@
 //! The n-ary incremental Merkle tree, held in memory: a Lean tree or a
-//! fixed-depth one (see [`TreeKind`]).
+//! fixed-depth one (see [`TreeKind`](crate::TreeKind)).
 //!
 //! Invariant: after every public call, `levels[0]` holds the leaves verbatim,
 //! `levels[k + 1]` holds exactly ceil(len_k / N) nodes, each the parent of
@@ -29,7 +29,7 @@ pub use crate::view::View;
 mod update;
 
 /// An in-memory n-ary incremental Merkle tree of either kind: a LeanIMT,
-/// or (with [`TreeKind::Fixed`]) a fixed-depth zero-padded tree.
+/// or (with [`TreeKind::Fixed`](crate::TreeKind::Fixed)) a fixed-depth zero-padded tree.
 ///
 /// Appends are lazy: they copy leaves into level 0 and nothing else. The
 /// upper levels are brought up to date by [`LeanImt::commit`], which every

@@ -44,7 +44,7 @@ fn no_command_prints_help_and_exits_2() {
 #[test]
 fn version_names_the_release_and_the_on_disk_format() {
     let out = cairn(&["--version"]).success();
-    let want = format!("cairn {} (on-disk format 1)\n", env!("CARGO_PKG_VERSION"));
+    let want = format!("cairn {} (on-disk format 2)\n", env!("CARGO_PKG_VERSION"));
     assert_eq!(out, want);
     // The same format a new database records.
     let dir = tempfile::tempdir().unwrap();
