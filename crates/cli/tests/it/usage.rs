@@ -107,7 +107,7 @@ fn bash_completion_completes_commands_and_options() {
 fn man_prints_cairn_1_and_writes_a_page_per_command() {
     let page = cairn(&["man"]).success();
     assert!(page.contains(".TH cairn 1"), "{page}");
-    assert!(page.contains("on\\-disk format 1"), "{page}");
+    assert!(page.contains("on\\-disk format 2"), "{page}");
     assert!(page.contains("Exit status:"), "{page}");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("man1");
