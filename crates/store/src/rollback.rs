@@ -20,6 +20,7 @@ use cairn_core::{Hash, TreeHead};
 use crate::checkpoint::{self, Marks};
 use crate::error::{Result, StoreError};
 use crate::heads::{RootAt, TaggedHead};
+use crate::log::HeadsDurable;
 use crate::store::{Flushed, Inner, Store, poisoned};
 
 impl Store {
@@ -225,7 +226,14 @@ impl Inner {
             let stale = if to < log.end() {
                 log.rewind(to)?.1
             } else {
-                log.commit(&leaves, to)?;
+                let heads = {
+                    let writer = self.heads_writer.lock();
+                    HeadsDurable {
+                        records: writer.written() as u64,
+                        epoch: writer.epoch(),
+                    }
+                };
+                log.commit(&leaves, to, heads)?;
                 Vec::new()
             };
             let epoch = self.heads_writer.lock().epoch() + 1;
@@ -238,6 +246,7 @@ impl Inner {
                 &snapshot,
                 log.next(),
                 Marks {
+                    chain: log.chain(),
                     finalized,
                     epoch,
                     heads: written_kept,

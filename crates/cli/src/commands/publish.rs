@@ -144,6 +144,7 @@ impl PublishCmd {
                     "making the first {} leaves final before publishing them: {e}",
                     head.size
                 )
+                .into()
             })
         };
         let options = PublishOptions {
@@ -155,7 +156,7 @@ impl PublishCmd {
         let (published, head) = published?;
         let signed_by = signer
             .as_ref()
-            .filter(|_| head.size > 0)
+            .filter(|_| head.root.is_some())
             .map(|s| format!("{}+{:08x}", s.name(), s.id()));
         if self.json {
             return output::line(
@@ -169,7 +170,7 @@ impl PublishCmd {
                     .finish(),
             );
         }
-        if signer.is_some() && head.size == 0 {
+        if signer.is_some() && head.root.is_none() {
             return output::line(&format!(
                 "published nothing to {}: the tree is empty, and cairn's empty tree has no root to sign",
                 to.location()
@@ -211,10 +212,9 @@ impl PublishCmd {
                     to.location()
                 ),
             )),
-            Err(
-                error @ (cairn_tiles::PublishError::NotLean { .. }
-                | cairn_tiles::PublishError::Indexed),
-            ) => Err(Failure::new(Code::Usage, error)),
+            Err(error @ cairn_tiles::PublishError::Indexed) => {
+                Err(Failure::new(Code::Usage, error))
+            }
             Err(error) => Err(Failure::new(Code::Input, error)),
         }
     }

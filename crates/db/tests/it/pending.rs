@@ -15,7 +15,7 @@ use std::time::Duration;
 use cairn_core::indexed::IndexedTree;
 use cairn_core::{Hash, HashKind, TreeConfig, TreeKind};
 use cairn_db::{Database, DbError, DuplicateOf, ErrorKind, Proof};
-use cairn_store::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use cairn_store::fs::{FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
 use cairn_store::{SimFs, StdFs};
 use cairn_testkit::kill9::Victim;
 use parking_lot::{Condvar, Mutex};
@@ -92,6 +92,9 @@ impl FsFile for GatedFile {
     }
     fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
         self.file.map_nodes(offset, nodes)
+    }
+    fn identity(&self) -> io::Result<FileIdentity> {
+        self.file.identity()
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use cairn_core::{HashKind, TreeKind};
 use cairn_db::{Database, DbConfig};
 use cairn_store::StdFs;
-use cairn_store::fs::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use cairn_store::fs::{FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
 use parking_lot::{Condvar, Mutex};
 
 use crate::support::*;
@@ -58,6 +58,9 @@ impl FsFile for GatedFile {
     }
     fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
         self.0.map_nodes(offset, nodes)
+    }
+    fn identity(&self) -> io::Result<FileIdentity> {
+        self.0.identity()
     }
 }
 

@@ -79,6 +79,20 @@ impl FsFile for StdFile {
         self.0.sync_data()
     }
 
+    fn identity(&self) -> io::Result<super::FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = self.0.metadata()?;
+        let ns =
+            |seconds: i64, nanos: i64| seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
+        Ok(super::FileIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+
     #[allow(unsafe_code)]
     fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
         let len = nodes * 32;
@@ -107,7 +121,24 @@ impl FsFile for StdFile {
     }
 }
 
+/// A file's identity from its metadata.
+fn identity(meta: &std::fs::Metadata) -> super::FileIdentity {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |seconds: i64, nanos: i64| seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
+    super::FileIdentity {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        len: meta.len(),
+        modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+    }
+}
+
 impl Fs for StdFs {
+    fn identity_of(&self, path: &Path) -> io::Result<super::FileIdentity> {
+        Ok(identity(&std::fs::metadata(path)?))
+    }
+
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FsFile>> {
         let mut options = OpenOptions::new();
         match mode {

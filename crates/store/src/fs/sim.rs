@@ -797,6 +797,12 @@ struct Shared {
     locks: BTreeSet<Ino>,
     /// Inodes with shared locks, and how many holders each has.
     shared_locks: BTreeMap<Ino, usize>,
+    /// A logical clock, one tick per recorded operation, and the tick of
+    /// each inode's last change: what a file's identity reports as its
+    /// change time (a fresh `SimFs`, as a crash leaves one, starts again
+    /// at 0, so an identity taken before a crash never matches after it).
+    clock: i64,
+    changed: BTreeMap<Ino, i64>,
 }
 
 #[derive(Debug, Default)]
@@ -835,10 +841,19 @@ impl Shared {
             counters: SimCounters::default(),
             locks: BTreeSet::new(),
             shared_locks: BTreeMap::new(),
+            clock: 0,
+            changed: BTreeMap::new(),
         }
     }
 
     fn record(&mut self, path: Arc<str>, kind: OpKind) {
+        self.clock += 1;
+        match &kind {
+            OpKind::Create { ino, .. } | OpKind::Write { ino, .. } | OpKind::Rename { ino, .. } => {
+                self.changed.insert(*ino, self.clock);
+            }
+            _ => {}
+        }
         let op = Op { path, kind };
         self.model.apply(&op);
         self.trace.push(op);
@@ -988,6 +1003,18 @@ impl FsFile for SimFile {
 
     fn len(&self) -> io::Result<u64> {
         Ok(self.shared.lock().model.file(self.ino).current.len() as u64)
+    }
+
+    fn identity(&self) -> io::Result<crate::fs::FileIdentity> {
+        let shared = self.shared.lock();
+        let changed = shared.changed.get(&self.ino).copied().unwrap_or(0);
+        Ok(crate::fs::FileIdentity {
+            dev: 0,
+            ino: self.ino,
+            len: shared.model.file(self.ino).current.len() as u64,
+            modified_ns: changed,
+            changed_ns: changed,
+        })
     }
 
     fn sync_data(&self) -> io::Result<()> {

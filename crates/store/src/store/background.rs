@@ -30,9 +30,31 @@ impl Inner {
             if self.config.flush_interval.is_some() {
                 let _ = self.flush_all(interval);
             }
+            if self.seal_due() && self.seal().is_ok() {
+                let checkpoint = self.checkpoints.lock().last.clone();
+                if let Some(checkpoint) = checkpoint {
+                    let _ = self.write_verified(&checkpoint, super::verified::RECORD_WAIT);
+                }
+            }
             if self.checkpoint_due() {
                 let _ = self.checkpoint(None);
             }
+        }
+    }
+
+    /// Whether the log has been quiet for `seal_after` since a commit
+    /// that no tail record names yet.
+    fn seal_due(&self) -> bool {
+        let Some(after) = self.config.seal_after else {
+            return false;
+        };
+        let log = self.log.lock();
+        log.since_commit().is_some_and(|quiet| quiet >= after) && {
+            let writer = self.heads_writer.lock();
+            log.unsealed(crate::log::HeadsDurable {
+                records: writer.written() as u64,
+                epoch: writer.epoch(),
+            })
         }
     }
 

@@ -28,6 +28,17 @@ impl Inner {
     /// that also finalizes that many leaves (published even if nothing
     /// else changed).
     pub(crate) fn checkpoint(&self, finalize: Option<u64>) -> Result<Option<CheckpointMeta>> {
+        self.checkpoint_as(finalize, false)
+    }
+
+    /// [`Inner::checkpoint`]; with `rewrite`, published even if it covers
+    /// nothing new (the checkpoint a store of an older format is migrated
+    /// with: it adds the sums).
+    pub(crate) fn checkpoint_as(
+        &self,
+        finalize: Option<u64>,
+        rewrite: bool,
+    ) -> Result<Option<CheckpointMeta>> {
         self.writable(if finalize.is_some() {
             "finalize"
         } else {
@@ -47,6 +58,7 @@ impl Inner {
         let Taken {
             snapshot,
             resume,
+            chain,
             heads,
             epoch,
         } = taken.expect("flush_log fills the snapshot");
@@ -67,7 +79,8 @@ impl Inner {
             None if self.explicit_finality() => before,
             None => snapshot.size(),
         };
-        if last.map_or(0, |c| c.size) == snapshot.size()
+        if !rewrite
+            && last.map_or(0, |c| c.size) == snapshot.size()
             && finalized == before
             && last.map_or(0, |c| c.heads) == heads
         {
@@ -81,6 +94,7 @@ impl Inner {
             &snapshot,
             resume,
             Marks {
+                chain,
                 finalized,
                 epoch,
                 heads,
@@ -97,6 +111,8 @@ impl Inner {
         };
         self.appends_at_checkpoint.store(appends, Ordering::Relaxed);
         self.tier(&mut checkpoints)?;
+        // Advisory: what the next open need not read again.
+        let _ = self.write_verified(&written, std::time::Duration::ZERO);
         if let Some(Hook(hook)) = &*self.hook.lock() {
             hook(&written)?;
         }

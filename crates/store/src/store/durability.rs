@@ -28,6 +28,7 @@ use event_listener::Listener;
 use super::Inner;
 use crate::error::{Result, StoreError};
 use crate::format::LogPosition;
+use crate::log::HeadsDurable;
 
 #[derive(Debug)]
 pub(crate) struct Durable {
@@ -429,17 +430,29 @@ impl Inner {
             let epoch = self.epoch.load(Ordering::Acquire);
             (tree.share_leaves(), tree.size(), taken, epoch, pending)
         };
-        if !pending.is_empty() {
-            self.heads_writer.lock().write(&pending)?;
-            self.heads.lock().mark_written(tags);
-        }
-        log.commit(&leaves, to)?;
+        // The log's tail record names the heads records durable before this
+        // commit's: those of a commit a crash tears are never named, so
+        // recovery may drop them (as it drops the commit's leaves).
+        let (heads, heads_epoch) = {
+            let mut writer = self.heads_writer.lock();
+            let before = HeadsDurable {
+                records: writer.written() as u64,
+                epoch: writer.epoch(),
+            };
+            if !pending.is_empty() {
+                writer.write(&pending, log.last())?;
+                self.heads.lock().mark_written(tags);
+            }
+            (before, writer.epoch())
+        };
+        log.commit(&leaves, to, heads)?;
         if let Some(out) = snapshot {
             *out = Some(Taken {
                 snapshot: Arc::clone(&taken),
                 resume: log.next(),
+                chain: log.chain(),
                 heads: tags as u64,
-                epoch: self.heads_writer.lock().epoch(),
+                epoch: heads_epoch,
             });
         }
         debug_assert_eq!(log.end(), to);
@@ -470,6 +483,8 @@ pub(crate) struct Commit {
 pub(crate) struct Taken {
     pub(crate) snapshot: Arc<Snapshot>,
     pub(crate) resume: LogPosition,
+    /// The `prev` of the frame at `resume`.
+    pub(crate) chain: u32,
     pub(crate) heads: u64,
     pub(crate) epoch: u64,
 }

@@ -3,6 +3,7 @@
 mod basics;
 mod crash;
 mod faults;
+mod integrity;
 mod model;
 mod notify;
 mod power;
