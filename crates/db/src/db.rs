@@ -688,6 +688,15 @@ impl Db {
         Ok(self.store.flush()?)
     }
 
+    /// What the store reports about itself, read without waiting for a
+    /// write: the failure that stopped acknowledgements, a failing
+    /// checkpoint (appends go on; the store tries again), and the files
+    /// found removed or replaced under it (see
+    /// [`cairn_store::Store::health`]).
+    pub fn health(&self) -> cairn_store::StoreHealth {
+        self.store.health()
+    }
+
     /// Checkpoints the tree and the set (flushing first); returns the
     /// store's checkpoint, `None` if the last one already covered
     /// everything.

@@ -49,13 +49,13 @@ pub use backup::{Backup, DerivedFiles};
 pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
 pub use error::{NodeMismatch, StoreError, StoredChildren};
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
+pub use fs::{FileId, Fs, StdFs};
 #[cfg(any(test, feature = "sim"))]
-pub use fs::SimFs;
-pub use fs::{Fs, StdFs};
+pub use fs::{OpenFault, SimFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use layout::Layout;
 pub use rollback::RollbackFloor;
 pub use store::{
-    Appended, CheckpointHook, CheckpointObserver, DurableHead, Store, StoreStats, Token,
-    stored_config,
+    Appended, CheckpointFailure, CheckpointHook, CheckpointObserver, DurableHead, FileChange,
+    FileEvent, FileOutcome, Store, StoreHealth, StoreStats, Token, stored_config,
 };

@@ -3,6 +3,7 @@
 mod basics;
 mod crash;
 mod faults;
+mod files;
 mod model;
 mod notify;
 mod power;
@@ -12,3 +13,4 @@ mod rollback_crash;
 mod rollback_edges;
 mod rollback_model;
 mod support;
+mod upkeep;
