@@ -431,9 +431,16 @@ impl Inner {
         };
         if !pending.is_empty() {
             self.heads_writer.lock().write(&pending)?;
+            self.verify_heads_name()?;
             self.heads.lock().mark_written(tags);
         }
+        let first = log.end() / self.layout.log_file_leaves();
+        let wrote = log.end() < to;
         log.commit(&leaves, to)?;
+        if wrote {
+            // Acknowledged only if durable at the names a reopen reads.
+            self.verify_log_names(&mut log, first)?;
+        }
         if let Some(out) = snapshot {
             *out = Some(Taken {
                 snapshot: Arc::clone(&taken),

@@ -374,6 +374,67 @@ impl Inner {
         }
     }
 
+    /// Before a commit is acknowledged, the log files it wrote (from
+    /// `first` on) must still be at their names, or what it acknowledges
+    /// would not be durable where a reopen looks: one `fstat` and one
+    /// `stat` per file. A file found removed or replaced is put back from
+    /// its handle first; if it cannot be, the commit fails (which stops
+    /// acknowledgements). Under the flush lock.
+    pub(crate) fn verify_log_names(&self, log: &mut LogWriter, first: u64) -> Result<()> {
+        let files = log.files().to_vec();
+        for (number, handle) in files.iter().enumerate().skip(to_usize(first)) {
+            let path = self.layout.log_file(number as u64);
+            let Seen::Changed(change) = compare(handle.identity(), self.fs.identity(&path)) else {
+                continue;
+            };
+            let fresh = self.put_back_or_refuse(&**handle, &path, change)?;
+            log.replace_handle(number as u64, fresh);
+        }
+        Ok(())
+    }
+
+    /// [`Inner::verify_log_names`] for the heads file, after a commit
+    /// wrote block-tagged heads to it.
+    pub(crate) fn verify_heads_name(&self) -> Result<()> {
+        let mut writer = self.heads_writer.lock();
+        let (Some(handle), path) = writer.file() else {
+            return Ok(());
+        };
+        let (handle, path) = (Arc::clone(handle), path.to_path_buf());
+        let Seen::Changed(change) = compare(handle.identity(), self.fs.identity(&path)) else {
+            return Ok(());
+        };
+        let fresh = self.put_back_or_refuse(&*handle, &path, change)?;
+        writer.replace_handle(fresh);
+        Ok(())
+    }
+
+    /// Puts `held` back at `path` (reported either way); the error a
+    /// commit fails with if it cannot.
+    fn put_back_or_refuse(
+        &self,
+        held: &dyn FsFile,
+        path: &Path,
+        change: FileChange,
+    ) -> Result<Arc<dyn FsFile>> {
+        match restore(&*self.fs, &self.dir, held, path) {
+            Ok(fresh) => {
+                self.event(path, change, Ok(()));
+                Ok(fresh)
+            }
+            Err(error) => {
+                self.upkeep
+                    .lock()
+                    .file_event(path.to_path_buf(), change, FileOutcome::Stopped);
+                Err(StoreError::Replaced {
+                    path: path.to_path_buf(),
+                    change: change.as_str(),
+                    detail: error.to_string(),
+                })
+            }
+        }
+    }
+
     /// The heads file, put back from its handle if its name changed;
     /// acknowledgements of tagged appends go to it. Under the flush lock.
     fn check_heads_file(&self) {
