@@ -171,8 +171,11 @@ impl Shared {
         move |block, size| size < durable || acked.is_some_and(|a| block <= a)
     }
 
+    /// Records a storage fault a request met, if it stopped
+    /// acknowledgements (a failed checkpoint, rollback publication or
+    /// finalization changes nothing and is in the store's health).
     fn record_failure(&self, error: &DbError) {
-        if error.is_storage_fault() {
+        if error.is_storage_fault() && self.db.durable_head().failure.is_some() {
             let mut failure = self.failure.lock();
             if failure.is_none() {
                 tracing::error!(error = %error, "the database failed: no more appends will be acknowledged");
@@ -1176,30 +1179,13 @@ pub(crate) async fn finalize(
 
 // -- GET /healthz, /metrics, /openapi.json ------------------------------------
 
-#[derive(Serialize)]
-struct HealthJson<'a> {
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-}
-
 pub(crate) async fn health(State(state): State<AppState>) -> Response {
-    match state.shared().failure().as_deref() {
-        None => json(
-            StatusCode::OK,
-            &HealthJson {
-                status: "ok",
-                error: None,
-            },
-        ),
-        Some(failure) => json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &HealthJson {
-                status: "failing",
-                error: Some(failure),
-            },
-        ),
-    }
+    let shared = state.shared();
+    crate::health::answer(
+        shared.failure(),
+        &shared.db.health(),
+        &shared.metrics.connections,
+    )
 }
 
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {

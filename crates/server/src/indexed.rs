@@ -25,7 +25,7 @@
 //! Durability waits run on tokio's blocking pool (one thread per waiting
 //! request, each on its token).
 
-use std::future::{Future, IntoFuture as _};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -146,6 +146,11 @@ where
     );
     let checkpoint = config.checkpoint_on_shutdown;
     let metrics = Arc::new(Metrics::default());
+    metrics
+        .connections
+        .configure(&config)
+        .map_err(ServerError::Usage)?;
+    let limits = crate::listener::Limits::of(&config);
     // Every checkpoint of the log written while serving, the store's
     // automatic ones included.
     let observed_checkpoints = Arc::clone(&metrics);
@@ -160,15 +165,18 @@ where
         inserts: tokio::sync::RwLock::new(()),
         writes: Mutex::new(()),
     }));
+    crate::server::log_limits(&state.0.metrics.connections);
+    let connections = Arc::clone(&state.0.metrics.connections);
+    let watched = Arc::clone(&db);
+    let watch = tokio::spawn(crate::health::watch(move || watched.health()));
     ready(local_addr);
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .into_future()
-        .await
-        .map_err(|source| ServerError::Io {
-            what: "serving",
-            source,
-        })?;
+    let served =
+        crate::listener::serve(listener, router(state), limits, connections, shutdown).await;
+    watch.abort();
+    served.map_err(|source| ServerError::Io {
+        what: "serving",
+        source,
+    })?;
     tokio::task::spawn_blocking(move || -> Result<(), ServerError> {
         let head = db.flush()?;
         tracing::info!(size = head.size, "flushed");
@@ -534,30 +542,13 @@ async fn proof(
     Ok(proof_answer(proof.to_json(), proof.to_bytes(), binary))
 }
 
-#[derive(Serialize)]
-struct HealthJson<'a> {
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-}
-
 async fn health(State(state): State<IndexedState>) -> Response {
-    match state.0.failure.lock().as_deref() {
-        None => json(
-            StatusCode::OK,
-            &HealthJson {
-                status: "ok",
-                error: None,
-            },
-        ),
-        Some(failure) => json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &HealthJson {
-                status: "failing",
-                error: Some(failure),
-            },
-        ),
-    }
+    let shared = &state.0;
+    crate::health::answer(
+        shared.failure.lock().clone(),
+        &shared.db.health(),
+        &shared.metrics.connections,
+    )
 }
 
 async fn metrics(State(state): State<IndexedState>) -> Response {

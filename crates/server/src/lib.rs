@@ -41,7 +41,9 @@ mod companions;
 mod config;
 mod cors;
 mod error;
+mod health;
 mod indexed;
+mod listener;
 mod metrics;
 mod mirror;
 mod process;
@@ -51,13 +53,15 @@ mod signed;
 
 pub use companions::{DbTarget, MirrorSettings, PublishSettings, open_upstream, pin_published};
 pub use config::{
-    DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_HEADER_READ_TIMEOUT_SECONDS,
+    DEFAULT_IDLE_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
     SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file, read_token_file,
     trusted_keys,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;
 pub use indexed::{run_indexed, serve_indexed};
+pub use listener::{DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS_MIN, reserved_descriptors};
 pub use mirror::DEFAULT_MAX_LEAVES_PER_READ;
 pub use routes::{OPENAPI_JSON, ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};
