@@ -431,13 +431,13 @@ impl Metrics {
         );
         counter(
             out,
-            "cairn_store_file_events_total",
+            "cairn_file_events_total",
             "Files of the database found removed or replaced under the server (each written again from what it holds, if it could).",
             health.file_events_total,
         );
         gauge(
             out,
-            "cairn_store_files_unrestored",
+            "cairn_files_unrestored",
             "Files of the database removed or replaced under the server and not yet written again (do not restart).",
             health.unrestored.len() as u64,
         );
