@@ -57,5 +57,6 @@ pub use layout::Layout;
 pub use rollback::RollbackFloor;
 pub use store::{
     Appended, CheckpointFailure, CheckpointHook, CheckpointObserver, DurableHead, FileChange,
-    FileEvent, FileOutcome, Store, StoreHealth, StoreStats, Token, stored_config,
+    FileEvent, FileOutcome, FileRestore, FileWatch, Store, StoreHealth, StoreStats, Token,
+    stored_config,
 };

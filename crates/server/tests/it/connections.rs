@@ -248,10 +248,8 @@ fn a_flood_at_a_low_descriptor_limit_blocks_no_client_and_starves_no_file() {
         }
         acknowledged.extend(values);
     }
-    let finalize = format!(
-        "POST /v1/finalize HTTP/1.1\r\nhost: 1\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{{\"size\":40}}"
-    );
-    let (status, answer) = runtime.block_on(raw(addr, &finalize)).unwrap();
+    let finalize = "POST /v1/finalize HTTP/1.1\r\nhost: 1\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"size\":40}";
+    let (status, answer) = runtime.block_on(raw(addr, finalize)).unwrap();
     assert_eq!(status, 200, "{answer}");
     let (status, metrics) = runtime.block_on(raw(addr, &get("/metrics"))).unwrap();
     assert_eq!(status, 200);

@@ -144,6 +144,7 @@ async fn no_second_writer_gets_in_whatever_is_removed_under_a_running_server() {
         "heads",
         "levels/level-01.nodes",
         "log/000000000000.log",
+        "nullifiers.set",
     ];
     for (round, name) in names.iter().enumerate() {
         let path = dir.join(name);

@@ -11,14 +11,14 @@
 //! durable where a reopen looks.
 
 use std::io;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 use cairn_core::cast::{level_number, to_usize};
 
-use super::Inner;
 use super::health::{FileChange, FileOutcome, Published};
+use super::{Inner, Store};
 use crate::checkpoint::Checkpoints;
 use crate::error::{Result, StoreError};
 use crate::fs::{FileId, Fs, FsFile, OpenMode};
@@ -32,6 +32,81 @@ pub(crate) const RESTORE_TMP: &str = "restore.tmp";
 
 /// Bytes copied per read and write when a file is restored.
 const COPY_CHUNK: usize = 1 << 20;
+
+/// Writes a watched file of the layer above again (see
+/// [`Store::watch_file`]).
+pub type FileRestore = Box<dyn Fn() -> Result<()> + Send + Sync>;
+
+/// A file of the layer above the checks watch.
+pub(crate) struct Watched {
+    path: PathBuf,
+    /// The file the layer published there last, held open (`None`: none
+    /// yet, or it could not be opened).
+    held: Option<Box<dyn FsFile>>,
+    restore: Arc<FileRestore>,
+}
+
+impl std::fmt::Debug for Watched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watched")
+            .field("path", &self.path)
+            .field("held", &self.held)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the layer above tells the store's checks that it published a
+/// watched file anew (see [`Store::watch_file`]). Holds the store weakly.
+#[derive(Debug, Clone)]
+pub struct FileWatch {
+    inner: Weak<Inner>,
+    path: PathBuf,
+}
+
+impl FileWatch {
+    /// The file now at the watched name is the one the layer published:
+    /// the checks compare the name with it from now on. Call it after
+    /// each publication (it opens the file: one descriptor held).
+    pub fn published(&self) {
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        let held = inner.fs.open(&self.path, OpenMode::ReadOnly).ok();
+        let mut upkeep = inner.upkeep.lock();
+        if let Some(watched) = upkeep.watched.iter_mut().find(|w| w.path == self.path) {
+            watched.held = held;
+        }
+    }
+}
+
+impl Store {
+    /// Has the file checks watch `name`, a file the layer above keeps in
+    /// the store's directory and publishes by rename (the database's
+    /// nullifier set): the file there now is held as the one to compare
+    /// the name with, and if the name is found removed or replaced,
+    /// `restore` writes the file again (and calls
+    /// [`FileWatch::published`]); the event is reported like the store's
+    /// own files'. `restore` runs on the checking thread with no lock of
+    /// the store held. A read-only store checks nothing.
+    pub fn watch_file(&self, name: &str, restore: FileRestore) -> FileWatch {
+        let path = self.inner.dir.join(name);
+        let held = match self.inner.read_only {
+            true => None,
+            false => self.inner.fs.open(&path, OpenMode::ReadOnly).ok(),
+        };
+        let mut upkeep = self.inner.upkeep.lock();
+        upkeep.watched.retain(|w| w.path != path);
+        upkeep.watched.push(Watched {
+            path: path.clone(),
+            held,
+            restore: Arc::new(restore),
+        });
+        FileWatch {
+            inner: Arc::downgrade(&self.inner),
+            path,
+        }
+    }
+}
 
 /// What a name was found to name, against what the store holds.
 enum Seen {
@@ -118,6 +193,7 @@ impl Inner {
         if !self.check_dir() {
             return;
         }
+        self.check_watched();
         self.check_lock_file();
         self.check_meta();
         {
@@ -133,6 +209,36 @@ impl Inner {
         }
         self.check_log_files(&mut log);
         self.check_heads_file();
+    }
+
+    /// The layer above's watched files, written again by their restore
+    /// (called with no lock of the store held: it publishes through the
+    /// layer's own locks, which a checkpoint's hook takes under the
+    /// store's).
+    fn check_watched(&self) {
+        let changed: Vec<(PathBuf, FileChange, Arc<FileRestore>)> = {
+            let upkeep = self.upkeep.lock();
+            upkeep
+                .watched
+                .iter()
+                .filter_map(|watched| {
+                    let now = named(&*self.fs, &watched.path).ok()?;
+                    let held = match &watched.held {
+                        Some(file) => Some(file.identity().ok()?),
+                        None => None,
+                    };
+                    let change = match (held, now) {
+                        (held, now) if held == now => return None,
+                        (_, None) => FileChange::Removed,
+                        (_, Some(_)) => FileChange::Replaced,
+                    };
+                    Some((watched.path.clone(), change, Arc::clone(&watched.restore)))
+                })
+                .collect()
+        };
+        for (path, change, restore) in changed {
+            self.event(&path, change, restore());
+        }
     }
 
     /// Stops acknowledgements: `path` is one they rest on and it could

@@ -132,6 +132,8 @@ pub(crate) struct Upkeep {
     /// directory (the lock's), `LOCK`, `cairn.meta` and `checkpoint`
     /// (`None` inside: absent).
     pub(crate) expected: Expected,
+    /// Files of the layer above the checks watch (`Store::watch_file`).
+    pub(crate) watched: Vec<super::files::Watched>,
 }
 
 #[derive(Debug)]
@@ -187,6 +189,7 @@ impl Default for Upkeep {
             unrestored: BTreeSet::new(),
             next_file_check: Instant::now() + FILE_CHECK_INTERVAL,
             expected: Expected::default(),
+            watched: Vec::new(),
         }
     }
 }

@@ -40,6 +40,7 @@ mod tiering;
 
 pub(crate) use durability::{Commit, Durable, Taken, Want, poisoned};
 pub use durability::{DurableHead, Token};
+pub use files::{FileRestore, FileWatch};
 pub use health::{CheckpointFailure, FileChange, FileEvent, FileOutcome, StoreHealth};
 pub use open::stored_config;
 
