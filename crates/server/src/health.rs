@@ -126,10 +126,11 @@ pub(crate) fn answer(
 }
 
 /// Logs what changes in the store's health, once a second, until the
-/// server stops: a checkpoint that starts failing (and each tenth failure
-/// in a row), one that succeeds again, each file event. The store itself
-/// logs nothing.
-pub(crate) async fn watch(health: impl Fn() -> StoreHealth + Send) {
+/// server stops or `health` finds the database gone (it holds it weakly:
+/// the watch must not keep the database open): a checkpoint that starts
+/// failing (and each tenth failure in a row), one that succeeds again,
+/// each file event. The store itself logs nothing.
+pub(crate) async fn watch(health: impl Fn() -> Option<StoreHealth> + Send) {
     let mut interval = tokio::time::interval(Duration::from_secs(1));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut seen_events = 0;
@@ -137,7 +138,9 @@ pub(crate) async fn watch(health: impl Fn() -> StoreHealth + Send) {
     let mut stopped = false;
     loop {
         interval.tick().await;
-        let now = health();
+        let Some(now) = health() else {
+            return;
+        };
         match &now.checkpoint {
             Some(failure) if failure.consecutive > failing => {
                 if failing == 0 || failure.consecutive % 10 == 0 {

@@ -167,12 +167,16 @@ where
     }));
     crate::server::log_limits(&state.0.metrics.connections);
     let connections = Arc::clone(&state.0.metrics.connections);
-    let watched = Arc::clone(&db);
-    let watch = tokio::spawn(crate::health::watch(move || watched.health()));
+    let watched = Arc::downgrade(&db);
+    let watch = tokio::spawn(crate::health::watch(move || {
+        watched.upgrade().map(|db| db.health())
+    }));
     ready(local_addr);
     let served =
         crate::listener::serve(listener, router(state), limits, connections, shutdown).await;
     watch.abort();
+    // Awaited: once it is gone, nothing of it holds the database.
+    let _ = watch.await;
     served.map_err(|source| ServerError::Io {
         what: "serving",
         source,
@@ -265,8 +269,11 @@ fn refused(shared: &Shared, error: DbError) -> ApiError {
         }
         DbError::Indexed(_) => ApiError::bad_request(error.to_string()),
         error if error.is_storage_fault() => {
+            // Only what stopped the store's acknowledgements stops the
+            // server's (a failed finalization or rollback changed nothing).
+            let stopped = shared.db.health().failure.is_some();
             let mut failure = shared.failure.lock();
-            if failure.is_none() {
+            if failure.is_none() && stopped {
                 tracing::error!(error = %error, "the database failed: no more inserts will be acknowledged");
                 *failure = Some(error.to_string());
             }

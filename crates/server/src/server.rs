@@ -112,8 +112,10 @@ impl Server {
             tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = signalled.send(());
         };
-        let watched = Arc::clone(&shared.db);
-        let watch = tokio::spawn(health::watch(move || watched.health()));
+        let watched = Arc::downgrade(&shared.db);
+        let watch = tokio::spawn(health::watch(move || {
+            watched.upgrade().map(|db| db.health())
+        }));
         let serving = listener::serve(
             listener,
             routes::router(state.clone()),
@@ -135,6 +137,8 @@ impl Server {
             ),
         }
         watch.abort();
+        // Awaited: once it is gone, nothing of it holds the database.
+        let _ = watch.await;
         // The publisher's last round publishes the last durable size.
         tokio::task::spawn_blocking(move || companions.stop_and_join())
             .await
