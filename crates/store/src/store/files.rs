@@ -203,11 +203,23 @@ impl Inner {
             // publish until the level file is back.
             let _ = self.check_level_files(&mut checkpoints);
         }
+        // Compared without the flush lock (a commit waits for nothing),
+        // taken only to put a file back.
+        let files = self.log.lock().files().to_vec();
+        let moved = files.iter().enumerate().any(|(number, handle)| {
+            let path = self.layout.log_file(number as u64);
+            matches!(
+                compare(handle.identity(), self.fs.identity(&path)),
+                Seen::Changed(_)
+            )
+        });
         let mut log = self.log.lock();
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        self.check_log_files(&mut log);
+        if moved {
+            self.check_log_files(&mut log);
+        }
         self.check_heads_file();
     }
 
