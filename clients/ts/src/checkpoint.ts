@@ -1,7 +1,7 @@
 // Signed checkpoints (docs/spec.md, "Signed checkpoints"): a C2SP signed
 // note with an Ed25519 signature whose text is a C2SP tlog-checkpoint body
 // (origin, size, base64 root) with cairn's extension line
-// `cairn-tree kind=leanimt arity=N hash=H`. The verifier key is the text
+// `cairn-tree kind=leanimt arity=N hash=H` (an imt adds `depth=D zero=0x..`). The verifier key is the text
 // Go's golang.org/x/mod/sumdb/note reads: `name+hash+base64(0x01 || key)`.
 // Parsing is strict: one spelling per head (no leading zeros, canonical
 // base64), and a note is trusted only if a signature by the key verifies
@@ -10,7 +10,8 @@ import { ed25519 } from "@noble/curves/ed25519";
 import { sha256 } from "@noble/hashes/sha2";
 import type { Hash } from "./bytes.js";
 import { CairnError, type ErrorKind } from "./errors.js";
-import { HASH_NAMES, type HashName } from "./hasher.js";
+import { HASH_NAMES, isFieldHash, type HashName } from "./hasher.js";
+import { isCanonicalFieldElement } from "./hashes/field.js";
 
 /** A parsed verifier key. */
 export interface VerifierKey {
@@ -30,8 +31,12 @@ export interface SignedHead {
   readonly size: bigint;
   /** The root at `size`. */
   readonly root: Hash;
-  /** The tree's shape: "leanimt". */
-  readonly kind: "leanimt";
+  /** The tree's shape: "leanimt", or "imt" (a fixed-depth tree, with its depth and zero value). */
+  readonly kind: "leanimt" | "imt";
+  /** An imt's depth, 1..64; absent for a LeanIMT. */
+  readonly depth?: number;
+  /** An imt's zero value (the value of an absent leaf); absent for a LeanIMT. */
+  readonly zero?: Hash;
   /** Children per internal node. */
   readonly arity: number;
   /** The node hash. */
@@ -224,7 +229,15 @@ function parseSize(line: string): bigint {
   return size;
 }
 
-function parseTreeLine(line: string): { arity: number; hash: HashName } {
+interface TreeLine {
+  kind: "leanimt" | "imt";
+  arity: number;
+  hash: HashName;
+  depth?: number;
+  zero?: Hash;
+}
+
+function parseTreeLine(line: string): TreeLine {
   const bad = (why: string) => malformed("TreeLine", `cairn tree line: ${why}`);
   const fields = line.split(" ");
   const field = (index: number, key: string): string => {
@@ -234,15 +247,27 @@ function parseTreeLine(line: string): { arity: number; hash: HashName } {
     return value.slice(key.length + 1);
   };
   const kind = field(1, "kind");
-  if (kind !== "leanimt") throw bad(`unknown tree kind ${JSON.stringify(kind)}, want "leanimt"`);
+  if (kind !== "leanimt" && kind !== "imt") throw bad(`unknown tree kind ${JSON.stringify(kind)}, want "leanimt" or "imt"`);
   const arityText = field(2, "arity");
   if (!/^(0|[1-9][0-9]*)$/.test(arityText)) throw bad(`arity ${JSON.stringify(arityText)} is not a decimal number without leading zeros`);
   const arity = Number(arityText);
   if (!(arity >= 2 && arity <= 16)) throw bad(`arity ${arityText} is out of range, want 2..=16`);
   const hash = field(3, "hash");
   if (!(HASH_NAMES as readonly string[]).includes(hash)) throw bad(`unknown hash ${JSON.stringify(hash)}, want one of ${HASH_NAMES.join(", ")}`);
-  if (fields.length > 4) throw bad(`unexpected ${JSON.stringify(fields[4])} after the hash`);
-  return { arity, hash: hash as HashName };
+  if (kind === "leanimt") {
+    if (fields.length > 4) throw bad(`unexpected ${JSON.stringify(fields[4])} after the hash`);
+    return { kind, arity, hash: hash as HashName };
+  }
+  const depthText = field(4, "depth");
+  if (!/^(0|[1-9][0-9]*)$/.test(depthText)) throw bad(`depth ${JSON.stringify(depthText)} is not a decimal number without leading zeros`);
+  const depth = Number(depthText);
+  if (!(depth >= 1 && depth <= 64)) throw bad(`fixed-depth tree depth ${depthText} is out of range, want 1..=64`);
+  const zeroText = field(5, "zero");
+  if (!/^0x[0-9a-f]{64}$/.test(zeroText)) throw bad(`zero ${JSON.stringify(zeroText)} is not 0x and 64 lowercase hex digits`);
+  const zero = Uint8Array.from(zeroText.slice(2).match(/../g)!, (pair) => parseInt(pair, 16));
+  if (isFieldHash(hash as HashName) && !isCanonicalFieldElement(zero)) throw bad(`zero ${zeroText} is not a canonical BN254 field element, which a ${hash} tree needs`);
+  if (fields.length > 6) throw bad(`unexpected ${JSON.stringify(fields[6])} after the zero`);
+  return { kind, arity, hash: hash as HashName, depth, zero };
 }
 
 /**
@@ -287,14 +312,13 @@ function headOf(text: string, origin: string | null): SignedHead {
     throw malformed("TreeLine", `cairn tree line: the checkpoint has ${treeLines.length} ${TREE_KEYWORD} lines, want one`);
   }
   const tree = parseTreeLine(treeLines[0]!);
-  if (size === 0n) throw malformed("Checkpoint", "malformed checkpoint: size 0: cairn's empty tree has no root, so no checkpoint names it");
+  // A fixed-depth tree's empty tree has a root (zeros[depth]), a LeanIMT's none.
+  if (size === 0n && tree.kind === "leanimt") throw malformed("Checkpoint", "malformed checkpoint: size 0: cairn's empty tree has no root, so no checkpoint names it");
   return Object.freeze({
     origin: name,
     size,
     root,
-    kind: "leanimt",
-    arity: tree.arity,
-    hash: tree.hash,
+    ...tree,
     otherExtensions: Object.freeze(extensions.filter((line) => line.split(" ")[0] !== TREE_KEYWORD)),
   });
 }

@@ -3,7 +3,7 @@
 // bundle carries only the hashes it imports.
 export { CairnError, type ErrorKind, type Stage } from "./errors.js";
 export { toHex, type Hash } from "./bytes.js";
-export { HASH_IDS, HASH_NAMES, type Hasher, type HashName } from "./hasher.js";
+export { HASH_IDS, HASH_NAMES, isFieldHash, type Hasher, type HashName } from "./hasher.js";
 export {
   ConsistencyProof,
   consistencyFromBytes,
@@ -20,10 +20,11 @@ export {
 export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 export { isCanonicalFieldElement } from "./hashes/field.js";
 export { poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
-export { INDEXED, LEAN, MAX_FIXED_DEPTH, type TreeKind } from "./kind.js";
+export { groupParent, INDEXED, LEAN, MAX_FIXED_DEPTH, Zeros, type TreeKind } from "./kind.js";
 export { consistencySteps, depth, path, stepHashes, type ConsistencyStep, type PathStep } from "./shape.js";
 export {
   CHECKPOINT_MAGIC,
+  CHECKPOINT_MAGIC_KINDS,
   consistencyFromTiles,
   fetchCheckpoint,
   parseCheckpoint,

@@ -53,6 +53,8 @@ export type ErrorKind =
   | "NotBracketed"
   | "BadPointer"
   | "EmptyHead"
+  | "GuardIndex"
+  | "EmptyWitness"
   | "Step"
   // input: a malformed argument (arity, hasher, head, leaf, verifier key)
   | "InvalidArgument"

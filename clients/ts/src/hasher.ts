@@ -16,6 +16,15 @@ export const HASH_IDS: Readonly<Record<HashName, number>> = {
 
 export const HASH_NAMES: readonly HashName[] = ["blake3", "sha256", "keccak256", "poseidon", "mimcsponge"];
 
+/**
+ * Whether the hash works over the BN254 field (Poseidon, MiMCSponge), so
+ * its values must be canonical field elements: the one place this is
+ * asked (cairn's Rust core: `HashKind::is_field_hash`).
+ */
+export function isFieldHash(name: HashName): boolean {
+  return name === "poseidon" || name === "mimcsponge";
+}
+
 /** A node hash H(c_1, .., c_k) for groups of 2..16 children. */
 export interface Hasher {
   readonly name: HashName;

@@ -9,6 +9,7 @@
 import { equalBytes, hashArgument, parseProofHash, readU64, toHex, U64_MAX, u64Argument, type Hash } from "./bytes.js";
 import { CairnError, decodeError, inputError, verifyError } from "./errors.js";
 import { HASH_IDS, HASH_NAMES, type Hasher, type HashName } from "./hasher.js";
+import { groupParent } from "./kind.js";
 import { asUnsigned, describe, fromJsValue, parseJson, type JsonValue } from "./json.js";
 import { FORMAT_VERSION } from "./proof.js";
 import { membershipSiblingCount, path } from "./shape.js";
@@ -108,12 +109,9 @@ function isZero(value: Hash): boolean {
 /** The root of a LeanIMT over `leaves` (spec section 2). */
 function leanRoot(leaves: Hash[], arity: number, hasher: Hasher): Hash {
   let level = leaves;
-  while (level.length > 1) {
+  for (let k = 0; level.length > 1; k++) {
     const next: Hash[] = [];
-    for (let start = 0; start < level.length; start += arity) {
-      const group = level.slice(start, start + arity);
-      next.push(group.length === 1 ? group[0]! : hasher.hashChildren(group));
-    }
+    for (let start = 0; start < level.length; start += arity) next.push(groupParent(hasher, null, k, level.slice(start, start + arity)));
     level = next;
   }
   return level[0]!;
@@ -491,6 +489,13 @@ function checkLeaf(hasher: Hasher, what: string, leaf: IndexedLeaf, size: bigint
   }
 }
 
+/** The guard (value 0) is leaf 0 and only leaf 0. */
+function checkGuardIndex(index: bigint, leaf: IndexedLeaf): void {
+  if ((index === 0n) !== isZero(leaf.value)) {
+    throw verifyError("GuardIndex", `leaf ${index} has value ${toHex(leaf.value)}: the guard (value 0) is leaf 0 and only leaf 0`);
+  }
+}
+
 function checkBrackets(low: IndexedLeaf, value: Hash): void {
   const below = compare(low.value, value) < 0;
   const above = isZero(low.nextValue) || compare(value, low.nextValue) < 0;
@@ -514,7 +519,7 @@ function fold(hasher: Hasher, arity: number, index: bigint, size: bigint, leaf: 
   for (const step of steps) {
     const group = siblings.slice(at, at + step.groupLen - 1);
     group.splice(step.position, 0, node);
-    node = hasher.hashChildren(group);
+    node = groupParent(hasher, null, step.level, group);
     at += step.groupLen - 1;
   }
   return node;
@@ -547,6 +552,7 @@ export function verifyAbsence(
     checkAsked(tree.hash, asked);
     if (decoded.size !== trusted.size) throw verifyError("SizeMismatch", `proof size is ${decoded.size}, the trusted size is ${trusted.size}`);
     checkLeaf(tree.hash, "low leaf", decoded.low, decoded.size);
+    checkGuardIndex(decoded.lowIndex, decoded.low);
     checkBrackets(decoded.low, asked);
     const root = fold(tree.hash, tree.arity, decoded.lowIndex, decoded.size, indexedLeafHash(tree.hash, decoded.low), decoded.siblings);
     checkRoot("root", root, trusted.root);
@@ -570,7 +576,7 @@ export function verifyIndexedMembership(
     }
     if (decoded.size !== trusted.size) throw verifyError("SizeMismatch", `proof size is ${decoded.size}, the trusted size is ${trusted.size}`);
     checkLeaf(tree.hash, "leaf", decoded.leaf, decoded.size);
-    if ((decoded.index === 0n) !== isZero(asked)) throw verifyError("GuardValue", "value 0 is the guard's, at index 0 only");
+    checkGuardIndex(decoded.index, decoded.leaf);
     const root = fold(tree.hash, tree.arity, decoded.index, decoded.size, indexedLeafHash(tree.hash, decoded.leaf), decoded.siblings);
     checkRoot("root", root, trusted.root);
     return decoded;
@@ -589,8 +595,10 @@ function foldAppend(hasher: Hasher, arity: number, index: bigint, leaf: Hash, si
   for (const step of steps) {
     const left = siblings.slice(at, at + step.groupLen - 1);
     at += step.groupLen - 1;
-    withLeaf = hasher.hashChildren([...left, withLeaf]);
-    without = without !== null ? hasher.hashChildren([...left, without]) : left.length === 1 ? left[0]! : hasher.hashChildren(left);
+    withLeaf = groupParent(hasher, null, step.level, [...left, withLeaf]);
+    // Without the new leaf, its group is `left` alone until the path
+    // covers an old node, then that node with `left`.
+    without = groupParent(hasher, null, step.level, without !== null ? [...left, without] : [...left]);
   }
   return { without, withLeaf };
 }
@@ -609,11 +617,13 @@ export function verifyInsertion(
     const decoded = isDecoded(witness, "insertion") ? (witness as InsertionWitness) : decodeInsertion(witness);
     let head = trustedHead(tree, decoded, oldHead);
     if (decoded.oldSize !== head.size) throw verifyError("SizeMismatch", `proof size is ${decoded.oldSize}, the trusted size is ${head.size}`);
+    if (decoded.steps.length === 0) throw verifyError("EmptyWitness", "the witness holds no insertion: an empty batch is refused, so none is ever produced");
     decoded.steps.forEach((step, j) => {
       try {
         const size = head.size;
         checkAsked(tree.hash, step.value);
         checkLeaf(tree.hash, "low leaf", step.low, size);
+        checkGuardIndex(step.lowIndex, step.low);
         checkBrackets(step.low, step.value);
         const old = fold(tree.hash, tree.arity, step.lowIndex, size, indexedLeafHash(tree.hash, step.low), step.lowSiblings);
         checkRoot("old root", old, head.root);

@@ -2,8 +2,8 @@
 // group members are lifted and whose empty tree has no root; an indexed
 // tree, Lean-shaped (the same math) but not append-only; or a
 // fixed-depth tree (zk-kit's IMT), whose partial groups are padded with the
-// level's zero hash (`Zeros.parent`); the zeros are computed only as high
-// as a proof needs, once per tree.
+// level's zero hash. `groupParent` is the one place that rule is written;
+// the zeros are computed only as high as a proof needs, once per tree.
 
 import { equalBytes, toHex, type Hash } from "./bytes.js";
 import type { Hasher } from "./hasher.js";
@@ -71,7 +71,7 @@ export class Zeros {
 
   private constructor(
     private readonly hasher: Hasher,
-    private readonly arity: number,
+    readonly arity: number,
     chain: Hash[],
   ) {
     this.chain = chain;
@@ -89,19 +89,6 @@ export class Zeros {
     return new Zeros(hasher, arity, chain);
   }
 
-  /**
-   * The parent of a group of 1..N `members` of `level` (an array the call
-   * may extend): padded to N with zeros[level] if partial, a lone member
-   * too, and hashed. (A lean tree lifts a lone member instead.)
-   */
-  parent(level: number, members: Hash[]): Hash {
-    if (members.length < this.arity) {
-      const pad = this.at(level);
-      while (members.length < this.arity) members.push(pad);
-    }
-    return this.hasher.hashChildren(members);
-  }
-
   /** zeros[level], hashing the levels below it that are not known yet. */
   at(level: number): Hash {
     while (this.chain.length <= level) {
@@ -110,6 +97,24 @@ export class Zeros {
     }
     return this.chain[level]!;
   }
+}
+
+/**
+ * The parent of a group of 1..N `members` of `level`, in index order (an
+ * array the call may extend): the partial-group rule, written here only
+ * (it mirrors cairn's Rust core, `kind::group_parent`). `zeros` is null
+ * for a lean or indexed tree: a lone member is lifted unchanged, any other
+ * group hashed over exactly its members. For an imt, a group of fewer
+ * than N members is padded to N with zeros[level] and hashed (a lone
+ * member too).
+ */
+export function groupParent(hasher: Hasher, zeros: Zeros | null, level: number, members: Hash[]): Hash {
+  if (zeros === null) return members.length === 1 ? members[0]! : hasher.hashChildren(members);
+  if (members.length < zeros.arity) {
+    const pad = zeros.at(level);
+    while (members.length < zeros.arity) members.push(pad);
+  }
+  return hasher.hashChildren(members);
 }
 
 /** Per hasher, the chain of zeros of the last fixed-depth tree verified against (it grows in place). */

@@ -10,7 +10,7 @@
 import { parseProofHash, readU64, toHex, U64_MAX, writeU64, type Hash } from "./bytes.js";
 import { CairnError, decodeError } from "./errors.js";
 import { isCanonicalFieldElement } from "./hashes/field.js";
-import { HASH_IDS, HASH_NAMES, type HashName } from "./hasher.js";
+import { HASH_IDS, HASH_NAMES, isFieldHash, type HashName } from "./hasher.js";
 import { asUnsigned, describe, fromJsValue, parseJson, type JsonValue } from "./json.js";
 import { capacity, fixedDepth, imtKind, INDEXED, LEAN, MAX_FIXED_DEPTH, type TreeKind } from "./kind.js";
 import {
@@ -257,7 +257,7 @@ function checkDecodedKind(arity: number, hash: HashName, tree: TreeKind, size: b
   if (tree.depth < 1 || tree.depth > MAX_FIXED_DEPTH) {
     throw decodeError("TreeKind", `proof tree is malformed: fixed-depth tree depth ${tree.depth} is out of range, want 1..=${MAX_FIXED_DEPTH}`);
   }
-  if ((hash === "poseidon" || hash === "mimcsponge") && !isCanonicalFieldElement(tree.zero)) {
+  if (isFieldHash(hash) && !isCanonicalFieldElement(tree.zero)) {
     throw decodeError(
       "TreeKind",
       `proof tree is malformed: zero value ${toHex(tree.zero)} is not a canonical BN254 field element, which a ${hash} tree needs`,

@@ -4,21 +4,27 @@
 // against the head before returning it. A tile of the wrong length, an
 // oversized or missing one is refused naming it; tiles that do not hash to
 // the head fail verification, naming every tile read. The cache keeps
-// only tiles of verified proofs. A store's checkpoint is either the five
-// unsigned lines or cairn's signed checkpoint; given a verifier key, only
-// a signed one that verifies is trusted (verifyCheckpoint).
+// only tiles of verified proofs. A store's checkpoint is either the
+// unsigned lines (five for a lean tree, eight for an imt, which names its
+// depth and zero) or cairn's signed checkpoint; given a verifier key, only
+// a signed one that verifies is trusted (verifyCheckpoint). Lean and imt
+// trees alike: the levels between tile-levels are recomputed by the one
+// group rule (kind.ts, `groupParent`).
 
 import { u64Argument, type Hash } from "./bytes.js";
 import { parseVerifierKey, readCheckpointUnverified, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
 import { CairnError, inputError } from "./errors.js";
-import { HASH_NAMES, type Hasher, type HashName } from "./hasher.js";
+import { HASH_NAMES, isFieldHash, type Hasher, type HashName } from "./hasher.js";
 import { isCanonicalFieldElement } from "./hashes/field.js";
+import { fixedDepth, groupParent, Zeros } from "./kind.js";
 import { ConsistencyProof, MembershipProof } from "./proof.js";
-import { consistencySteps, path } from "./shape.js";
-import { verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
+import { consistencySteps, path, stepHashes } from "./shape.js";
+import { checkTree, verifyConsistency, verifyMembership, type Tree, type TreeHead, type TrustedTree } from "./verify.js";
 
-/** The first line of a checkpoint object. */
+/** The first line of a lean tree's checkpoint object. */
 export const CHECKPOINT_MAGIC = "cairn tiles v1";
+/** The first line of an imt's checkpoint object (it names the kind, depth and zero). */
+export const CHECKPOINT_MAGIC_KINDS = "cairn tiles v2";
 const MAX_TILE_NODES = 256n;
 const CHECKPOINT_MAX_BYTES = 64 * 1024;
 
@@ -26,6 +32,12 @@ const CHECKPOINT_MAX_BYTES = 64 * 1024;
 export interface TileCheckpoint {
   readonly arity: number;
   readonly hash: HashName;
+  /** "lean", or "imt" with its depth and zero value. */
+  readonly kind: "lean" | "imt";
+  /** An imt's depth; absent for a lean tree. */
+  readonly depth?: number;
+  /** An imt's zero value; absent for a lean tree. */
+  readonly zero?: Uint8Array;
   readonly size: bigint;
   readonly root: Uint8Array | null;
   /** A signed checkpoint's origin (the signer key's name); null for the unsigned form. Verified only if a verifier key was given. */
@@ -52,10 +64,20 @@ function tileError(message: string, status?: number): CairnError {
 
 /** A signed head as a tile checkpoint. */
 function fromSigned(head: SignedHead): TileCheckpoint {
-  if ((head.hash === "poseidon" || head.hash === "mimcsponge") && !isCanonicalFieldElement(head.root)) {
+  if (isFieldHash(head.hash) && !isCanonicalFieldElement(head.root)) {
     throw new CairnError("fetch", "BadCheckpoint", `checkpoint: the root is not a canonical ${head.hash} value`);
   }
-  return Object.freeze({ arity: head.arity, hash: head.hash, size: head.size, root: head.root, origin: head.origin });
+  const kind = head.kind === "imt" ? { kind: "imt" as const, depth: head.depth!, zero: head.zero! } : { kind: "lean" as const };
+  checkCapacity(head.arity, kind, head.size, (why) => new CairnError("fetch", "BadCheckpoint", `checkpoint: ${why}`));
+  return Object.freeze({ arity: head.arity, hash: head.hash, ...kind, size: head.size, root: head.root, origin: head.origin });
+}
+
+/** Refuses a size beyond an imt's N^depth. */
+function checkCapacity(arity: number, kind: { kind: string; depth?: number }, size: bigint, bad: (why: string) => CairnError): void {
+  if (kind.kind === "imt") {
+    const capacity = BigInt(arity) ** BigInt(kind.depth!);
+    if (size > capacity) throw bad(`size ${size} is beyond the tree's capacity of ${capacity} leaves`);
+  }
 }
 
 /**
@@ -67,41 +89,64 @@ function fromSigned(head: SignedHead): TileCheckpoint {
  */
 export function parseCheckpoint(text: string): TileCheckpoint {
   const bad = (why: string) => new CairnError("fetch", "BadCheckpoint", `checkpoint: ${why}`);
-  if (text.split("\n", 1)[0] !== CHECKPOINT_MAGIC) {
+  const magic = text.split("\n", 1)[0];
+  if (magic !== CHECKPOINT_MAGIC && magic !== CHECKPOINT_MAGIC_KINDS) {
     try {
       return fromSigned(readCheckpointUnverified(text));
     } catch (error) {
       if (!(error instanceof CairnError)) throw error;
-      throw bad(`neither an unsigned checkpoint (first line ${JSON.stringify(CHECKPOINT_MAGIC)}) nor a signed one: ${error.message}`);
+      throw bad(
+        `neither an unsigned checkpoint (first line ${JSON.stringify(CHECKPOINT_MAGIC)} or ${JSON.stringify(CHECKPOINT_MAGIC_KINDS)}) nor a signed one: ${error.message}`,
+      );
     }
   }
+  const names = magic === CHECKPOINT_MAGIC ? ["arity", "hash", "size", "root"] : ["arity", "hash", "kind", "depth", "zero", "size", "root"];
   const lines = text.split("\n");
-  if (lines.length !== 6 || lines[5] !== "") throw bad(`${Math.max(lines.length - 1, 0)} lines, want 5 each ending in a newline`);
-  if (lines[0] !== CHECKPOINT_MAGIC) throw bad(`first line ${JSON.stringify(lines[0])}, want ${JSON.stringify(CHECKPOINT_MAGIC)}`);
-  const field = (line: string, name: string): string => {
-    if (!line.startsWith(`${name} `)) throw bad(`line ${JSON.stringify(line)}, want "${name} ..."`);
-    return line.slice(name.length + 1);
-  };
+  if (lines.length !== names.length + 2 || lines[lines.length - 1] !== "") {
+    throw bad(`${Math.max(lines.length - 1, 0)} lines, want ${names.length + 1} each ending in a newline`);
+  }
+  const values = new Map(
+    names.map((name, i) => {
+      const line = lines[i + 1]!;
+      if (!line.startsWith(`${name} `)) throw bad(`line ${JSON.stringify(line)}, want "${name} ..."`);
+      return [name, line.slice(name.length + 1)] as const;
+    }),
+  );
   const decimal = /^(0|[1-9][0-9]*)$/;
-  const arityText = field(lines[1]!, "arity");
+  const hex = (name: string): Uint8Array => {
+    const value = values.get(name)!;
+    if (!/^0x[0-9a-f]{64}$/.test(value)) throw bad(`${name} ${JSON.stringify(value)} is not 0x and 64 lowercase hex digits`);
+    return Uint8Array.from(value.slice(2).match(/../g)!, (pair) => parseInt(pair, 16));
+  };
+  const arityText = values.get("arity")!;
   const arity = Number(arityText);
   if (!decimal.test(arityText) || arity < 2 || arity > 16) throw bad(`arity ${JSON.stringify(arityText)} is not 2..=16`);
-  const hash = field(lines[2]!, "hash");
+  const hash = values.get("hash")!;
   if (!HASH_NAMES.includes(hash as HashName)) throw bad(`unknown hash ${JSON.stringify(hash)}`);
-  const sizeText = field(lines[3]!, "size");
+  let kind: { kind: "lean" } | { kind: "imt"; depth: number; zero: Uint8Array } = { kind: "lean" };
+  if (magic === CHECKPOINT_MAGIC_KINDS) {
+    const name = values.get("kind")!;
+    if (name !== "imt") throw bad(`tree: tree kind ${JSON.stringify(name)} is unknown, want "imt"`);
+    const depthText = values.get("depth")!;
+    const depth = Number(depthText);
+    if (!decimal.test(depthText)) throw bad(`depth ${JSON.stringify(depthText)} is not a decimal number without sign or leading zeros`);
+    if (depth < 1 || depth > 64) throw bad(`tree: fixed-depth tree depth ${depthText} is out of range, want 1..=64`);
+    const zero = hex("zero");
+    if (isFieldHash(hash as HashName) && !isCanonicalFieldElement(zero)) throw bad(`tree: zero value is not a canonical BN254 field element, which a ${hash} tree needs`);
+    kind = { kind: "imt", depth, zero };
+  }
+  const sizeText = values.get("size")!;
   if (!decimal.test(sizeText) || BigInt(sizeText) >= 1n << 64n) throw bad(`size ${JSON.stringify(sizeText)} is not a decimal count`);
   const size = BigInt(sizeText);
-  const rootText = field(lines[4]!, "root");
   let root: Uint8Array | null = null;
-  if (rootText !== "none") {
-    if (!/^0x[0-9a-f]{64}$/.test(rootText)) throw bad(`root ${JSON.stringify(rootText)} is not 0x and 64 lowercase hex digits`);
-    root = Uint8Array.from(rootText.slice(2).match(/../g)!, (pair) => parseInt(pair, 16));
-    if ((hash === "poseidon" || hash === "mimcsponge") && !isCanonicalFieldElement(root)) {
-      throw bad(`root ${rootText} is not a canonical ${hash} value`);
-    }
+  if (values.get("root") !== "none") {
+    root = hex("root");
+    if (isFieldHash(hash as HashName) && !isCanonicalFieldElement(root)) throw bad(`root ${values.get("root")} is not a canonical ${hash} value`);
   }
-  if ((root !== null) !== size > 0n) throw bad(`size ${size} with ${root === null ? "no" : "a"} root`);
-  return Object.freeze({ arity, hash: hash as HashName, size, root, origin: null });
+  // An imt's empty tree has a root (zeros[depth]), a lean tree's none.
+  if ((root !== null) !== (size > 0n || kind.kind === "imt")) throw bad(`size ${size} with ${root === null ? "no" : "a"} root`);
+  checkCapacity(arity, kind, size, bad);
+  return Object.freeze({ arity, hash: hash as HashName, ...kind, size, root, origin: null });
 }
 
 /** Tree levels per tile-level: the largest h with N^h <= 256. */
@@ -136,7 +181,12 @@ export interface TileStats {
 export class TileClient {
   readonly baseUrl: string;
   readonly head: { readonly size: bigint; readonly root: Uint8Array | null };
-  private readonly tree: TrustedTree;
+  /** The trusted tree as given (what the proofs are verified against). */
+  private readonly trusted: TrustedTree;
+  /** The trusted tree, checked. */
+  private readonly tree: Tree;
+  /** An imt's zeros (null for a lean tree). */
+  private readonly zeros: Zeros | null;
   private readonly fetcher: typeof fetch;
   private readonly capacity: number;
   private readonly attempts: number;
@@ -150,10 +200,15 @@ export class TileClient {
   private requests = 0;
   private bytes = 0;
 
-  /** `baseUrl` serves what `cairn publish` wrote; `head` and its arity and hash are trusted. */
+  /** `baseUrl` serves what `cairn publish` wrote; `head` and its tree (arity, hash and kind) are trusted. */
   constructor(baseUrl: string, head: TrustedTileHead, options: TileOptions = {}) {
     this.baseUrl = String(baseUrl).replace(/\/+$/, "");
-    this.tree = { arity: head.arity, hash: head.hash };
+    // The trusted tree alone (the head is kept apart), with only the fields given.
+    const { size: _size, root: _root, ...tree } = head;
+    this.trusted = tree;
+    this.tree = checkTree(this.trusted);
+    if (this.tree.kind.kind === "indexed") throw inputError("tiles describe append-only trees: an indexed tree rewrites earlier leaves");
+    this.zeros = Zeros.of(this.tree.hash, this.tree.arity, this.tree.kind);
     const size = u64Argument(head.size, "trusted head size");
     const root = head.root === null || head.root === undefined ? null : typeof head.root === "string" ? fromHex(head.root) : head.root;
     this.head = Object.freeze({ size, root });
@@ -180,14 +235,14 @@ export class TileClient {
     if (i >= size) throw inputError(`leaf index ${i} is out of range for a tree of size ${size}`);
     return this.settle(async (node) => {
       const siblings: Hash[] = [];
-      for (const step of path(i, size, this.tree.arity)) {
-        if (step.groupLen < 2) continue;
+      for (const step of path(i, size, this.tree.arity, fixedDepth(this.tree.kind))) {
+        if (!stepHashes(step)) continue;
         for (let member = 0; member < step.groupLen; member++) {
           if (member !== step.position) siblings.push(await node(step.level, step.groupStart + BigInt(member)));
         }
       }
-      const proof = new MembershipProof(this.tree.arity, this.tree.hash.name, i, size, await node(0, i), siblings);
-      return verifyMembership(proof.toBytes(), this.tree, this.head);
+      const proof = new MembershipProof(this.tree.arity, this.tree.hash.name, i, size, await node(0, i), siblings, this.tree.kind);
+      return verifyMembership(proof.toBytes(), this.trusted, this.head);
     });
   }
 
@@ -201,13 +256,13 @@ export class TileClient {
       let edgeLeaf: Hash | null = null;
       if (oldSize > 0n) {
         edgeLeaf = await node(0, oldSize - 1n);
-        for (const step of consistencySteps(oldSize, size, this.tree.arity)) {
+        for (const step of consistencySteps(oldSize, size, this.tree.arity, fixedDepth(this.tree.kind))) {
           for (let k = step.edge - BigInt(step.left); k < step.edge; k++) hashes.push(await node(step.level, k));
           for (let k = 1n; k <= BigInt(step.right); k++) hashes.push(await node(step.level, step.edge + k));
         }
       }
-      const proof = new ConsistencyProof(this.tree.arity, this.tree.hash.name, oldSize, size, edgeLeaf, hashes);
-      return verifyConsistency(proof.toBytes(), this.tree, old, this.head);
+      const proof = new ConsistencyProof(this.tree.arity, this.tree.hash.name, oldSize, size, edgeLeaf, hashes, this.tree.kind);
+      return verifyConsistency(proof.toBytes(), this.trusted, old, this.head);
     });
   }
 
@@ -269,10 +324,9 @@ export class TileClient {
     const first = index * n;
     const end = first + n < below ? first + n : below;
     if (first >= end) throw inputError(`node ${index} of level ${level} is out of range for a tree of size ${size}`);
-    if (end - first === 1n) return node(level - 1, first);
     const children: Hash[] = [];
     for (let child = first; child < end; child++) children.push(await node(level - 1, child));
-    return this.tree.hash.hashChildren(children);
+    return groupParent(this.tree.hash, this.zeros, level - 1, children);
   }
 
   private async tile(level: number, index: bigint, width: bigint, read: string[]): Promise<Uint8Array> {
@@ -389,7 +443,8 @@ export async function fetchCheckpoint(baseUrl: string, options: CheckpointOption
   }
   if (key !== undefined) {
     const name = `${key.name}+${key.id.toString(16).padStart(8, "0")}`;
-    if (text.split("\n", 1)[0] === CHECKPOINT_MAGIC) {
+    const magic = text.split("\n", 1)[0];
+    if (magic === CHECKPOINT_MAGIC || magic === CHECKPOINT_MAGIC_KINDS) {
       throw new CairnError("verify", "NoKnownSignature", `${base}/checkpoint: the checkpoint is unsigned, want one signed by ${name}`);
     }
     try {
@@ -417,12 +472,18 @@ async function trustedHead(baseUrl: string, head: TrustedTileHead | null, option
     return head;
   }
   const signed = await fetchCheckpoint(baseUrl, options);
-  const given = head ?? (options.client ? { arity: signed.arity, hash: { name: signed.hash }, size: options.client.head.size, root: options.client.head.root } : null);
+  const signedKind = signed.kind === "imt" ? { kind: "imt" as const, depth: signed.depth!, zero: signed.zero! } : {};
+  const given = head ?? (options.client ? { arity: signed.arity, hash: { name: signed.hash }, ...signedKind, size: options.client.head.size, root: options.client.head.root } : null);
   if (given !== null) {
     const root = given.root === null || given.root === undefined ? null : typeof given.root === "string" ? fromHex(given.root) : given.root;
+    const givenZero = given.zero === undefined ? new Uint8Array(32) : typeof given.zero === "string" ? fromHex(given.zero) : given.zero;
+    const sameKind =
+      (given.kind ?? "lean") === signed.kind &&
+      (signed.kind !== "imt" || (given.depth === signed.depth && givenZero.every((byte, i) => byte === signed.zero![i])));
     const same =
       given.arity === signed.arity &&
       given.hash.name === signed.hash &&
+      sameKind &&
       BigInt(given.size) === signed.size &&
       root !== null &&
       signed.root !== null &&
@@ -436,7 +497,7 @@ async function trustedHead(baseUrl: string, head: TrustedTileHead | null, option
   }
   const hasher = options.hashers?.[signed.hash];
   if (hasher === undefined) throw inputError(`the store's signed checkpoint names the hash ${signed.hash}: pass its hasher in options.hashers (or a head)`);
-  return { arity: signed.arity, hash: hasher, size: signed.size, root: signed.root };
+  return { arity: signed.arity, hash: hasher, ...signedKind, size: signed.size, root: signed.root };
 }
 
 /**

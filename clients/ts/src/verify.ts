@@ -14,7 +14,7 @@ import {
   MembershipProof,
   type ProofInput,
 } from "./proof.js";
-import { describeKind, fixedDepth, imtKind, INDEXED, isAppendOnly, LEAN, MAX_FIXED_DEPTH, sameKind, Zeros, type TreeKind } from "./kind.js";
+import { describeKind, fixedDepth, groupParent, imtKind, INDEXED, isAppendOnly, LEAN, MAX_FIXED_DEPTH, sameKind, Zeros, type TreeKind } from "./kind.js";
 import {
   consistencyHashCount,
   consistencySteps,
@@ -190,7 +190,7 @@ function membershipRoot(proof: MembershipProof, hasher: Hasher): Hash {
     const count = step.groupLen - 1;
     const group = proof.siblings.slice(at, at + count);
     group.splice(step.position, 0, node);
-    node = zeros === null ? hasher.hashChildren(group) : zeros.parent(step.level, group);
+    node = groupParent(hasher, zeros, step.level, group);
     at += count;
   }
   return node;
@@ -267,15 +267,9 @@ function walk(proof: ConsistencyProof, tree: Tree, old: Head, next: Head): WalkL
     const left = proof.hashes.slice(offset, offset + step.left);
     const right = proof.hashes.slice(offset + step.left, offset + step.left + step.right);
     offset += step.left + step.right;
-    if (zeros === null) {
-      // A lean tree lifts a group of one member.
-      if (step.belowOldRoot && step.left > 0) oldNode = hasher.hashChildren([...left, oldNode]);
-      if (step.left + step.right > 0) newNode = hasher.hashChildren([...left, newNode, ...right]);
-    } else {
-      // An imt hashes every group, padded with the level's zero.
-      if (step.belowOldRoot) oldNode = zeros.parent(step.level, [...left, oldNode]);
-      newNode = zeros.parent(step.level, [...left, newNode, ...right]);
-    }
+    // A lean tree lifts a group of one member; an imt pads and hashes it.
+    if (step.belowOldRoot) oldNode = groupParent(hasher, zeros, step.level, [...left, oldNode]);
+    newNode = groupParent(hasher, zeros, step.level, [...left, newNode, ...right]);
   }
   checkRoot("old root", oldNode, old.root);
   checkRoot("new root", newNode, next.root);
@@ -392,18 +386,15 @@ export function computeRoot(leaves: readonly (Uint8Array | string)[], tree: Trus
       }
       for (let k = 0; k < levels; k++) {
         const next: Hash[] = [];
-        for (let start = 0; start < level.length; start += tree.arity) next.push(zeros.parent(k, level.slice(start, start + tree.arity)));
+        for (let start = 0; start < level.length; start += tree.arity) next.push(groupParent(tree.hash, zeros, k, level.slice(start, start + tree.arity)));
         level = next;
       }
       return level.length === 0 ? zeros.at(levels) : level[0]!;
     }
     if (level.length === 0) return null;
-    while (level.length > 1) {
+    for (let k = 0; level.length > 1; k++) {
       const next: Hash[] = [];
-      for (let start = 0; start < level.length; start += tree.arity) {
-        const group = level.slice(start, start + tree.arity);
-        next.push(group.length === 1 ? group[0]! : tree.hash.hashChildren(group));
-      }
+      for (let start = 0; start < level.length; start += tree.arity) next.push(groupParent(tree.hash, null, k, level.slice(start, start + tree.arity)));
       level = next;
     }
     return level[0]!;

@@ -63,6 +63,29 @@ test("a checkpoint signed here verifies and returns its head", () => {
   assert.equal(verifyCheckpoint(k.sign(checkpointText(k.name)), parseVerifierKey(k.verifier)).size, 5n);
 });
 
+test("an imt's checkpoint names its depth and zero, and its empty tree has one", () => {
+  const k = key("example.org/pool");
+  const zero = `0x${"00".repeat(31)}0a`;
+  const line = `cairn-tree kind=imt arity=2 hash=poseidon depth=20 zero=${zero}`;
+  for (const size of ["0", "9"]) {
+    const head = verifyCheckpoint(k.sign(checkpointText(k.name, size, b64(ROOT), line)), k.verifier);
+    assert.deepEqual([head.kind, head.arity, head.hash, head.depth, head.size], ["imt", 2, "poseidon", 20, BigInt(size)]);
+    assert.equal(head.zero[31], 10);
+  }
+  for (const [bad, why] of [
+    ["cairn-tree kind=imt arity=2 hash=poseidon", "depth= is missing"],
+    [`cairn-tree kind=imt arity=2 hash=poseidon depth=020 zero=${zero}`, "leading zeros"],
+    [`cairn-tree kind=imt arity=2 hash=poseidon depth=65 zero=${zero}`, "out of range"],
+    [`cairn-tree kind=imt arity=2 hash=poseidon depth=20 zero=0x${"ff".repeat(32)}`, "canonical"],
+    [`cairn-tree kind=imt arity=2 hash=poseidon depth=20 zero=${zero.toUpperCase().replace("0X", "0x")}`, "lowercase"],
+    [`${line} extra=1`, "unexpected"],
+  ]) {
+    const note = k.sign(checkpointText(k.name, "9", b64(ROOT), bad));
+    rejects(() => verifyCheckpoint(note, k.verifier), "decode", "TreeLine", bad);
+    assert.throws(() => verifyCheckpoint(note, k.verifier), (error) => error.message.includes(why), bad);
+  }
+});
+
 test("malformed, tampered and foreign notes are refused with a reason", () => {
   const k = key("example.org/deposits");
   const good = k.sign(checkpointText(k.name));

@@ -71,8 +71,8 @@ Examples:
 
 /// What `cairn --version` prints after the name: the release and the
 /// on-disk format it reads and writes (a test keeps the two in step with
-/// `cairn_db::FORMAT_VERSION`).
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (on-disk format 1)");
+/// `cairn_db::STORE_FORMAT`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (on-disk format 2)");
 
 /// The `cairn` command line.
 #[derive(clap::Parser, Debug)]
@@ -163,7 +163,7 @@ fn command_path(args: &[OsString]) -> String {
 mod tests {
     #[test]
     fn version_names_the_on_disk_format_the_store_writes() {
-        let format = format!("(on-disk format {})", cairn_db::FORMAT_VERSION);
+        let format = format!("(on-disk format {})", cairn_db::STORE_FORMAT);
         assert!(super::VERSION.ends_with(&format), "{}", super::VERSION);
     }
 }

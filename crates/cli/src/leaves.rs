@@ -1,5 +1,6 @@
 //! Leaf input: raw 32-byte records, one 0x-hex leaf per line, or (for
-//! Poseidon trees) one decimal BN254 field element per line.
+//! trees of a field hash: Poseidon, MiMCSponge) one decimal BN254 field
+//! element per line.
 //!
 //! Parsing never panics: any byte string either parses or gives a
 //! [`LeafError`] saying where and why. [`parse`] works on bytes already in
@@ -24,19 +25,19 @@ pub enum Format {
     /// whitespace around a leaf are ignored.
     Hex,
     /// One BN254 field element per line in decimal, as snarkjs and zk-kit
-    /// print them (Poseidon trees only): digits without sign or leading
+    /// print them (Poseidon and MiMCSponge trees only): digits without sign or leading
     /// zero, below the field modulus; blank lines and whitespace around a
     /// value are ignored.
     Dec,
 }
 
 impl Format {
-    /// Refuses `--format dec` for a tree whose hash is not Poseidon:
-    /// decimal values are field elements.
+    /// Refuses `--format dec` for a tree whose hash is not a field hash
+    /// (Poseidon, MiMCSponge): decimal values are field elements.
     pub fn check_hash(self, hash: HashKind) -> Result<(), String> {
-        if self == Format::Dec && hash != HashKind::Poseidon {
+        if self == Format::Dec && !hash.is_field_hash() {
             return Err(format!(
-                "--format dec reads BN254 field elements, for Poseidon trees; this tree hashes with {hash}: use --format hex"
+                "--format dec reads BN254 field elements, for Poseidon and MiMCSponge trees; this tree hashes with {hash}: use --format hex"
             ));
         }
         Ok(())

@@ -7,9 +7,9 @@
 
 use std::borrow::Cow;
 
+use crate::config::TreeConfig;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
-use crate::tree::TreeConfig;
 
 /// Leaves that passed [`TreeConfig::check_leaves`]: a non-empty batch of
 /// leaves canonical for `hash`. Only that check makes one.

@@ -2,8 +2,14 @@
 //! and how many levels the tree has. Everything else (complete groups, level
 //! lengths, which nodes are final) is the same in every kind.
 //!
-//! The one place that encodes the partial-group rule is `group_parent` (below);
-//! the tree, its views, the provers and the verifiers all call it.
+//! Two rules live here and nowhere else. The partial-group rule is
+//! [`group_parent`]: the tree, its views, the provers, the verifiers and
+//! every recompute from known nodes (`recompute.rs`) call it. The kind's
+//! encoding (an id byte, a depth byte and the zero value in binary
+//! encodings; a name with a depth and zero in text ones) is
+//! [`TreeKind::fields`] and [`TreeKind::from_fields`], [`TreeKind::name`]
+//! and [`TreeKind::from_name`]: `cairn.meta`, the proof encodings and the
+//! tile checkpoint all go through them.
 
 use std::sync::Arc;
 
@@ -131,6 +137,139 @@ impl TreeKind {
     }
 }
 
+/// A tree kind as cairn's binary encodings write it (`cairn.meta` version
+/// 2, version 2 proof headers): an id byte, a depth byte and the zero
+/// value. Only the kinds other than Lean have fields: a Lean tree's files
+/// and proofs are version 1 and name no kind.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct KindFields {
+    /// [`TreeKind::FIXED_ID`] or [`TreeKind::INDEXED_ID`].
+    pub id: u8,
+    /// A fixed-depth tree's depth; 0 for an indexed tree.
+    pub depth: u8,
+    /// A fixed-depth tree's zero value; 32 zero bytes for an indexed tree.
+    pub zero: Hash,
+}
+
+impl std::fmt::Debug for KindFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KindFields")
+            .field("id", &self.id)
+            .field("depth", &self.depth)
+            .field("zero", &Hex(&self.zero))
+            .finish()
+    }
+}
+
+impl TreeKind {
+    /// The id byte of a fixed-depth tree (0 is never written: a Lean
+    /// tree's encodings are version 1, without a kind).
+    pub const FIXED_ID: u8 = 1;
+    /// The id byte of an indexed tree (its depth byte and zero are 0).
+    pub const INDEXED_ID: u8 = 2;
+
+    /// The fields a version 2 encoding writes for this kind; `None` for a
+    /// Lean tree, which is written as version 1.
+    ///
+    /// # Panics
+    /// For a fixed depth above 255 (a programmer error: [`TreeKind::check`]
+    /// allows at most [`MAX_FIXED_DEPTH`]).
+    pub fn fields(&self) -> Option<KindFields> {
+        match *self {
+            TreeKind::Lean => None,
+            TreeKind::Fixed { depth, zero } => Some(KindFields {
+                id: TreeKind::FIXED_ID,
+                depth: u8::try_from(depth).expect("depths are 1..=64 (`TreeKind::check`)"),
+                zero,
+            }),
+            TreeKind::Indexed => Some(KindFields {
+                id: TreeKind::INDEXED_ID,
+                depth: 0,
+                zero: [0; 32],
+            }),
+        }
+    }
+
+    /// The kind `fields` name, refusing an unknown id and an indexed tree
+    /// with a depth or zero (one encoding per kind). The depth's range and
+    /// the zero's fit to the hash are [`TreeKind::check`]'s.
+    pub fn from_fields(fields: &KindFields) -> Result<TreeKind, KindCodeError> {
+        match fields.id {
+            TreeKind::FIXED_ID => Ok(TreeKind::Fixed {
+                depth: u32::from(fields.depth),
+                zero: fields.zero,
+            }),
+            TreeKind::INDEXED_ID if fields.depth != 0 || fields.zero != [0; 32] => {
+                Err(KindCodeError::IndexedFields {
+                    depth: fields.depth,
+                    zero: fields.zero,
+                })
+            }
+            TreeKind::INDEXED_ID => Ok(TreeKind::Indexed),
+            id => Err(KindCodeError::UnknownId { id }),
+        }
+    }
+
+    /// The kind a text encoding names: `imt` with its depth and zero
+    /// value, or `indexed` with neither (the name of [`TreeKind::name`]; a
+    /// Lean tree's text encodings name no kind). The depth's range and
+    /// the zero's fit to the hash are [`TreeKind::check`]'s.
+    pub fn from_name(
+        name: &str,
+        depth: Option<u32>,
+        zero: Option<Hash>,
+    ) -> Result<TreeKind, KindCodeError> {
+        match (name, depth, zero) {
+            ("imt", Some(depth), Some(zero)) => Ok(TreeKind::Fixed { depth, zero }),
+            ("imt", _, _) => Err(KindCodeError::ImtFields),
+            ("indexed", None, None) => Ok(TreeKind::Indexed),
+            ("indexed", _, _) => Err(KindCodeError::IndexedNamedFields),
+            (other, _, _) => Err(KindCodeError::UnknownName {
+                name: other.to_owned(),
+            }),
+        }
+    }
+}
+
+/// Encoded kind fields that name no kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KindCodeError {
+    /// An id byte other than [`TreeKind::FIXED_ID`] and [`TreeKind::INDEXED_ID`].
+    #[error(
+        "tree kind byte {id} is unknown, want {} (imt) or {} (indexed)",
+        TreeKind::FIXED_ID,
+        TreeKind::INDEXED_ID
+    )]
+    UnknownId {
+        /// The id byte read.
+        id: u8,
+    },
+    /// An indexed tree's id with a depth or zero that is not 0.
+    #[error(
+        "an indexed tree's depth byte and zero are 0, got depth {depth} and zero {}",
+        Hex(zero)
+    )]
+    IndexedFields {
+        /// The depth byte read.
+        depth: u8,
+        /// The zero read.
+        zero: Hash,
+    },
+    /// A name other than `imt` and `indexed`.
+    #[error("tree kind {name:?} is unknown, want \"imt\" or \"indexed\"")]
+    UnknownName {
+        /// The name read.
+        name: String,
+    },
+    /// `imt` without its depth or zero value.
+    #[error("an imt names its depth and its zero value")]
+    ImtFields,
+    /// `indexed` with a depth or zero value.
+    #[error("an indexed tree names no depth or zero value")]
+    IndexedNamedFields,
+}
+
 /// A [`TreeKind`] that cannot be a tree of its hash.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -165,17 +304,25 @@ pub enum KindError {
 }
 
 /// The parent of a group of `members` (1..=N nodes of one level, in index
-/// order): the rule that tells the kinds apart, in one place.
+/// order) in a tree of arity `n`: the rule that tells the kinds apart, in
+/// one place (docs/spec.md, sections 2 and 2.1). Clients in other
+/// languages mirror this function (clients/ts: `groupParent`).
 ///
 /// `pad` is `None` for a Lean tree: a lone member is lifted unchanged and
 /// any other group is hashed over exactly its members. For a fixed-depth
 /// tree it is the zero of the members' level: a group of fewer than N
-/// members is padded with it to N and hashed (a lone member too).
+/// members is padded with it to N and hashed (a lone member too). A
+/// caller that holds a tree's configuration rather than its zeros uses
+/// [`GroupRule::parent`](crate::recompute::GroupRule::parent).
+///
+/// # Panics
+/// If `members` is empty or longer than `n`, or `n` is above 16.
 #[inline]
-pub(crate) fn group_parent(hash: HashKind, n: usize, pad: Option<&Hash>, members: &[Hash]) -> Hash {
-    debug_assert!(
-        (1..=n).contains(&members.len()),
-        "a group has 1..=N members"
+pub fn group_parent(hash: HashKind, n: usize, pad: Option<&Hash>, members: &[Hash]) -> Hash {
+    assert!(
+        (1..=n).contains(&members.len()) && n <= MAX_GROUP,
+        "a group has 1..=N members, got {} at N = {n}",
+        members.len()
     );
     match (pad, members) {
         (None, [alone]) => *alone,
@@ -403,6 +550,59 @@ mod tests {
             group_parent(h, 2, Some(&z), &[a, b]),
             h.hash_children(&[a, b])
         );
+    }
+
+    /// The codec round-trips every kind that has fields and refuses every
+    /// other id, an indexed tree's non-zero fields, and names it does not know.
+    #[test]
+    fn the_kind_codec_round_trips_and_refuses_what_would_not_re_encode() {
+        let fixed = TreeKind::Fixed {
+            depth: 20,
+            zero: [7; 32],
+        };
+        assert_eq!(TreeKind::Lean.fields(), None);
+        for kind in [fixed, TreeKind::Indexed] {
+            let fields = kind.fields().unwrap();
+            assert_eq!(TreeKind::from_fields(&fields), Ok(kind));
+            let (depth, zero) = (kind.fixed_depth(), kind.zero());
+            assert_eq!(TreeKind::from_name(kind.name(), depth, zero), Ok(kind));
+        }
+        assert_eq!(fixed.fields().unwrap().id, TreeKind::FIXED_ID);
+        for id in [0, 3, 255] {
+            let fields = KindFields {
+                id,
+                depth: 0,
+                zero: [0; 32],
+            };
+            let error = TreeKind::from_fields(&fields).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!("tree kind byte {id} is unknown, want 1 (imt) or 2 (indexed)")
+            );
+        }
+        let mut indexed = TreeKind::Indexed.fields().unwrap();
+        indexed.depth = 1;
+        assert!(matches!(
+            TreeKind::from_fields(&indexed),
+            Err(KindCodeError::IndexedFields { depth: 1, .. })
+        ));
+        indexed.depth = 0;
+        indexed.zero[31] = 1;
+        assert!(TreeKind::from_fields(&indexed).is_err());
+        assert_eq!(
+            TreeKind::from_name("imt", Some(3), None),
+            Err(KindCodeError::ImtFields)
+        );
+        assert_eq!(
+            TreeKind::from_name("indexed", Some(3), None),
+            Err(KindCodeError::IndexedNamedFields)
+        );
+        for name in ["lean", "IMT", ""] {
+            assert!(matches!(
+                TreeKind::from_name(name, None, None),
+                Err(KindCodeError::UnknownName { .. })
+            ));
+        }
     }
 
     #[test]

@@ -42,6 +42,8 @@ mod usage;
 /// The `cairn.meta` version of a database whose tree is of another kind
 /// than Lean.
 pub use cairn_store::format::META_VERSION_KINDS as FORMAT_VERSION_KINDS;
+/// The on-disk format this build writes (older ones are read and migrated).
+pub use cairn_store::format::STORE_FORMAT;
 pub use cairn_store::format::VERSION as FORMAT_VERSION;
 pub use cairn_store::names::META as META_FILE;
 pub use cairn_store::{

@@ -15,7 +15,8 @@ use crate::set::file::{SET_FILE, SET_TMP};
 pub struct FileBytes {
     /// `log/*.log`: the leaves (level 0) and their frames.
     pub log: u64,
-    /// `levels/*.nodes`: the checkpointed final nodes of levels 1 and up.
+    /// `levels/`: the checkpointed final nodes of levels 1 and up and their
+    /// page sums.
     pub levels: u64,
     /// `checkpoint` (and a leftover `checkpoint.tmp`).
     pub checkpoint: u64,
@@ -23,7 +24,8 @@ pub struct FileBytes {
     pub set: u64,
     /// `cairn.meta`.
     pub meta: u64,
-    /// Anything else (the `LOCK` file, the `heads` file).
+    /// Anything else (the `LOCK` file, the `heads` file, the `verified`
+    /// record).
     pub other: u64,
 }
 

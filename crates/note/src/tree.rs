@@ -1,15 +1,17 @@
 //! cairn's signed heads: a checkpoint whose extension lines hold one
-//! `cairn-tree` line naming the tree's kind, arity and hash (docs/spec.md,
-//! "Signed checkpoints"), so a verifier of the note also learns how to
-//! verify proofs against its head.
+//! `cairn-tree` line naming the tree's kind, arity and hash, and for a
+//! fixed-depth tree its depth and zero value (docs/spec.md, "Signed
+//! checkpoints"), so a verifier of the note also learns how to verify
+//! proofs against its head.
 //!
 //! Invariant: [`open_head`] returns a head only from a note whose signature
 //! verified, whose origin is the key's name and which holds exactly one
 //! well-formed tree line; the line's spelling is canonical (one order, no
-//! leading zeros), so a head has one text.
+//! leading zeros, lowercase hex), so a head has one text.
 
 use std::fmt;
 
+use cairn_core::hex::{parse_hash, to_hex};
 use cairn_core::{Arity, Hash, HashKind, TreeConfig};
 
 use crate::checkpoint::Checkpoint;
@@ -25,6 +27,14 @@ pub const TREE_LINE_KEYWORD: &str = "cairn-tree";
 pub enum TreeKind {
     /// The n-ary LeanIMT of docs/spec.md section 2 (`kind=leanimt`).
     LeanImt,
+    /// The fixed-depth tree of docs/spec.md section 2.1 (`kind=imt`), with
+    /// its depth and zero value.
+    Imt {
+        /// Levels above the leaves, 1..=64.
+        depth: u32,
+        /// The value of an absent leaf.
+        zero: Hash,
+    },
 }
 
 impl TreeKind {
@@ -32,18 +42,19 @@ impl TreeKind {
     pub const fn name(self) -> &'static str {
         match self {
             TreeKind::LeanImt => "leanimt",
+            TreeKind::Imt { .. } => "imt",
         }
     }
 
-    fn from_name(name: &str) -> Option<TreeKind> {
-        match name {
-            "leanimt" => Some(TreeKind::LeanImt),
-            _ => None,
-        }
+    /// Whether the empty tree has a root (and so a checkpoint): a
+    /// fixed-depth tree's is its `zeros[depth]`, a LeanIMT's has none.
+    pub const fn empty_has_root(self) -> bool {
+        matches!(self, TreeKind::Imt { .. })
     }
 }
 
-/// cairn's extension line: `cairn-tree kind=K arity=N hash=H`.
+/// cairn's extension line: `cairn-tree kind=K arity=N hash=H`, and for a
+/// fixed-depth tree ` depth=D zero=0x..` after the hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TreeLine {
     /// The tree's shape.
@@ -67,6 +78,13 @@ fn field<'a>(field: Option<&'a str>, key: &str) -> Result<&'a str, NoteError> {
     }
 }
 
+/// A decimal number without sign or leading zeros.
+fn canonical_decimal(text: &str) -> bool {
+    !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && !(text.len() > 1 && text.starts_with('0'))
+}
+
 impl TreeLine {
     /// The line of a LeanIMT of `config`'s arity and hash (its maximum
     /// depth limits appends, not proofs, and is not named).
@@ -78,13 +96,46 @@ impl TreeLine {
         }
     }
 
+    /// The line of the tree `config` describes: a LeanIMT or a
+    /// fixed-depth tree. An indexed tree rewrites earlier leaves and has
+    /// no signed checkpoints: refused.
+    pub fn of(config: &TreeConfig) -> Result<TreeLine, NoteError> {
+        let kind = match config.kind {
+            cairn_core::TreeKind::Lean => TreeKind::LeanImt,
+            cairn_core::TreeKind::Fixed { depth, zero } => TreeKind::Imt { depth, zero },
+            other => {
+                return Err(refuse(format!(
+                    "a tree of kind {} has no signed checkpoint: it rewrites earlier leaves",
+                    other.name()
+                )));
+            }
+        };
+        Ok(TreeLine {
+            kind,
+            arity: config.arity,
+            hash: config.hash,
+        })
+    }
+
+    /// The tree the line names, as the core describes it (no maximum depth).
+    pub fn config(&self) -> TreeConfig {
+        let tree = TreeConfig::new(self.arity, self.hash);
+        match self.kind {
+            TreeKind::LeanImt => tree,
+            TreeKind::Imt { depth, zero } => {
+                tree.with_kind(cairn_core::TreeKind::Fixed { depth, zero })
+            }
+        }
+    }
+
     /// Whether `line` is a tree line (well formed or not).
     pub fn is_tree_line(line: &str) -> bool {
         line.split(' ').next() == Some(TREE_LINE_KEYWORD)
     }
 
-    /// Parses `cairn-tree kind=K arity=N hash=H`: single spaces, these
-    /// fields in this order, nothing else.
+    /// Parses `cairn-tree kind=K arity=N hash=H` (and for `kind=imt`,
+    /// `depth=D zero=0x..`): single spaces, these fields in this order,
+    /// nothing else.
     pub fn parse(line: &str) -> Result<TreeLine, NoteError> {
         let mut fields = line.split(' ');
         if fields.next() != Some(TREE_LINE_KEYWORD) {
@@ -93,13 +144,13 @@ impl TreeLine {
             )));
         }
         let kind_name = field(fields.next(), "kind")?;
-        let kind = TreeKind::from_name(kind_name)
-            .ok_or_else(|| refuse(format!("unknown tree kind {kind_name:?}, want \"leanimt\"")))?;
+        if kind_name != "leanimt" && kind_name != "imt" {
+            return Err(refuse(format!(
+                "unknown tree kind {kind_name:?}, want \"leanimt\" or \"imt\""
+            )));
+        }
         let arity_text = field(fields.next(), "arity")?;
-        let canonical = !arity_text.is_empty()
-            && arity_text.bytes().all(|b| b.is_ascii_digit())
-            && !(arity_text.len() > 1 && arity_text.starts_with('0'));
-        if !canonical {
+        if !canonical_decimal(arity_text) {
             return Err(refuse(format!(
                 "arity {arity_text:?} is not a decimal number without leading zeros"
             )));
@@ -111,9 +162,36 @@ impl TreeLine {
         let hash = field(fields.next(), "hash")?
             .parse::<HashKind>()
             .map_err(|e| refuse(e.to_string()))?;
+        let kind = if kind_name == "imt" {
+            let depth_text = field(fields.next(), "depth")?;
+            if !canonical_decimal(depth_text) {
+                return Err(refuse(format!(
+                    "depth {depth_text:?} is not a decimal number without leading zeros"
+                )));
+            }
+            let depth = depth_text.parse::<u32>().map_err(|_| {
+                refuse(format!(
+                    "depth {depth_text} is out of range, want 1..={}",
+                    cairn_core::kind::MAX_FIXED_DEPTH
+                ))
+            })?;
+            let zero_text = field(fields.next(), "zero")?;
+            let zero = parse_hash(zero_text).map_err(|e| refuse(format!("zero: {e}")))?;
+            if to_hex(&zero) != zero_text {
+                return Err(refuse(format!(
+                    "zero {zero_text:?} is not 0x and 64 lowercase hex digits"
+                )));
+            }
+            let kind = cairn_core::TreeKind::Fixed { depth, zero };
+            kind.check(hash).map_err(|e| refuse(e.to_string()))?;
+            TreeKind::Imt { depth, zero }
+        } else {
+            TreeKind::LeanImt
+        };
         if let Some(extra) = fields.next() {
             return Err(refuse(format!(
-                "unexpected {extra:?} after the hash: a {} line has kind, arity and hash only",
+                "unexpected {extra:?} after the {}: a {} line has no more fields",
+                if kind_name == "imt" { "zero" } else { "hash" },
                 kind.name()
             )));
         }
@@ -129,7 +207,11 @@ impl fmt::Display for TreeLine {
             self.kind.name(),
             self.arity,
             self.hash.name()
-        )
+        )?;
+        if let TreeKind::Imt { depth, zero } = self.kind {
+            write!(f, " depth={depth} zero={}", to_hex(&zero))?;
+        }
+        Ok(())
     }
 }
 
@@ -167,7 +249,7 @@ pub fn sign_head(
     size: u64,
     root: &Hash,
 ) -> Result<String, NoteError> {
-    if size == 0 && tree.kind == TreeKind::LeanImt {
+    if size == 0 && !tree.kind.empty_has_root() {
         return Err(NoteError::Checkpoint(
             "size 0: cairn's empty tree has no root, so no checkpoint names it".into(),
         ));
@@ -210,7 +292,7 @@ fn head_of(checkpoint: Checkpoint) -> Result<SignedHead, NoteError> {
             )));
         }
     };
-    if checkpoint.size == 0 && tree.kind == TreeKind::LeanImt {
+    if checkpoint.size == 0 && !tree.kind.empty_has_root() {
         return Err(NoteError::Checkpoint(
             "size 0: cairn's empty tree has no root, so no checkpoint names it".into(),
         ));

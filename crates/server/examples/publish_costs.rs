@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use cairn_core::{Arity, HashKind, TreeConfig};
 use cairn_db::{Db, DbConfig};
 use cairn_note::Signer;
-use cairn_tiles::{Checkpoint, DirStore, Layout, publish_at};
+use cairn_tiles::{Checkpoint, DirStore, publish_at};
 
 fn argument(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -66,7 +66,7 @@ fn main() {
         publish_at(&snapshot, snapshot.size(), &store).expect("publish");
         publish.push(started.elapsed());
         let checkpoint = Checkpoint {
-            layout: Layout::new(tree.arity, tree.hash),
+            tree: Checkpoint::tree_of(&tree),
             head: snapshot.head(),
         };
         let started = Instant::now();

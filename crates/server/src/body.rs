@@ -145,17 +145,18 @@ struct BlockJson<'a> {
     hash: Option<Cow<'a, str>>,
 }
 
-/// A leaf written as `0x` and 64 hex digits or, for a Poseidon database, as
-/// a decimal field element (below the modulus, canonical spelling).
+/// A leaf written as `0x` and 64 hex digits or, for a database of a field
+/// hash (Poseidon, MiMCSponge), as a decimal field element (below the
+/// modulus, canonical spelling).
 pub(crate) fn parse_leaf(text: &str, hash: HashKind) -> Result<Hash, String> {
-    if hash == HashKind::Poseidon && !text.starts_with("0x") && !text.starts_with("0X") {
+    if hash.is_field_hash() && !text.starts_with("0x") && !text.starts_with("0X") {
         return parse_field_element(text).map_err(|e| e.to_string());
     }
     parse_hash(text).map_err(|e| {
-        if hash == HashKind::Poseidon {
+        if hash.is_field_hash() {
             e.to_string()
         } else {
-            format!("{e} (decimal values are taken by Poseidon databases only; this one hashes with {hash})")
+            format!("{e} (decimal values are taken by Poseidon and MiMCSponge databases only; this one hashes with {hash})")
         }
     })
 }
@@ -406,7 +407,7 @@ mod tests {
         check_refused(
             json(br#"{"leaves": ["5"]}"#, 9, HashKind::Sha256),
             StatusCode::BAD_REQUEST,
-            "Poseidon databases only",
+            "Poseidon and MiMCSponge databases only",
         );
     }
 }

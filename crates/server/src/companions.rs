@@ -88,20 +88,21 @@ impl MirrorTarget for DbTarget {
         Arc::clone(self.0.snapshot().tree())
     }
 
-    fn adopt(&mut self, leaves: &[Hash]) -> Result<(), String> {
+    fn adopt(&mut self, leaves: &[Hash]) -> Result<(), cairn_tiles::TargetError> {
         self.0.append_batch(leaves).map(|_| ()).map_err(|e| {
             if matches!(e, cairn_db::DbError::Duplicates { .. }) {
                 format!(
                     "{e} (upstream repeats values: mirror it into a database made with --no-unique)"
                 )
+                .into()
             } else {
-                e.to_string()
+                e.into()
             }
         })
     }
 
-    fn sync(&mut self) -> Result<(), String> {
-        self.0.flush().map(|_| ()).map_err(|e| e.to_string())
+    fn sync(&mut self) -> Result<(), cairn_tiles::TargetError> {
+        self.0.flush().map(|_| ()).map_err(Into::into)
     }
 }
 
@@ -125,11 +126,13 @@ pub fn open_upstream(
                 "{from} is a cairn server, not a tile store: verifier keys check a tile store's signed checkpoint (give the URL of the store `cairn publish` or `cairn serve --publish` writes)"
             ));
         }
-        Ok(Box::new(ServerUpstream::new(url, remote)?))
+        Ok(Box::new(
+            ServerUpstream::new(url, remote).map_err(|e| e.to_string())?,
+        ))
     };
-    let location = Location::parse(from)?;
+    let location = Location::parse(from).map_err(|e| e.to_string())?;
     if let Location::Http(url) = &location {
-        let source = cairn_tiles::open_source(&location, remote)?;
+        let source = cairn_tiles::open_source(&location, remote).map_err(|e| e.to_string())?;
         // A tile store has a checkpoint; a cairn server answers /v1/root.
         match source.get(cairn_tiles::CHECKPOINT, cairn_tiles::CHECKPOINT_MAX_BYTES) {
             Ok(_) => {}
@@ -138,7 +141,7 @@ pub fn open_upstream(
         }
         return Ok(Box::new(TilesUpstream::new(source, signature())));
     }
-    let source = cairn_tiles::open_source(&location, remote)?;
+    let source = cairn_tiles::open_source(&location, remote).map_err(|e| e.to_string())?;
     Ok(Box::new(TilesUpstream::new(source, signature())))
 }
 
@@ -168,7 +171,8 @@ impl Companions {
             let signer = config.signer.clone();
             let pin_db = Arc::clone(db);
             let thread = start_thread("cairn-publisher", move || {
-                let sink = cairn_tiles::open_sink(&settings.location, &settings.remote)?;
+                let sink = cairn_tiles::open_sink(&settings.location, &settings.remote)
+                    .map_err(|e| e.to_string())?;
                 let finalized = settings.finalized;
                 let signed = signer.as_ref().map(|s| format!("{}+{:08x}", s.name(), s.id()));
                 tracing::info!(store = %settings.location, finalized, signed_by = ?signed, "publishing tiles");
@@ -191,7 +195,7 @@ impl Companions {
                         max_backoff: Duration::from_secs(60),
                         status: run_status,
                         signer,
-                        pin: Some(Box::new(move |head| pin_published(&pin_db, head))),
+                        pin: Some(Box::new(move |head| Ok(pin_published(&pin_db, head)?))),
                     }
                     .run(&stop);
                 })

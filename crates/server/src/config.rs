@@ -354,7 +354,8 @@ impl ServeOptions {
         };
         if let Some(store) = &self.publish {
             config.publish = Some(PublishSettings {
-                location: cairn_tiles::Location::parse(store).map_err(ServerError::Usage)?,
+                location: cairn_tiles::Location::parse(store)
+                    .map_err(|e| ServerError::Usage(e.to_string()))?,
                 remote: remote.clone(),
                 finalized: self.publish_finalized,
                 interval: Duration::from_millis(self.publish_interval_ms.max(1)),

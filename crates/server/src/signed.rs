@@ -49,7 +49,7 @@ pub(crate) async fn checkpoint(State(state): State<AppState>) -> Result<Response
             "no checkpoint yet: the {which} tree is empty, and cairn's empty tree has no root to sign"
         )));
     };
-    let tree = TreeLine::lean_imt(&snapshot.config());
+    let tree = TreeLine::of(&snapshot.config()).map_err(|e| ApiError::internal(e.to_string()))?;
     let note = sign_head(signer, &tree, size, &root)
         .map_err(|e| ApiError::internal(format!("signing the head at size {size}: {e}")))?;
     let mut response = with_type(StatusCode::OK, note.into(), "text/plain; charset=utf-8");

@@ -13,7 +13,10 @@ use cairn_core::{Hash, Snapshot, TreeHead};
 
 use crate::checkpoint::{self, Checkpoints, Marks};
 use crate::error::{Result, StoreError};
-use crate::format::{self, FRAME_LEN, Frame, HeadRecord, LogPosition, StoreMeta};
+use crate::format::{
+    self, FRAME_LEN, Frame, FrameRef, HEADER_LEN, HeadDurable, HeadRecord, LogPosition, PAGE_NODES,
+    StoreMeta, TAIL_OFFSETS, TailRecord,
+};
 use crate::fs::{Fs, FsFile, OpenMode};
 use crate::heads::TaggedHead;
 use crate::layout::Layout;
@@ -108,7 +111,7 @@ fn write_copy(
     }
     fs.sync_dir(dest)
         .map_err(|e| StoreError::io("fsync", dest, e))?;
-    let (resume, log_bytes) = write_log(fs, &layout, meta, snapshot)?;
+    let (resume, chain, log_bytes) = write_log(fs, &layout, meta, snapshot, tags.len() as u64)?;
     bytes += log_bytes;
     if !tags.is_empty() {
         bytes += write_heads(fs, dest, meta, tags)?;
@@ -121,6 +124,7 @@ fn write_copy(
         snapshot,
         resume,
         Marks {
+            chain,
             finalized,
             epoch: 0,
             heads: tags.len() as u64,
@@ -134,6 +138,14 @@ fn write_copy(
         .skip(1)
         .filter(|(final_len, _)| *final_len > 0)
         .map(|(final_len, _)| Layout::nodes_len(*final_len))
+        .sum::<u64>();
+    // The sums files of the levels with a whole page (the leaves' too).
+    bytes += written
+        .levels
+        .iter()
+        .map(|(final_len, _)| final_len / PAGE_NODES)
+        .filter(|&pages| pages > 0)
+        .map(format::sum_offset)
         .sum::<u64>();
     bytes += derived(fs, dest, snapshot.size())?;
     // Last: a directory with `cairn.meta` is a store.
@@ -172,18 +184,23 @@ fn prepare(fs: &dyn Fs, dest: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes the leaves of `snapshot` as log files of one frame each; returns
-/// where the next frame goes and the bytes written.
+/// Writes the leaves of `snapshot` as log files of one frame each (file
+/// 0 even for no leaves: a store has it from creation on), each sealed by
+/// a tail record naming its frame (true once the copy is published, which
+/// happens only after everything is synced); returns where the next frame
+/// goes, the chain value it carries and the bytes written.
 fn write_log(
     fs: &dyn Fs,
     layout: &Layout,
     meta: &StoreMeta,
     snapshot: &Snapshot,
-) -> Result<(LogPosition, u64)> {
+    heads: u64,
+) -> Result<(LogPosition, u32, u64)> {
     let size = snapshot.size();
     let per_file = meta.log_file_leaves();
-    let files = size.div_ceil(per_file);
+    let files = size.div_ceil(per_file).max(1);
     let mut bytes = 0;
+    let mut chain = 0u32;
     for number in 0..files {
         let path: PathBuf = layout.log_file(number);
         let file = fs
@@ -196,30 +213,55 @@ fn write_log(
                 .map_err(|e| StoreError::io("write", &path, e))
         };
         write(&format::log_header(meta, number), 0)?;
-        let mut crc = 0u32;
-        let mut at = first;
-        while at < end {
-            let run = leaves_from(snapshot, at);
-            let take = to_usize((run.len() as u64).min(end - at));
-            let run = run[..take].as_flattened();
-            crc = crc32c::crc32c_append(crc, run);
-            write(run, Layout::node_offset(at - first))?;
-            at += take as u64;
+        bytes += HEADER_LEN;
+        if end > first {
+            let mut crc = 0u32;
+            let mut at = first;
+            while at < end {
+                let run = leaves_from(snapshot, at);
+                let take = to_usize((run.len() as u64).min(end - at));
+                let run = run[..take].as_flattened();
+                crc = crc32c::crc32c_append(crc, run);
+                write(run, Layout::node_offset(at - first))?;
+                at += take as u64;
+            }
+            let frame = Frame {
+                seq: number + 1,
+                end,
+                count: u32::try_from(end - first).expect("log files hold at most 2^30 leaves"),
+                leaves_crc: crc,
+                prev: chain,
+            };
+            write(&frame.encode(), layout.frame_offset(0))?;
+            chain = frame.crc();
+            let tail = TailRecord {
+                counter: number + 1,
+                durable: Some(FrameRef {
+                    seq: frame.seq,
+                    end,
+                    file: number,
+                    slot: 0,
+                    crc: chain,
+                }),
+                heads,
+                epoch: 0,
+                sealed: true,
+            };
+            write(&tail.encode(), TAIL_OFFSETS[0])?;
+            bytes += Layout::nodes_len(end - first) - HEADER_LEN + FRAME_LEN;
         }
-        let frame = Frame {
-            seq: number + 1,
-            end,
-            count: u32::try_from(end - first).expect("log files hold at most 2^30 leaves"),
-            leaves_crc: crc,
-        };
-        write(&frame.encode(), layout.frame_offset(0))?;
         sync(&*file, &path)?;
-        bytes += Layout::nodes_len(end - first) + FRAME_LEN;
     }
     let dir = layout.log_dir();
     fs.sync_dir(&dir)
         .map_err(|e| StoreError::io("fsync", &dir, e))?;
-    let resume = if size.is_multiple_of(per_file) {
+    let resume = if size == 0 {
+        LogPosition {
+            file: 0,
+            slot: 0,
+            seq: 1,
+        }
+    } else if size.is_multiple_of(per_file) {
         LogPosition {
             file: files,
             slot: 0,
@@ -233,7 +275,7 @@ fn write_log(
             seq: files + 1,
         }
     };
-    Ok((resume, bytes))
+    Ok((resume, chain, bytes))
 }
 
 /// The leaves of `snapshot` from `at` on that are contiguous in memory
@@ -254,13 +296,20 @@ fn write_heads(fs: &dyn Fs, dir: &Path, meta: &StoreMeta, tags: &[TaggedHead]) -
         .open(&path, OpenMode::CreateNew)
         .map_err(|e| StoreError::io("create", &path, e))?;
     let mut bytes = format::heads_header(meta).to_vec();
-    for tag in tags {
+    for (index, tag) in tags.iter().enumerate() {
         let record = HeadRecord {
             block: tag.block,
             block_hash: tag.block_hash,
             size: tag.size,
             root: tag.root,
             epoch: 0,
+            // Each vouches for those before it: the file is synced before
+            // the copy is published.
+            durable: Some(HeadDurable {
+                records: index as u64,
+                log_seq: 0,
+                log_end: 0,
+            }),
         };
         bytes.extend_from_slice(&record.encode());
     }

@@ -1,7 +1,9 @@
 //! Checkpoints: the final nodes of the upper levels appended to the level
-//! files, then a new `checkpoint` published by write, fsync, rename, fsync
-//! of the directory (docs/file-format.md, "Durability order" 4). Nothing
-//! here runs under the tree's lock: it writes from a [`Snapshot`].
+//! files and the sums of every new whole page of every level (the leaves'
+//! included) to the sums files, then a new `checkpoint` published by
+//! write, fsync, rename, fsync of the directory (docs/file-format.md,
+//! "Durability order" 4). Nothing here runs under the tree's lock: it
+//! writes from a [`Snapshot`].
 
 use cairn_core::cast::level_number;
 use cairn_core::cast::to_usize;
@@ -9,9 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cairn_core::Snapshot;
+use cairn_core::level::Level;
+use rayon::prelude::*;
 
 use crate::error::{Result, StoreError};
-use crate::format::{self, CheckpointMeta, LogPosition, StoreMeta};
+use crate::format::{
+    self, CheckpointMeta, Integrity, LogPosition, PAGE_NODES, SUM_LEN, StoreMeta, sum_offset,
+};
 use crate::fs::{Fs, FsFile, OpenMode};
 use crate::layout::Layout;
 
@@ -22,8 +28,14 @@ pub(crate) struct Checkpoints {
     pub last: Option<CheckpointMeta>,
     /// Open level files, by level (index 0 unused: level 0 is the log).
     pub files: Vec<Option<Arc<dyn FsFile>>>,
+    /// Open sums files, by level (level 0's included).
+    pub sums: Vec<Option<Arc<dyn FsFile>>>,
     /// Per level, how many leading segments are served from mappings.
     pub tiered: Vec<usize>,
+    /// Whole pages of stored nodes the open read and checked against their
+    /// sums, and those the verified record vouched for.
+    pub pages_checked: u64,
+    pub pages_vouched: u64,
 }
 
 impl Checkpoints {
@@ -33,6 +45,46 @@ impl Checkpoints {
             .as_ref()
             .and_then(|meta| meta.levels.get(level))
             .map_or(0, |&(final_len, _)| final_len)
+    }
+
+    /// Whole pages of `level` whose sums are published (none before a
+    /// checkpoint of the version that has sums).
+    pub fn published_pages(&self, level: usize) -> u64 {
+        match self.last.as_ref().map(|c| c.integrity.is_some()) {
+            Some(true) => self.published_len(level) / PAGE_NODES,
+            _ => 0,
+        }
+    }
+
+    /// The sums file of `level` (opening or creating it; a file no
+    /// published checkpoint names a page of gets a fresh header).
+    pub fn sums_file(
+        &mut self,
+        fs: &dyn Fs,
+        dir: &Path,
+        meta: &StoreMeta,
+        level: usize,
+    ) -> Result<Arc<dyn FsFile>> {
+        if self.sums.len() <= level {
+            self.sums.resize(level + 1, None);
+        }
+        if let Some(file) = &self.sums[level] {
+            return Ok(Arc::clone(file));
+        }
+        let layout = Layout::new(dir, meta);
+        let path = layout.sums_file(level_number(level));
+        let file = open_or_create(fs, &path)?;
+        if self.published_pages(level) == 0 {
+            write_header(
+                fs,
+                &*file,
+                &path,
+                &layout.levels_dir(),
+                &format::sums_header(meta, level_number(level)),
+            )?;
+        }
+        self.sums[level] = Some(Arc::clone(&file));
+        Ok(file)
     }
 
     /// The level file of `level` (opening or creating it).
@@ -50,41 +102,86 @@ impl Checkpoints {
             return Ok(Arc::clone(file));
         }
         let layout = Layout::new(dir, meta);
-        let levels_dir = layout.levels_dir();
         let path = layout.level_file(level_number(level));
-        let exists = fs
-            .exists(&path)
-            .map_err(|e| StoreError::io("stat", &path, e))?;
-        let file: Arc<dyn FsFile> = if exists {
-            // Left by a checkpoint that crashed before publishing (or by
-            // this store's earlier checkpoints): reuse it, rewriting the header.
-            Arc::from(
-                fs.open(&path, OpenMode::Existing)
-                    .map_err(|e| StoreError::io("open", &path, e))?,
-            )
-        } else {
-            Arc::from(
-                fs.open(&path, OpenMode::CreateNew)
-                    .map_err(|e| StoreError::io("create", &path, e))?,
-            )
-        };
-        if !exists || self.published_len(level) == 0 {
-            file.write_at(&format::level_header(meta, level_number(level)), 0)
-                .map_err(|e| StoreError::io("write", &path, e))?;
-            file.sync_data()
-                .map_err(|e| StoreError::io("fdatasync", &path, e))?;
-            fs.sync_dir(&levels_dir)
-                .map_err(|e| StoreError::io("fsync", &levels_dir, e))?;
+        let file = open_or_create(fs, &path)?;
+        if self.published_len(level) == 0 {
+            write_header(
+                fs,
+                &*file,
+                &path,
+                &layout.levels_dir(),
+                &format::level_header(meta, level_number(level)),
+            )?;
         }
         self.files[level] = Some(Arc::clone(&file));
         Ok(file)
     }
 }
 
+/// Opens `path` for writing, creating it if missing. One left by a
+/// checkpoint that crashed before publishing (or by this store's earlier
+/// checkpoints) is reused.
+fn open_or_create(fs: &dyn Fs, path: &Path) -> Result<Arc<dyn FsFile>> {
+    let exists = fs
+        .exists(path)
+        .map_err(|e| StoreError::io("stat", path, e))?;
+    let (mode, op) = if exists {
+        (OpenMode::Existing, "open")
+    } else {
+        (OpenMode::CreateNew, "create")
+    };
+    Ok(Arc::from(
+        fs.open(path, mode)
+            .map_err(|e| StoreError::io(op, path, e))?,
+    ))
+}
+
+/// Writes a file's header and makes it durable, the directory entry too.
+fn write_header(
+    fs: &dyn Fs,
+    file: &dyn FsFile,
+    path: &Path,
+    dir: &Path,
+    header: &[u8],
+) -> Result<()> {
+    file.write_at(header, 0)
+        .map_err(|e| StoreError::io("write", path, e))?;
+    file.sync_data()
+        .map_err(|e| StoreError::io("fdatasync", path, e))?;
+    fs.sync_dir(dir)
+        .map_err(|e| StoreError::io("fsync", dir, e))
+}
+
+/// The CRC-32C of nodes `first..end` of `nodes` (a page or less).
+pub(crate) fn page_crc(nodes: &Level, first: u64, end: u64) -> u32 {
+    let mut crc = 0;
+    let mut at = first;
+    while at < end {
+        let run = nodes.run_from(to_usize(at));
+        let take = to_usize((run.len() as u64).min(end - at));
+        crc = crc32c::crc32c_append(crc, run[..take].as_flattened());
+        at += take as u64;
+    }
+    crc
+}
+
+/// The sums of whole pages `from..to` of `nodes`, as the sums file holds them.
+fn page_sums(nodes: &Level, from: u64, to: u64) -> Vec<u8> {
+    (from..to)
+        .into_par_iter()
+        .map(|page| page_crc(nodes, page * PAGE_NODES, (page + 1) * PAGE_NODES))
+        .collect::<Vec<u32>>()
+        .into_iter()
+        .flat_map(u32::to_le_bytes)
+        .collect()
+}
+
 /// What a checkpoint records beside the tree: finality, the rollback
 /// epoch and the count of block-tagged heads at its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Marks {
+    /// The value the first frame after the checkpoint carries as `prev`.
+    pub chain: u32,
     pub finalized: u64,
     pub epoch: u64,
     pub heads: u64,
@@ -111,25 +208,42 @@ pub(crate) fn write(
         snapshot.size()
     );
     let depth_levels = snapshot.edge().len();
+    let layout = Layout::new(dir, meta);
     let mut written: Vec<(PathBuf, Arc<dyn FsFile>)> = Vec::new();
-    for level in 1..depth_levels {
+    let mut partial_pages = Vec::with_capacity(depth_levels);
+    for level in 0..depth_levels {
         let nodes = snapshot.final_nodes(level_number(level));
-        let from = state.published_len(level);
         let to = nodes.len() as u64;
-        if to <= from {
-            continue;
+        if level > 0 {
+            let from = state.published_len(level);
+            if to > from {
+                let file = state.level_file(fs, dir, meta, level)?;
+                let path = layout.level_file(level_number(level));
+                let mut at = from;
+                while at < to {
+                    let run = nodes.run_from(to_usize(at));
+                    let take = to_usize((run.len() as u64).min(to - at));
+                    file.write_at(run[..take].as_flattened(), Layout::node_offset(at))
+                        .map_err(|e| StoreError::io("write", &path, e))?;
+                    at += take as u64;
+                }
+                written.push((path, file));
+            }
         }
-        let file = state.level_file(fs, dir, meta, level)?;
-        let path = Layout::new(dir, meta).level_file(level_number(level));
-        let mut at = from;
-        while at < to {
-            let run = nodes.run_from(to_usize(at));
-            let take = to_usize((run.len() as u64).min(to - at));
-            file.write_at(run[..take].as_flattened(), Layout::node_offset(at))
+        // The sums of the pages completed since the last checkpoint; the
+        // partial last page's goes into the checkpoint itself.
+        let pages = to / PAGE_NODES;
+        let from_page = state.published_pages(level).min(pages);
+        if pages > from_page {
+            let file = state.sums_file(fs, dir, meta, level)?;
+            let path = layout.sums_file(level_number(level));
+            let sums = page_sums(nodes, from_page, pages);
+            debug_assert_eq!(sums.len() as u64, (pages - from_page) * SUM_LEN);
+            file.write_at(&sums, sum_offset(from_page))
                 .map_err(|e| StoreError::io("write", &path, e))?;
-            at += take as u64;
+            written.push((path, file));
         }
-        written.push((path, file));
+        partial_pages.push(page_crc(nodes, pages * PAGE_NODES, to));
     }
     for (path, file) in &written {
         file.sync_data()
@@ -151,12 +265,50 @@ pub(crate) fn write(
         epoch: marks.epoch,
         heads: marks.heads,
         rollback_floor: marks.rollback_floor,
+        integrity: Some(Integrity {
+            chain: marks.chain,
+            partial_pages,
+        }),
     };
     let bytes = checkpoint.encode(meta.store_id);
     assert_publishable(&checkpoint, meta, &bytes);
     publish(fs, dir, &bytes)?;
     state.last = Some(checkpoint.clone());
     Ok(checkpoint)
+}
+
+/// Publishes the checkpoint a store is created with: number 0, no leaves,
+/// the log resuming at its first frame. From then on a store of this
+/// format always has a checkpoint, so a missing one is damage.
+pub(crate) fn create(
+    fs: &dyn Fs,
+    dir: &Path,
+    meta: &StoreMeta,
+    state: &mut Checkpoints,
+) -> Result<()> {
+    let checkpoint = CheckpointMeta {
+        number: 0,
+        size: 0,
+        resume: LogPosition {
+            file: 0,
+            slot: 0,
+            seq: 1,
+        },
+        levels: Vec::new(),
+        finalized: 0,
+        epoch: 0,
+        heads: 0,
+        rollback_floor: u64::MAX,
+        integrity: Some(Integrity {
+            chain: 0,
+            partial_pages: Vec::new(),
+        }),
+    };
+    let bytes = checkpoint.encode(meta.store_id);
+    assert_publishable(&checkpoint, meta, &bytes);
+    publish(fs, dir, &bytes)?;
+    state.last = Some(checkpoint);
+    Ok(())
 }
 
 /// Pair assertion before publishing: the checkpoint has the shape of a
@@ -206,6 +358,13 @@ fn assert_publishable(checkpoint: &CheckpointMeta, meta: &StoreMeta, bytes: &[u8
         checkpoint.finalized <= checkpoint.size && checkpoint.resume.seq >= 1,
         "checkpoint marks out of range: {checkpoint:?}"
     );
+    assert!(
+        checkpoint
+            .integrity
+            .as_ref()
+            .is_none_or(|i| i.partial_pages.len() == checkpoint.levels.len()),
+        "a checkpoint holds one partial page CRC per level: {checkpoint:?}"
+    );
     assert_eq!(
         CheckpointMeta::decode(bytes, meta.store_id).as_ref(),
         Ok(checkpoint),
@@ -246,10 +405,10 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, meta: &StoreMeta) -> Result<Option<C
         .map_err(|e| StoreError::io("read", &path, e))?;
     let checkpoint = CheckpointMeta::decode(&bytes, meta.store_id)
         .map_err(|why| StoreError::corrupt(&path, 0, why))?;
-    // Pair assertion after reading: every byte of a current checkpoint is
-    // a field or the CRC, so what decoded encodes to the same bytes (an
-    // older version is converted, not copied).
-    if checkpoint_version(&bytes) == format::CHECKPOINT_VERSION {
+    // Pair assertion after reading: every byte of a checkpoint of version
+    // 2 or 3 is a field, reserved zero or the CRC, so what decoded encodes
+    // to the same bytes (version 1 is converted, not copied).
+    if format::checkpoint_version(&bytes) >= 2 {
         assert_eq!(
             checkpoint.encode(meta.store_id),
             bytes,
@@ -257,15 +416,6 @@ pub(crate) fn read(fs: &dyn Fs, dir: &Path, meta: &StoreMeta) -> Result<Option<C
         );
     }
     Ok(Some(checkpoint))
-}
-
-/// The version field of checkpoint bytes that decoded.
-fn checkpoint_version(bytes: &[u8]) -> u32 {
-    u32::from_le_bytes(
-        bytes[8..12]
-            .try_into()
-            .expect("a decoded checkpoint has a version"),
-    )
 }
 
 #[cfg(test)]
@@ -298,6 +448,10 @@ mod tests {
             epoch: 0,
             heads: 0,
             rollback_floor: u64::MAX,
+            integrity: Some(Integrity {
+                chain: 0,
+                partial_pages: vec![9, 2, 0],
+            }),
         }
     }
 
@@ -313,6 +467,10 @@ mod tests {
             size: 0,
             levels: Vec::new(),
             finalized: 0,
+            integrity: Some(Integrity {
+                chain: 0,
+                partial_pages: Vec::new(),
+            }),
             ..ten_leaves()
         };
         assert!(check(&empty).is_ok());
@@ -324,17 +482,31 @@ mod tests {
         );
         let mut extra_top = ten_leaves();
         extra_top.levels.push((0, [4; 32]));
+        if let Some(integrity) = &mut extra_top.integrity {
+            integrity.partial_pages.push(0);
+        }
         assert!(
             check(&extra_top).is_err(),
             "a level above the single top node"
         );
         let mut no_top = ten_leaves();
         no_top.levels.pop();
+        if let Some(integrity) = &mut no_top.integrity {
+            integrity.partial_pages.pop();
+        }
         assert!(check(&no_top).is_err(), "a top level of three nodes");
         let beyond = CheckpointMeta {
             finalized: 11,
             ..ten_leaves()
         };
         assert!(check(&beyond).is_err(), "finalized above the size");
+        let mut short_pages = ten_leaves();
+        if let Some(integrity) = &mut short_pages.integrity {
+            integrity.partial_pages.pop();
+        }
+        assert!(
+            check(&short_pages).is_err(),
+            "a level without its partial page"
+        );
     }
 }

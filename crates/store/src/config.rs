@@ -12,6 +12,9 @@ pub const FLAG_EXPLICIT_FINALITY: u64 = crate::Layout::FLAG_EXPLICIT_FINALITY;
 /// How many recent appends' roots are kept for lookups by value, by default.
 pub const DEFAULT_ROOT_WINDOW: usize = 4096;
 
+/// How long the log stays unsealed after its last commit, by default.
+pub const DEFAULT_SEAL_AFTER: Duration = Duration::from_secs(1);
+
 /// Default log file size: 2^21 leaves (64 MiB).
 pub const DEFAULT_LOG_SHIFT: u8 = 21;
 
@@ -40,6 +43,11 @@ pub struct StoreConfig {
     /// How many of the last appends' roots [`crate::Store::size_of_root`]
     /// finds (roots of block-tagged heads are always found).
     pub root_window: usize,
+    /// Seal the log once no commit came for this long (with the
+    /// background thread): a tail record naming the last commit, so that
+    /// damage to it is refused at the next open rather than taken for a
+    /// torn commit. A clean close always seals. `None`: only a close.
+    pub seal_after: Option<Duration>,
 }
 
 /// When the store checkpoints on its own (checked after each background flush).
@@ -70,6 +78,7 @@ impl StoreConfig {
             verify_on_open: false,
             flags: 0,
             root_window: DEFAULT_ROOT_WINDOW,
+            seal_after: Some(DEFAULT_SEAL_AFTER),
         }
     }
 }

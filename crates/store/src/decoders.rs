@@ -9,7 +9,10 @@ use std::io;
 use std::sync::Arc;
 
 use crate::format::{self, Frame, HEADER_LEN};
-pub use crate::format::{CheckpointMeta, HeadRecord, LogPosition, StoreMeta};
+pub use crate::format::{
+    CheckpointMeta, FrameRef, HeadDurable, HeadRecord, Integrity, LogPosition, StoreMeta,
+    SuccessorMark, TailRecord,
+};
 use crate::fs::{FsFile, MappedNodes};
 
 /// `cairn.meta`: the store reads its first [`StoreMeta::LEN`] bytes.
@@ -33,6 +36,8 @@ pub struct FrameFields {
     pub count: u32,
     /// CRC-32C of the frame's leaves.
     pub leaves_crc: u32,
+    /// The previous frame's CRC (the chain).
+    pub prev: u32,
 }
 
 /// A frame slot (the scan reads [`format::FRAME_LEN`] bytes per slot):
@@ -43,6 +48,7 @@ pub fn frame(slot: &[u8; to_usize(format::FRAME_LEN)]) -> Option<FrameFields> {
         end: frame.end,
         count: frame.count,
         leaves_crc: frame.leaves_crc,
+        prev: frame.prev,
     })
 }
 
@@ -53,6 +59,7 @@ pub fn encode_frame(fields: &FrameFields) -> [u8; to_usize(format::FRAME_LEN)] {
         end: fields.end,
         count: fields.count,
         leaves_crc: fields.leaves_crc,
+        prev: fields.prev,
     }
     .encode()
 }
@@ -71,6 +78,7 @@ pub fn frame_follows(
         end: fields.end,
         count: fields.count,
         leaves_crc: fields.leaves_crc,
+        prev: fields.prev,
     }
     .follows(position, end, first_of_file, per_file)
 }
@@ -85,31 +93,82 @@ pub fn encode_checkpoint(checkpoint: &CheckpointMeta, store_id: u64) -> Vec<u8> 
     checkpoint.encode(store_id)
 }
 
-/// One slot of the `heads` file of a tree whose empty tree has a root
-/// exactly when `empty_has_root` (a fixed-depth tree): `None` if it holds
-/// no record.
-pub fn head_record(bytes: &[u8], empty_has_root: bool) -> Option<HeadRecord> {
-    HeadRecord::decode(bytes, empty_has_root)
+/// One slot of a `heads` file of `version` (its header's) of a tree whose
+/// empty tree has a root exactly when `empty_has_root` (a fixed-depth
+/// tree): `None` if it holds no record.
+pub fn head_record(bytes: &[u8], version: u32, empty_has_root: bool) -> Option<HeadRecord> {
+    HeadRecord::decode(bytes, version, empty_has_root)
 }
 
-/// The slot bytes of `record`.
+/// The slot bytes of `record` (version 2 if it says what was durable,
+/// version 1 otherwise).
 pub fn encode_head_record(record: &HeadRecord) -> Vec<u8> {
     record.encode().to_vec()
 }
 
 /// The `heads` file's header (the store reads up to
-/// [`format::HEADS_HEADER_LEN`] bytes).
-pub fn heads_header(meta: &StoreMeta, bytes: &[u8]) -> Result<(), String> {
+/// [`format::HEADS_HEADER_LEN`] bytes): its version.
+pub fn heads_header(meta: &StoreMeta, bytes: &[u8]) -> Result<u32, String> {
     format::check_heads_header(meta, bytes).map_err(|why| why.to_string())
 }
 
-/// A log file's header ([`HEADER_LEN`] bytes) for file number `file`.
+/// What a log file's header page holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogHeader {
+    /// The file's version.
+    pub version: u32,
+    /// Its valid tail records, by slot (version 2).
+    pub tails: [Option<TailRecord>; 2],
+    /// Its valid successor mark (version 2).
+    pub successor: Option<SuccessorMark>,
+}
+
+/// A log file's header page ([`HEADER_LEN`] bytes) for file number `file`.
 pub fn log_header(
     meta: &StoreMeta,
     file: u64,
     bytes: &[u8; to_usize(HEADER_LEN)],
+) -> Result<LogHeader, String> {
+    let version = format::check_log_header(meta, file, bytes).map_err(|why| why.to_string())?;
+    let records = if version == format::LOG_VERSION {
+        format::HeaderRecords::read(bytes, file, meta.store_id)
+    } else {
+        format::HeaderRecords::default()
+    };
+    Ok(LogHeader {
+        version,
+        tails: records.tails,
+        successor: records.successor,
+    })
+}
+
+/// The header page of log file `file` (current version, no records).
+pub fn encode_log_header(meta: &StoreMeta, file: u64) -> Vec<u8> {
+    format::log_header(meta, file).to_vec()
+}
+
+/// A tail record slot ([`format::TAIL_LEN`] bytes): `None` if it holds none.
+pub fn tail_record(bytes: &[u8]) -> Option<TailRecord> {
+    TailRecord::decode(bytes)
+}
+
+/// The slot bytes of `record`.
+pub fn encode_tail_record(record: &TailRecord) -> Vec<u8> {
+    record.encode().to_vec()
+}
+
+/// A successor mark slot of log file `file` of store `store_id`.
+pub fn successor_mark(bytes: &[u8], file: u64, store_id: u64) -> Option<SuccessorMark> {
+    SuccessorMark::decode(bytes, file, store_id)
+}
+
+/// A sums file's header ([`format::SUMS_HEADER_LEN`] bytes) for `level`.
+pub fn sums_header(
+    meta: &StoreMeta,
+    level: u32,
+    bytes: &[u8; to_usize(format::SUMS_HEADER_LEN)],
 ) -> Result<(), String> {
-    format::check_log_header(meta, file, bytes).map_err(|why| why.to_string())
+    format::check_sums_header(meta, level, bytes).map_err(|why| why.to_string())
 }
 
 /// A level file's header ([`HEADER_LEN`] bytes) for `level`.
@@ -119,6 +178,16 @@ pub fn level_header(
     bytes: &[u8; to_usize(HEADER_LEN)],
 ) -> Result<(), String> {
     format::check_level_header(meta, level, bytes).map_err(|why| why.to_string())
+}
+
+/// The verified record of the store `store_id`: its entries.
+pub fn verified(bytes: &[u8], store_id: u64) -> Result<Vec<crate::format::VerifiedEntry>, String> {
+    format::decode_verified(bytes, store_id).map_err(|why| why.to_string())
+}
+
+/// The verified record holding `entries`.
+pub fn encode_verified(store_id: u64, entries: &[crate::format::VerifiedEntry]) -> Vec<u8> {
+    format::encode_verified(store_id, entries)
 }
 
 /// A read-only file over bytes in memory, for decoders that read through
@@ -151,6 +220,13 @@ impl FsFile for BytesFile {
         Ok(())
     }
 
+    fn identity(&self) -> io::Result<crate::fs::FileIdentity> {
+        Ok(crate::fs::FileIdentity {
+            len: self.0.len() as u64,
+            ..Default::default()
+        })
+    }
+
     fn map_nodes(&self, _offset: u64, _nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
@@ -180,6 +256,7 @@ mod tests {
             end: 90,
             count: 10,
             leaves_crc: 5,
+            prev: 6,
         };
         assert_eq!(frame(&encode_frame(&fields)), Some(fields));
         let position = LogPosition {
@@ -195,17 +272,44 @@ mod tests {
             size: 90,
             root: Some([1; 32]),
             epoch: 0,
+            durable: Some(HeadDurable {
+                records: 3,
+                log_seq: 2,
+                log_end: 80,
+            }),
         };
         assert_eq!(
-            head_record(&encode_head_record(&record), false),
+            head_record(&encode_head_record(&record), 2, false),
             Some(record)
         );
-        assert!(heads_header(&meta_value, &format::heads_header(&meta_value)).is_ok());
+        assert_eq!(
+            heads_header(&meta_value, &format::heads_header(&meta_value)),
+            Ok(2)
+        );
         let log = format::log_header(&meta_value, 2);
-        assert!(log_header(&meta_value, 2, log.as_slice().try_into().unwrap()).is_ok());
-        assert!(log_header(&meta_value, 3, log.as_slice().try_into().unwrap()).is_err());
+        assert_eq!(
+            log_header(&meta_value, 2, &log).map(|header| header.version),
+            Ok(2)
+        );
+        assert!(log_header(&meta_value, 3, &log).is_err());
+        assert_eq!(encode_log_header(&meta_value, 2), log.to_vec());
+        let tail = TailRecord {
+            counter: 1,
+            durable: None,
+            heads: 0,
+            epoch: 0,
+            sealed: false,
+        };
+        assert_eq!(tail_record(&encode_tail_record(&tail)), Some(tail));
+        let mark = SuccessorMark {
+            next: 3,
+            first_seq: 9,
+        };
+        assert_eq!(successor_mark(&mark.encode(42), 2, 42), Some(mark));
         let level = format::level_header(&meta_value, 1);
-        assert!(level_header(&meta_value, 1, level.as_slice().try_into().unwrap()).is_ok());
+        assert!(level_header(&meta_value, 1, &level).is_ok());
+        let sums = format::sums_header(&meta_value, 0);
+        assert!(sums_header(&meta_value, 0, &sums).is_ok());
         let file = BytesFile(vec![1, 2, 3]);
         let mut buf = [0u8; 4];
         assert_eq!(file.read_at(&mut buf, 1).unwrap(), 2);

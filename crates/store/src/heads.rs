@@ -6,9 +6,16 @@
 //! records live in `heads` (docs/file-format.md, "Heads"): written and
 //! made durable by the group commit *before* the log frame of the leaves
 //! they follow, so a durable leaf's tag is durable too, and a record past
-//! the recovered log is dropped as unacknowledged. In memory, [`Heads`]
+//! the recovered log is dropped as unacknowledged. Each record also says
+//! what was durable when its batch was written (the records before it and
+//! the log's last frame), so an invalid record followed by one that
+//! vouches for it is damage, not a torn batch. In memory, [`Heads`]
 //! keeps every tag and the roots of the last `window` appends for lookups
 //! by root value.
+//!
+//! Recovery reads the file's bytes from disk: it answers every input with
+//! the tags or an error, never a panic (the lints hold it to it).
+#![deny(clippy::indexing_slicing, clippy::unwrap_used)]
 
 use cairn_core::cast::to_usize;
 use std::collections::{HashMap, VecDeque};
@@ -18,9 +25,13 @@ use std::sync::Arc;
 use cairn_core::Hash;
 
 use crate::error::{Result, StoreError};
-use crate::format::{self, HEAD_RECORD_LEN, HEADS_HEADER_LEN, HeadRecord, StoreMeta};
+use crate::format::{
+    self, FrameRef, HEAD_RECORD_LEN, HEADS_HEADER_LEN, HEADS_VERSION, HeadDurable, HeadRecord,
+    StoreMeta,
+};
 use crate::fs::{Fs, FsFile, OpenMode};
 use crate::layout::Layout;
+use crate::log::Claim;
 
 /// The block an append belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,7 +149,10 @@ impl Heads {
 
     /// Tags not yet handed to the heads file, and how many tags there are.
     pub fn pending(&self) -> (Vec<TaggedHead>, usize) {
-        (self.tags[self.written..].to_vec(), self.tags.len())
+        (
+            self.tags.get(self.written..).unwrap_or_default().to_vec(),
+            self.tags.len(),
+        )
     }
 
     /// The first `count` tags are in the heads file.
@@ -182,8 +196,11 @@ impl Heads {
 
     /// What is known of `root` from memory alone.
     pub fn lookup(&self, root: &Hash) -> Option<RootAt> {
-        if let Some(&index) = self.tag_roots.get(root) {
-            let tag = &self.tags[index];
+        if let Some(tag) = self
+            .tag_roots
+            .get(root)
+            .and_then(|&index| self.tags.get(index))
+        {
             return Some(RootAt {
                 size: tag.size,
                 block: Some(tag.block),
@@ -235,7 +252,7 @@ impl Heads {
     /// The last tag at or below `block`.
     pub fn at_block(&self, block: u64) -> Option<TaggedHead> {
         let at = self.tags.partition_point(|t| t.block <= block);
-        at.checked_sub(1).map(|i| self.tags[i])
+        at.checked_sub(1).and_then(|i| self.tags.get(i)).copied()
     }
 }
 
@@ -247,6 +264,8 @@ pub(crate) struct HeadsWriter {
     dir: PathBuf,
     meta: StoreMeta,
     file: Option<Arc<dyn FsFile>>,
+    /// The file's version (1 until a writer's open migrates it).
+    version: u32,
     /// Where the next record goes (records before it are valid).
     next: u64,
     /// The rollback epoch new records carry.
@@ -284,8 +303,29 @@ impl HeadsWriter {
         self.file = Some(handle);
     }
 
-    /// Writes `heads` after the valid records and makes them durable.
-    pub fn write(&mut self, heads: &[TaggedHead]) -> Result<()> {
+    /// Whether the file (if any) is of the current version.
+    pub fn is_current(&self) -> bool {
+        self.file.is_none() || self.version == HEADS_VERSION
+    }
+
+    fn record(&self, head: &TaggedHead, log: Option<FrameRef>) -> HeadRecord {
+        HeadRecord {
+            block: head.block,
+            block_hash: head.block_hash,
+            size: head.size,
+            root: head.root,
+            epoch: self.epoch,
+            durable: Some(HeadDurable {
+                records: self.next,
+                log_seq: log.map_or(0, |f| f.seq),
+                log_end: log.map_or(0, |f| f.end),
+            }),
+        }
+    }
+
+    /// Writes `heads` after the valid records and makes them durable;
+    /// `log` is the log's last durable frame (each record names it).
+    pub fn write(&mut self, heads: &[TaggedHead], log: Option<FrameRef>) -> Result<()> {
         if heads.is_empty() {
             return Ok(());
         }
@@ -305,24 +345,23 @@ impl HeadsWriter {
                     .sync_dir(&self.dir)
                     .map_err(|e| StoreError::io("fsync", &self.dir, e))?;
                 self.file = Some(Arc::clone(&file));
+                self.version = HEADS_VERSION;
                 self.len = HEADS_HEADER_LEN;
                 file
             }
         };
+        assert_eq!(
+            self.version, HEADS_VERSION,
+            "an older heads file is migrated before the first write"
+        );
         let at = Layout::head_record_offset(self.next);
         let mut bytes = Vec::with_capacity(heads.len() * to_usize(HEAD_RECORD_LEN));
         for head in heads {
-            let record = HeadRecord {
-                block: head.block,
-                block_hash: head.block_hash,
-                size: head.size,
-                root: head.root,
-                epoch: self.epoch,
-            };
+            let record = self.record(head, log);
             let encoded = record.encode();
             // Pair assertion: what goes to disk reads back as what was meant.
             debug_assert_eq!(
-                HeadRecord::decode(&encoded, self.meta.tree.empty_has_root()),
+                HeadRecord::decode(&encoded, HEADS_VERSION, self.meta.tree.empty_has_root()),
                 Some(record)
             );
             bytes.extend_from_slice(&encoded);
@@ -348,44 +387,124 @@ impl HeadsWriter {
         self.next = self.next.min(count);
         self.epoch = epoch;
     }
+
+    /// Rewrites a version 1 heads file holding `tags` as the current
+    /// version: a fresh file (records of this epoch, each naming the
+    /// records before it as durable, as they are once it is published)
+    /// written, synced and renamed over the old one, the directory synced.
+    pub fn migrate(&mut self, tags: &[TaggedHead]) -> Result<()> {
+        if self.is_current() {
+            return Ok(());
+        }
+        let mut bytes = format::heads_header(&self.meta).to_vec();
+        for (index, head) in tags.iter().enumerate() {
+            let mut record = self.record(head, None);
+            record.durable = Some(HeadDurable {
+                records: index as u64,
+                log_seq: 0,
+                log_end: 0,
+            });
+            bytes.extend_from_slice(&record.encode());
+        }
+        let name = self
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(Layout::HEADS)
+            .to_owned();
+        crate::replace::replace_file(
+            &*self.fs,
+            &self.dir,
+            Layout::HEADS_TMP,
+            &name,
+            |file, tmp| {
+                file.write_at(&bytes, 0)
+                    .map_err(|e| StoreError::io("write", tmp, e))
+            },
+        )?;
+        let file: Arc<dyn FsFile> = Arc::from(
+            self.fs
+                .open(&self.path, OpenMode::Existing)
+                .map_err(|e| StoreError::io("open", &self.path, e))?,
+        );
+        self.file = Some(file);
+        self.version = HEADS_VERSION;
+        self.next = tags.len() as u64;
+        self.len = bytes.len() as u64;
+        Ok(())
+    }
 }
 
-/// Reads the heads file: the first `trusted` records (what the checkpoint
-/// counts) must be valid; after them, records of the checkpoint's `epoch`
-/// in block order are taken up to the first that is torn, stale or past
-/// the recovered log's `end` (written before their leaves were durable).
-pub(crate) fn recover(
-    fs: Arc<dyn Fs>,
+/// The heads file as read at open, before the log is recovered: its
+/// records' claims about the log are judged by the log's scan.
+#[derive(Debug)]
+pub(crate) struct ReadHeads {
+    path: PathBuf,
+    /// The open file, its length and version; `None` if there is none (or
+    /// its header was never made durable).
+    file: Option<(Arc<dyn FsFile>, u64, u32)>,
+    /// The record slots' bytes.
+    slots: Vec<u8>,
+    /// The file exists with a header that was never made durable and no
+    /// record: a writer rewrites the header.
+    unheaded: bool,
+}
+
+impl ReadHeads {
+    fn records(&self, meta: &StoreMeta) -> impl Iterator<Item = (u64, Option<HeadRecord>)> + '_ {
+        let version = self.file.as_ref().map_or(HEADS_VERSION, |f| f.2);
+        let empty_has_root = meta.tree.empty_has_root();
+        self.slots
+            .chunks_exact(to_usize(HEAD_RECORD_LEN))
+            .enumerate()
+            .map(move |(index, raw)| {
+                (
+                    index as u64,
+                    HeadRecord::decode(raw, version, empty_has_root),
+                )
+            })
+    }
+
+    /// What the valid records of rollback epoch `epoch` say was durable
+    /// in the log: frames the log's scan must find.
+    pub fn log_claims(&self, meta: &StoreMeta, epoch: u64) -> Vec<Claim> {
+        self.records(meta)
+            .filter_map(|(index, record)| {
+                let record = record.filter(|r| r.epoch == epoch)?;
+                let durable = record.durable.filter(|d| d.log_seq > 0)?;
+                Some(Claim {
+                    seq: durable.log_seq,
+                    end: durable.log_end,
+                    exact: None,
+                    source: self.path.clone(),
+                    offset: Layout::head_record_offset(index),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Reads the heads file (if any): its header checked, its record slots
+/// read. A file whose header was never made durable and that holds no
+/// record is nothing; with a record, it is damage.
+pub(crate) fn read(
+    fs: &dyn Fs,
     dir: &Path,
-    meta: StoreMeta,
-    trusted: u64,
-    epoch: u64,
-    end: u64,
+    meta: &StoreMeta,
     read_only: bool,
-) -> Result<(Vec<TaggedHead>, HeadsWriter)> {
-    let path = Layout::new(dir, &meta).heads();
-    let mut writer = HeadsWriter {
-        fs: Arc::clone(&fs),
+) -> Result<ReadHeads> {
+    let path = Layout::new(dir, meta).heads();
+    let mut heads = ReadHeads {
         path: path.clone(),
-        dir: dir.to_path_buf(),
-        meta,
         file: None,
-        next: 0,
-        epoch,
-        len: 0,
+        slots: Vec::new(),
+        unheaded: false,
     };
-    let exists = fs
+    if !fs
         .exists(&path)
-        .map_err(|e| StoreError::io("stat", &path, e))?;
-    if !exists {
-        if trusted > 0 {
-            return Err(StoreError::corrupt(
-                &path,
-                0,
-                format!("missing, but the checkpoint counts {trusted} block-tagged heads"),
-            ));
-        }
-        return Ok((Vec::new(), writer));
+        .map_err(|e| StoreError::io("stat", &path, e))?
+    {
+        return Ok(heads);
     }
     let mode = if read_only {
         OpenMode::ReadOnly
@@ -401,59 +520,196 @@ pub(crate) fn recover(
     let read = file
         .read_at(&mut header, 0)
         .map_err(|e| StoreError::io("read", &path, e))?;
-    if let Err(why) = format::check_heads_header(&meta, &header[..read]) {
-        // Records are written only after the header is durable, so a file
-        // with a bad header and no valid record was created but its header
-        // never made durable (a power loss can keep the length and lose the
-        // bytes: zeros): it holds nothing. With a record, it is damage.
-        if trusted == 0
-            && (read < header.len()
-                || !has_records(&*file, &path, len, meta.tree.empty_has_root())?)
-        {
-            // Created but its header never made durable: it holds nothing.
-            if read_only {
-                return Ok((Vec::new(), writer));
-            }
-            file.write_at(&format::heads_header(&meta), 0)
-                .map_err(|e| StoreError::io("write", &path, e))?;
-            file.sync_data()
-                .map_err(|e| StoreError::io("fdatasync", &path, e))?;
-            writer.len = len.max(HEADS_HEADER_LEN);
-            writer.file = Some(file);
-            return Ok((Vec::new(), writer));
-        }
-        return Err(StoreError::corrupt(&path, 0, why));
-    }
     let slots = len.saturating_sub(HEADS_HEADER_LEN) / HEAD_RECORD_LEN;
     let mut bytes = vec![0u8; to_usize(slots * HEAD_RECORD_LEN)];
     file.read_exact_at(&mut bytes, HEADS_HEADER_LEN)
         .map_err(|e| StoreError::io("read", &path, e))?;
+    heads.slots = bytes;
+    match format::check_heads_header(meta, header.get(..read).unwrap_or_default()) {
+        Ok(version) => heads.file = Some((file, len, version)),
+        Err(why) => {
+            // Records are written only after the header is durable, so a
+            // file with a bad header and no valid record (of either
+            // version) was created but its header never made durable (a
+            // power loss can keep the length and lose the bytes: zeros):
+            // it holds nothing.
+            let empty_has_root = meta.tree.empty_has_root();
+            let any = heads
+                .slots
+                .chunks_exact(to_usize(HEAD_RECORD_LEN))
+                .any(|raw| {
+                    [format::HEADS_VERSION_PLAIN, HEADS_VERSION]
+                        .into_iter()
+                        .any(|v| HeadRecord::decode(raw, v, empty_has_root).is_some())
+                });
+            if any && read == header.len() {
+                return Err(StoreError::corrupt(&path, 0, why));
+            }
+            heads.unheaded = true;
+            heads.slots.clear();
+            heads.file = Some((file, len, HEADS_VERSION));
+        }
+    }
+    Ok(heads)
+}
+
+/// What the rest of the store knows of the heads file at open.
+#[derive(Debug)]
+pub(crate) struct Known {
+    /// The records the checkpoint counts (all valid, whatever their epoch).
+    pub trusted: u64,
+    /// The checkpoint's rollback epoch.
+    pub epoch: u64,
+    /// The recovered log's end.
+    pub end: u64,
+    /// The most records a tail record of the log says were durable in
+    /// this epoch, and where it says so.
+    pub claimed: Option<(u64, PathBuf, u64)>,
+}
+
+/// Recovers the tagged heads from what [`read`] found. The records every
+/// durable record vouches for (the checkpoint's count, what a tail record
+/// of the log or a later record of this epoch says was durable before it)
+/// must be valid and in order, else the file is damaged. After them,
+/// records of the checkpoint's epoch are taken in order up to the first
+/// that is torn, stale or past the recovered log's end (written before
+/// their leaves were durable, in the commit a crash interrupted).
+pub(crate) fn recover(
+    fs: Arc<dyn Fs>,
+    dir: &Path,
+    meta: StoreMeta,
+    read: ReadHeads,
+    known: Known,
+    read_only: bool,
+) -> Result<(Vec<TaggedHead>, HeadsWriter)> {
+    let Known {
+        trusted,
+        epoch,
+        end,
+        claimed,
+    } = known;
+    let path = read.path.clone();
+    let mut writer = HeadsWriter {
+        fs: Arc::clone(&fs),
+        path: path.clone(),
+        dir: dir.to_path_buf(),
+        meta,
+        file: None,
+        version: HEADS_VERSION,
+        next: 0,
+        epoch,
+        len: 0,
+    };
+    // What durable records vouch for, and the first that says so.
+    let mut required = (trusted, path.clone(), 0u64, "the checkpoint");
+    if let Some((count, source, offset)) = claimed.filter(|c| c.0 > required.0) {
+        required = (count, source, offset, "a tail record of the log");
+    }
+    for (index, record) in read.records(&meta) {
+        let Some(durable) = record.filter(|r| r.epoch == epoch).and_then(|r| r.durable) else {
+            continue;
+        };
+        if durable.records > required.0 {
+            required = (
+                durable.records,
+                path.clone(),
+                Layout::head_record_offset(index),
+                "a later record",
+            );
+        }
+    }
+    let Some((file, len, version)) = read.file.clone() else {
+        if required.0 > 0 {
+            return Err(StoreError::corrupt(
+                &path,
+                0,
+                format!(
+                    "missing, but {} ({} at offset {}) counts {} block-tagged heads",
+                    required.3,
+                    required.1.display(),
+                    required.2,
+                    required.0
+                ),
+            ));
+        }
+        return Ok((Vec::new(), writer));
+    };
+    if read.unheaded {
+        if required.0 > 0 {
+            return Err(StoreError::corrupt(
+                &path,
+                0,
+                format!(
+                    "the header is not valid, but {} counts {} block-tagged heads",
+                    required.3, required.0
+                ),
+            ));
+        }
+        // Created but its header never made durable: it holds nothing.
+        if read_only {
+            return Ok((Vec::new(), writer));
+        }
+        file.write_at(&format::heads_header(&meta), 0)
+            .map_err(|e| StoreError::io("write", &path, e))?;
+        file.sync_data()
+            .map_err(|e| StoreError::io("fdatasync", &path, e))?;
+        writer.len = len.max(HEADS_HEADER_LEN);
+        writer.file = Some(file);
+        return Ok((Vec::new(), writer));
+    }
+    let slots = read.slots.len() as u64 / HEAD_RECORD_LEN;
+    if slots < required.0 {
+        return Err(StoreError::corrupt(
+            &path,
+            len,
+            format!(
+                "{slots} record slots, but {} ({} at offset {}) counts {} block-tagged heads",
+                required.3,
+                required.1.display(),
+                required.2,
+                required.0
+            ),
+        ));
+    }
     let mut tags: Vec<TaggedHead> = Vec::new();
-    for (index, raw) in bytes.chunks_exact(to_usize(HEAD_RECORD_LEN)).enumerate() {
-        let offset = Layout::head_record_offset(index as u64);
-        let record = HeadRecord::decode(raw, meta.tree.empty_has_root()).filter(|r| {
+    for (index, record) in read.records(&meta) {
+        let offset = Layout::head_record_offset(index);
+        let in_order = |r: &HeadRecord| {
             tags.last()
                 .is_none_or(|last| r.block > last.block && r.size >= last.size)
-        });
-        let index = index as u64;
-        let valid = match record {
-            Some(r) if index < trusted => r.size <= end,
-            Some(r) => r.epoch == epoch && r.size <= end,
-            None => false,
         };
-        if !valid {
+        let record = record.filter(|r| in_order(r) && (index < trusted || r.epoch == epoch));
+        let Some(r) = record else {
+            if index < required.0 {
+                return Err(StoreError::corrupt(
+                    &path,
+                    offset,
+                    format!(
+                        "block-tagged head {index} is damaged, out of order or of another epoch, but {} ({} at offset {}) counts {} durable",
+                        required.3,
+                        required.1.display(),
+                        required.2,
+                        required.0
+                    ),
+                ));
+            }
+            break;
+        };
+        if r.size > end {
+            // Written for leaves that never became durable (its commit's
+            // log write did not complete): not acknowledged.
             if index < trusted {
                 return Err(StoreError::corrupt(
                     &path,
                     offset,
                     format!(
-                        "block-tagged head {index} is damaged or out of order (the checkpoint counts {trusted})"
+                        "block-tagged head {index} is at size {}, past the log's end {end}, but the checkpoint counts {trusted}",
+                        r.size
                     ),
                 ));
             }
             break;
         }
-        let r = record.expect("valid");
         tags.push(TaggedHead {
             block: r.block,
             block_hash: r.block_hash,
@@ -461,18 +717,12 @@ pub(crate) fn recover(
             root: r.root,
         });
     }
-    if (tags.len() as u64) < trusted {
-        return Err(StoreError::corrupt(
-            &path,
-            len,
-            format!(
-                "{} block-tagged heads, the checkpoint counts {trusted}",
-                tags.len()
-            ),
-        ));
-    }
     writer.next = tags.len() as u64;
-    let past = &bytes[to_usize(writer.next * HEAD_RECORD_LEN)..];
+    writer.version = version;
+    let past = read
+        .slots
+        .get(to_usize(writer.next * HEAD_RECORD_LEN)..)
+        .unwrap_or_default();
     if past.iter().any(|&b| b != 0) && !read_only {
         // Records past the valid ones were never acknowledged (torn, or
         // written before leaves that did not become durable). Zero them:
@@ -490,17 +740,6 @@ pub(crate) fn recover(
     Ok((tags, writer))
 }
 
-/// Whether any record slot of the heads file holds a valid record.
-fn has_records(file: &dyn FsFile, path: &Path, len: u64, empty_has_root: bool) -> Result<bool> {
-    let slots = len.saturating_sub(HEADS_HEADER_LEN) / HEAD_RECORD_LEN;
-    let mut bytes = vec![0u8; to_usize(slots * HEAD_RECORD_LEN)];
-    file.read_exact_at(&mut bytes, HEADS_HEADER_LEN)
-        .map_err(|e| StoreError::io("read", path, e))?;
-    Ok(bytes
-        .chunks_exact(to_usize(HEAD_RECORD_LEN))
-        .any(|raw| HeadRecord::decode(raw, empty_has_root).is_some()))
-}
-
 /// A writer for a store without a heads file yet.
 pub(crate) fn new_writer(fs: Arc<dyn Fs>, dir: &Path, meta: StoreMeta) -> HeadsWriter {
     HeadsWriter {
@@ -509,6 +748,7 @@ pub(crate) fn new_writer(fs: Arc<dyn Fs>, dir: &Path, meta: StoreMeta) -> HeadsW
         dir: dir.to_path_buf(),
         meta,
         file: None,
+        version: HEADS_VERSION,
         next: 0,
         epoch: 0,
         len: 0,

@@ -56,6 +56,14 @@ impl Layout {
     pub const CHECKPOINT_TMP: &str = "checkpoint.tmp";
     /// The block-tagged heads.
     pub const HEADS: &str = "heads";
+    /// The heads file being rewritten in the current version (removed at
+    /// open: never valid).
+    pub const HEADS_TMP: &str = "heads.tmp";
+    /// The verified record: which files were verified up to where, and
+    /// their identity then (advisory).
+    pub const VERIFIED: &str = "verified";
+    /// The verified record being written.
+    pub const VERIFIED_TMP: &str = "verified.tmp";
 
     /// `cairn.meta` flag bit 0: the layer above keeps a nullifier set
     /// (the store itself does not read it).
@@ -63,6 +71,10 @@ impl Layout {
     /// `cairn.meta` flag bit 1: only an explicit finalization finalizes
     /// leaves (without it, every checkpoint finalizes what it covers).
     pub const FLAG_EXPLICIT_FINALITY: u64 = 1 << 1;
+    /// `cairn.meta` flag bit 2: the store was created by a build of format
+    /// 2, so its first log file and its checkpoint exist from creation on
+    /// (set by the store itself; not a setting).
+    pub const FLAG_FORMAT_2: u64 = 1 << 2;
 
     /// Bytes per node (a leaf is a node of level 0).
     pub const NODE_LEN: u64 = 32;
@@ -118,6 +130,26 @@ impl Layout {
     /// The block-tagged heads file.
     pub fn heads(&self) -> PathBuf {
         self.dir.join(Layout::HEADS)
+    }
+
+    /// The heads file being rewritten.
+    pub fn heads_tmp(&self) -> PathBuf {
+        self.dir.join(Layout::HEADS_TMP)
+    }
+
+    /// The verified record.
+    pub fn verified(&self) -> PathBuf {
+        self.dir.join(Layout::VERIFIED)
+    }
+
+    /// The verified record being written.
+    pub fn verified_tmp(&self) -> PathBuf {
+        self.dir.join(Layout::VERIFIED_TMP)
+    }
+
+    /// The sums file of `level` (0 for the leaves in the log files).
+    pub fn sums_file(&self, level: u32) -> PathBuf {
+        self.levels_dir().join(format::sums_name(level))
     }
 
     /// Log file `number`.

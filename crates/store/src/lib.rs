@@ -29,6 +29,7 @@
 // Narrowing casts are checked conversions or name their argument (`cairn_core::cast`).
 #![warn(clippy::cast_possible_truncation)]
 
+mod access;
 mod backup;
 mod checkpoint;
 pub mod config;

@@ -20,3 +20,9 @@ pub const CHECKPOINT: &str = Layout::CHECKPOINT;
 pub const CHECKPOINT_TMP: &str = Layout::CHECKPOINT_TMP;
 /// The block-tagged heads file.
 pub const HEADS: &str = Layout::HEADS;
+/// The heads file being rewritten (removed at open: never valid).
+pub const HEADS_TMP: &str = Layout::HEADS_TMP;
+/// The verified record (advisory; see docs/file-format.md).
+pub const VERIFIED: &str = Layout::VERIFIED;
+/// The verified record being written.
+pub const VERIFIED_TMP: &str = Layout::VERIFIED_TMP;

@@ -22,7 +22,7 @@ use cairn_core::{Hash, LeanImt, Snapshot, TreeHead};
 use crate::checkpoint::{self, Checkpoints, Marks};
 use crate::error::{Result, StoreError};
 use crate::heads::{RootAt, TaggedHead};
-use crate::log::LogWriter;
+use crate::log::{HeadsDurable, LogWriter};
 use crate::store::{Inner, Store, poisoned};
 
 impl Store {
@@ -223,6 +223,7 @@ impl Inner {
         if let Some(removed) = removed {
             let leaves = tree.share_leaves();
             let marks = Marks {
+                chain: log.chain(),
                 finalized,
                 epoch: self.heads_writer.lock().epoch() + 1,
                 heads: written_kept,
@@ -299,7 +300,7 @@ impl Inner {
         log: &mut LogWriter,
         snapshot: &Snapshot,
         leaves: &Level,
-        marks: Marks,
+        mut marks: Marks,
     ) -> std::result::Result<Vec<u64>, RollbackFailure> {
         let to = snapshot.size();
         let before = log.clone();
@@ -311,12 +312,21 @@ impl Inner {
             // Reads only; the writer changes after them.
             log.rewind(to).map_err(unpublished)?.1
         } else {
-            log.commit(leaves, to).map_err(|error| Unpublished {
+            let heads = {
+                let writer = self.heads_writer.lock();
+                HeadsDurable {
+                    records: writer.written() as u64,
+                    epoch: writer.epoch(),
+                }
+            };
+            log.commit(leaves, to, heads).map_err(|error| Unpublished {
                 error,
                 log_failed: true,
             })?;
             Vec::new()
         };
+        // The chain value of the log as rewound or written.
+        marks.chain = log.chain();
         let path = self.layout.checkpoint();
         let named_before = self.fs.identity(&path).ok();
         let written = self.check_level_files(checkpoints).and_then(|()| {

@@ -148,7 +148,7 @@ impl PublisherStatus {
 }
 
 /// A [`PinHead`](crate::publish::PinHead) a publisher thread can own.
-pub type PinHeadSend = dyn Fn(&TreeHead) -> Result<(), String> + Send;
+pub type PinHeadSend = dyn Fn(&TreeHead) -> Result<(), crate::publish::PinError> + Send;
 
 /// Keeps a tile store up to date with a database.
 pub struct Publisher {

@@ -1,10 +1,12 @@
 //! Proofs computed from tiles: a client that trusts a head (from a
 //! checkpoint it trusts) fetches only the tiles a proof needs, recomputes
-//! the levels between tile-levels and the right edge, builds the proof
-//! with the core's shape arithmetic, and verifies it against the head
-//! before handing it out. A tile of the wrong length is refused naming
-//! the object; tiles that do not hash to the head make the proof fail,
-//! and the error names every object it read.
+//! the levels between tile-levels and the right edge by the tree's group
+//! rule (the core's [`GroupRule::node`]: a Lean tree lifts a lone member, a
+//! fixed-depth tree pads a partial group with the level's zero), builds
+//! the proof with the core's shape arithmetic, and verifies it against the
+//! head before handing it out. A tile of the wrong length is refused naming
+//! the object; tiles that do not hash to the head make the proof fail, and
+//! the error names every object it read.
 //!
 //! Invariant: the cache only keeps tiles a verified proof was computed
 //! from; a proof that fails drops every tile it fetched.
@@ -13,15 +15,20 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use cairn_core::proof::FromNodesError;
-use cairn_core::{ConsistencyProof, Hash, MembershipProof, TreeConfig, TreeError, TreeHead};
+use cairn_core::{
+    ConsistencyProof, GroupRule, Hash, KnownNodes, MembershipProof, RecomputeError, TreeConfig,
+    TreeError, TreeHead, VerifyError,
+};
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, CheckpointError};
 use crate::layout::{Layout, TileId};
 use crate::publish::CHECKPOINT;
+use crate::signed::{CheckpointSignature, SignatureError};
 use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSource};
 
 /// Why a proof could not be computed from tiles.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TileError {
     /// An object could not be fetched.
     #[error(transparent)]
@@ -40,29 +47,54 @@ pub enum TileError {
     },
     /// The tiles do not hash to the trusted head: one of them is wrong.
     #[error(
-        "the tiles do not match the trusted head ({size} leaves, root {root}): {reason}; objects read: {objects}"
+        "the tiles do not match the trusted head ({size} leaves, root {}): {reason}; objects read: {}",
+        show_root(root.as_ref()),
+        objects.join(", ")
     )]
     Mismatch {
         /// The trusted size.
         size: u64,
-        /// The trusted root, in hex.
-        root: String,
+        /// The trusted root.
+        root: Option<Hash>,
         /// What the verifier said.
-        reason: String,
+        reason: Box<VerifyError>,
         /// Every object the proof was computed from.
-        objects: String,
+        objects: Vec<String>,
     },
     /// The request does not fit the trusted tree.
     #[error(transparent)]
     Tree(#[from] TreeError),
+    /// The tiles of the trusted head do not hold a node they must (a
+    /// store that lacks a leaf tile, say).
+    #[error("the tiles of {size} leaves give no node {index} at level {level}")]
+    NoNode {
+        /// The level.
+        level: u32,
+        /// The index.
+        index: u64,
+        /// The trusted size.
+        size: u64,
+    },
     /// The checkpoint object is not one.
-    #[error("{store}/checkpoint: {reason}")]
+    #[error("{store}/{CHECKPOINT}: {error}")]
     Checkpoint {
         /// The store.
         store: String,
         /// What is wrong with it.
-        reason: String,
+        error: CheckpointError,
     },
+    /// The checkpoint's signature is refused by the reader's keys.
+    #[error("{store}/{CHECKPOINT}: signature: {error}")]
+    Signature {
+        /// The store.
+        store: String,
+        /// Why it is refused.
+        error: SignatureError,
+    },
+}
+
+fn show_root(root: Option<&Hash>) -> String {
+    root.map_or_else(|| "none".into(), cairn_core::hex::to_hex)
 }
 
 /// Tiles a [`TileTree`] keeps by default (8 KiB each at most).
@@ -72,42 +104,53 @@ pub const DEFAULT_CACHED_TILES: usize = 64;
 /// object when it is missing, oversized or not a checkpoint.
 pub fn read_checkpoint(source: &dyn TileSource) -> Result<Checkpoint, TileError> {
     let bytes = source.get(CHECKPOINT, CHECKPOINT_MAX_BYTES)?;
-    Checkpoint::decode(&bytes).map_err(|reason| TileError::Checkpoint {
+    Checkpoint::decode(&bytes).map_err(|error| TileError::Checkpoint {
         store: source.location(),
-        reason,
+        error,
     })
 }
 
 /// [`read_checkpoint`], then `signature`'s check of the object (a
 /// [`SignedBy`](crate::SignedBy) for a reader that holds verifier keys):
-/// a refused signature is a [`TileError::Checkpoint`] naming the object.
+/// a refused signature is a [`TileError::Signature`] naming the object.
 pub fn read_checkpoint_checked(
     source: &dyn TileSource,
-    signature: &dyn crate::mirror::CheckpointSignature,
+    signature: &dyn CheckpointSignature,
 ) -> Result<Checkpoint, TileError> {
     let bytes = source.get(CHECKPOINT, CHECKPOINT_MAX_BYTES)?;
-    let refuse = |reason: String| TileError::Checkpoint {
+    let checkpoint = Checkpoint::decode(&bytes).map_err(|error| TileError::Checkpoint {
         store: source.location(),
-        reason,
-    };
-    let checkpoint = Checkpoint::decode(&bytes).map_err(refuse)?;
+        error,
+    })?;
     signature
         .verify_checkpoint_signature(&bytes, &checkpoint)
-        .map_err(|reason| refuse(format!("signature: {reason}")))?;
+        .map_err(|error| TileError::Signature {
+            store: source.location(),
+            error,
+        })?;
     Ok(checkpoint)
 }
 
 /// A tree read through tiles, at one trusted head.
 pub struct TileTree<'s> {
     config: TreeConfig,
-    layout: Layout,
+    rule: GroupRule,
     head: TreeHead,
-    source: &'s dyn TileSource,
-    /// Tiles by id, with whether a verified proof used them.
-    tiles: HashMap<TileId, (Arc<Vec<Hash>>, bool)>,
+    tiles: Tiles<'s>,
     /// Verified tiles in the order they were verified (eviction order).
     order: VecDeque<TileId>,
     capacity: usize,
+}
+
+/// The nodes a [`TileTree`] holds or can fetch: the final nodes of every
+/// tile-level, and the nodes computed from them.
+struct Tiles<'s> {
+    layout: Layout,
+    size: u64,
+    source: &'s dyn TileSource,
+    /// Tiles by id, with whether a verified proof used them.
+    tiles: HashMap<TileId, (Arc<Vec<Hash>>, bool)>,
+    /// Nodes computed from tiles.
     nodes: HashMap<(u32, u64), Hash>,
     /// Objects fetched, in order (for errors and figures).
     fetched: Vec<(String, usize)>,
@@ -116,9 +159,9 @@ pub struct TileTree<'s> {
 impl std::fmt::Debug for TileTree<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TileTree")
-            .field("layout", &self.layout)
+            .field("config", &self.config)
             .field("head", &self.head)
-            .field("tiles", &self.tiles.len())
+            .field("tiles", &self.tiles.tiles.len())
             .finish()
     }
 }
@@ -128,14 +171,18 @@ impl<'s> TileTree<'s> {
     pub fn new(config: TreeConfig, head: TreeHead, source: &'s dyn TileSource) -> TileTree<'s> {
         TileTree {
             config,
-            layout: Layout::new(config.arity, config.hash),
+            rule: config.group_rule(),
             head,
-            source,
-            tiles: HashMap::new(),
+            tiles: Tiles {
+                layout: Layout::new(config.arity, config.hash),
+                size: head.size,
+                source,
+                tiles: HashMap::new(),
+                nodes: HashMap::new(),
+                fetched: Vec::new(),
+            },
             order: VecDeque::new(),
             capacity: DEFAULT_CACHED_TILES,
-            nodes: HashMap::new(),
-            fetched: Vec::new(),
         }
     }
 
@@ -153,12 +200,12 @@ impl<'s> TileTree<'s> {
 
     /// Tiles held now (all of them from verified proofs).
     pub fn cached_tiles(&self) -> usize {
-        self.tiles.len()
+        self.tiles.tiles.len()
     }
 
     /// Objects fetched so far and their bytes (a tile is fetched once).
     pub fn fetched(&self) -> &[(String, usize)] {
-        &self.fetched
+        &self.tiles.fetched
     }
 
     /// The membership proof of leaf `index` at the trusted head, verified.
@@ -168,8 +215,8 @@ impl<'s> TileTree<'s> {
             .map_err(unwrap_nodes);
         let verified = proof.and_then(|proof| {
             proof
-                .verify(config.arity, config.hash, &self.head)
-                .map_err(|e| self.mismatch(e.to_string()))?;
+                .verify_with(&config, &self.head)
+                .map_err(|e| self.mismatch(e))?;
             Ok(proof)
         });
         self.settle(verified.is_ok());
@@ -180,8 +227,9 @@ impl<'s> TileTree<'s> {
     /// oldest beyond the capacity); on failure every tile it fetched is
     /// dropped, with the nodes computed from them.
     fn settle(&mut self, verified: bool) {
+        let tiles = &mut self.tiles;
         if verified {
-            for (id, (_, ok)) in self.tiles.iter_mut() {
+            for (id, (_, ok)) in tiles.tiles.iter_mut() {
                 if !*ok {
                     *ok = true;
                     self.order.push_back(*id);
@@ -189,17 +237,17 @@ impl<'s> TileTree<'s> {
             }
             while self.order.len() > self.capacity {
                 if let Some(old) = self.order.pop_front() {
-                    self.tiles.remove(&old);
+                    tiles.tiles.remove(&old);
                     // Nodes may come from it: recompute them when needed.
-                    self.nodes.clear();
+                    tiles.nodes.clear();
                 }
             }
-            if self.nodes.len() > 1 << 16 {
-                self.nodes.clear();
+            if tiles.nodes.len() > 1 << 16 {
+                tiles.nodes.clear();
             }
         } else {
-            self.tiles.retain(|_, (_, ok)| *ok);
-            self.nodes.clear();
+            tiles.tiles.retain(|_, (_, ok)| *ok);
+            tiles.nodes.clear();
         }
     }
 
@@ -211,67 +259,76 @@ impl<'s> TileTree<'s> {
             .map_err(unwrap_nodes);
         let verified = proof.and_then(|proof| {
             proof
-                .verify(config.arity, config.hash, old, &self.head)
-                .map_err(|e| self.mismatch(e.to_string()))?;
+                .verify_with(&config, old, &self.head)
+                .map_err(|e| self.mismatch(e))?;
             Ok(proof)
         });
         self.settle(verified.is_ok());
         verified
     }
 
-    fn mismatch(&self, reason: String) -> TileError {
-        let objects: Vec<&str> = self.fetched.iter().map(|(p, _)| p.as_str()).collect();
+    fn mismatch(&self, reason: VerifyError) -> TileError {
         TileError::Mismatch {
             size: self.head.size,
-            root: self
-                .head
-                .root
-                .map_or_else(|| "none".into(), |r| cairn_core::hex::to_hex(&r)),
-            reason,
-            objects: objects.join(", "),
+            root: self.head.root,
+            reason: Box::new(reason),
+            objects: self.tiles.fetched.iter().map(|(p, _)| p.clone()).collect(),
         }
     }
 
     /// Node `index` of tree `level` at the trusted head: from a tile if it
-    /// is a final node of a tile-level, else hashed from its children.
+    /// is a final node of a tile-level, else computed from its children.
     pub fn node(&mut self, level: u32, index: u64) -> Result<Hash, TileError> {
-        if let Some(node) = self.nodes.get(&(level, index)) {
-            return Ok(*node);
-        }
         let size = self.head.size;
-        let height = self.layout.height();
-        let node = if level.is_multiple_of(height)
-            && let Some(tile) = self.layout.tile_of(size, level / height, index)
-        {
-            let nodes = self.tile(tile)?;
-            nodes[(index - tile.index * self.layout.width()) as usize]
-        } else {
-            if level == 0 {
-                // Every leaf below the size is final, so in a tile.
-                return Err(TreeError::IndexOutOfRange { index, size }.into());
-            }
-            let below = cairn_core::shape::level_len(size, self.config.arity, level - 1);
-            let n = self.config.arity.as_u64();
-            let first = index * n;
-            let end = (first + n).min(below);
-            if first >= end {
-                return Err(TreeError::IndexOutOfRange { index, size }.into());
-            }
-            if end - first == 1 {
-                // A lone child is lifted unchanged.
-                self.node(level - 1, first)?
-            } else {
-                let mut children = Vec::with_capacity((end - first) as usize);
-                for child in first..end {
-                    children.push(self.node(level - 1, child)?);
+        self.rule
+            .node(size, level, index, &mut self.tiles)
+            .map_err(|error| match error {
+                RecomputeError::Source(error) => error,
+                RecomputeError::NoSuchNode {
+                    level: 0,
+                    index,
+                    size,
+                } => TileError::Tree(TreeError::IndexOutOfRange { index, size }),
+                RecomputeError::NoSuchNode { level, index, size } => {
+                    TileError::NoNode { level, index, size }
                 }
-                self.config.hash.hash_children(&children)
-            }
+                RecomputeError::MissingLeaf { index } => TileError::NoNode {
+                    level: 0,
+                    index,
+                    size,
+                },
+            })
+    }
+}
+
+impl KnownNodes for Tiles<'_> {
+    type Error = TileError;
+
+    fn known(&mut self, level: u32, index: u64) -> Result<Option<Hash>, TileError> {
+        if let Some(node) = self.nodes.get(&(level, index)) {
+            return Ok(Some(*node));
+        }
+        let height = self.layout.height();
+        if !level.is_multiple_of(height) {
+            return Ok(None);
+        }
+        let Some(tile) = self.layout.tile_of(self.size, level / height, index) else {
+            return Ok(None);
         };
-        self.nodes.insert((level, index), node);
-        Ok(node)
+        let nodes = self.tile(tile)?;
+        let offset = index - tile.index * self.layout.width();
+        Ok(usize::try_from(offset)
+            .ok()
+            .and_then(|offset| nodes.get(offset))
+            .copied())
     }
 
+    fn computed(&mut self, level: u32, index: u64, node: &Hash) {
+        self.nodes.insert((level, index), *node);
+    }
+}
+
+impl Tiles<'_> {
     fn tile(&mut self, tile: TileId) -> Result<Arc<Vec<Hash>>, TileError> {
         if let Some((nodes, _)) = self.tiles.get(&tile) {
             return Ok(Arc::clone(nodes));
@@ -288,10 +345,7 @@ impl<'s> TileTree<'s> {
             });
         }
         self.fetched.push((path, bytes.len()));
-        let nodes: Vec<Hash> = bytes
-            .chunks_exact(32)
-            .map(|c| c.try_into().expect("32 bytes"))
-            .collect();
+        let nodes: Vec<Hash> = bytes.as_chunks::<32>().0.to_vec();
         let nodes = Arc::new(nodes);
         self.tiles.insert(tile, (Arc::clone(&nodes), false));
         Ok(nodes)

@@ -1,4 +1,5 @@
-//! Immutable tiles of an n-ary LeanIMT: the tree's final nodes cut into
+//! Immutable tiles of an append-only tree (a LeanIMT, or a fixed-depth
+//! zero-padded tree): the tree's final nodes cut into
 //! objects that never change once written (full tiles, and partial ones
 //! named by how many nodes they hold), a checkpoint naming the head they
 //! belong to, a publisher that writes them from a snapshot, and a client
@@ -29,18 +30,21 @@ mod signed;
 mod store;
 
 pub use background::{Follower, FollowerStatus, PinHeadSend, Publisher, PublisherStatus, Stop};
-pub use checkpoint::{Checkpoint, MAGIC, signers};
+pub use checkpoint::{Checkpoint, CheckpointError, MAGIC, MAGIC_KINDS, signers};
 pub use client::{
     DEFAULT_CACHED_TILES, TileError, TileTree, read_checkpoint, read_checkpoint_checked,
 };
 pub use layout::{Layout, MAX_TILE_NODES, TileId};
 pub use mirror::{
-    CaughtUp, CheckpointSignature, DEFAULT_CHUNK_LEAVES, DEFAULT_POLL, MirrorError, MirrorTarget,
-    ServerUpstream, TilesUpstream, Unsigned, Upstream, catch_up, root_after,
+    CaughtUp, DEFAULT_CHUNK_LEAVES, DEFAULT_POLL, MirrorError, MirrorTarget, NotAPrefix,
+    ServerUpstream, TargetError, TilesUpstream, Upstream, catch_up,
 };
 pub use publish::{
-    CHECKPOINT, PinHead, PublishError, PublishOptions, Published, publish, publish_at, publish_with,
+    CHECKPOINT, Foreign, PinError, PinHead, PublishError, PublishOptions, Published, publish,
+    publish_at, publish_with,
 };
-pub use remote::{Location, RemoteOptions, RemoteStore, open_sink, open_source};
-pub use signed::SignedBy;
+pub use remote::{
+    Location, LocationError, OpenError, RemoteOptions, RemoteStore, open_sink, open_source,
+};
+pub use signed::{CheckpointSignature, SignatureError, SignedBy, Unsigned};
 pub use store::{CHECKPOINT_MAX_BYTES, DirStore, ObjectError, TileSink, TileSource};

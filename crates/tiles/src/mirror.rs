@@ -17,14 +17,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_core::hex::to_hex;
-use cairn_core::{ConsistencyProof, Hash, Snapshot, TreeConfig, TreeHead};
+use cairn_core::{ConsistencyProof, Hash, Snapshot, TreeHead, VerifyError};
 
-use crate::checkpoint::Checkpoint;
-use crate::client::{TileError, TileTree};
-use crate::layout::Layout;
+use crate::checkpoint::{Checkpoint, MAGIC, MAGIC_KINDS, describe_tree};
+use crate::client::{TileError, TileTree, read_checkpoint_checked};
 use crate::publish::CHECKPOINT;
-use crate::remote::RemoteOptions;
-use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSource};
+use crate::remote::{OpenError, RemoteOptions};
+use crate::signed::CheckpointSignature;
+use crate::store::{ObjectError, TileSource};
+
+/// Why the mirror's own tree refused a write (the target's error, kept
+/// whole for the caller).
+pub type TargetError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Why a mirror stopped.
 #[derive(Debug, thiserror::Error)]
@@ -43,9 +47,38 @@ pub enum MirrorError {
         /// Why.
         reason: String,
     },
-    /// The local tree refused a write.
+    /// The local tree refused a write, or is not what was adopted.
     #[error("the mirror's database: {0}")]
-    Target(String),
+    Target(TargetError),
+}
+
+/// Why upstream does not prove a head to be a prefix of its own.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotAPrefix {
+    /// Upstream's consistency proof does not verify.
+    #[error("{0}")]
+    Proof(Box<VerifyError>),
+    /// The consistency proof computed from upstream's tiles does not verify.
+    #[error("{reason} (tiles read: {})", objects.join(", "))]
+    Tiles {
+        /// What the verifier said.
+        reason: Box<VerifyError>,
+        /// The tiles the proof was computed from.
+        objects: Vec<String>,
+    },
+    /// At the head's own size, another root.
+    #[error("they hash to root {}, the head's root is {}", show_root(computed.as_ref()), show_root(head.as_ref()))]
+    Root {
+        /// The root computed.
+        computed: Option<Hash>,
+        /// The head's root.
+        head: Option<Hash>,
+    },
+}
+
+fn show_root(root: Option<&Hash>) -> String {
+    root.map_or_else(|| "none".to_owned(), to_hex)
 }
 
 impl From<ObjectError> for MirrorError {
@@ -58,30 +91,6 @@ impl From<ObjectError> for MirrorError {
         } else {
             MirrorError::Unreachable(error.to_string())
         }
-    }
-}
-
-/// Checks a checkpoint's signature before a mirror or a client trusts its
-/// head ([`SignedBy`](crate::SignedBy) checks cairn's signed checkpoint). `object` is the checkpoint object's
-/// bytes as fetched, `checkpoint` what [`Checkpoint::decode`] read from it.
-pub trait CheckpointSignature: Send + Sync {
-    /// `Ok` to go on with the head, `Err(reason)` to refuse it.
-    fn verify_checkpoint_signature(
-        &self,
-        object: &[u8],
-        checkpoint: &Checkpoint,
-    ) -> Result<(), String>;
-}
-
-/// Accepts every checkpoint: the head is trusted as far as the place it
-/// came from is (and its consistency with the adopted head is still
-/// checked).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Unsigned;
-
-impl CheckpointSignature for Unsigned {
-    fn verify_checkpoint_signature(&self, _: &[u8], _: &Checkpoint) -> Result<(), String> {
-        Ok(())
     }
 }
 
@@ -100,7 +109,7 @@ pub trait Upstream {
         &mut self,
         new: &Checkpoint,
         old: &TreeHead,
-    ) -> Result<Result<(), String>, MirrorError>;
+    ) -> Result<Result<(), NotAPrefix>, MirrorError>;
 }
 
 /// The tree a mirror writes to.
@@ -108,9 +117,9 @@ pub trait MirrorTarget {
     /// The adopted tree, as it is now.
     fn adopted(&self) -> Arc<Snapshot>;
     /// Appends verified leaves.
-    fn adopt(&mut self, leaves: &[Hash]) -> Result<(), String>;
+    fn adopt(&mut self, leaves: &[Hash]) -> Result<(), TargetError>;
     /// Makes everything adopted durable.
-    fn sync(&mut self) -> Result<(), String>;
+    fn sync(&mut self) -> Result<(), TargetError>;
 }
 
 /// What one [`catch_up`] did.
@@ -135,16 +144,16 @@ pub fn catch_up(
     let new = upstream.head()?;
     let adopted = target.adopted();
     let config = adopted.config();
-    let layout = Layout::new(config.arity, config.hash);
     let name = upstream.describe();
     let refused = |reason: String| MirrorError::Refused {
         object: name.clone(),
         reason,
     };
-    if new.layout != layout {
+    if new.tree != Checkpoint::tree_of(&config) {
         return Err(refused(format!(
-            "it is a tree of arity {} under {}, the mirror holds arity {} under {}",
-            new.layout.arity, new.layout.hash, layout.arity, layout.hash
+            "it is {}, the mirror holds {}",
+            describe_tree(&new.tree),
+            describe_tree(&config)
         )));
     }
     let old = adopted.head();
@@ -187,10 +196,13 @@ pub fn catch_up(
     while at < new.head.size {
         let snapshot = target.adopted();
         if snapshot.size() != at {
-            return Err(MirrorError::Target(format!(
-                "the mirror's tree has {} leaves, {at} were adopted: another writer?",
-                snapshot.size()
-            )));
+            return Err(MirrorError::Target(
+                format!(
+                    "the mirror's tree has {} leaves, {at} were adopted: another writer?",
+                    snapshot.size()
+                )
+                .into(),
+            ));
         }
         let end = (at + chunk_leaves).min(new.head.size);
         let leaves = upstream.leaves(&new, at, end)?;
@@ -208,13 +220,16 @@ pub fn catch_up(
     target.sync().map_err(MirrorError::Target)?;
     let head = target.adopted().head();
     if head != new.head {
-        return Err(MirrorError::Target(format!(
-            "after adopting, the mirror's head is {} leaves, root {}; upstream's {} leaves, root {}",
-            head.size,
-            show(&head),
-            new.head.size,
-            show(&new.head)
-        )));
+        return Err(MirrorError::Target(
+            format!(
+                "after adopting, the mirror's head is {} leaves, root {}; upstream's {} leaves, root {}",
+                head.size,
+                show(&head),
+                new.head.size,
+                show(&new.head)
+            )
+            .into(),
+        ));
     }
     Ok(CaughtUp {
         head,
@@ -223,7 +238,7 @@ pub fn catch_up(
 }
 
 fn show(head: &TreeHead) -> String {
-    head.root.map_or_else(|| "none".to_owned(), |r| to_hex(&r))
+    show_root(head.root.as_ref())
 }
 
 /// Checks that `leaves` after the tree of `snapshot` make a prefix of
@@ -236,9 +251,13 @@ fn verify_chunk(
     leaves: &[Hash],
 ) -> Result<(), MirrorError> {
     let at = snapshot.size();
+    // The adopted tree's frontier and rule: the root after any prefix of
+    // the chunk is hashed from them alone.
+    let frontier = snapshot.frontier();
+    let rule = snapshot.config().group_rule();
     let check =
-        |upstream: &mut dyn Upstream, len: usize| -> Result<Result<(), String>, MirrorError> {
-            let root = root_after(snapshot, &leaves[..len]);
+        |upstream: &mut dyn Upstream, len: usize| -> Result<Result<(), NotAPrefix>, MirrorError> {
+            let root = rule.root_after(&frontier, &leaves[..len]);
             let head = TreeHead {
                 size: at + len as u64,
                 root,
@@ -247,11 +266,10 @@ fn verify_chunk(
                 return Ok(if head == new.head {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "they hash to root {}, the head's root is {}",
-                        show(&head),
-                        show(&new.head)
-                    ))
+                    Err(NotAPrefix::Root {
+                        computed: head.root,
+                        head: new.head.root,
+                    })
                 });
             }
             upstream.prove_prefix(new, &head)
@@ -263,7 +281,7 @@ fn verify_chunk(
     // of good leaves pass, and once a bad leaf is in, every longer prefix
     // fails. (Tile edges, because a proof from inside a tile reads that
     // tile of the new tree, wrong leaves included.)
-    let width = new.layout.width();
+    let width = new.layout().width();
     let mut ends: Vec<usize> = Vec::new();
     let mut edge = (at / width + 1) * width;
     while edge < at + leaves.len() as u64 {
@@ -302,55 +320,9 @@ fn verify_chunk(
 }
 
 fn leaf_object(new: &Checkpoint, index: u64) -> Option<String> {
-    let tile = new.layout.tile_of(new.head.size, 0, index)?;
-    Some(new.layout.path(tile))
-}
-
-/// The root of the tree of `snapshot`'s leaves followed by `leaves`,
-/// hashing only the nodes that change: the final nodes of `snapshot` are
-/// read from it (they never change), the rest recomputed level by level.
-pub fn root_after(snapshot: &Snapshot, leaves: &[Hash]) -> Option<Hash> {
-    let config: TreeConfig = snapshot.config();
-    let old = snapshot.size();
-    if leaves.is_empty() {
-        return snapshot.root();
-    }
-    let view = snapshot.view(old).expect("a snapshot's own size");
-    let n = config.arity.as_u64();
-    // Nodes [start, len) of `level`; those below `start` are final in the
-    // old tree (start is F_level(old)).
-    let mut nodes: Vec<Hash> = leaves.to_vec();
-    let mut start = old;
-    let mut len = old + leaves.len() as u64;
-    let mut level = 0u32;
-    while len > 1 {
-        let parent_start = start / n;
-        let parent_len = len.div_ceil(n);
-        let mut next = Vec::with_capacity((parent_len - parent_start) as usize);
-        let mut children = Vec::with_capacity(n as usize);
-        for parent in parent_start..parent_len {
-            let first = parent * n;
-            let end = (first + n).min(len);
-            children.clear();
-            for child in first..end {
-                children.push(if child < start {
-                    view.node(level, child)
-                } else {
-                    nodes[(child - start) as usize]
-                });
-            }
-            next.push(if children.len() == 1 {
-                children[0]
-            } else {
-                config.hash.hash_children(&children)
-            });
-        }
-        nodes = next;
-        start = parent_start;
-        len = parent_len;
-        level += 1;
-    }
-    nodes.first().copied()
+    let layout = new.layout();
+    let tile = layout.tile_of(new.head.size, 0, index)?;
+    Some(layout.path(tile))
 }
 
 /// A published tile store as upstream.
@@ -385,9 +357,13 @@ fn tile_refusal(error: TileError) -> MirrorError {
             object: path,
             reason: format!("{got} bytes, want {want}"),
         },
-        TileError::Checkpoint { store, reason } => MirrorError::Refused {
+        TileError::Checkpoint { store, error } => MirrorError::Refused {
             object: format!("{store}/{CHECKPOINT}"),
-            reason,
+            reason: error.to_string(),
+        },
+        TileError::Signature { store, error } => MirrorError::Refused {
+            object: format!("{store}/{CHECKPOINT}"),
+            reason: format!("signature: {error}"),
         },
         other => MirrorError::Refused {
             object: "tiles".into(),
@@ -402,22 +378,11 @@ impl Upstream for TilesUpstream {
     }
 
     fn head(&mut self) -> Result<Checkpoint, MirrorError> {
-        let bytes = self.source.get(CHECKPOINT, CHECKPOINT_MAX_BYTES)?;
-        let checkpoint = Checkpoint::decode(&bytes).map_err(|reason| MirrorError::Refused {
-            object: self.describe(),
-            reason,
-        })?;
-        self.signature
-            .verify_checkpoint_signature(&bytes, &checkpoint)
-            .map_err(|reason| MirrorError::Refused {
-                object: self.describe(),
-                reason: format!("signature: {reason}"),
-            })?;
-        Ok(checkpoint)
+        read_checkpoint_checked(&*self.source, &*self.signature).map_err(tile_refusal)
     }
 
     fn leaves(&mut self, head: &Checkpoint, from: u64, to: u64) -> Result<Vec<Hash>, MirrorError> {
-        let layout = head.layout;
+        let layout = head.layout();
         let width = layout.width();
         let mut tiles = Vec::new();
         let mut index = from / width;
@@ -466,14 +431,13 @@ impl Upstream for TilesUpstream {
         &mut self,
         new: &Checkpoint,
         old: &TreeHead,
-    ) -> Result<Result<(), String>, MirrorError> {
-        let config = TreeConfig::new(new.layout.arity, new.layout.hash);
-        let mut tree = TileTree::new(config, new.head, &*self.source);
+    ) -> Result<Result<(), NotAPrefix>, MirrorError> {
+        let mut tree = TileTree::new(new.tree, new.head, &*self.source);
         match tree.prove_consistency(old) {
             Ok(_) => Ok(Ok(())),
             Err(TileError::Mismatch {
                 reason, objects, ..
-            }) => Ok(Err(format!("{reason} (tiles read: {objects})"))),
+            }) => Ok(Err(NotAPrefix::Tiles { reason, objects })),
             Err(error) => Err(tile_refusal(error)),
         }
     }
@@ -499,25 +463,38 @@ impl std::fmt::Debug for ServerUpstream {
     }
 }
 
+/// What the mirror reads of `GET /v1/root` (the answer has more fields).
 #[derive(serde::Deserialize)]
 struct RootAnswer {
     size: u64,
     root: Option<String>,
     arity: u64,
     hash: String,
+    /// `lean`, `imt` or `indexed`; a server from before kinds sends none.
+    #[serde(default)]
+    kind: Option<String>,
+    /// The depth at `size` (an imt's fixed depth).
+    #[serde(default)]
+    depth: Option<u32>,
+    /// An imt's zero value.
+    #[serde(default)]
+    zero: Option<String>,
 }
 
 impl ServerUpstream {
     /// Follows the server at `base` (`http://host:port`).
-    pub fn new(base: &str, options: &RemoteOptions) -> Result<ServerUpstream, String> {
+    pub fn new(base: &str, options: &RemoteOptions) -> Result<ServerUpstream, OpenError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("starting the I/O runtime: {e}"))?;
+            .map_err(OpenError::Runtime)?;
         let client = reqwest::Client::builder()
             .timeout(options.request_timeout)
             .build()
-            .map_err(|e| format!("{base}: {e}"))?;
+            .map_err(|error| OpenError::Client {
+                base: base.to_owned(),
+                error,
+            })?;
         Ok(ServerUpstream {
             base: base.trim_end_matches('/').to_owned(),
             client,
@@ -618,14 +595,25 @@ impl Upstream for ServerUpstream {
             Some(root) => root.clone(),
         };
         // One parser for heads, whatever their source: the checkpoint's.
-        let text = format!(
-            "{}\narity {}\nhash {}\nsize {}\nroot {root}\n",
-            crate::checkpoint::MAGIC,
-            answer.arity,
-            answer.hash,
-            answer.size
-        );
-        Checkpoint::decode(text.as_bytes()).map_err(refused)
+        let (arity, hash, size) = (answer.arity, &answer.hash, answer.size);
+        let text = match answer.kind.as_deref() {
+            None | Some("lean") => {
+                format!("{MAGIC}\narity {arity}\nhash {hash}\nsize {size}\nroot {root}\n")
+            }
+            Some("indexed") => {
+                return Err(refused(
+                    "it serves an indexed tree, which rewrites earlier leaves: a mirror follows append-only trees".to_owned(),
+                ));
+            }
+            Some(kind) => format!(
+                "{MAGIC_KINDS}\narity {arity}\nhash {hash}\nkind {kind}\ndepth {}\nzero {}\nsize {size}\nroot {root}\n",
+                answer
+                    .depth
+                    .map_or_else(|| "none".to_owned(), |d| d.to_string()),
+                answer.zero.as_deref().unwrap_or("none"),
+            ),
+        };
+        Checkpoint::decode(text.as_bytes()).map_err(|e| refused(e.to_string()))
     }
 
     fn leaves(&mut self, _: &Checkpoint, from: u64, to: u64) -> Result<Vec<Hash>, MirrorError> {
@@ -669,7 +657,7 @@ impl Upstream for ServerUpstream {
         &mut self,
         new: &Checkpoint,
         old: &TreeHead,
-    ) -> Result<Result<(), String>, MirrorError> {
+    ) -> Result<Result<(), NotAPrefix>, MirrorError> {
         let path = format!("/v1/consistency?from={}&to={}", old.size, new.head.size);
         let (status, body) = self.get(&path, "application/json", 1 << 20)?;
         let object = format!("{}{path}", self.base);
@@ -688,8 +676,8 @@ impl Upstream for ServerUpstream {
             reason: format!("not a consistency proof: {e}"),
         })?;
         Ok(proof
-            .verify(new.layout.arity, new.layout.hash, old, &new.head)
-            .map_err(|e| e.to_string()))
+            .verify_with(&new.tree, old, &new.head)
+            .map_err(|e| NotAPrefix::Proof(Box::new(e))))
     }
 }
 

@@ -4,10 +4,10 @@
 //! checkpoint is cairn's signed checkpoint; a store whose checkpoint is
 //! signed is never given an unsigned one.
 
-use cairn_core::{Snapshot, TreeError, TreeHead};
+use cairn_core::{Snapshot, TreeConfig, TreeError, TreeHead};
 use cairn_note::Signer;
 
-use crate::checkpoint::{Checkpoint, signers};
+use crate::checkpoint::{Checkpoint, CheckpointError, signers};
 use crate::layout::Layout;
 use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSink};
 
@@ -34,25 +34,16 @@ pub enum PublishError {
     #[error(transparent)]
     Object(#[from] ObjectError),
     /// The store's checkpoint is not one of this tree's (another arity,
-    /// hash, or a size above the snapshot's).
+    /// hash or kind, a size above the snapshot's, another root).
     #[error("the store's checkpoint does not fit this tree: {0}")]
-    Foreign(String),
+    Foreign(Foreign),
     /// The tree refused a read.
     #[error(transparent)]
     Tree(#[from] TreeError),
-    /// Tiles and their checkpoint describe Lean trees only (a client
-    /// recomputes non-final nodes by the Lean rule).
-    #[error(
-        "tiles describe lean trees: this tree is an imt of depth {depth}, which cannot be published as tiles"
-    )]
-    NotLean {
-        /// The fixed-depth tree's depth.
-        depth: u32,
-    },
     /// An indexed tree rewrites earlier leaves: no object of it would stay
     /// immutable.
     #[error(
-        "tiles describe lean trees: an indexed tree rewrites earlier leaves as values are inserted, so it cannot be published as tiles"
+        "tiles describe append-only trees: an indexed tree rewrites earlier leaves as values are inserted, so it cannot be published as tiles"
     )]
     Indexed,
     /// The store's checkpoint is signed and this publication has no key:
@@ -65,10 +56,9 @@ pub enum PublishError {
         /// The keys (`name+id`) that signed the store's checkpoint.
         keys: String,
     },
-    /// The signer refused the head (the empty tree has no signed
-    /// checkpoint; a key that cannot sign).
+    /// The signer refused the head (a key that cannot sign).
     #[error("signing the checkpoint: {0}")]
-    Sign(String),
+    Sign(CheckpointError),
     /// The caller's hook refused to let the head be published (the
     /// database could not make it final, say): the old checkpoint stands.
     #[error("the head of {size} leaves cannot be published: {reason}")]
@@ -76,13 +66,51 @@ pub enum PublishError {
         /// The head's size.
         size: u64,
         /// Why.
-        reason: String,
+        reason: PinError,
     },
 }
 
+/// Why a store's checkpoint is not one of the tree being published.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Foreign {
+    /// It is no checkpoint.
+    #[error("{0}")]
+    Decode(CheckpointError),
+    /// It is of another tree (arity, hash or kind).
+    #[error("it is for {store}, the tree is {tree}")]
+    Tree {
+        /// The tree it names, as a refusal says it.
+        store: String,
+        /// The tree published.
+        tree: String,
+    },
+    /// It names more leaves than the publication.
+    #[error(
+        "it names {store} leaves, this publication {size}: the tree was rolled back below what was published, or is another tree"
+    )]
+    Ahead {
+        /// The size it names.
+        store: u64,
+        /// The size published.
+        size: u64,
+    },
+    /// Its root differs from the tree's at its size.
+    #[error(
+        "its root at {size} leaves differs from this tree's: the tree was rolled back below what was published, or is another tree"
+    )]
+    Root {
+        /// The size it names.
+        size: u64,
+    },
+}
+
+/// Why a [`PinHead`] hook refused a head (the caller's error, kept whole).
+pub type PinError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A hook called with the head a checkpoint is about to name; `Err(why)`
 /// stops the publication ([`PublishOptions::before_checkpoint`]).
-pub type PinHead<'a> = dyn Fn(&TreeHead) -> Result<(), String> + 'a;
+pub type PinHead<'a> = dyn Fn(&TreeHead) -> Result<(), PinError> + 'a;
 
 /// How a publication signs and pins its checkpoint.
 #[derive(Default)]
@@ -137,15 +165,13 @@ pub fn publish_with(
     options: &PublishOptions<'_>,
 ) -> Result<Published, PublishError> {
     let config = snapshot.config();
-    if let Some(depth) = config.kind.fixed_depth() {
-        return Err(PublishError::NotLean { depth });
-    }
     if !config.kind.is_append_only() {
         return Err(PublishError::Indexed);
     }
+    let tree = Checkpoint::tree_of(&config);
     let layout = Layout::new(config.arity, config.hash);
     let view = snapshot.view(size)?;
-    let from = published_size(sink, snapshot, size, layout, options.signer.is_some())?;
+    let from = published_size(sink, snapshot, size, tree, options.signer.is_some())?;
     let width = layout.width();
     let mut done = Published::default();
     let tiles = layout.tiles_since(from, size);
@@ -190,13 +216,14 @@ pub fn publish_with(
     }
     sink.sync()?;
     let checkpoint = Checkpoint {
-        layout,
+        tree,
         head: view.head(),
     };
     let checkpoint = match options.signer {
         None => checkpoint.encode(),
-        // Nothing to sign, and no tile to name: the store stays as it is.
-        Some(_) if size == 0 => return Ok(done),
+        // Nothing to sign (the empty Lean tree has no root), and no tile
+        // to name: the store stays as it is.
+        Some(_) if checkpoint.head.root.is_none() => return Ok(done),
         Some(signer) => checkpoint
             .encode_signed(signer)
             .map_err(PublishError::Sign)?,
@@ -223,7 +250,7 @@ fn published_size(
     sink: &dyn TileSink,
     snapshot: &Snapshot,
     size: u64,
-    layout: Layout,
+    tree: TreeConfig,
     signing: bool,
 ) -> Result<u64, PublishError> {
     let bytes = match sink.get(CHECKPOINT, CHECKPOINT_MAX_BYTES) {
@@ -231,7 +258,7 @@ fn published_size(
         Err(e) if e.missing => return Ok(0),
         Err(e) => return Err(e.into()),
     };
-    let old = Checkpoint::decode(&bytes).map_err(PublishError::Foreign)?;
+    let old = Checkpoint::decode(&bytes).map_err(|e| PublishError::Foreign(Foreign::Decode(e)))?;
     // The publisher checks the old head against its own tree below, so it
     // needs no key to trust it; but it must not unsign a signed store.
     if !signing && let Some(keys) = signers(&bytes) {
@@ -239,24 +266,23 @@ fn published_size(
             keys: keys.join(", "),
         });
     }
-    if old.layout != layout {
-        return Err(PublishError::Foreign(format!(
-            "it is for arity {} under {}, the tree has arity {} under {}",
-            old.layout.arity, old.layout.hash, layout.arity, layout.hash
-        )));
+    if old.tree != tree {
+        return Err(PublishError::Foreign(Foreign::Tree {
+            store: crate::checkpoint::describe_tree(&old.tree),
+            tree: crate::checkpoint::describe_tree(&tree),
+        }));
     }
     if old.head.size > size {
-        return Err(PublishError::Foreign(format!(
-            "it names {} leaves, this publication {size}: the tree was rolled back below what was published, or is another tree",
-            old.head.size
-        )));
+        return Err(PublishError::Foreign(Foreign::Ahead {
+            store: old.head.size,
+            size,
+        }));
     }
     let ours = snapshot.view(old.head.size)?.head();
     if ours != old.head {
-        return Err(PublishError::Foreign(format!(
-            "its root at {} leaves differs from this tree's: the tree was rolled back below what was published, or is another tree",
-            old.head.size
-        )));
+        return Err(PublishError::Foreign(Foreign::Root {
+            size: old.head.size,
+        }));
     }
     Ok(old.head.size)
 }

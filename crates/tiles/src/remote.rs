@@ -45,26 +45,129 @@ pub enum Location {
     Http(String),
 }
 
+/// A store argument that names no store.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocationError {
+    /// `file://` without a path.
+    #[error("{text}: file:// needs a path")]
+    FilePath {
+        /// The argument.
+        text: String,
+    },
+    /// `s3://` without a bucket.
+    #[error("{text}: s3:// needs a bucket (s3://BUCKET/PREFIX)")]
+    Bucket {
+        /// The argument.
+        text: String,
+    },
+    /// An S3 prefix with an empty, `.` or `..` part.
+    #[error("{text}: the prefix {prefix:?} has an empty, . or .. part")]
+    Prefix {
+        /// The argument.
+        text: String,
+        /// The prefix.
+        prefix: String,
+    },
+    /// A scheme other than `file`, `s3`, `http` and `https`.
+    #[error(
+        "{text}: the scheme {scheme}:// is not supported (a path, file://, s3:// or http(s)://)"
+    )]
+    Scheme {
+        /// The argument.
+        text: String,
+        /// The scheme.
+        scheme: String,
+    },
+    /// An empty argument.
+    #[error("an empty tile store location")]
+    Empty,
+}
+
+/// A store that could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The store's I/O runtime did not start.
+    #[error("starting the I/O runtime: {0}")]
+    Runtime(std::io::Error),
+    /// An S3-compatible endpoint without credentials in the environment.
+    #[error(
+        "{location} at {endpoint}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )]
+    Credentials {
+        /// The store.
+        location: String,
+        /// The endpoint.
+        endpoint: String,
+    },
+    /// The object store client refused its configuration.
+    #[error("{location}: {error}")]
+    Store {
+        /// The store.
+        location: String,
+        /// What it said.
+        error: object_store::Error,
+    },
+    /// An HTTP(S) URL that does not parse.
+    #[error("{url}: {error}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// What is wrong with it.
+        error: url::ParseError,
+    },
+    /// An HTTP(S) store URL with a query or fragment.
+    #[error("{url}: a tile store URL has no query or fragment")]
+    QueryOrFragment {
+        /// The URL.
+        url: String,
+    },
+    /// A directory given where a remote store is wanted.
+    #[error("{path}: a directory is not remote")]
+    NotRemote {
+        /// The directory.
+        path: String,
+    },
+    /// An HTTP(S) store opened for writing.
+    #[error(
+        "{url}: an HTTP(S) store is read-only; publish to a directory (serve it over HTTP) or to s3://"
+    )]
+    ReadOnly {
+        /// The URL.
+        url: String,
+    },
+    /// The HTTP client of a cairn server upstream could not be built.
+    #[error("{base}: {error}")]
+    Client {
+        /// The server.
+        base: String,
+        /// What the client said.
+        error: reqwest::Error,
+    },
+}
+
 impl Location {
     /// Parses a store argument: `s3://BUCKET[/PREFIX]`, `http(s)://...`,
     /// `file://PATH`, or a plain path; any other `scheme://` is refused.
-    pub fn parse(text: &str) -> Result<Location, String> {
+    pub fn parse(text: &str) -> Result<Location, LocationError> {
         if let Some(path) = text.strip_prefix("file://") {
             if path.is_empty() {
-                return Err(format!("{text}: file:// needs a path"));
+                return Err(LocationError::FilePath { text: text.into() });
             }
             return Ok(Location::Dir(PathBuf::from(path)));
         }
         if let Some(rest) = text.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
             if bucket.is_empty() {
-                return Err(format!("{text}: s3:// needs a bucket (s3://BUCKET/PREFIX)"));
+                return Err(LocationError::Bucket { text: text.into() });
             }
             let prefix = prefix.trim_matches('/');
             if prefix.split('/').any(|part| part == "." || part == "..") || prefix.contains("//") {
-                return Err(format!(
-                    "{text}: the prefix {prefix:?} has an empty, . or .. part"
-                ));
+                return Err(LocationError::Prefix {
+                    text: text.into(),
+                    prefix: prefix.into(),
+                });
             }
             return Ok(Location::S3 {
                 bucket: bucket.to_owned(),
@@ -75,12 +178,13 @@ impl Location {
             return Ok(Location::Http(text.trim_end_matches('/').to_owned()));
         }
         if let Some((scheme, _)) = text.split_once("://") {
-            return Err(format!(
-                "{text}: the scheme {scheme}:// is not supported (a path, file://, s3:// or http(s)://)"
-            ));
+            return Err(LocationError::Scheme {
+                text: text.into(),
+                scheme: scheme.into(),
+            });
         }
         if text.is_empty() {
-            return Err("an empty tile store location".to_owned());
+            return Err(LocationError::Empty);
         }
         Ok(Location::Dir(PathBuf::from(text)))
     }
@@ -170,7 +274,7 @@ impl RemoteOptions {
 pub fn open_source(
     location: &Location,
     options: &RemoteOptions,
-) -> Result<Box<dyn TileSource>, String> {
+) -> Result<Box<dyn TileSource>, OpenError> {
     match location {
         Location::Dir(path) => Ok(Box::new(DirStore::new(path))),
         _ => Ok(Box::new(RemoteStore::open(location, options)?)),
@@ -182,12 +286,10 @@ pub fn open_source(
 pub fn open_sink(
     location: &Location,
     options: &RemoteOptions,
-) -> Result<Box<dyn TileSink>, String> {
+) -> Result<Box<dyn TileSink>, OpenError> {
     match location {
         Location::Dir(path) => Ok(Box::new(DirStore::new(path))),
-        Location::Http(url) => Err(format!(
-            "{url}: an HTTP(S) store is read-only; publish to a directory (serve it over HTTP) or to s3://"
-        )),
+        Location::Http(url) => Err(OpenError::ReadOnly { url: url.clone() }),
         Location::S3 { .. } => Ok(Box::new(RemoteStore::open(location, options)?)),
     }
 }
@@ -214,11 +316,11 @@ impl RemoteStore {
     /// region come from the usual `AWS_*` environment variables
     /// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
     /// `AWS_REGION`, default `us-east-1`).
-    pub fn open(location: &Location, options: &RemoteOptions) -> Result<RemoteStore, String> {
+    pub fn open(location: &Location, options: &RemoteOptions) -> Result<RemoteStore, OpenError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("starting the I/O runtime: {e}"))?;
+            .map_err(OpenError::Runtime)?;
         let _entered = runtime.enter();
         let (store, prefix): (Arc<dyn ObjectStore>, String) = match location {
             Location::S3 { bucket, prefix } => {
@@ -242,9 +344,10 @@ impl RemoteStore {
                     let from_env = std::env::var_os("AWS_ACCESS_KEY_ID").is_some()
                         && std::env::var_os("AWS_SECRET_ACCESS_KEY").is_some();
                     if options.s3_credentials.is_none() && !from_env {
-                        return Err(format!(
-                            "{location} at {endpoint}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
-                        ));
+                        return Err(OpenError::Credentials {
+                            location: location.to_string(),
+                            endpoint: endpoint.clone(),
+                        });
                     }
                     allow_http = endpoint.starts_with("http://");
                     // S3-compatible servers are addressed path-style
@@ -256,26 +359,37 @@ impl RemoteStore {
                 let store = builder
                     .with_client_options(options.client(allow_http))
                     .build()
-                    .map_err(|e| format!("{location}: {e}"))?;
+                    .map_err(|error| OpenError::Store {
+                        location: location.to_string(),
+                        error,
+                    })?;
                 (Arc::new(store), prefix.clone())
             }
             Location::Http(url) => {
-                let parsed = url::Url::parse(url).map_err(|e| format!("{url}: {e}"))?;
+                let parsed = url::Url::parse(url).map_err(|error| OpenError::Url {
+                    url: url.clone(),
+                    error,
+                })?;
                 let origin = parsed.origin().ascii_serialization();
                 let prefix = parsed.path().trim_matches('/').to_owned();
                 if parsed.query().is_some() || parsed.fragment().is_some() {
-                    return Err(format!("{url}: a tile store URL has no query or fragment"));
+                    return Err(OpenError::QueryOrFragment { url: url.clone() });
                 }
                 let store = HttpBuilder::new()
                     .with_url(origin)
                     .with_retry(options.retry())
                     .with_client_options(options.client(url.starts_with("http://")))
                     .build()
-                    .map_err(|e| format!("{url}: {e}"))?;
+                    .map_err(|error| OpenError::Store {
+                        location: url.clone(),
+                        error,
+                    })?;
                 (Arc::new(store), prefix)
             }
             Location::Dir(path) => {
-                return Err(format!("{}: a directory is not remote", path.display()));
+                return Err(OpenError::NotRemote {
+                    path: path.display().to_string(),
+                });
             }
         };
         Ok(RemoteStore {
@@ -506,6 +620,7 @@ mod tests {
         let Err(error) = open_sink(&location, &RemoteOptions::default()) else {
             panic!("an http store opened for writing");
         };
-        assert!(error.contains("read-only"), "{error}");
+        assert!(matches!(error, OpenError::ReadOnly { .. }), "{error}");
+        assert!(error.to_string().contains("read-only"), "{error}");
     }
 }

@@ -450,6 +450,23 @@ pub fn build(values: &[Hash]) -> Result<(Json, String)> {
             "verify",
             "GuardValue",
         ));
+        // The guard is leaf 0 and only leaf 0.
+        ensure!(
+            absence.low_index() != 0,
+            "the probe's low leaf is not the guard"
+        );
+        let mut j = doc(&absence.to_json())?;
+        set(&mut j, &["low_leaf", "value"], Json::hash(&[0; 32]))?;
+        cases.push((
+            "absence-low-leaf-value-zero-off-the-guard".into(),
+            "absence",
+            hash,
+            head,
+            Claim::Absence(&x),
+            j.to_compact().into_bytes(),
+            "verify",
+            "GuardIndex",
+        ));
         let mut long = absence.to_bytes();
         long.push(0);
         cases.push((
@@ -485,6 +502,18 @@ pub fn build(values: &[Hash]) -> Result<(Json, String)> {
             "verify",
             "RootMismatch",
         ));
+        let mut j = doc(&member.to_json())?;
+        set(&mut j, &["leaf", "value"], Json::hash(&[0; 32]))?;
+        cases.push((
+            "membership-guard-value-off-index-zero".into(),
+            "indexed_membership",
+            hash,
+            head,
+            Claim::Membership(&[0; 32]),
+            j.to_compact().into_bytes(),
+            "verify",
+            "GuardIndex",
+        ));
         let mut grown = tree(hash, n, values, count)?;
         let witness = grown.insert_with_witness(&values[1000..1003])?;
         let mut j = doc(&witness.to_json())?;
@@ -499,6 +528,18 @@ pub fn build(values: &[Hash]) -> Result<(Json, String)> {
             j.to_compact().into_bytes(),
             "verify",
             "Step",
+        ));
+        let mut j = doc(&witness.to_json())?;
+        set(&mut j, &["insertions"], Json::Arr(Vec::new()))?;
+        cases.push((
+            "insertion-empty".into(),
+            "insertion",
+            hash,
+            head,
+            Claim::Insertion,
+            j.to_compact().into_bytes(),
+            "verify",
+            "EmptyWitness",
         ));
         cases.push((
             "insertion-stale-head".into(),

@@ -13,19 +13,21 @@ use crate::units::group;
 
 /// The long help of the command.
 pub(crate) const LONG_ABOUT: &str = "\
-Verify the cairn database DIR in full: open it (every file's header and checksum, the log's \
-frames after the last checkpoint), recompute every level above the leaves from the level below \
-and compare it with what is stored, then check the nullifier set against the leaves (every leaf \
-found at its index, nothing else in the set). Reports the first problem with its file and byte \
-offset.
+Verify the cairn database DIR in full: open it (every file's header and checksum; every page of \
+stored nodes, the leaves included, against its sum; the log's frames after the last checkpoint \
+against their checksums and against what the log's tail records and the heads file say was \
+durable), recompute every level above the leaves from the level below and compare it with what \
+is stored, then check the nullifier set against the leaves (every leaf found at its index, \
+nothing else in the set). Reports the first problem with its file and byte offset.
 
-Exit status: 0 every check passed; 1 verification found a stored node or set entry that is \
-wrong (a node that is not the hash of its children, a leaf missing from the set); 4 the \
-database could not be opened: a file is unreadable, malformed or fails its checksum. The check \
-opens the database read-only, so it runs beside a server or an ingest on the same directory (on \
-what was durable when it started). A flipped leaf byte in the log is caught by the log's \
-checksums when the leaf was appended after the last checkpoint (exit 4, naming the log file), \
-and by recomputing level 1 otherwise (exit 1, naming the level file and the node's offset).
+Exit status: 0 every check passed; 4 the database is damaged or could not be opened: a file is \
+missing, unreadable, malformed or fails its checksum, or acknowledged data is lost (the message \
+names the file and offset); 1 a stored node or set entry is wrong although its checksum holds \
+(a node that is not the hash of its children, a leaf missing from the set): what a faulty \
+writer, not a damaged disk, leaves. The check opens the database read-only, so it runs beside a \
+server or an ingest on the same directory (on what was durable when it started; beside a writer \
+it cannot judge the frames of the last commits). Every command that opens a database refuses \
+the same damage with exit 4; the check also recomputes.
 
 --json prints {\"ok\":true|false,\"size\":S|null,\"depth\":d|null,\"set_checked\":true|false,\
 \"error\":\"..\"|null,\"file\":\"..\"|null,\"offset\":B|null} on stdout, also when a check fails \

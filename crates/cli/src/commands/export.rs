@@ -15,7 +15,7 @@ Write the leaves of the cairn database DIR to stdout, in order: those with indic
 (default 0) up to but not including --to (default: the size), that is, the leaves appended \
 between the tree of size S1 and the tree of size S2. --format bin (the default) writes raw 32-byte \
 leaves (refused when stdout is a terminal), --format hex one 0x-hex leaf per line, --format dec \
-(Poseidon databases) one decimal field element per line: each is what `cairn ingest` and the \
+(Poseidon and MiMCSponge databases) one decimal field element per line: each is what `cairn ingest` and the \
 leaf-file commands read.
 
 Examples:

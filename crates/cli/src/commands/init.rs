@@ -153,7 +153,7 @@ impl InitCmd {
             return Err(Failure::new(
                 Code::Usage,
                 anyhow!(
-                    "--sign-key is for lean trees: an indexed database's checkpoints are not signed"
+                    "--sign-key is for lean and imt trees: an indexed database's checkpoints are not signed"
                 ),
             ));
         }

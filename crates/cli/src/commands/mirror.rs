@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use cairn_core::TreeConfig;
 use cairn_db::{Db, DbConfig};
 use cairn_server::{DbTarget, open_upstream};
 use cairn_tiles::{DEFAULT_CHUNK_LEAVES, MirrorError, Upstream, catch_up};
@@ -23,7 +22,7 @@ Mirror the tree at --from into the cairn database DIR, verifying it: --from is a
 of a cairn server (its GET /v1/root, /v1/leaves and /v1/consistency). An http(s) URL is a tile \
 store if it serves `checkpoint`, else a server.
 
-A DIR without a database is created with the upstream's arity and hash (--no-unique for a tree \
+A DIR without a database is created with the upstream's arity, hash and kind (--no-unique for a tree \
 that repeats values). Leaves are fetched in chunks (--chunk); for each, the mirror hashes the root \
 its own tree would have with them and adopts them only if upstream proves that root is a prefix \
 of its head (a consistency proof; the head's root itself for the last chunk). A head that does \
@@ -107,7 +106,7 @@ fn mirror_failure(error: MirrorError) -> Failure {
     }
 }
 
-/// Creates the mirror's database in `dir` from upstream's arity and hash,
+/// Creates the mirror's database in `dir` from upstream's tree (arity, hash, kind),
 /// unless `dir` holds one.
 pub(crate) fn create_for(
     dir: &Path,
@@ -118,7 +117,7 @@ pub(crate) fn create_for(
         return Ok(());
     }
     let head = upstream.head().map_err(mirror_failure)?;
-    let mut config = DbConfig::new(TreeConfig::new(head.layout.arity, head.layout.hash));
+    let mut config = DbConfig::new(head.tree);
     config.unique = !no_unique;
     config.store.flush_interval = None;
     config.store.checkpoint = Default::default();

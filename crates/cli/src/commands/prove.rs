@@ -318,12 +318,10 @@ impl ProveCmd {
         }
         .map_err(|error| match error {
             // A checkpoint the keys do not vouch for: a failed check.
-            TileError::Checkpoint { ref reason, .. } if reason.starts_with("signature: ") => {
-                Failure::new(Code::Invalid, error)
-            }
+            TileError::Signature { .. } => Failure::new(Code::Invalid, error),
             error => Failure::new(Code::Input, error),
         })?;
-        let config = cairn_core::TreeConfig::new(checkpoint.layout.arity, checkpoint.layout.hash);
+        let config = checkpoint.tree;
         let index = self.index.expect("clap requires --index with --tiles");
         let mut tree = TileTree::new(config, checkpoint.head, &*store);
         tree.prove(index).map_err(|error| match error {

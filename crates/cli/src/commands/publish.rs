@@ -139,7 +139,7 @@ impl PublishCmd {
         };
         // The database is this command's alone: its tree cannot move
         // between the snapshot and the finalize.
-        let pin = |head: &cairn_core::TreeHead| cairn_server::pin_published(&db, head);
+        let pin = |head: &cairn_core::TreeHead| Ok(cairn_server::pin_published(&db, head)?);
         let options = PublishOptions {
             signer: signer.as_ref(),
             before_checkpoint: Some(&pin),
@@ -149,7 +149,7 @@ impl PublishCmd {
         let (published, head) = published?;
         let signed_by = signer
             .as_ref()
-            .filter(|_| head.size > 0)
+            .filter(|_| head.root.is_some())
             .map(|s| format!("{}+{:08x}", s.name(), s.id()));
         if self.json {
             return output::line(
@@ -163,7 +163,7 @@ impl PublishCmd {
                     .finish(),
             );
         }
-        if signer.is_some() && head.size == 0 {
+        if signer.is_some() && head.root.is_none() {
             return output::line(&format!(
                 "published nothing to {}: the tree is empty, and cairn's empty tree has no root to sign",
                 to.location()
@@ -205,10 +205,9 @@ impl PublishCmd {
                     to.location()
                 ),
             )),
-            Err(
-                error @ (cairn_tiles::PublishError::NotLean { .. }
-                | cairn_tiles::PublishError::Indexed),
-            ) => Err(Failure::new(Code::Usage, error)),
+            Err(error @ cairn_tiles::PublishError::Indexed) => {
+                Err(Failure::new(Code::Usage, error))
+            }
             Err(error) => Err(Failure::new(Code::Input, error)),
         }
     }

@@ -155,7 +155,7 @@ impl ServeCmd {
                 return Err(Failure::new(
                     Code::Usage,
                     anyhow!(
-                        "{} is an indexed database, which is served without {}: tiles, mirrors and signed checkpoints are for lean trees",
+                        "{} is an indexed database, which is served without {}: tiles, mirrors and signed checkpoints are for append-only (lean and imt) trees",
                         self.dir.display(),
                         unsupported.join(", ")
                     ),

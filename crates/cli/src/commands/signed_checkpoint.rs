@@ -26,7 +26,7 @@ started. --finalized signs the finalized head instead, which no rollback can und
 never sign two heads that are not consistent, and a chain follower's heads above the finalized \
 size may be rolled back. The empty tree has no root and no checkpoint (exit 1).
 
---json prints {\"origin\":\"..\",\"size\":S,\"root\":\"0x..\",\"kind\":\"leanimt\",\"arity\":N,\
+--json prints {\"origin\":\"..\",\"size\":S,\"root\":\"0x..\",\"kind\":\"leanimt\"|\"imt\",\"arity\":N,\
 \"hash\":\"..\",\"verifier_key\":\"..\",\"note\":\"the signed note\"}.
 
 Examples:
@@ -83,7 +83,7 @@ impl SignedCheckpointCmd {
             ));
         };
         let config = snapshot.config();
-        let tree = TreeLine::lean_imt(&config);
+        let tree = TreeLine::of(&config).map_err(|e| Failure::new(Code::Usage, e))?;
         let note =
             sign_head(&signer, &tree, size, &root).map_err(|e| Failure::new(Code::Usage, e))?;
         if self.json {

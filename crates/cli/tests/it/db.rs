@@ -410,35 +410,37 @@ fn check_passes_on_a_healthy_database_with_and_without_a_checkpoint() {
 }
 
 #[test]
-fn check_names_a_corrupt_level_file_node_and_exits_1() {
+fn check_names_a_corrupt_level_file_page_and_exits_4() {
     let dir = Dir::new();
     let (db, _) = database(&dir, 2, HashKind::Blake3, 1000);
     cairn(&["checkpoint", &db]).success();
     let level = format!("{db}/levels/level-01.nodes");
     flip(&level, 4096 + 32 * 10 + 5);
     let line = cairn(&["check", &db]).error(
-        1,
+        4,
         &[
-            "check failed",
+            "cannot open",
             "level-01.nodes",
-            "offset 4416",
-            "node 10 of level 1",
-            "000000000000.log from offset 4736",
+            "offset 4096",
+            "nodes 0..128 of level 1",
+            "level-01.sums says",
         ],
     );
     assert!(line.contains(&db), "{line}");
     let run = cairn(&["check", "--json", &db]);
-    assert_eq!(run.code, 1);
+    assert_eq!(run.code, 4);
     let json: serde_json::Value = serde_json::from_str(&run.out()).unwrap();
     assert_eq!(json["ok"], false);
     assert!(json["file"].as_str().unwrap().ends_with("level-01.nodes"));
-    assert_eq!(json["offset"], 4416);
+    assert_eq!(json["offset"], 4096);
+    // Every command that opens the database refuses it the same way.
+    cairn(&["root", &db]).error(4, &["level-01.nodes", "offset 4096"]);
 }
 
 #[test]
-fn check_finds_a_flipped_log_byte_through_the_frames_or_level_1() {
-    // After the last checkpoint the log's frame checksums catch it at open
-    // (exit 4); before it, recomputing level 1 does (exit 1).
+fn check_finds_a_flipped_log_byte_through_the_frames_or_the_sums() {
+    // After the last checkpoint the log's frame checksums catch it at open;
+    // before it, the sums of the leaves' pages do (exit 4 either way).
     let dir = Dir::new();
     let db = dir.path("db");
     init(&db, 2, HashKind::Blake3, &[]);
@@ -454,12 +456,12 @@ fn check_finds_a_flipped_log_byte_through_the_frames_or_level_1() {
     let log = format!("{db}/log/000000000000.log");
     flip(&log, 4096 + 32 * 5);
     cairn(&["check", &db]).error(
-        1,
+        4,
         &[
-            "check failed",
-            "node 2 of level 1",
-            "children are nodes 4..6 of level 0",
-            "000000000000.log from offset 4224",
+            "cannot open",
+            "000000000000.log at offset 4096",
+            "nodes 0..128 of level 0",
+            "level-00.sums says",
         ],
     );
 }

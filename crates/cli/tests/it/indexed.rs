@@ -123,7 +123,7 @@ fn an_indexed_database_ingests_proves_absence_and_verifies() {
     // Commands of lean trees say so; --absent on a lean database too.
     cairn(&["consistency", &db, "--from", "3"]).error(2, &["indexed database"]);
     cairn(&["heads", &db]).error(2, &["indexed database"]);
-    // Tiles, signatures and mirrors are for lean trees: each says so.
+    // Tiles, signatures and mirrors are for append-only trees: each says so.
     cairn(&["publish", &db, "--to", &dir.path("public")]).error(2, &["indexed database"]);
     cairn(&["signed-checkpoint", &db]).error(2, &["indexed database"]);
     let key = dir.path("signer.key");
@@ -153,7 +153,7 @@ fn an_indexed_database_ingests_proves_absence_and_verifies() {
         "--sign-key",
         &key,
     ])
-    .error(2, &["--sign-key is for lean trees"]);
+    .error(2, &["--sign-key is for lean and imt trees"]);
     cairn(&[
         "init",
         &other,

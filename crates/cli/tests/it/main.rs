@@ -4,6 +4,7 @@
 mod bad_input;
 mod boundary;
 mod consistency;
+mod damage;
 mod db;
 mod demo;
 mod help_examples;

@@ -502,3 +502,85 @@ fn a_served_database_publishes_signed_final_heads_and_a_mirror_server_checks_the
     .error(2, &["is a cairn server, not a tile store"]);
     stop(primary);
 }
+
+/// A Semaphore v3-style group (Poseidon, an imt of depth 16, zero 0)
+/// served with `--publish`: its signed tiles name the tree, a read-only
+/// server mirrors them with the key, and a mirror of the server's API is
+/// created with the group's kind and follows it.
+#[test]
+fn a_served_fixed_depth_group_publishes_and_is_mirrored_from_tiles_and_from_the_api() {
+    let dir = Dir::new();
+    let key = dir.path("group.key");
+    let vkey = cairn(&["keygen", "--name", "example.org/group", "--out", &key])
+        .success()
+        .trim()
+        .to_owned();
+    let vkey_file = dir.file("group.vkey", format!("{vkey}\n"));
+    let db = dir.path("db");
+    let imt = ["--kind", "imt", "--depth", "16", "--sign-key", &key];
+    init(&db, 2, HashKind::Poseidon, &imt);
+    let l = leaves(1_200);
+    ingest(&db, &l[..700], &[]).success();
+    let public = dir.path("public");
+    let (primary, addr) = serve(
+        &[&db, "--publish", &public, "--publish-interval-ms", "20"],
+        &[],
+    );
+    eventually("the first publication", || {
+        metric(&addr, "cairn_publish_published_size") == 700
+    });
+    let object = std::fs::read_to_string(format!("{public}/checkpoint")).unwrap();
+    assert_eq!(object, get(&addr, "/v1/checkpoint"));
+    assert!(
+        object.contains("cairn-tree kind=imt arity=2 hash=poseidon depth=16 zero=0x00"),
+        "{object}"
+    );
+    let replica = dir.path("replica");
+    let (mirror, mirror_addr) = serve(
+        &[
+            &replica,
+            "--read-only",
+            "--mirror-from",
+            &public,
+            "--verify-key",
+            &vkey_file,
+            "--mirror-interval-ms",
+            "20",
+        ],
+        &[],
+    );
+    let (status, _) = request(
+        &addr,
+        "POST",
+        "/v1/leaves",
+        "application/octet-stream",
+        &bin(&l[700..]),
+    );
+    assert_eq!(status, 200);
+    let want = root_of(&addr);
+    assert_eq!(want.0, 1_200);
+    eventually("the tile mirror to adopt 1,200 leaves", || {
+        root_of(&mirror_addr) == want
+    });
+    let described: serde_json::Value =
+        serde_json::from_str(&get(&mirror_addr, "/v1/root")).unwrap();
+    assert_eq!(
+        (&described["kind"], &described["depth"]),
+        (&serde_json::json!("imt"), &serde_json::json!(16))
+    );
+    stop(mirror);
+    // From the server's API: created as the same imt, then it follows.
+    let api = dir.path("api");
+    let url = format!("http://{addr}");
+    let json = cairn(&["mirror", "--from", &url, &api, "--chunk", "256", "--json"]).json();
+    assert_eq!(
+        (json["size"].as_u64(), json["root"].as_str()),
+        (Some(want.0), Some(want.1.as_str()))
+    );
+    let stats = cairn(&["stats", &api, "--json"]).json();
+    assert_eq!(
+        (&stats["kind"], &stats["depth"]),
+        (&serde_json::json!("imt"), &serde_json::json!(16))
+    );
+    stop(primary);
+}

@@ -271,3 +271,111 @@ fn publish_signs_with_a_given_key_and_an_empty_tree_publishes_nothing() {
     ])
     .error(1, &["the checkpoint is unsigned"]);
 }
+
+/// A Tornado-style pool (MiMCSponge, an imt of depth 20 whose zero is
+/// keccak256("tornado") mod p) published as signed tiles: its checkpoint
+/// names the tree, proofs from the tiles verify as the pool's, and a
+/// mirror with the key is created with the pool's kind and follows it.
+#[test]
+fn a_fixed_depth_pool_is_published_proven_and_mirrored_from_signed_tiles() {
+    let dir = Dir::new();
+    let (key, vkey_file, vkey) = keygen(&dir, "example.org/pool", "pool");
+    let zero = "21663839004416932945382355908790599225266501822907911457504978515578255421292";
+    let db = dir.path("db");
+    let imt = [
+        "--kind",
+        "imt",
+        "--depth",
+        "20",
+        "--zero",
+        zero,
+        "--sign-key",
+        &key,
+    ];
+    init(&db, 2, HashKind::MiMCSponge, &imt);
+    // The empty pool has a root (the contract's zeros(20)) and a signed
+    // checkpoint, and publishing it writes one.
+    let public = dir.path("public");
+    let empty = cairn(&["publish", &db, "--to", &public, "--json"]).json();
+    assert_eq!(empty["size"].as_u64(), Some(0));
+    assert_eq!(
+        empty["root"],
+        "0x29d7ed391256ccc3ea596c86e933b89ff339d25ea8ddced975ae2fe30b5296d4"
+    );
+    let l = leaves(300);
+    ingest(&db, &l, &[]).success();
+    let json = cairn(&["publish", &db, "--to", &public, "--json"]).json();
+    let root = json["root"].as_str().unwrap().to_owned();
+    let object = std::fs::read_to_string(format!("{public}/checkpoint")).unwrap();
+    assert!(
+        object.contains("cairn-tree kind=imt arity=2 hash=mimcsponge depth=20 zero=0x2fe54c60"),
+        "{object}"
+    );
+    assert_eq!(object, cairn(&["signed-checkpoint", &db]).success());
+    cairn(&[
+        "verify-checkpoint",
+        "--key",
+        &vkey,
+        &format!("{public}/checkpoint"),
+    ])
+    .success();
+    // Proofs from the tiles are the pool's: version 2, verified against
+    // the trusted imt.
+    let proof = cairn(&[
+        "prove",
+        "--tiles",
+        &public,
+        "--index",
+        "257",
+        "--verify-key",
+        &vkey_file,
+    ])
+    .success();
+    assert_eq!(proof, cairn(&["prove", &db, "--index", "257"]).success());
+    let file = dir.file("proof.json", proof);
+    cairn(&[
+        "verify",
+        "--arity",
+        "2",
+        "--hash",
+        "mimcsponge",
+        "--kind",
+        "imt",
+        "--depth",
+        "20",
+        "--zero",
+        zero,
+        "--root",
+        &root,
+        "--size",
+        "300",
+        &file,
+    ])
+    .success();
+    // A mirror takes the pool's kind, and follows it as it grows.
+    let replica = dir.path("replica");
+    let mirrored = cairn(&[
+        "mirror",
+        "--from",
+        &public,
+        &replica,
+        "--verify-key",
+        &vkey_file,
+        "--json",
+    ])
+    .json();
+    assert_eq!(
+        (mirrored["size"].as_u64(), &mirrored["root"]),
+        (Some(300), &json["root"])
+    );
+    let stats = cairn(&["stats", &replica, "--json"]).json();
+    assert_eq!(stats["kind"], "imt", "{stats}");
+    ingest(&db, &leaves(400)[300..], &[]).success();
+    cairn(&["publish", &db, "--to", &public]).success();
+    let again = cairn(&["mirror", "--from", &public, &replica, "--json"]).json();
+    assert_eq!(again["adopted"].as_u64(), Some(100));
+    assert_eq!(
+        cairn(&["root", &replica, "--json"]).json()["root"],
+        cairn(&["root", &db, "--json"]).json()["root"]
+    );
+}

@@ -44,7 +44,7 @@ fn no_command_prints_help_and_exits_2() {
 #[test]
 fn version_names_the_release_and_the_on_disk_format() {
     let out = cairn(&["--version"]).success();
-    let want = format!("cairn {} (on-disk format 1)\n", env!("CARGO_PKG_VERSION"));
+    let want = format!("cairn {} (on-disk format 2)\n", env!("CARGO_PKG_VERSION"));
     assert_eq!(out, want);
     // The same format a new database records.
     let dir = tempfile::tempdir().unwrap();
@@ -107,7 +107,7 @@ fn bash_completion_completes_commands_and_options() {
 fn man_prints_cairn_1_and_writes_a_page_per_command() {
     let page = cairn(&["man"]).success();
     assert!(page.contains(".TH cairn 1"), "{page}");
-    assert!(page.contains("on\\-disk format 1"), "{page}");
+    assert!(page.contains("on\\-disk format 2"), "{page}");
     assert!(page.contains("Exit status:"), "{page}");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("man1");

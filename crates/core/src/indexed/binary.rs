@@ -18,15 +18,10 @@ use super::proof::{AbsenceProof, IndexedMembershipProof, InsertionStep, Insertio
 use crate::Arity;
 use crate::cast::to_usize;
 use crate::hash::{Hash, HashKind};
-use crate::proof::{DecodeError, FORMAT_VERSION};
+use crate::proof::{
+    DecodeError, FORMAT_VERSION, KIND_ABSENCE, KIND_INDEXED_MEMBERSHIP, KIND_INSERTION, kind_name,
+};
 use crate::shape;
-
-/// Kind byte of an absence (non-membership) proof.
-pub const KIND_ABSENCE: u8 = 3;
-/// Kind byte of an indexed membership proof.
-pub const KIND_INDEXED_MEMBERSHIP: u8 = 4;
-/// Kind byte of an insertion witness.
-pub const KIND_INSERTION: u8 = 5;
 
 /// Bytes of a leaf preimage in these encodings (the next index as a u64).
 const LEAF_BYTES: usize = 32 + 8 + 32;
@@ -85,17 +80,6 @@ impl<'a> Cursor<'a> {
             });
         }
         Ok(())
-    }
-}
-
-fn kind_name(kind: u8) -> String {
-    match kind {
-        crate::proof::KIND_MEMBERSHIP => "membership".to_owned(),
-        crate::proof::KIND_CONSISTENCY => "consistency".to_owned(),
-        KIND_ABSENCE => "absence".to_owned(),
-        KIND_INDEXED_MEMBERSHIP => "indexed_membership".to_owned(),
-        KIND_INSERTION => "insertion".to_owned(),
-        other => format!("unknown ({other})"),
     }
 }
 

@@ -176,6 +176,22 @@ pub enum IndexedVerifyError {
     /// The trusted head is not an indexed tree's: it has at least the guard leaf.
     #[error("trusted head has size 0: an indexed tree always holds its guard leaf")]
     EmptyHead,
+    /// A leaf's index and value disagree about the guard: value 0 is leaf
+    /// 0's, and leaf 0 holds value 0.
+    #[error(
+        "leaf {index} has value {}: the guard (value 0) is leaf 0 and only leaf 0",
+        Hex(value)
+    )]
+    GuardIndex {
+        /// The leaf's index in the proof.
+        index: u64,
+        /// The leaf's value in the proof.
+        value: Hash,
+    },
+    /// A witness of no insertion: an empty batch is refused, so no tree
+    /// produces one.
+    #[error("the witness holds no insertion: an empty batch is refused, so none is ever produced")]
+    EmptyWitness,
     /// One insertion of a witness was rejected.
     #[error("insertion {step} of the witness: {reason}")]
     Step {

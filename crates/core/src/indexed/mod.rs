@@ -18,14 +18,17 @@ mod proof;
 mod sorted;
 mod tree;
 
-pub use binary::{KIND_ABSENCE, KIND_INDEXED_MEMBERSHIP, KIND_INSERTION};
+pub use crate::proof::{KIND_ABSENCE, KIND_INDEXED_MEMBERSHIP, KIND_INSERTION};
 pub use error::{Duplicate, DuplicateOf, IndexedError, IndexedVerifyError};
 pub use leaf::{END_MARKER, GUARD_VALUE, IndexedLeaf, index_word};
 pub use proof::{AbsenceProof, IndexedMembershipProof, InsertionStep, InsertionWitness};
 pub use tree::{IndexedSnapshot, IndexedTree};
 
 /// Proof kinds any cairn proof file may hold, by their kind byte (binary)
-/// or kind name (JSON): what a generic `verify` dispatches on.
+/// or kind name (JSON): what a generic `verify` dispatches on. The indexed
+/// kinds' binary encodings are version 1 only: another version with their
+/// byte is no indexed proof (the membership or consistency decoder then
+/// refuses it as malformed).
 pub fn proof_kind(bytes: &[u8]) -> Option<&'static str> {
     let trimmed = bytes.trim_ascii_start();
     if trimmed.first() == Some(&b'{') {
@@ -34,22 +37,18 @@ pub fn proof_kind(bytes: &[u8]) -> Option<&'static str> {
             kind: String,
         }
         let kind: Kind = serde_json::from_slice(bytes).ok()?;
-        return [
-            "membership",
-            "consistency",
-            "absence",
-            "indexed_membership",
-            "insertion",
-        ]
-        .into_iter()
-        .find(|k| *k == kind.kind);
+        return crate::proof::PROOF_KINDS
+            .iter()
+            .map(|(_, name)| *name)
+            .find(|name| *name == kind.kind);
     }
-    match bytes.get(1)? {
-        1 => Some("membership"),
-        2 => Some("consistency"),
-        3 => Some("absence"),
-        4 => Some("indexed_membership"),
-        5 => Some("insertion"),
-        _ => None,
+    let (&version, &byte) = (bytes.first()?, bytes.get(1)?);
+    let indexed = [KIND_ABSENCE, KIND_INDEXED_MEMBERSHIP, KIND_INSERTION].contains(&byte);
+    if indexed && version != crate::proof::FORMAT_VERSION {
+        return None;
     }
+    crate::proof::PROOF_KINDS
+        .iter()
+        .find(|(kind, _)| *kind == byte)
+        .map(|(_, name)| *name)
 }

@@ -13,8 +13,8 @@ use super::leaf::{END_MARKER, GUARD_VALUE, IndexedLeaf};
 use crate::Arity;
 use crate::hash::{Hash, HashKind};
 use crate::proof::{MembershipProof, VerifyError};
-use crate::shape::{Path, PathStep};
-use crate::tree::TreeHead;
+use crate::recompute::Frontier;
+use crate::tree::{TreeConfig, TreeHead};
 
 /// A proof that `value` is not in the indexed tree of `size` leaves: the
 /// low leaf (the largest value below it, whose successor is above it or
@@ -171,6 +171,17 @@ fn check_leaf(
     Ok(())
 }
 
+/// The guard (value 0) is leaf 0 and only leaf 0.
+fn check_guard_index(index: u64, leaf: &IndexedLeaf) -> Result<(), IndexedVerifyError> {
+    if (index == 0) != (leaf.value == GUARD_VALUE) {
+        return Err(IndexedVerifyError::GuardIndex {
+            index,
+            value: leaf.value,
+        });
+    }
+    Ok(())
+}
+
 /// The root of the tree of `size` leaves whose leaf `index` is `leaf`,
 /// from its siblings (shape, count and values checked).
 fn fold(
@@ -260,6 +271,7 @@ impl AbsenceProof {
         check_value(hash, "value", value)?;
         check_size(self.size, trusted.size)?;
         check_leaf(hash, "low leaf", &self.low, self.size)?;
+        check_guard_index(self.low_index, &self.low)?;
         if !self.low.brackets(value) {
             return Err(IndexedVerifyError::NotBracketed {
                 value: *value,
@@ -325,10 +337,7 @@ impl IndexedMembershipProof {
         }
         check_size(self.size, trusted.size)?;
         check_leaf(hash, "leaf", &self.leaf, self.size)?;
-        // The guard's value is 0 exactly at index 0.
-        if (self.index == 0) != (*value == GUARD_VALUE) {
-            return Err(IndexedVerifyError::GuardValue);
-        }
+        check_guard_index(self.index, &self.leaf)?;
         let root = fold(
             arity,
             hash,
@@ -342,12 +351,9 @@ impl IndexedMembershipProof {
     }
 }
 
-/// Folds the new last leaf `index` of the tree of `index + 1` leaves with
-/// its siblings (all to its left) and returns the root of the tree
-/// without it (`index` leaves) and with it. At each hashing level the
-/// group's other members are the old tree's nodes; the old tree's
-/// matching node is their hash (or the lone one lifted) until the path
-/// first covers an old leaf, then the path node hashed with them.
+/// The roots of the tree of `index` leaves and of the tree after a new
+/// last leaf `index`, from that leaf's siblings (all to its left: the old
+/// tree's frontier) by the core's [`GroupRule::root_after`].
 fn fold_append(
     arity: Arity,
     hash: HashKind,
@@ -355,16 +361,11 @@ fn fold_append(
     leaf: Hash,
     siblings: &[Hash],
 ) -> Result<(Option<Hash>, Hash), VerifyError> {
-    let size = index + 1;
-    let want: usize = Path::new(index, size, arity)
-        .map(|step| step.sibling_count())
-        .sum();
-    if siblings.len() != want {
-        return Err(VerifyError::HashCount {
-            got: siblings.len(),
-            want,
-        });
-    }
+    let frontier =
+        Frontier::new(arity, index, siblings.to_vec()).map_err(|e| VerifyError::HashCount {
+            got: e.got,
+            want: e.want,
+        })?;
     for (i, sibling) in siblings.iter().enumerate() {
         if !hash.accepts(sibling) {
             return Err(VerifyError::NonCanonical {
@@ -373,27 +374,13 @@ fn fold_append(
             });
         }
     }
-    let mut new = leaf;
-    let mut old: Option<Hash> = None;
-    let mut rest = siblings;
-    let mut group = [[0u8; 32]; crate::hash::MAX_GROUP];
-    for step in Path::new(index, size, arity).filter(PathStep::hashes) {
-        // The last leaf's path node is the last of its group.
-        debug_assert_eq!(step.position, step.group_len - 1);
-        let (left, tail) = rest.split_at(step.sibling_count());
-        rest = tail;
-        group[..left.len()].copy_from_slice(left);
-        group[left.len()] = new;
-        new = hash.hash_children(&group[..step.group_len]);
-        old = Some(match old {
-            Some(node) => {
-                group[left.len()] = node;
-                hash.hash_children(&group[..step.group_len])
-            }
-            None if left.len() == 1 => left[0],
-            None => hash.hash_children(left),
-        });
-    }
+    let rule = TreeConfig::new(arity, hash)
+        .with_kind(crate::TreeKind::Indexed)
+        .group_rule();
+    let old = rule.root_after(&frontier, &[]);
+    let new = rule
+        .root_after(&frontier, std::slice::from_ref(&leaf))
+        .expect("a tree with a leaf has a root");
     Ok((old, new))
 }
 
@@ -421,7 +408,8 @@ impl InsertionWitness {
 
     /// Checks every insertion against the trusted head before it, starting
     /// from `trusted` (the tree before the first), and returns the head
-    /// after the last. Insertion of `x` into the tree of `s` leaves:
+    /// after the last; a witness of no insertion is refused (no tree makes
+    /// one). Insertion of `x` into the tree of `s` leaves:
     ///
     /// 1. the low leaf brackets `x` and, with its siblings, hashes to the
     ///    root at `s` (so `x` was absent);
@@ -438,6 +426,9 @@ impl InsertionWitness {
     ) -> Result<TreeHead, IndexedVerifyError> {
         check_trusted(arity, hash, self.arity, self.hash, trusted)?;
         check_size(self.old_size, trusted.size)?;
+        if self.steps.is_empty() {
+            return Err(IndexedVerifyError::EmptyWitness);
+        }
         let mut head = *trusted;
         for (j, step) in self.steps.iter().enumerate() {
             head = step
@@ -461,6 +452,7 @@ impl InsertionStep {
         let size = before.size;
         check_value(hash, "value", &self.value)?;
         check_leaf(hash, "low leaf", &self.low, size)?;
+        check_guard_index(self.low_index, &self.low)?;
         if !self.low.brackets(&self.value) {
             return Err(IndexedVerifyError::NotBracketed {
                 value: self.value,

@@ -16,7 +16,7 @@
 use super::{ConsistencyProof, DecodeError, MembershipProof, check_decoded_kind};
 use crate::Arity;
 use crate::hash::{Hash, HashKind};
-use crate::kind::TreeKind;
+use crate::kind::{KindFields, TreeKind};
 use crate::shape::Shape;
 
 /// The binary and JSON format version of proofs of a Lean tree.
@@ -24,30 +24,40 @@ pub const FORMAT_VERSION: u8 = 1;
 /// The binary and JSON format version of proofs whose header names the
 /// tree's kind: proofs of a fixed-depth tree.
 pub const FORMAT_VERSION_KINDS: u8 = 2;
-/// The tree-kind byte of a fixed-depth tree in a version 2 header (0 is
-/// never written: a Lean tree's proof is version 1).
-pub const TREE_KIND_FIXED: u8 = 1;
-/// The tree-kind byte of an indexed tree in a version 2 header; its depth
-/// byte and zero are 0.
-pub const TREE_KIND_INDEXED: u8 = 2;
 /// Kind byte of a membership proof.
 pub const KIND_MEMBERSHIP: u8 = 1;
 /// Kind byte of a consistency proof.
 pub const KIND_CONSISTENCY: u8 = 2;
+/// Kind byte of an indexed tree's absence (non-membership) proof.
+pub const KIND_ABSENCE: u8 = 3;
+/// Kind byte of an indexed tree's membership proof.
+pub const KIND_INDEXED_MEMBERSHIP: u8 = 4;
+/// Kind byte of an indexed tree's insertion witness.
+pub const KIND_INSERTION: u8 = 5;
 
 const HEADER_BYTES: usize = 20;
 /// The tree part of a version 2 header: kind, depth, zero.
 const TREE_BYTES: usize = 34;
 
-fn kind_name(kind: u8) -> String {
-    match kind {
-        KIND_MEMBERSHIP => "membership".to_owned(),
-        KIND_CONSISTENCY => "consistency".to_owned(),
-        crate::indexed::KIND_ABSENCE => "absence".to_owned(),
-        crate::indexed::KIND_INDEXED_MEMBERSHIP => "indexed_membership".to_owned(),
-        crate::indexed::KIND_INSERTION => "insertion".to_owned(),
-        other => format!("unknown ({other})"),
-    }
+/// The proof kinds by their byte, as the encodings name them: the one list
+/// (the indexed encodings share it).
+pub(crate) const PROOF_KINDS: [(u8, &str); 5] = [
+    (KIND_MEMBERSHIP, "membership"),
+    (KIND_CONSISTENCY, "consistency"),
+    (KIND_ABSENCE, "absence"),
+    (KIND_INDEXED_MEMBERSHIP, "indexed_membership"),
+    (KIND_INSERTION, "insertion"),
+];
+
+/// The name of proof kind byte `kind`, for errors.
+pub(crate) fn kind_name(kind: u8) -> String {
+    PROOF_KINDS
+        .iter()
+        .find(|(byte, _)| *byte == kind)
+        .map_or_else(
+            || format!("unknown ({kind})"),
+            |(_, name)| (*name).to_owned(),
+        )
 }
 
 struct Header {
@@ -62,9 +72,9 @@ struct Header {
 
 /// The header's length for a tree of `tree`.
 fn header_len(tree: &TreeKind) -> usize {
-    match tree {
-        TreeKind::Lean => HEADER_BYTES,
-        _ => HEADER_BYTES + TREE_BYTES,
+    match tree.fields() {
+        None => HEADER_BYTES,
+        Some(_) => HEADER_BYTES + TREE_BYTES,
     }
 }
 
@@ -75,20 +85,12 @@ fn encode_header(
     first: u64,
     second: u64,
 ) {
-    match tree {
-        TreeKind::Lean => {
-            out.extend_from_slice(&[FORMAT_VERSION, kind, arity.byte(), hash.id()]);
-        }
-        TreeKind::Fixed { depth, zero } => {
+    match tree.fields() {
+        None => out.extend_from_slice(&[FORMAT_VERSION, kind, arity.byte(), hash.id()]),
+        Some(fields) => {
             out.extend_from_slice(&[FORMAT_VERSION_KINDS, kind, arity.byte(), hash.id()]);
-            let depth = u8::try_from(depth).expect("depths are 1..=64 (`TreeKind::check`)");
-            out.extend_from_slice(&[TREE_KIND_FIXED, depth]);
-            out.extend_from_slice(&zero);
-        }
-        TreeKind::Indexed => {
-            out.extend_from_slice(&[FORMAT_VERSION_KINDS, kind, arity.byte(), hash.id()]);
-            out.extend_from_slice(&[TREE_KIND_INDEXED, 0]);
-            out.extend_from_slice(&[0; 32]);
+            out.extend_from_slice(&[fields.id, fields.depth]);
+            out.extend_from_slice(&fields.zero);
         }
     }
     out.extend_from_slice(&first.to_be_bytes());
@@ -112,26 +114,15 @@ fn decode_header(
             let tree: &[u8; 4 + TREE_BYTES] = bytes
                 .first_chunk()
                 .ok_or(short(HEADER_BYTES + TREE_BYTES))?;
-            let [_, _, _, _, tree_kind, depth, zero @ ..] = tree;
-            let tree = match *tree_kind {
-                TREE_KIND_FIXED => TreeKind::Fixed {
-                    depth: u32::from(*depth),
-                    zero: *zero,
-                },
-                // One encoding only: what would not re-encode is refused.
-                TREE_KIND_INDEXED if *depth != 0 || *zero != [0; 32] => {
-                    return Err(DecodeError::TreeKind(format!(
-                        "an indexed tree's depth byte and zero are 0, got depth {depth} and zero {}",
-                        crate::hex::Hex(zero)
-                    )));
-                }
-                TREE_KIND_INDEXED => TreeKind::Indexed,
-                other => {
-                    return Err(DecodeError::TreeKind(format!(
-                        "tree kind byte {other} is unknown, want {TREE_KIND_FIXED} (imt) or {TREE_KIND_INDEXED} (indexed)"
-                    )));
-                }
+            let [_, _, _, _, id, depth, zero @ ..] = tree;
+            let fields = KindFields {
+                id: *id,
+                depth: *depth,
+                zero: *zero,
             };
+            // One encoding only: what would not re-encode is refused.
+            let tree =
+                TreeKind::from_fields(&fields).map_err(|e| DecodeError::TreeKind(e.to_string()))?;
             (tree, bytes.get(4 + TREE_BYTES..))
         }
         other => {

@@ -190,22 +190,11 @@ fn tree_of(version: u64, tree: Option<&TreeJson>) -> Result<TreeKind, DecodeErro
         (2, None) => Err(DecodeError::TreeKind(
             "a version 2 proof needs a \"tree\" field".to_owned(),
         )),
-        (2, Some(tree)) => match (tree.kind.as_str(), tree.depth, &tree.zero) {
-            ("imt", Some(depth), Some(zero)) => Ok(TreeKind::Fixed {
-                depth,
-                zero: parse_hash(zero)?,
-            }),
-            ("imt", _, _) => Err(DecodeError::TreeKind(
-                "an imt's \"tree\" needs \"depth\" and \"zero\"".to_owned(),
-            )),
-            ("indexed", None, None) => Ok(TreeKind::Indexed),
-            ("indexed", _, _) => Err(DecodeError::TreeKind(
-                "an indexed tree's \"tree\" has no \"depth\" or \"zero\"".to_owned(),
-            )),
-            (other, _, _) => Err(DecodeError::TreeKind(format!(
-                "tree kind {other:?} is unknown, want \"imt\" or \"indexed\""
-            ))),
-        },
+        (2, Some(tree)) => {
+            let zero = tree.zero.as_deref().map(parse_hash).transpose()?;
+            TreeKind::from_name(&tree.kind, tree.depth, zero)
+                .map_err(|e| DecodeError::TreeKind(e.to_string()))
+        }
         (other, _) => Err(DecodeError::UnsupportedVersion {
             got: other,
             want: FORMAT_VERSION_KINDS,

@@ -15,7 +15,11 @@ pub(crate) mod interop;
 mod json;
 mod membership;
 
-pub use binary::{FORMAT_VERSION, FORMAT_VERSION_KINDS, KIND_CONSISTENCY, KIND_MEMBERSHIP};
+pub use binary::{
+    FORMAT_VERSION, FORMAT_VERSION_KINDS, KIND_ABSENCE, KIND_CONSISTENCY, KIND_INDEXED_MEMBERSHIP,
+    KIND_INSERTION, KIND_MEMBERSHIP,
+};
+pub(crate) use binary::{PROOF_KINDS, kind_name};
 pub use consistency::ConsistencyProof;
 pub use error::{DecodeError, VerifyError};
 pub use from_nodes::FromNodesError;
@@ -26,7 +30,7 @@ use crate::Arity;
 use crate::error::TreeError;
 use crate::hash::{Hash, HashKind};
 use crate::kind::TreeKind;
-use crate::tree::{LeanImt, TreeHead, View};
+use crate::tree::{LeanImt, Snapshot, TreeHead, View};
 
 /// The proof's (arity, hash, kind) against the trusted tree's.
 fn check_params(
@@ -199,5 +203,26 @@ impl LeanImt {
             return Err(TreeError::OldSizeAboveNew { old_size, new_size });
         }
         self.at_size(new_size)?.prove_consistency(old_size)
+    }
+}
+
+impl Snapshot {
+    /// The membership proof of leaf `index` at the snapshot's size.
+    pub fn prove(&self, index: u64) -> Result<MembershipProof, TreeError> {
+        self.view_full().prove(index)
+    }
+
+    /// The membership proof of leaf `index` in the tree of `size` leaves.
+    pub fn prove_at(&self, index: u64, size: u64) -> Result<MembershipProof, TreeError> {
+        self.view(size)?.prove(index)
+    }
+
+    /// The consistency proof from `old_size` to `new_size`.
+    pub fn prove_consistency(
+        &self,
+        old_size: u64,
+        new_size: u64,
+    ) -> Result<ConsistencyProof, TreeError> {
+        self.view(new_size)?.prove_consistency(old_size)
     }
 }

@@ -382,6 +382,95 @@ fn forged_absence_proofs_are_refused_with_their_reason() {
     );
 }
 
+/// A small value: 31 zero bytes then `n`.
+fn small(n: u8) -> Hash {
+    let mut v = [0; 32];
+    v[31] = n;
+    v
+}
+
+#[test]
+fn the_guard_is_leaf_zero_and_only_leaf_zero_in_every_proof() {
+    let a = arity(2);
+    let hash = HashKind::Blake3;
+    let tree =
+        IndexedTree::from_values(TreeConfig::new(a, hash), &[small(10), small(20), small(30)])
+            .unwrap();
+    let head = tree.head();
+    let relabel = |json: String, f: &dyn Fn(&mut serde_json::Value)| -> String {
+        let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        f(&mut doc);
+        doc.to_string()
+    };
+    // Absence of 25: its low leaf is 20's (index 2); a value of 0 there is not the guard.
+    let x = small(25);
+    let honest = tree.prove_absence(&x).unwrap();
+    assert_eq!(honest.low_index(), 2);
+    honest.verify(a, hash, &head, &x).unwrap();
+    let zeroed = relabel(honest.to_json(), &|d| {
+        d["low_leaf"]["value"] = cairn_core::hex::to_hex(&[0; 32]).into()
+    });
+    assert_eq!(
+        AbsenceProof::from_json(&zeroed)
+            .unwrap()
+            .verify(a, hash, &head, &x),
+        Err(IndexedVerifyError::GuardIndex {
+            index: 2,
+            value: [0; 32]
+        })
+    );
+    // Absence of 5: its low leaf is the guard; a nonzero value at index 0 is refused.
+    let y = small(5);
+    let guard = tree.prove_absence(&y).unwrap();
+    assert_eq!(guard.low_index(), 0);
+    let moved = relabel(guard.to_json(), &|d| {
+        d["low_leaf"]["value"] = cairn_core::hex::to_hex(&small(1)).into()
+    });
+    assert_eq!(
+        AbsenceProof::from_json(&moved)
+            .unwrap()
+            .verify(a, hash, &head, &y),
+        Err(IndexedVerifyError::GuardIndex {
+            index: 0,
+            value: small(1)
+        })
+    );
+    // Membership of 0 claimed at index 2.
+    let member = tree.prove_value(&small(20)).unwrap();
+    let claimed = relabel(member.to_json(), &|d| {
+        d["leaf"]["value"] = cairn_core::hex::to_hex(&[0; 32]).into()
+    });
+    assert_eq!(
+        IndexedMembershipProof::from_json(&claimed)
+            .unwrap()
+            .verify(a, hash, &head, &[0; 32]),
+        Err(IndexedVerifyError::GuardIndex {
+            index: 2,
+            value: [0; 32]
+        })
+    );
+}
+
+#[test]
+fn a_witness_of_no_insertion_is_refused() {
+    let (mut tree, _) = blake3_tree(2, 5);
+    let before = tree.head();
+    let witness = tree.insert_with_witness(&[value(1)]).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&witness.to_json()).unwrap();
+    doc["insertions"] = serde_json::Value::Array(Vec::new());
+    let empty = InsertionWitness::from_json(&doc.to_string()).unwrap();
+    assert_eq!(
+        empty.verify(arity(2), HashKind::Blake3, &before),
+        Err(IndexedVerifyError::EmptyWitness)
+    );
+    // The same in the binary encoding: the header and a count of 0.
+    let decoded = InsertionWitness::from_bytes(&empty.to_bytes()).unwrap();
+    assert_eq!(
+        decoded.verify(arity(2), HashKind::Blake3, &before),
+        Err(IndexedVerifyError::EmptyWitness)
+    );
+}
+
 #[test]
 fn forged_insertion_witnesses_are_refused_at_the_step_they_break() {
     let (mut tree, _) = blake3_tree(3, 30);
@@ -505,6 +594,27 @@ fn decoders_refuse_wrong_kinds_lengths_and_fields() {
         cairn_core::indexed::proof_kind(absence.to_json().as_bytes()),
         Some("absence")
     );
+    // One flipped bit turned an imt's membership proof (version 2, kind
+    // byte 1) into kind 3 or 5: it was dispatched as an indexed proof, which
+    // is version 1 only, instead of being refused as a malformed proof.
+    let imt = TreeConfig::new(arity(2), HashKind::Blake3).with_kind(cairn_core::TreeKind::Fixed {
+        depth: 4,
+        zero: [0; 32],
+    });
+    let mut proof = cairn_core::LeanImt::from_leaves(imt, &[value(1), value(2)])
+        .unwrap()
+        .prove(1)
+        .unwrap()
+        .to_bytes();
+    assert_eq!(cairn_core::indexed::proof_kind(&proof), Some("membership"));
+    for flipped in [3, 5] {
+        proof[1] = flipped;
+        assert_eq!(
+            cairn_core::indexed::proof_kind(&proof),
+            None,
+            "kind {flipped}"
+        );
+    }
 }
 
 #[test]

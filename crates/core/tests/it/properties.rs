@@ -42,6 +42,29 @@ proptest! {
         }
     }
 
+    /// The root after appending to a tree known only by its frontier is
+    /// the reference root of the longer tree, for both kinds.
+    #[test]
+    fn the_root_after_appending_to_a_frontier_equals_the_reference(n in 2u64..=16, old in 0usize..700, added in 0usize..700, fixed in any::<bool>(), seed in any::<u64>()) {
+        let all = cairn_testkit::leaves(seed, old + added);
+        let mut config = TreeConfig::new(arity(n), HashKind::Blake3);
+        // Room for every size the strategy draws, and one level more.
+        let depth = cairn_core::shape::depth(1400, arity(n)) + 1;
+        let zero = [9; 32];
+        if fixed {
+            config = config.with_kind(cairn_core::TreeKind::Fixed { depth, zero });
+        }
+        let mut before = LeanImt::from_leaves(config, &all[..old]).unwrap();
+        let frontier = before.snapshot().frontier();
+        let got = config.group_rule().root_after(&frontier, &all[old..]);
+        let want = if fixed {
+            Some(reference::fixed_root(arity(n), HashKind::Blake3, depth, zero, &all))
+        } else {
+            reference::root(arity(n), HashKind::Blake3, &all)
+        };
+        prop_assert_eq!(got, want);
+    }
+
     #[test]
     fn every_proof_of_every_leaf_at_every_size_verifies(n in 2u64..=9, hash in hash_kind(), count in 1usize..48, seed in any::<u64>()) {
         let leaves = cairn_testkit::leaves(seed, count);

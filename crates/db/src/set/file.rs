@@ -5,7 +5,9 @@
 //! previous one and the directory fsynced: a crash leaves the old or the
 //! new file, never a mix. The file is derived data (the leaves in the log
 //! rebuild it), but a file that exists and is wrong is reported, not
-//! rebuilt silently.
+//! rebuilt silently. The decoder reads bytes from disk: it answers every
+//! input with the set or an error, never a panic (the lints hold it to it).
+#![deny(clippy::indexing_slicing, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 
@@ -155,9 +157,15 @@ impl Reader<'_> {
             self.offset = position;
             self.at = 0;
         }
-        let bytes = &self.buffer[self.at..self.at + n];
+        let start = self.at;
         self.at += n;
-        Ok(bytes)
+        self.buffer.get(start..self.at).ok_or_else(|| {
+            StoreError::corrupt(
+                self.path,
+                self.offset + start as u64,
+                format!("{what}: {n} bytes past the buffer"),
+            )
+        })
     }
 
     fn position(&self) -> u64 {
@@ -165,12 +173,19 @@ impl Reader<'_> {
     }
 }
 
+/// The little-endian `u32` at `at` of `b` (0 past its end: callers read
+/// fields of a header whose length they checked).
 fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+    b.get(at..at + 4)
+        .and_then(|f| f.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
 }
 
+/// The little-endian `u64` at `at` of `b` (see [`u32_at`]).
 fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+    b.get(at..at + 8)
+        .and_then(|f| f.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 /// The published set file of `dir`, opened (not read): a read-only open
@@ -207,12 +222,15 @@ pub(crate) fn read_from(
         offset: 0,
         end: len,
     };
-    let head = reader.take(HEADER_LEN, "header")?.to_vec();
     let corrupt = |offset: u64, why: String| StoreError::corrupt(&path, offset, why);
-    if &head[0..8] != MAGIC {
+    let head: [u8; HEADER_LEN] = reader
+        .take(HEADER_LEN, "header")?
+        .try_into()
+        .map_err(|_| corrupt(0, "a short header".into()))?;
+    if head.first_chunk::<8>() != Some(MAGIC) {
         return Err(corrupt(0, "not a cairn set checkpoint (bad magic)".into()));
     }
-    let crc = crc32c::crc32c(&head[..56]);
+    let crc = crc32c::crc32c(head.first_chunk::<56>().map_or(&[][..], |b| b.as_slice()));
     if u32_at(&head, 56) != crc {
         return Err(corrupt(
             56,
@@ -274,14 +292,12 @@ pub(crate) fn read_from(
         let count = u32_at(counts, 4) as usize;
         let mut crc = crc32c::crc32c(counts);
         let body = reader.take(capacity * 8 + 4, "shard slots")?;
-        crc = crc32c::crc32c_append(crc, &body[..capacity * 8]);
-        if u32_at(body, capacity * 8) != crc {
+        let (slot_bytes, stored) = body.split_at_checked(capacity * 8).unwrap_or((body, &[]));
+        crc = crc32c::crc32c_append(crc, slot_bytes);
+        if u32_at(stored, 0) != crc || stored.len() != 4 {
             return Err(corrupt(at, format!("shard {shard}: CRC-32C mismatch")));
         }
-        let slots: Vec<u64> = body[..capacity * 8]
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
+        let slots: Vec<u64> = slot_bytes.chunks_exact(8).map(|c| u64_at(c, 0)).collect();
         read.push((at, slots, count));
     }
     use rayon::prelude::*;

@@ -5,6 +5,7 @@ mod backup;
 mod basics;
 mod callers;
 mod concurrency;
+mod corruption;
 mod crash;
 mod durable_head;
 mod indexed;

@@ -31,13 +31,71 @@ fn heads_round_trip_for_every_arity_and_hash() {
     }
 }
 
+/// A fixed-depth tree's line names its depth and zero value; its empty
+/// tree has a root (`zeros[depth]`), so even size 0 has a checkpoint.
+#[test]
+fn imt_heads_name_their_depth_and_zero_and_sign_the_empty_tree() {
+    let signer = signer("example.org/pool");
+    let zero = [0x11; 32];
+    let config = TreeConfig::new(Arity::BINARY, HashKind::Blake3)
+        .with_kind(cairn_core::TreeKind::Fixed { depth: 20, zero });
+    let tree = TreeLine::of(&config).unwrap();
+    assert_eq!(tree.kind, TreeKind::Imt { depth: 20, zero });
+    assert_eq!(
+        tree.to_string(),
+        format!(
+            "cairn-tree kind=imt arity=2 hash=blake3 depth=20 zero=0x{}",
+            "11".repeat(32)
+        )
+    );
+    assert_eq!(TreeLine::parse(&tree.to_string()).unwrap(), tree);
+    assert_eq!(tree.config(), config);
+    for size in [0, 9] {
+        let note = sign_head(&signer, &tree, size, &[3; 32]).unwrap();
+        let head = open_head(&note, &signer.verifier()).unwrap();
+        assert_eq!((head.tree, head.size), (tree, size));
+    }
+    let lean = TreeConfig::new(Arity::BINARY, HashKind::Blake3);
+    assert_eq!(TreeLine::of(&lean).unwrap(), TreeLine::lean_imt(&lean));
+    let indexed = lean.with_kind(cairn_core::TreeKind::Indexed);
+    refused(TreeLine::of(&indexed), &["rewrites earlier leaves"]);
+}
+
 #[test]
 fn tree_line_refusals() {
     let cases: &[(&str, &[&str])] = &[
         ("cairn-tree", &["kind= is missing"]),
         (
+            "cairn-tree kind=smt arity=2 hash=poseidon",
+            &["unknown tree kind \"smt\""],
+        ),
+        (
             "cairn-tree kind=imt arity=2 hash=poseidon",
-            &["unknown tree kind \"imt\""],
+            &["depth= is missing"],
+        ),
+        (
+            "cairn-tree kind=imt arity=2 hash=poseidon depth=20",
+            &["zero= is missing"],
+        ),
+        (
+            "cairn-tree kind=imt arity=2 hash=poseidon depth=020 zero=0x0000000000000000000000000000000000000000000000000000000000000000",
+            &["depth \"020\"", "leading zeros"],
+        ),
+        (
+            "cairn-tree kind=imt arity=2 hash=poseidon depth=0 zero=0x0000000000000000000000000000000000000000000000000000000000000000",
+            &["depth 0 is out of range"],
+        ),
+        (
+            "cairn-tree kind=imt arity=2 hash=blake3 depth=3 zero=0xAA00000000000000000000000000000000000000000000000000000000000000",
+            &["lowercase hex"],
+        ),
+        (
+            "cairn-tree kind=imt arity=2 hash=poseidon depth=3 zero=0xff00000000000000000000000000000000000000000000000000000000000000",
+            &["not a canonical BN254 field element"],
+        ),
+        (
+            "cairn-tree kind=imt arity=2 hash=blake3 depth=3 zero=0x0000000000000000000000000000000000000000000000000000000000000000 x=1",
+            &["unexpected \"x=1\""],
         ),
         (
             "cairn-tree arity=4 kind=leanimt hash=blake3",

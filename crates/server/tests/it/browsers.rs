@@ -312,6 +312,47 @@ async fn proofs_come_in_zkkit_and_circuit_formats_where_the_tree_allows() {
     assert!(refused.contains("hashes with sha256"), "{refused}");
 }
 
+/// A MiMCSponge database (Tornado Cash's deposit tree: an imt of depth 20
+/// whose zero is keccak256("tornado") mod p) took a decimal `--zero` but
+/// refused decimal leaves, because the server asked "is this Poseidon"
+/// rather than "is this a field hash".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mimcsponge_databases_take_decimal_field_elements_too() {
+    let zero = cairn_core::decimal::parse_field_element(
+        "21663839004416932945382355908790599225266501822907911457504978515578255421292",
+    )
+    .unwrap();
+    let config =
+        tree(2, HashKind::MiMCSponge).with_kind(cairn_core::TreeKind::Fixed { depth: 20, zero });
+    let server = TestServer::with(DbConfig::new(config), |_| {}).await;
+    let client = server.client();
+    let values = leaves(6, 3);
+    let decimals: Vec<String> = values.iter().map(to_decimal).collect();
+    let body = serde_json::json!({ "leaves": decimals }).to_string();
+    let reply = client
+        .request(
+            Method::POST,
+            "/v1/leaves",
+            &[("content-type", "application/json")],
+            body.into_bytes(),
+        )
+        .await
+        .ok();
+    let mut local = local_tree(config, &values);
+    assert_eq!(
+        reply["root"],
+        cairn_core::hex::to_hex(&local.root().unwrap())
+    );
+    let found = client
+        .get(&format!("/v1/leaves/{}", decimals[1]))
+        .await
+        .ok();
+    assert_eq!(found["index"], 1);
+    let p = "21888242871839275222246405745257275088548364400416034343698204186575808495617";
+    let refused = client.get(&format!("/v1/leaves/{p}")).await.error(400);
+    assert!(refused.contains("not a BN254 field element"), "{refused}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poseidon_databases_take_decimal_field_elements_below_the_modulus() {
     let server = TestServer::new(2, HashKind::Poseidon).await;
@@ -373,5 +414,8 @@ async fn poseidon_databases_take_decimal_field_elements_below_the_modulus() {
         )
         .await
         .error(400);
-    assert!(refused.contains("Poseidon databases only"), "{refused}");
+    assert!(
+        refused.contains("Poseidon and MiMCSponge databases only"),
+        "{refused}"
+    );
 }

@@ -70,15 +70,16 @@ pub trait FsFile: Send + Sync + std::fmt::Debug {
     /// error), and only maps ranges that are never written again.
     fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>>;
 
-    /// The identity of the open file (`fstat`), whatever its name is now:
+    /// What identifies the file's present content without reading it: its
+    /// device, inode, length and change times (`fstat`). Any write through
+    /// the file system changes the change time; see [`FileIdentity`].
+    fn identity(&self) -> io::Result<FileIdentity>;
+
+    /// The device and inode of the open file, whatever its name is now:
     /// compared with [`Fs::identity`] of its path, it tells whether the
-    /// file was removed or replaced under its holder. `Unsupported` where
-    /// there is none (a file that lives only in memory).
-    fn identity(&self) -> io::Result<FileId> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this file has no identity",
-        ))
+    /// file was removed or replaced under its holder.
+    fn file_id(&self) -> io::Result<FileId> {
+        self.identity().map(|identity| identity.id())
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`, or fails with `UnexpectedEof`.
@@ -98,6 +99,35 @@ pub trait FsFile: Send + Sync + std::fmt::Debug {
             done += n;
         }
         Ok(())
+    }
+}
+
+/// A file's identity as `fstat` gives it: equal identities of one path at
+/// two times mean nobody wrote, truncated or replaced the file between
+/// them, provided the second is not in the same tick of the file system's
+/// clock as the first change (see docs/file-format.md, "Verified record").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileIdentity {
+    /// The device.
+    pub dev: u64,
+    /// The inode.
+    pub ino: u64,
+    /// The length in bytes.
+    pub len: u64,
+    /// The last data change (mtime), nanoseconds since the epoch.
+    pub modified_ns: i64,
+    /// The last change of any kind (ctime), nanoseconds since the epoch: a
+    /// process cannot set it back.
+    pub changed_ns: i64,
+}
+
+impl FileIdentity {
+    /// The device and inode alone: what names the file, not its content.
+    pub fn id(&self) -> FileId {
+        FileId {
+            device: self.dev,
+            inode: self.ino,
+        }
     }
 }
 
@@ -144,6 +174,11 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Takes an exclusive lock on `path` (created if missing), without
     /// waiting: `WouldBlock` if another holder has it.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>>;
+    /// The identity of the file at `path` (see [`FsFile::identity`]): one
+    /// `stat`, where opening the file would take three calls.
+    fn identity_of(&self, path: &Path) -> io::Result<FileIdentity> {
+        self.open(path, OpenMode::ReadOnly)?.identity()
+    }
     /// Takes a lock on the existing file `path`, opened read-only (never
     /// created), without waiting: shared locks coexist with each other,
     /// an exclusive one with nothing. `WouldBlock` if a conflicting holder

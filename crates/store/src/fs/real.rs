@@ -119,8 +119,8 @@ impl FsFile for StdFile {
         self.0.sync_data()
     }
 
-    fn identity(&self) -> io::Result<FileId> {
-        Ok(file_id(&self.0.metadata()?))
+    fn identity(&self) -> io::Result<super::FileIdentity> {
+        Ok(identity(&self.0.metadata()?))
     }
 
     #[allow(unsafe_code)]
@@ -151,7 +151,24 @@ impl FsFile for StdFile {
     }
 }
 
+/// A file's identity from its metadata.
+fn identity(meta: &std::fs::Metadata) -> super::FileIdentity {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |seconds: i64, nanos: i64| seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
+    super::FileIdentity {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        len: meta.len(),
+        modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+    }
+}
+
 impl Fs for StdFs {
+    fn identity_of(&self, path: &Path) -> io::Result<super::FileIdentity> {
+        Ok(identity(&std::fs::metadata(path)?))
+    }
+
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FsFile>> {
         let mut options = OpenOptions::new();
         match mode {
@@ -329,7 +346,7 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let path = temp.path().join("f");
         let file = StdFs.open(&path, OpenMode::CreateNew).unwrap();
-        let id = file.identity().unwrap();
+        let id = file.file_id().unwrap();
         assert_eq!(StdFs.identity(&path).unwrap(), id);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(
@@ -339,7 +356,7 @@ mod tests {
         // Held open, the removed file keeps its inode: a new file at the
         // name cannot get its number.
         let again = StdFs.open(&path, OpenMode::CreateNew).unwrap();
-        assert_ne!(again.identity().unwrap(), id);
-        assert_eq!(file.identity().unwrap(), id);
+        assert_ne!(again.file_id().unwrap(), id);
+        assert_eq!(file.file_id().unwrap(), id);
     }
 }

@@ -854,6 +854,12 @@ struct Shared {
     locks: BTreeSet<Ino>,
     /// Inodes with shared locks, and how many holders each has.
     shared_locks: BTreeMap<Ino, usize>,
+    /// A logical clock, one tick per recorded operation, and the tick of
+    /// each inode's last change: what a file's identity reports as its
+    /// change time (a fresh `SimFs`, as a crash leaves one, starts again
+    /// at 0, so an identity taken before a crash never matches after it).
+    clock: i64,
+    changed: BTreeMap<Ino, i64>,
 }
 
 #[derive(Debug, Default)]
@@ -894,10 +900,19 @@ impl Shared {
             counters: SimCounters::default(),
             locks: BTreeSet::new(),
             shared_locks: BTreeMap::new(),
+            clock: 0,
+            changed: BTreeMap::new(),
         }
     }
 
     fn record(&mut self, path: Arc<str>, kind: OpKind) {
+        self.clock += 1;
+        match &kind {
+            OpKind::Create { ino, .. } | OpKind::Write { ino, .. } | OpKind::Rename { ino, .. } => {
+                self.changed.insert(*ino, self.clock);
+            }
+            _ => {}
+        }
         let op = Op { path, kind };
         self.model.apply(&op);
         self.trace.push(op);
@@ -1067,8 +1082,16 @@ impl FsFile for SimFile {
         Ok(self.shared.lock().model.file(self.ino).current.len() as u64)
     }
 
-    fn identity(&self) -> io::Result<FileId> {
-        Ok(sim_id(self.ino))
+    fn identity(&self) -> io::Result<crate::fs::FileIdentity> {
+        let shared = self.shared.lock();
+        let changed = shared.changed.get(&self.ino).copied().unwrap_or(0);
+        Ok(crate::fs::FileIdentity {
+            dev: SIM_DEVICE,
+            ino: self.ino,
+            len: shared.model.file(self.ino).current.len() as u64,
+            modified_ns: changed,
+            changed_ns: changed,
+        })
     }
 
     fn sync_data(&self) -> io::Result<()> {
@@ -2207,7 +2230,7 @@ mod tests {
     #[test]
     fn identity_follows_the_file_not_its_name() {
         let (fs, file) = setup();
-        let id = file.identity().unwrap();
+        let id = file.file_id().unwrap();
         assert_eq!(fs.identity(p("/db/f")).unwrap(), id);
         fs.rename(p("/db/f"), p("/db/g")).unwrap();
         assert_eq!(fs.identity(p("/db/g")).unwrap(), id, "renamed");
@@ -2217,7 +2240,7 @@ mod tests {
         );
         fs.remove_file(p("/db/g")).unwrap();
         let again = fs.open(p("/db/g"), OpenMode::CreateNew).unwrap();
-        assert_ne!(again.identity().unwrap(), id, "a new file under the name");
+        assert_ne!(again.file_id().unwrap(), id, "a new file under the name");
         // The removed file is still written and read through its handle.
         file.write_at(b"still here", 0).unwrap();
         let mut back = [0u8; 10];

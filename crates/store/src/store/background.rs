@@ -30,6 +30,12 @@ impl Inner {
                 if self.config.flush_interval.is_some() {
                     let _ = self.flush_all(interval);
                 }
+                if self.seal_due() && self.seal().is_ok() {
+                    let checkpoint = self.checkpoints.lock().last.clone();
+                    if let Some(checkpoint) = checkpoint {
+                        let _ = self.write_verified(&checkpoint, super::verified::RECORD_WAIT);
+                    }
+                }
                 // A failed checkpoint is tried again after its pause,
                 // whatever the policy says; the outcome is in `upkeep`.
                 // Bound first: the upkeep lock must not be held while the
@@ -50,6 +56,22 @@ impl Inner {
             if check {
                 self.check_files();
             }
+        }
+    }
+
+    /// Whether the log has been quiet for `seal_after` since a commit
+    /// that no tail record names yet.
+    fn seal_due(&self) -> bool {
+        let Some(after) = self.config.seal_after else {
+            return false;
+        };
+        let log = self.log.lock();
+        log.since_commit().is_some_and(|quiet| quiet >= after) && {
+            let writer = self.heads_writer.lock();
+            log.unsealed(crate::log::HeadsDurable {
+                records: writer.written() as u64,
+                epoch: writer.epoch(),
+            })
         }
     }
 

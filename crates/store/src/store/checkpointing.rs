@@ -34,12 +34,23 @@ impl Inner {
     /// that also finalizes that many leaves (published even if nothing
     /// else changed).
     pub(crate) fn checkpoint(&self, finalize: Option<u64>) -> Result<Option<CheckpointMeta>> {
+        self.checkpoint_as(finalize, false)
+    }
+
+    /// [`Inner::checkpoint`]; with `rewrite`, published even if it covers
+    /// nothing new (the checkpoint a store of an older format is migrated
+    /// with: it adds the sums).
+    pub(crate) fn checkpoint_as(
+        &self,
+        finalize: Option<u64>,
+        rewrite: bool,
+    ) -> Result<Option<CheckpointMeta>> {
         self.writable(if finalize.is_some() {
             "finalize"
         } else {
             "checkpoint"
         })?;
-        let result = self.write_checkpoint(finalize);
+        let result = self.write_checkpoint(finalize, rewrite);
         match &result {
             // A failed flush poisoned the store: that is its report.
             Err(_) if self.poisoned.load(Ordering::Acquire) => {}
@@ -49,7 +60,11 @@ impl Inner {
         result
     }
 
-    fn write_checkpoint(&self, finalize: Option<u64>) -> Result<Option<CheckpointMeta>> {
+    fn write_checkpoint(
+        &self,
+        finalize: Option<u64>,
+        rewrite: bool,
+    ) -> Result<Option<CheckpointMeta>> {
         let started = Instant::now();
         let mut checkpoints = self.checkpoints.lock();
         // Flush and snapshot at one size, under the flush lock only.
@@ -64,6 +79,7 @@ impl Inner {
         let Taken {
             snapshot,
             resume,
+            chain,
             heads,
             epoch,
         } = taken.expect("flush_log fills the snapshot");
@@ -84,7 +100,8 @@ impl Inner {
             None if self.explicit_finality() => before,
             None => snapshot.size(),
         };
-        if last.map_or(0, |c| c.size) == snapshot.size()
+        if !rewrite
+            && last.map_or(0, |c| c.size) == snapshot.size()
             && finalized == before
             && last.map_or(0, |c| c.heads) == heads
         {
@@ -110,6 +127,7 @@ impl Inner {
             &snapshot,
             resume,
             Marks {
+                chain,
                 finalized,
                 epoch,
                 heads,
@@ -124,6 +142,8 @@ impl Inner {
         self.checkpoint_published();
         self.appends_at_checkpoint.store(appends, Ordering::Relaxed);
         self.tier(&mut checkpoints)?;
+        // Advisory: what the next open need not read again.
+        let _ = self.write_verified(&written, std::time::Duration::ZERO);
         if let Some(Hook(hook)) = &*self.hook.lock() {
             hook(&written)?;
         }

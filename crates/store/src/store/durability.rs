@@ -28,6 +28,7 @@ use event_listener::Listener;
 use super::Inner;
 use crate::error::{Result, StoreError};
 use crate::format::LogPosition;
+use crate::log::HeadsDurable;
 
 #[derive(Debug)]
 pub(crate) struct Durable {
@@ -429,14 +430,27 @@ impl Inner {
             let epoch = self.epoch.load(Ordering::Acquire);
             (tree.share_leaves(), tree.size(), taken, epoch, pending)
         };
+        // The log's tail record names the heads records durable before this
+        // commit's: those of a commit a crash tears are never named, so
+        // recovery may drop them (as it drops the commit's leaves).
+        let (heads, heads_epoch) = {
+            let mut writer = self.heads_writer.lock();
+            let before = HeadsDurable {
+                records: writer.written() as u64,
+                epoch: writer.epoch(),
+            };
+            if !pending.is_empty() {
+                writer.write(&pending, log.last())?;
+            }
+            (before, writer.epoch())
+        };
         if !pending.is_empty() {
-            self.heads_writer.lock().write(&pending)?;
             self.verify_heads_name()?;
             self.heads.lock().mark_written(tags);
         }
         let first = log.end() / self.layout.log_file_leaves();
-        let wrote = log.end() < to;
-        log.commit(&leaves, to)?;
+        let wrote = log.end() < to || !pending.is_empty();
+        log.commit(&leaves, to, heads)?;
         if wrote {
             // Acknowledged only if durable at the names a reopen reads.
             self.verify_log_names(&mut log, first)?;
@@ -445,8 +459,9 @@ impl Inner {
             *out = Some(Taken {
                 snapshot: Arc::clone(&taken),
                 resume: log.next(),
+                chain: log.chain(),
                 heads: tags as u64,
-                epoch: self.heads_writer.lock().epoch(),
+                epoch: heads_epoch,
             });
         }
         debug_assert_eq!(log.end(), to);
@@ -477,6 +492,8 @@ pub(crate) struct Commit {
 pub(crate) struct Taken {
     pub(crate) snapshot: Arc<Snapshot>,
     pub(crate) resume: LogPosition,
+    /// The `prev` of the frame at `resume`.
+    pub(crate) chain: u32,
     pub(crate) heads: u64,
     pub(crate) epoch: u64,
 }

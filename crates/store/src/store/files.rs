@@ -209,7 +209,7 @@ impl Inner {
         let moved = files.iter().enumerate().any(|(number, handle)| {
             let path = self.layout.log_file(number as u64);
             matches!(
-                compare(handle.identity(), self.fs.identity(&path)),
+                compare(handle.file_id(), self.fs.identity(&path)),
                 Seen::Changed(_)
             )
         });
@@ -236,7 +236,7 @@ impl Inner {
                 .filter_map(|watched| {
                     let now = named(&*self.fs, &watched.path).ok()?;
                     let held = match &watched.held {
-                        Some(file) => Some(file.identity().ok()?),
+                        Some(file) => Some(file.file_id().ok()?),
                         None => None,
                     };
                     let change = match (held, now) {
@@ -344,7 +344,7 @@ impl Inner {
             .expected
             .meta
             .as_ref()
-            .map(|f| f.identity())
+            .map(|f| f.file_id())
         else {
             return;
         };
@@ -388,7 +388,7 @@ impl Inner {
         let expected = match &self.upkeep.lock().expected.checkpoint {
             None => return,
             Some(Published::Absent) => None,
-            Some(Published::File(file)) => match file.identity() {
+            Some(Published::File(file)) => match file.file_id() {
                 Ok(id) => Some(id),
                 Err(_) => return,
             },
@@ -444,7 +444,7 @@ impl Inner {
                 continue;
             };
             let path = self.layout.level_file(level_number(level));
-            let Seen::Changed(change) = compare(handle.identity(), self.fs.identity(&path)) else {
+            let Seen::Changed(change) = compare(handle.file_id(), self.fs.identity(&path)) else {
                 continue;
             };
             match restore(&*self.fs, &self.dir, &*handle, &path) {
@@ -474,7 +474,7 @@ impl Inner {
         let files = log.files().to_vec();
         for (number, handle) in files.iter().enumerate() {
             let path = self.layout.log_file(number as u64);
-            let Seen::Changed(change) = compare(handle.identity(), self.fs.identity(&path)) else {
+            let Seen::Changed(change) = compare(handle.file_id(), self.fs.identity(&path)) else {
                 continue;
             };
             match restore(&*self.fs, &self.dir, &**handle, &path) {
@@ -502,7 +502,7 @@ impl Inner {
         let files = log.files().to_vec();
         for (number, handle) in files.iter().enumerate().skip(to_usize(first)) {
             let path = self.layout.log_file(number as u64);
-            let Seen::Changed(change) = compare(handle.identity(), self.fs.identity(&path)) else {
+            let Seen::Changed(change) = compare(handle.file_id(), self.fs.identity(&path)) else {
                 continue;
             };
             let fresh = self.put_back_or_refuse(&**handle, &path, change)?;
@@ -519,7 +519,7 @@ impl Inner {
             return Ok(());
         };
         let (handle, path) = (Arc::clone(handle), path.to_path_buf());
-        let Seen::Changed(change) = compare(handle.identity(), self.fs.identity(&path)) else {
+        let Seen::Changed(change) = compare(handle.file_id(), self.fs.identity(&path)) else {
             return Ok(());
         };
         let fresh = self.put_back_or_refuse(&*handle, &path, change)?;
@@ -561,7 +561,7 @@ impl Inner {
             return;
         };
         let (handle, path) = (Arc::clone(handle), path.to_path_buf());
-        let Seen::Changed(change) = compare(handle.identity(), self.fs.identity(&path)) else {
+        let Seen::Changed(change) = compare(handle.file_id(), self.fs.identity(&path)) else {
             return;
         };
         match restore(&*self.fs, &self.dir, &*handle, &path) {

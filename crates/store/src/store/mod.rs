@@ -20,6 +20,7 @@ use cairn_core::level::Level;
 use cairn_core::{CheckedLeaves, Hash, LeanImt, Snapshot, TreeError, TreeHead};
 use parking_lot::{Condvar, Mutex};
 
+pub(crate) use crate::access::Access;
 use crate::checkpoint::Checkpoints;
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
@@ -34,9 +35,12 @@ mod checkpointing;
 mod durability;
 mod files;
 mod health;
+mod integrity;
+mod migrate;
 mod open;
 mod recovery;
 mod tiering;
+mod verified;
 
 pub(crate) use durability::{Commit, Durable, Taken, Want, poisoned};
 pub use durability::{DurableHead, Token};
@@ -134,22 +138,6 @@ pub(crate) struct Inner {
     pub(crate) upkeep: Mutex<health::Upkeep>,
 }
 
-/// What an open may do to the directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// A writer: holds the directory lock, repairs what recovery finds.
-    Write,
-    /// A read-only open: changes nothing; `writer_live` when a writer held
-    /// the directory as it began (files may grow while it reads).
-    ReadOnly { writer_live: bool },
-}
-
-impl Access {
-    pub(crate) fn is_read_only(self) -> bool {
-        matches!(self, Access::ReadOnly { .. })
-    }
-}
-
 struct Hook(CheckpointHook);
 
 struct Observer(CheckpointObserver);
@@ -227,6 +215,12 @@ pub struct StoreStats {
     pub finalized: u64,
     /// Block-tagged heads.
     pub tagged_heads: u64,
+    /// Whole 4 KiB pages of stored nodes (the leaves' included) the open
+    /// read and checked against their sums.
+    pub pages_checked_at_open: u64,
+    /// Whole pages the open did not read again: the verified record
+    /// vouched for them (their files unchanged since it was written).
+    pub pages_vouched_at_open: u64,
 }
 
 impl Store {
@@ -607,14 +601,22 @@ impl Store {
             tiered_segments: checkpoints.tiered.clone(),
             finalized: Inner::finalized(&checkpoints),
             tagged_heads: self.inner.heads.lock().tags().len() as u64,
+            pages_checked_at_open: checkpoints.pages_checked,
+            pages_vouched_at_open: checkpoints.pages_vouched,
         }
     }
 
-    /// Flushes, stops the background thread and releases the directory.
+    /// Flushes, seals the log (so that damage to even the last commit is
+    /// refused at the next open), stops the background thread and
+    /// releases the directory.
     pub fn close(mut self) -> Result<()> {
         self.stop_background();
         self.inner.stop_commit();
-        let result = self.flush().map(|_| ());
+        let result = self.flush().and_then(|_| self.inner.seal());
+        if result.is_ok() {
+            // Advisory: a close that cannot write it still succeeded.
+            let _ = self.inner.record_verified();
+        }
         drop(self);
         result
     }
@@ -627,7 +629,10 @@ impl Drop for Store {
         // Best effort: a dropped store flushes what it can; errors were
         // or will be reported through tokens.
         if !self.inner.poisoned.load(Ordering::Acquire) {
-            let _ = self.inner.flush_all(Duration::from_secs(60));
+            let _ = self
+                .inner
+                .flush_all(Duration::from_secs(60))
+                .and_then(|()| self.inner.seal());
         }
         // Under the flush lock: a flush in progress finishes first, later
         // ones (from tokens that outlive the store) see `closed`.
@@ -642,6 +647,28 @@ impl Drop for Store {
 }
 
 impl Inner {
+    /// Seals the log (see [`LogWriter::seal`]): nothing to do for a
+    /// read-only, failed or closed store, or one sealed since its last
+    /// commit. A failed seal is returned, and does not stop
+    /// acknowledgements: it wrote no leaf.
+    pub(crate) fn seal(&self) -> Result<()> {
+        if self.read_only || self.poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut log = self.log.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let heads = {
+            let writer = self.heads_writer.lock();
+            crate::log::HeadsDurable {
+                records: writer.written() as u64,
+                epoch: writer.epoch(),
+            }
+        };
+        log.seal(heads)
+    }
+
     /// [`StoreError::ReadOnly`] if the store was opened read-only.
     pub(crate) fn writable(&self, what: &'static str) -> Result<()> {
         if self.read_only {

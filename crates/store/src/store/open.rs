@@ -66,13 +66,19 @@ impl Store {
             tree: config.tree,
             log_shift: config.log_shift,
             store_id: rand::random::<u64>() | 1,
-            flags: config.flags,
+            flags: config.flags | Layout::FLAG_FORMAT_2,
         };
+        // The first log file and the checkpoint exist before `cairn.meta`
+        // makes the directory a store: from then on a store without them
+        // is damaged, not new.
+        let layout = Layout::new(dir, &meta);
+        let log = log::create(Arc::clone(&fs), &layout, meta)?;
+        let mut checkpoints = Checkpoints::default();
+        checkpoint::create(&*fs, dir, &meta, &mut checkpoints)?;
         crate::replace::replace_file(&*fs, dir, Layout::META_TMP, Layout::META, |file, tmp| {
             file.write_at(&meta.encode(), 0)
                 .map_err(|e| StoreError::io("write", tmp, e))
         })?;
-        let log = log::new_writer(Arc::clone(&fs), &Layout::new(dir, &meta), meta);
         let heads_writer = heads::new_writer(Arc::clone(&fs), dir, meta);
         let mut store = Store::start(
             fs,
@@ -82,7 +88,7 @@ impl Store {
             LeanImt::new(meta.tree),
             log,
             (Vec::new(), heads_writer),
-            Checkpoints::default(),
+            checkpoints,
             false,
         );
         store.adopt(locks);
@@ -98,6 +104,7 @@ impl Store {
         // read-only open may be part way through reading meanwhile.
         let recovering = take_open_lock(&*fs, &meta_path, false)?;
         let mut store = Store::recover(fs, dir, config, Access::Write)?;
+        store.migrate()?;
         drop(recovering);
         store.adopt(locks);
         Ok(store)
@@ -387,11 +394,13 @@ pub(super) fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()>
             given: format!("{:?}", given.kind),
         });
     }
-    if meta.flags != config.flags {
+    // The format bit is the store's own record, not a setting.
+    let settings = |flags: u64| flags & !Layout::FLAG_FORMAT_2;
+    if settings(meta.flags) != settings(config.flags) {
         return Err(StoreError::ConfigMismatch {
             field: "flags",
-            stored: format!("{:#x}", meta.flags),
-            given: format!("{:#x}", config.flags),
+            stored: format!("{:#x}", settings(meta.flags)),
+            given: format!("{:#x}", settings(config.flags)),
         });
     }
     if meta.log_shift != config.log_shift {

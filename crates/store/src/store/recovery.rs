@@ -1,7 +1,8 @@
 //! Recovery (docs/file-format.md, "Recovery"): the checkpoint read, the
-//! log's tail replayed without rehashing, the levels rebuilt from the log
-//! and the level files (complete segments mapped), and, when asked, every
-//! level verified against the one below.
+//! log's tail replayed without rehashing (every claim a durable record
+//! makes about the log checked), the levels rebuilt from the log and the
+//! level files (complete segments mapped) and checked against their sums,
+//! and, when asked, every level verified against the one below.
 
 use cairn_core::cast::level_number;
 use cairn_core::cast::to_usize;
@@ -13,11 +14,14 @@ use cairn_core::{Hash, LeanImt};
 
 use super::open::{check_config, read_meta};
 use super::tiering::{map_leaves, map_segment, mappable};
+use super::verified::{Trust, identity_of};
 use super::{Access, Store};
 use crate::checkpoint::{self, Checkpoints};
 use crate::config::StoreConfig;
 use crate::error::{NodeMismatch, Result, StoreError};
-use crate::format::{self, CheckpointMeta, HEADER_LEN, LogPosition, StoreMeta};
+use crate::format::{
+    self, CheckpointMeta, HEADER_LEN, HeaderPage, LogPosition, PAGE_NODES, StoreMeta, VerifiedFile,
+};
 use crate::fs::{Fs, FsFile, OpenMode};
 use crate::heads;
 use crate::layout::Layout;
@@ -38,15 +42,18 @@ impl Store {
         check_config(&meta, &config)?;
         let layout = Layout::new(dir, &meta);
         if !read_only {
-            // Never published, so never valid: a checkpoint that crashed.
+            // Never published, so never valid: a checkpoint or a heads
+            // rewrite that crashed.
             crate::replace::remove_stale(&*fs, &layout.checkpoint_tmp())?;
+            crate::replace::remove_stale(&*fs, &layout.heads_tmp())?;
         }
         let levels_dir = layout.levels_dir();
         for name in fs
             .list_dir(&levels_dir)
             .map_err(|e| StoreError::io("list", &levels_dir, e))?
         {
-            if format::parse_level_name(&name).is_none() {
+            if format::parse_level_name(&name).is_none() && format::parse_sums_name(&name).is_none()
+            {
                 return Err(StoreError::corrupt(
                     levels_dir.join(name),
                     0,
@@ -55,7 +62,9 @@ impl Store {
             }
         }
         let last = checkpoint::read(&*fs, dir, &meta)?;
-        let (resume, start) = match &last {
+        let strict = meta.flags & Layout::FLAG_FORMAT_2 != 0
+            || last.as_ref().is_some_and(|c| c.integrity.is_some());
+        let (position, start) = match &last {
             Some(c) => (c.resume, c.size),
             None => (
                 LogPosition {
@@ -66,30 +75,71 @@ impl Store {
                 0,
             ),
         };
-        let recovered = log::recover(Arc::clone(&fs), &layout, meta, (resume, start), access)?;
+        let (trusted, epoch) = last.as_ref().map_or((0, 0), |c| (c.heads, c.epoch));
+        let judge = access.judges_tail();
+        // The heads file first: its records say which log frames were
+        // durable when they were written, and the log's scan checks them.
+        let read_heads = heads::read(&*fs, dir, &meta, read_only)?;
+        let claims = if judge {
+            read_heads.log_claims(&meta, epoch)
+        } else {
+            Vec::new()
+        };
+        let resume = log::Resume {
+            position,
+            start,
+            chain: last
+                .as_ref()
+                .and_then(|c| c.integrity.as_ref())
+                .map(|i| i.chain),
+            strict,
+        };
+        let recovered = log::recover(Arc::clone(&fs), &layout, meta, resume, claims, access)?;
+        if last.is_none() && judge && (strict || recovered.writer.has_current_file()) {
+            return Err(StoreError::corrupt(
+                layout.checkpoint(),
+                0,
+                "missing: a store of this format has a checkpoint from its creation on",
+            ));
+        }
         let mut checkpoints = Checkpoints {
             last: last.clone(),
             ..Checkpoints::default()
         };
-        let (trusted, epoch) = last.as_ref().map_or((0, 0), |c| (c.heads, c.epoch));
+        let claimed = recovered
+            .tails
+            .iter()
+            .filter(|(tail, _, _)| judge && tail.epoch == epoch)
+            .max_by_key(|(tail, _, _)| tail.heads)
+            .map(|(tail, path, offset)| (tail.heads, path.clone(), *offset));
         let recovered_heads = heads::recover(
             Arc::clone(&fs),
             dir,
             meta,
-            trusted,
-            epoch,
-            recovered.writer.end(),
+            read_heads,
+            heads::Known {
+                trusted,
+                epoch,
+                end: recovered.writer.end(),
+                claimed,
+            },
             read_only,
         )?;
+        // A full verification (`cairn check`) trusts no record.
+        let trust = if config.verify_on_open {
+            Trust::default()
+        } else {
+            Trust::read(&*fs, &layout, meta.store_id)
+        };
         let mut tree = match &last {
             Some(c) if c.size > 0 => load_levels(
                 &*fs,
                 dir,
                 &meta,
                 c,
-                recovered.writer.files(),
+                &recovered.writer.files(),
                 &mut checkpoints,
-                read_only,
+                (read_only, &trust),
             )?,
             _ => LeanImt::new(meta.tree),
         };
@@ -141,7 +191,7 @@ fn load_levels(
     last: &CheckpointMeta,
     log_files: &[Arc<dyn FsFile>],
     checkpoints: &mut Checkpoints,
-    read_only: bool,
+    (read_only, trust): (bool, &Trust),
 ) -> Result<LeanImt> {
     let mode = if read_only {
         OpenMode::ReadOnly
@@ -153,6 +203,9 @@ fn load_levels(
     let checkpoint_path = layout.checkpoint();
     let mut levels = Vec::with_capacity(last.levels.len());
     checkpoints.tiered = vec![0; last.levels.len()];
+    // One `fstat` per log file: lengths checked before mapping, and the
+    // identity the verified record is compared with.
+    let log_identities: Vec<_> = log_files.iter().map(|f| identity_of(&**f)).collect();
     for (level, &(final_len, edge)) in last.levels.iter().enumerate() {
         let mut nodes = Level::default();
         let final_len = to_usize(final_len);
@@ -172,18 +225,29 @@ fn load_levels(
         };
         let level_file = if level > 0 && final_len > 0 {
             let path = layout.level_file(level_number(level));
-            let handle: Arc<dyn FsFile> = Arc::from(
-                fs.open(&path, mode)
-                    .map_err(|e| StoreError::io("open", &path, e))?,
-            );
-            let mut header = vec![0u8; to_usize(HEADER_LEN)];
+            let handle: Arc<dyn FsFile> =
+                Arc::from(fs.open(&path, mode).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => StoreError::corrupt(
+                        &path,
+                        0,
+                        format!("missing, but the checkpoint says it holds {final_len} nodes"),
+                    ),
+                    _ => StoreError::io("open", &path, e),
+                })?);
+            let mut header: HeaderPage = [0u8; to_usize(HEADER_LEN)];
             handle
                 .read_exact_at(&mut header, 0)
                 .map_err(|e| StoreError::corrupt(&path, 0, format!("header: {e}")))?;
             format::check_level_header(meta, level_number(level), &header)
                 .map_err(|why| StoreError::corrupt(&path, 0, why))?;
             let want = Layout::nodes_len(final_len as u64);
-            let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+            // One `fstat`: the length checked here, the identity the
+            // verified record is compared with.
+            let identity = identity_of(&*handle);
+            let len = match identity {
+                Some(identity) => identity.len,
+                None => handle.len().map_err(|e| StoreError::io("stat", &path, e))?,
+            };
             if len < want {
                 return Err(StoreError::corrupt(
                     &path,
@@ -197,23 +261,33 @@ fn load_levels(
                 checkpoints.files.resize(level + 1, None);
             }
             checkpoints.files[level] = Some(Arc::clone(&handle));
-            Some((handle, path))
+            Some((handle, path, identity))
         } else if level == 0 {
-            // Every leaf the checkpoint covers must be in the log files.
+            // Every leaf the checkpoint covers must be in the log files
+            // (checked before mapping: reading past a mapping's end is a
+            // SIGBUS): each file before the last whole, the last up to the
+            // last leaf.
             let leaves = last.size;
-            if leaves > 0 {
-                let (handle, path, offset) = file_for(leaves - 1)?;
-                let len = handle.len().map_err(|e| StoreError::io("stat", &path, e))?;
+            let mut first = 0;
+            while first < leaves {
+                let in_file = (leaves - first).min(per_file);
+                let (handle, path, offset) = file_for(first + in_file - 1)?;
+                let number = to_usize(first / per_file);
+                let len = match log_identities.get(number).copied().flatten() {
+                    Some(identity) => identity.len,
+                    None => handle.len().map_err(|e| StoreError::io("stat", &path, e))?,
+                };
                 if len < offset + Layout::NODE_LEN {
                     return Err(StoreError::corrupt(
                         &path,
                         len,
                         format!(
                             "the log file ends before leaf {} that the checkpoint covers",
-                            leaves - 1
+                            first + in_file - 1
                         ),
                     ));
                 }
+                first += in_file;
             }
             None
         } else {
@@ -230,7 +304,9 @@ fn load_levels(
                 && (at + SEGMENT_LEN) as u64 <= mappable(meta, last.finalized, level);
             if whole {
                 let source = match &level_file {
-                    Some((handle, path)) => Some(map_segment(&**handle, at / SEGMENT_LEN, path)?),
+                    Some((handle, path, _)) => {
+                        Some(map_segment(&**handle, at / SEGMENT_LEN, path)?)
+                    }
                     None => map_leaves(&layout, log_files, at / SEGMENT_LEN)?,
                 };
                 if let Some(source) = source {
@@ -246,7 +322,7 @@ fn load_levels(
             // the log file holding it).
             let mut take = (SEGMENT_LEN - at % SEGMENT_LEN).min(final_len - at);
             let (handle, path, offset) = match &level_file {
-                Some((handle, path)) => (
+                Some((handle, path, _)) => (
                     Arc::clone(handle),
                     path.clone(),
                     Layout::node_offset(at as u64),
@@ -267,6 +343,52 @@ fn load_levels(
                     .map_err(|e| StoreError::corrupt(&path, at, format!("reading nodes: {e}")))
             })?;
             at += take;
+        }
+        // Nothing loaded is trusted before it matches its sums (a
+        // checkpoint of an older version has none: its store is migrated
+        // by a writer's open).
+        if let Some(integrity) = &last.integrity {
+            let partial = integrity
+                .partial_pages
+                .get(level)
+                .copied()
+                .unwrap_or_default();
+            // What the verified record vouches for of the level's files.
+            let vouched: Vec<u64> = match &level_file {
+                Some((_, _, identity)) => {
+                    vec![trust.verified(VerifiedFile::Level(level_number(level)), *identity)]
+                }
+                None => log_identities
+                    .iter()
+                    .enumerate()
+                    .map(|(n, &identity)| trust.verified(VerifiedFile::Log(n as u64), identity))
+                    .collect(),
+            };
+            let data_vouched = |page: u64| -> bool {
+                let end = (page + 1) * PAGE_NODES;
+                if level > 0 {
+                    return vouched.first().is_some_and(|&v| v >= end);
+                }
+                let file = page * PAGE_NODES / per_file;
+                vouched
+                    .get(to_usize(file))
+                    .is_some_and(|&v| v >= end - file * per_file)
+            };
+            let (checked, vouched) = super::integrity::verify_level(
+                fs,
+                &layout,
+                meta,
+                super::integrity::LevelCheck {
+                    level,
+                    nodes: &nodes,
+                    final_len: final_len as u64,
+                    partial,
+                    data_vouched: &data_vouched,
+                },
+                trust,
+            )?;
+            checkpoints.pages_checked += checked;
+            checkpoints.pages_vouched += vouched;
         }
         // The level's last node is in the checkpoint (for level 0 it is
         // also in the log: they must agree).

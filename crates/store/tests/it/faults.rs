@@ -120,6 +120,8 @@ fn corrupt_byte(fs: &SimFs, path: &str, offset: u64) {
 const LOG0: &str = "/db/log/000000000000.log";
 const FRAMES: u64 = 4096 + 32 * 1024;
 
+/// Three acknowledged commits of ten leaves each, then a `kill -9`
+/// (nothing after the last commit: no seal).
 fn three_frames() -> SimFs {
     let fs = SimFs::new();
     let store = sim_store(&fs);
@@ -131,40 +133,89 @@ fn three_frames() -> SimFs {
             .wait(WAIT)
             .unwrap();
     }
+    let killed = fs.op_count();
     drop(store);
-    fs
+    fs.crash_at(
+        killed,
+        &cairn_store::fs::sim::CrashMode::KeepUnsynced,
+        &mut rand::thread_rng(),
+    )
 }
 
 /// rotortree 0.20 failure 4: corruption in the middle of the log silently
 /// truncated it. Here every acknowledged frame but the last is protected by
-/// the one after it: rot is an error naming the file and offset.
+/// the ones after it (their chain, and the tail record of the commit
+/// after it): rot is an error naming the file and the damaged offset.
 #[test]
 fn rot_in_an_acknowledged_frame_is_an_error_not_a_truncation() {
-    // A bit flip in the leaves of frame 0, in its header, and in frame 1.
-    for (offset, what) in [
-        (4096 + 32 * 3 + 5, "leaves of frame 0"),
-        (FRAMES + 9, "frame 0"),
-        (FRAMES + 32 + 20, "frame 1's leaf CRC"),
-        (4096 + 32 * 12, "leaves of frame 1"),
+    // A bit flip in the leaves of frame 0, in its header, in frame 1's
+    // leaf CRC and in frame 1's leaves: each error names where the log
+    // stopped being valid, at or before the damage.
+    for (offset, what, reported) in [
+        (4096 + 32 * 3 + 5, "leaves of frame 0", 4096),
+        (FRAMES + 9, "frame 0", FRAMES),
+        (FRAMES + 32 + 20, "frame 1's leaf CRC", FRAMES + 32),
+        (4096 + 32 * 12, "leaves of frame 1", 4096 + 32 * 10),
     ] {
         let fs = three_frames();
         corrupt_byte(&fs, LOG0, offset);
         match reopen(&fs) {
             Err(StoreError::Corrupt {
-                path, offset: at, ..
+                path,
+                offset: at,
+                detail,
             }) => {
                 assert_eq!(path, Path::new(LOG0), "{what}");
-                assert!(at >= FRAMES + 32, "{what}: offset {at}");
+                assert_eq!(at, reported, "{what}: {detail}");
+                assert!(detail.contains("acknowledged"), "{what}: {detail}");
             }
             other => panic!("{what}: want Corrupt, got {other:?}"),
         }
     }
-    // The last frame is the torn-tail case: dropped (the residual risk
-    // docs/file-format.md names), the rest intact.
+}
+
+/// Rot in the last acknowledged frame of a store that was not closed (no
+/// seal) is the one loss indistinguishable from a torn commit: dropped,
+/// the rest intact. Closed (sealed), the same damage is refused.
+#[test]
+fn rot_in_the_last_frame_is_a_torn_commit_unless_the_log_was_sealed() {
     let fs = three_frames();
     corrupt_byte(&fs, LOG0, 4096 + 32 * 25);
     let store = reopen(&fs).unwrap();
     assert_eq!(check_prefix(&store, 4), 20);
+    drop(store);
+
+    // The same commits, closed.
+    let fs = SimFs::new();
+    let store = sim_store(&fs);
+    for round in 0..3u64 {
+        store
+            .append_batch(&leaves(round * 10..round * 10 + 10))
+            .unwrap()
+            .token
+            .wait(WAIT)
+            .unwrap();
+    }
+    store.close().unwrap();
+    corrupt_byte(&fs, LOG0, 4096 + 32 * 25);
+    match reopen(&fs) {
+        Err(StoreError::Corrupt {
+            path,
+            offset,
+            detail,
+        }) => {
+            assert_eq!(
+                (path.as_path(), offset),
+                (Path::new(LOG0), 4096 + 32 * 20),
+                "{detail}"
+            );
+            assert!(
+                detail.contains("frame 3 ending at leaf 30 was durable"),
+                "{detail}"
+            );
+        }
+        other => panic!("want Corrupt, got {other:?}"),
+    }
 }
 
 #[test]
@@ -219,9 +270,10 @@ fn a_corrupt_or_short_checkpoint_is_an_error() {
         }
         other => panic!("want Corrupt, got {other:?}"),
     }
-    // Version 2: 96 fixed bytes (finality, rollback epoch, heads, rollback
-    // floor), 40 per level, the CRC.
-    assert_eq!(good.len(), 96 + 40 * 6 + 4);
+    // Version 3: 104 fixed bytes (finality, rollback epoch, heads, rollback
+    // floor, the log's chain value), 48 per level (with the CRC of its
+    // partial last page), the CRC.
+    assert_eq!(good.len(), 104 + 48 * 6 + 4);
 }
 
 #[test]
@@ -261,9 +313,36 @@ fn stray_files_are_reported_and_a_leftover_temporary_checkpoint_is_ignored() {
     assert_eq!(check_prefix(&store, 4), 30);
 }
 
+/// A flipped node of a level file is refused at every open: its page's
+/// CRC (here the partial last page's, in the checkpoint) no longer holds.
+#[test]
+fn a_flipped_level_node_is_refused_at_open_naming_its_page() {
+    let fs = SimFs::new();
+    let store = sim_store(&fs);
+    store.append_batch(&leaves(0..300)).unwrap();
+    store.checkpoint().unwrap();
+    drop(store);
+    corrupt_byte(&fs, "/db/levels/level-01.nodes", 4096 + 32 * 10 + 5);
+    match reopen(&fs) {
+        Err(StoreError::Corrupt {
+            path,
+            offset,
+            detail,
+        }) => {
+            assert_eq!(path, Path::new("/db/levels/level-01.nodes"));
+            assert_eq!(offset, 4096, "the page's first node: {detail}");
+            assert!(detail.contains("nodes 0..74 of level 1"), "{detail}");
+            assert!(detail.contains("the checkpoint says"), "{detail}");
+        }
+        other => panic!("want Corrupt, got {other:?}"),
+    }
+}
+
 /// Verification at open names a node that is not the hash of its
 /// children as a typed error: where the node is and where its children
-/// are, so a caller reports both without reopening the store.
+/// are, so a caller reports both without reopening the store. (A node
+/// stored wrong under a matching sum, as a faulty writer would leave it:
+/// only recomputing finds it.)
 #[test]
 fn verification_reports_a_wrong_node_and_where_its_children_are() {
     let fs = SimFs::new();
@@ -271,8 +350,26 @@ fn verification_reports_a_wrong_node_and_where_its_children_are() {
     store.append_batch(&leaves(0..300)).unwrap();
     store.checkpoint().unwrap();
     drop(store);
-    // Node 10 of level 1 (arity 4) covers leaves 40..44, in log file 0.
+    // Node 10 of level 1 (arity 4) covers leaves 40..44, in log file 0;
+    // the page CRC the checkpoint holds is made to match the wrong node.
     corrupt_byte(&fs, "/db/levels/level-01.nodes", 4096 + 32 * 10 + 5);
+    let level1 = fs.read_all(Path::new("/db/levels/level-01.nodes")).unwrap();
+    let checkpoint_bytes = fs.read_all(Path::new("/db/checkpoint")).unwrap();
+    let store_id = cairn_store::stored_config(&fs, Path::new("/db"))
+        .unwrap()
+        .store_id;
+    let mut checkpoint = cairn_store::decoders::checkpoint(&checkpoint_bytes, store_id).unwrap();
+    let integrity = checkpoint.integrity.as_mut().unwrap();
+    integrity.partial_pages[1] = crc32c::crc32c(&level1[4096..4096 + 32 * 74]);
+    let rewritten = cairn_store::decoders::encode_checkpoint(&checkpoint, store_id);
+    let file = fs
+        .open(
+            Path::new("/db/checkpoint"),
+            cairn_store::fs::OpenMode::Existing,
+        )
+        .unwrap();
+    file.write_at(&rewritten, 0).unwrap();
+    file.sync_data().unwrap();
     let mut verify = config(4, 10);
     verify.verify_on_open = true;
     let error = Store::open(
@@ -302,6 +399,6 @@ fn verification_reports_a_wrong_node_and_where_its_children_are() {
         error.corrupt_location(),
         Some((Path::new("/db/levels/level-01.nodes"), 4416))
     );
-    // Without verification the store opens: only recomputing finds it.
+    // Without recomputation the store opens: the sums hold.
     reopen(&fs).unwrap();
 }

@@ -4,6 +4,7 @@ mod basics;
 mod crash;
 mod faults;
 mod files;
+mod integrity;
 mod model;
 mod notify;
 mod power;

@@ -5,15 +5,23 @@
 
 use std::sync::Arc;
 
-use cairn_core::{Arity, Hash, HashKind, LeanImt, Snapshot, TreeConfig};
+use cairn_core::{Arity, Hash, HashKind, LeanImt, Snapshot, TreeConfig, TreeKind};
 use cairn_tiles::{
     CHECKPOINT, Checkpoint, CheckpointSignature, DirStore, MirrorError, MirrorTarget,
-    TileSink as _, TilesUpstream, Unsigned, catch_up, publish, root_after,
+    SignatureError, TargetError, TileSink as _, TilesUpstream, Unsigned, catch_up, publish,
 };
-use proptest::prelude::*;
 
 pub(crate) fn config(n: u64) -> TreeConfig {
     TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3)
+}
+
+/// A fixed-depth (Tornado- or Semaphore v3-style) tree of arity `n`,
+/// deep enough for 10,000 leaves.
+pub(crate) fn imt(n: u64) -> TreeConfig {
+    config(n).with_kind(TreeKind::Fixed {
+        depth: cairn_core::shape::depth(10_000, Arity::new(n).unwrap()) + 1,
+        zero: [0x21; 32],
+    })
 }
 
 pub(crate) fn leaves(seed: u64, count: u64) -> Vec<Hash> {
@@ -38,12 +46,12 @@ impl MirrorTarget for Memory {
     fn adopted(&self) -> Arc<Snapshot> {
         Arc::clone(&self.snapshot)
     }
-    fn adopt(&mut self, leaves: &[Hash]) -> Result<(), String> {
-        self.tree.append_batch(leaves).map_err(|e| e.to_string())?;
+    fn adopt(&mut self, leaves: &[Hash]) -> Result<(), TargetError> {
+        self.tree.append_batch(leaves)?;
         self.snapshot = Arc::new(self.tree.snapshot());
         Ok(())
     }
-    fn sync(&mut self) -> Result<(), String> {
+    fn sync(&mut self) -> Result<(), TargetError> {
         Ok(())
     }
 }
@@ -52,30 +60,17 @@ fn upstream(dir: &std::path::Path) -> TilesUpstream {
     TilesUpstream::new(Box::new(DirStore::new(dir)), Box::new(Unsigned))
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
-    #[test]
-    fn root_after_equals_the_root_of_the_longer_tree(
-        n in 2u64..=16,
-        old in 0u64..700,
-        added in 0u64..700,
-    ) {
-        let all = leaves(3, old + added);
-        let mut before = LeanImt::from_leaves(config(n), &all[..old as usize]).unwrap();
-        let mut after = LeanImt::from_leaves(config(n), &all).unwrap();
-        prop_assert_eq!(root_after(&before.snapshot(), &all[old as usize..]), after.root());
-    }
-}
-
 #[test]
 fn a_mirror_copies_the_tree_in_verified_chunks_and_follows_new_heads() {
     let all = leaves(5, 9_000);
-    for n in [2, 4, 16] {
-        let mut source = LeanImt::from_leaves(config(n), &all[..5_000]).unwrap();
+    let configs = [2, 4, 16].into_iter().flat_map(|n| [config(n), imt(n)]);
+    for config in configs {
+        let n = config.arity;
+        let mut source = LeanImt::from_leaves(config, &all[..5_000]).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let store = DirStore::new(dir.path());
         publish(&source.snapshot(), &store).unwrap();
-        let mut mirror = Memory::new(config(n));
+        let mut mirror = Memory::new(config);
         // Chunks that start and end inside tiles.
         let done = catch_up(&mut upstream(dir.path()), &mut mirror, 700).unwrap();
         assert_eq!((done.head, done.adopted), (source.head(), 5_000));
@@ -83,7 +78,7 @@ fn a_mirror_copies_the_tree_in_verified_chunks_and_follows_new_heads() {
         publish(&source.snapshot(), &store).unwrap();
         let done = catch_up(&mut upstream(dir.path()), &mut mirror, 1_000).unwrap();
         assert_eq!((done.head, done.adopted), (source.head(), 4_000));
-        assert!(mirror.tree.leaves().eq(all.iter()), "n {n}");
+        assert!(mirror.tree.leaves().eq(all.iter()), "{config:?} n {n}");
         // Nothing new: nothing adopted.
         let done = catch_up(&mut upstream(dir.path()), &mut mirror, 1_000).unwrap();
         assert_eq!(done.adopted, 0);
@@ -138,6 +133,12 @@ fn a_fork_a_rewritten_history_and_a_shrinking_store_are_refused_and_nothing_is_a
     publish(&wide.snapshot(), &DirStore::new(foreign.path())).unwrap();
     let err = catch_up(&mut upstream(foreign.path()), &mut mirror, 512).unwrap_err();
     assert!(err.to_string().contains("arity 16"), "{err}");
+    // Another kind: the same leaves as a fixed-depth tree.
+    let mut padded = LeanImt::from_leaves(imt(4), &a).unwrap();
+    let fixed = tempfile::tempdir().unwrap();
+    publish(&padded.snapshot(), &DirStore::new(fixed.path())).unwrap();
+    let err = catch_up(&mut upstream(fixed.path()), &mut mirror, 512).unwrap_err();
+    assert!(err.to_string().contains("(imt of depth 8"), "{err}");
     assert_eq!(mirror.snapshot.head(), adopted, "still nothing adopted");
 
     // The honest store, grown, is followed.
@@ -199,13 +200,12 @@ impl CheckpointSignature for EvenOnly {
         &self,
         object: &[u8],
         checkpoint: &Checkpoint,
-    ) -> Result<(), String> {
+    ) -> Result<(), SignatureError> {
         assert_eq!(Checkpoint::decode(object).unwrap(), *checkpoint);
         if checkpoint.head.size % 2 == 1 {
-            return Err(format!(
-                "no signature on the head of {} leaves",
-                checkpoint.head.size
-            ));
+            return Err(SignatureError::Unsigned {
+                keys: format!("the key of even heads, not {}", checkpoint.head.size),
+            });
         }
         Ok(())
     }
@@ -221,7 +221,7 @@ fn a_checkpoint_the_signature_hook_rejects_is_refused() {
     let err = catch_up(&mut signed, &mut mirror, 4_096).unwrap_err();
     assert!(
         err.to_string()
-            .contains("signature: no signature on the head of 1001 leaves"),
+            .contains("signature: the checkpoint is unsigned, want one signed by the key of even heads, not 1001"),
         "{err}"
     );
     assert!(err.to_string().contains(CHECKPOINT), "{err}");

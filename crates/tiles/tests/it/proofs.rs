@@ -1,11 +1,12 @@
-//! Proofs from tiles equal the tree's own, for every arity's geometry,
+//! Proofs from tiles equal the tree's own, for every arity's geometry and
+//! both append-only kinds (Lean, and fixed-depth padded with zeros),
 //! across tile and segment boundaries, after incremental publications; a
 //! wrong, short or missing tile and a forked tree are refused by name.
 
-use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig, TreeHead};
+use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig, TreeHead, TreeKind};
 use cairn_tiles::{
-    CHECKPOINT, CHECKPOINT_MAX_BYTES, Checkpoint, DirStore, Layout, PublishError, TileError,
-    TileSink, TileSource, TileTree, publish,
+    CHECKPOINT, CHECKPOINT_MAX_BYTES, Checkpoint, DirStore, Foreign, Layout, PublishError,
+    TileError, TileSink, TileSource, TileTree, publish,
 };
 
 fn leaves(count: u64) -> Vec<Hash> {
@@ -14,6 +15,16 @@ fn leaves(count: u64) -> Vec<Hash> {
 
 fn config(n: u64) -> TreeConfig {
     TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3)
+}
+
+/// A fixed-depth tree of arity `n` two levels deeper than `leaves` need
+/// (its top levels pad a lone node with zeros).
+fn imt(n: u64, leaves: u64) -> TreeConfig {
+    let arity = Arity::new(n).unwrap();
+    config(n).with_kind(TreeKind::Fixed {
+        depth: cairn_core::shape::depth(leaves, arity) + 2,
+        zero: [0x5a; 32],
+    })
 }
 
 /// Indices worth proving at `size`: both ends, tile edges, a spread.
@@ -30,10 +41,14 @@ fn indices(size: u64) -> Vec<u64> {
 #[test]
 fn proofs_from_tiles_equal_the_trees_at_every_arity_and_after_each_publication() {
     let all = leaves(70_000);
-    for n in [2, 3, 4, 5, 7, 16] {
+    let configs = [2, 3, 4, 5, 7, 16]
+        .into_iter()
+        .flat_map(|n| [config(n), imt(n, 70_000)]);
+    for config in configs {
+        let n = config.arity.as_u64();
         let dir = tempfile::tempdir().unwrap();
         let store = DirStore::new(dir.path());
-        let mut tree = LeanImt::new(config(n));
+        let mut tree = LeanImt::new(config);
         let mut published: Vec<TreeHead> = Vec::new();
         let mut at = 0u64;
         // Publish at sizes that start and end inside and on tile edges.
@@ -46,19 +61,20 @@ fn proofs_from_tiles_equal_the_trees_at_every_arity_and_after_each_publication()
             let checkpoint =
                 Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
             assert_eq!(checkpoint.head, snapshot.head());
+            assert_eq!(checkpoint.tree, config);
             assert_eq!(
-                checkpoint.layout,
-                Layout::new(config(n).arity, HashKind::Blake3)
+                checkpoint.layout(),
+                Layout::new(config.arity, HashKind::Blake3)
             );
-            let mut client = TileTree::new(config(n), checkpoint.head, &store);
+            let mut client = TileTree::new(config, checkpoint.head, &store);
             for index in indices(size) {
                 let proof = client
                     .prove(index)
-                    .unwrap_or_else(|e| panic!("n {n} size {size} index {index}: {e}"));
+                    .unwrap_or_else(|e| panic!("{config:?} size {size} index {index}: {e}"));
                 assert_eq!(
                     proof,
                     snapshot.prove(index).unwrap(),
-                    "n {n} size {size} index {index}"
+                    "{config:?} n {n} size {size} index {index}"
                 );
             }
             for old in &published {
@@ -106,7 +122,9 @@ fn wrong_short_or_missing_tiles_are_refused_naming_the_object() {
     let mut client = TileTree::new(config(4), head, &store);
     let err = client.prove(300).unwrap_err();
     match &err {
-        TileError::Mismatch { objects, .. } => assert!(objects.contains(path), "{err}"),
+        TileError::Mismatch { objects, .. } => {
+            assert!(objects.iter().any(|o| o == path), "{err}");
+        }
         other => panic!("want a mismatch, got {other:?}"),
     }
     // Nothing of the failed proof is kept: not the wrong tile, not the
@@ -168,14 +186,23 @@ fn a_tree_that_forked_below_the_published_size_is_refused() {
     tree.append_batch(&leaves(4_000)[3_000..3_600]).unwrap();
     let err = publish(&tree.snapshot(), &store).unwrap_err();
     assert!(
-        matches!(&err, PublishError::Foreign(why) if why.contains("rolled back")),
+        matches!(&err, PublishError::Foreign(Foreign::Root { size: 1_500 })),
         "{err}"
     );
+    assert!(err.to_string().contains("rolled back"), "{err}");
     let mut other = LeanImt::from_leaves(config(4), &all).unwrap();
     assert!(matches!(
         publish(&other.snapshot(), &store),
-        Err(PublishError::Foreign(_))
+        Err(PublishError::Foreign(Foreign::Tree { .. }))
     ));
+    // Nor does a fixed-depth tree of the same arity and hash publish over it.
+    let mut other = LeanImt::from_leaves(imt(2, 2_000), &all).unwrap();
+    let err = publish(&other.snapshot(), &store).unwrap_err();
+    assert!(
+        matches!(err, PublishError::Foreign(Foreign::Tree { .. })),
+        "{err}"
+    );
+    assert!(err.to_string().contains("imt of depth 13"), "{err}");
     // The store still holds the first publication.
     let checkpoint =
         Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
@@ -183,21 +210,39 @@ fn a_tree_that_forked_below_the_published_size_is_refused() {
 }
 
 #[test]
-fn a_fixed_depth_tree_is_refused_and_nothing_is_written() {
+fn an_indexed_tree_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let store = DirStore::new(dir.path());
-    let fixed = config(2).with_kind(cairn_core::TreeKind::Fixed {
-        depth: 12,
-        zero: [0; 32],
-    });
-    let mut tree = LeanImt::from_leaves(fixed, &leaves(300)).unwrap();
-    let err = publish(&tree.snapshot(), &store).unwrap_err();
-    assert!(matches!(err, PublishError::NotLean { depth: 12 }), "{err}");
-    assert_eq!(std::fs::read_dir(dir.path()).map_or(0, |d| d.count()), 0);
-    // Nor does an indexed tree's (its earlier leaves change).
-    let indexed = config(2).with_kind(cairn_core::TreeKind::Indexed);
+    // Its earlier leaves change: no tile of it would stay immutable.
+    let indexed = config(2).with_kind(TreeKind::Indexed);
     let mut tree = LeanImt::from_leaves(indexed, &leaves(300)).unwrap();
     let err = publish(&tree.snapshot(), &store).unwrap_err();
     assert!(matches!(err, PublishError::Indexed), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).map_or(0, |d| d.count()), 0);
+}
+
+/// The empty fixed-depth tree has a root (`zeros[depth]`): its checkpoint
+/// names it, and a consistency proof from it to a later head verifies.
+#[test]
+fn the_empty_fixed_depth_tree_is_published_with_its_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DirStore::new(dir.path());
+    let config = imt(2, 300);
+    let mut tree = LeanImt::new(config);
+    publish(&tree.snapshot(), &store).unwrap();
+    let empty = Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
+    assert_eq!(empty.head, config.empty_head());
+    assert!(empty.head.root.is_some());
+    tree.append_batch(&leaves(300)).unwrap();
+    publish(&tree.snapshot(), &store).unwrap();
+    let full = Checkpoint::decode(&store.get(CHECKPOINT, CHECKPOINT_MAX_BYTES).unwrap()).unwrap();
+    let mut client = TileTree::new(config, full.head, &store);
+    let proof = client.prove_consistency(&empty.head).unwrap();
+    assert_eq!(proof, tree.prove_consistency(0, 300).unwrap());
+    assert!(matches!(
+        client.prove(300),
+        Err(TileError::Tree(
+            cairn_core::TreeError::IndexOutOfRange { .. }
+        ))
+    ));
 }

@@ -12,7 +12,7 @@ use cairn_tiles::{
     publish_with, read_checkpoint, read_checkpoint_checked,
 };
 
-use crate::mirror::{Memory, config, leaves};
+use crate::mirror::{Memory, config, imt, leaves};
 
 fn signer(name: &str, seed: u8) -> Signer {
     Signer::from_seed(name, &[seed; 32]).unwrap()
@@ -45,6 +45,56 @@ fn refused(err: MirrorError, wanted: &[&str]) {
     for want in wanted {
         assert!(text.contains(want), "{text:?} does not say {want:?}");
     }
+}
+
+/// A fixed-depth tree's signed store: its checkpoint names the tree
+/// (`kind=imt` with depth and zero), the empty tree's too (it has a root),
+/// a mirror with the key follows it from empty, and a note whose tree line
+/// says another depth is refused.
+#[test]
+fn a_signed_fixed_depth_store_is_followed_from_its_empty_tree() {
+    let key = signer("example.org/pool", 5);
+    let dir = tempfile::tempdir().unwrap();
+    let store = DirStore::new(dir.path());
+    let all = leaves(12, 1_500);
+    let mut tree = LeanImt::new(imt(2));
+    publish_signed(&mut tree, &store, &key);
+    let text = std::fs::read_to_string(dir.path().join(CHECKPOINT)).unwrap();
+    assert!(
+        text.contains("\ncairn-tree kind=imt arity=2 hash=blake3 depth=15 zero=0x2121"),
+        "{text}"
+    );
+    let head = cairn_note::open_head(&text, &key.verifier()).unwrap();
+    assert_eq!((head.size, Some(head.root)), (0, tree.root()));
+    let mut mirror = Memory::new(imt(2));
+    let done = catch_up(
+        &mut trusting(dir.path(), &[key.verifier()]),
+        &mut mirror,
+        512,
+    )
+    .unwrap();
+    assert_eq!((done.head, done.adopted), (tree.head(), 0));
+    tree.append_batch(&all).unwrap();
+    publish_signed(&mut tree, &store, &key);
+    let done = catch_up(
+        &mut trusting(dir.path(), &[key.verifier()]),
+        &mut mirror,
+        512,
+    )
+    .unwrap();
+    assert_eq!((done.head, done.adopted), (tree.head(), 1_500));
+    // The same head under another depth's tree line: the signature fails.
+    let text = std::fs::read_to_string(dir.path().join(CHECKPOINT)).unwrap();
+    store
+        .put(CHECKPOINT, text.replace("depth=15", "depth=16").as_bytes())
+        .unwrap();
+    let err = catch_up(
+        &mut trusting(dir.path(), &[key.verifier()]),
+        &mut mirror,
+        512,
+    )
+    .unwrap_err();
+    refused(err, &["bad signature"]);
 }
 
 #[test]
@@ -220,7 +270,7 @@ fn the_pin_hook_runs_before_the_checkpoint_and_can_stop_it() {
         assert!(dir.path().join("tile/0/000").exists());
         assert!(!dir.path().join(CHECKPOINT).exists());
         seen.lock().unwrap().push(*head);
-        Err("rolled back meanwhile".to_owned())
+        Err("rolled back meanwhile".into())
     };
     let options = PublishOptions {
         before_checkpoint: Some(&refuse),
