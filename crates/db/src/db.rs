@@ -226,6 +226,9 @@ pub(crate) struct Persist {
     /// Cleared once a set file is written: it holds no rolled-back entry.
     pub(crate) floor: cairn_store::RollbackFloor,
     percent: u32,
+    /// Tells the store's file checks of each set file written (they put
+    /// it back if it is removed or replaced while the database runs).
+    watch: std::sync::OnceLock<cairn_store::FileWatch>,
 }
 
 impl Persist {
@@ -271,6 +274,21 @@ impl Persist {
         file::write(&*self.fs, &self.dir, &self.set, self.store_id, size)?;
         *covered = size;
         self.floor.clear();
+        if let Some(watch) = self.watch.get() {
+            watch.published();
+        }
+        Ok(())
+    }
+
+    /// Writes the set file again for the leaves it covers: the store's
+    /// check found it removed or replaced.
+    fn rewrite(&self) -> std::result::Result<(), StoreError> {
+        let covered = self.covered.lock();
+        file::write(&*self.fs, &self.dir, &self.set, self.store_id, *covered)?;
+        self.floor.clear();
+        if let Some(watch) = self.watch.get() {
+            watch.published();
+        }
         Ok(())
     }
 }
@@ -432,9 +450,16 @@ impl Db {
                 epoch: AtomicU64::new(0),
                 floor: store.rollback_floor_handle(),
                 percent: config.set_rewrite_percent,
+                watch: std::sync::OnceLock::new(),
             })
         });
         if let Some(persist) = &persist {
+            let weak = Arc::downgrade(persist);
+            let watch = store.watch_file(
+                SET_FILE,
+                Box::new(move || weak.upgrade().map_or(Ok(()), |p| p.rewrite())),
+            );
+            let _ = persist.watch.set(watch);
             let persist = Arc::clone(persist);
             store.set_checkpoint_hook(Box::new(move |meta: &CheckpointMeta| {
                 persist.after_store_checkpoint(meta.size)
@@ -689,6 +714,15 @@ impl Db {
     /// Makes everything appended so far durable; returns the durable size.
     pub fn flush(&self) -> Result<u64> {
         Ok(self.store.flush()?)
+    }
+
+    /// What the store reports about itself, read without waiting for a
+    /// write: the failure that stopped acknowledgements, a failing
+    /// checkpoint (appends go on; the store tries again), and the files
+    /// found removed or replaced under it (see
+    /// [`cairn_store::Store::health`]).
+    pub fn health(&self) -> cairn_store::StoreHealth {
+        self.store.health()
     }
 
     /// Checkpoints the tree and the set (flushing first); returns the

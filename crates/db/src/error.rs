@@ -195,6 +195,7 @@ impl DbError {
                     finalized: *finalized,
                 },
                 StoreError::Poisoned { .. }
+                | StoreError::Replaced { .. }
                 | StoreError::Io { .. }
                 | StoreError::Corrupt { .. }
                 | StoreError::NodeMismatch(_)

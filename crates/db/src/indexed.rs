@@ -467,6 +467,11 @@ impl IndexedDb {
         self.state.write().tree.snapshot()
     }
 
+    /// What the store reports about itself (see [`Db::health`]).
+    pub fn health(&self) -> cairn_store::StoreHealth {
+        self.db.health()
+    }
+
     /// Makes every value appended so far durable and applies it; returns
     /// the head.
     pub fn flush(&self) -> Result<TreeHead> {

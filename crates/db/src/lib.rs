@@ -55,8 +55,9 @@ pub use cairn_store::format::STORE_FORMAT;
 pub use cairn_store::format::VERSION as FORMAT_VERSION;
 pub use cairn_store::names::META as META_FILE;
 pub use cairn_store::{
-    Appended, Backup, BlockTag, CheckpointMeta, CheckpointObserver, CheckpointPolicy, NodeMismatch,
-    RootAt, StoreConfig, StoreError, StoreStats, StoredChildren, TaggedHead, Token,
+    Appended, Backup, BlockTag, CheckpointFailure, CheckpointMeta, CheckpointObserver,
+    CheckpointPolicy, FileChange, FileEvent, FileOutcome, NodeMismatch, RootAt, StoreConfig,
+    StoreError, StoreHealth, StoreStats, StoredChildren, TaggedHead, Token,
 };
 pub use config::DbConfig;
 pub use database::{

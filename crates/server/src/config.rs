@@ -39,6 +39,22 @@ pub struct ServerConfig {
     /// After the shutdown signal, how long in-flight requests may run
     /// before their connections are closed.
     pub shutdown_grace: Duration,
+    /// How long a request's headers may take to arrive, counted from when
+    /// the server is ready for them: a connection that takes longer (a
+    /// client sending them slowly, or a keep-alive connection that sends
+    /// nothing) is closed.
+    pub header_read_timeout: Duration,
+    /// How long a connection may move no byte while none of its requests
+    /// is being handled (an answer the client does not read), and a
+    /// request body may send nothing, before the connection is closed.
+    pub idle_timeout: Duration,
+    /// The most connections open at once; more are answered 503 with
+    /// `Retry-After` and closed. `None`: as many as the open-file limit
+    /// leaves room for after the descriptors open at start and those kept
+    /// for the database's own files (an eighth of the limit, at least 32),
+    /// at most 4096. A number above that room is lowered to it. The room
+    /// is recomputed every second, as the database opens more files.
+    pub max_connections: Option<usize>,
     /// Checkpoint the database on graceful shutdown (a faster next open).
     pub checkpoint_on_shutdown: bool,
     /// Which browser origins may call the server (none by default).
@@ -66,11 +82,16 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 64 << 20;
 pub const DEFAULT_MAX_BATCH_LEAVES: usize = 1 << 20;
 /// The default of [`ServerConfig::durability_timeout`], in seconds.
 pub const DEFAULT_DURABILITY_TIMEOUT_SECONDS: u64 = 30;
+/// The default of [`ServerConfig::header_read_timeout`], in seconds.
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECONDS: u64 = 10;
+/// The default of [`ServerConfig::idle_timeout`], in seconds.
+pub const DEFAULT_IDLE_TIMEOUT_SECONDS: u64 = 30;
 
 impl ServerConfig {
     /// Defaults for `listen`: no token, 64 MiB bodies, batches of up to
-    /// 2^20 leaves, reads of up to 2^16 leaves, a 30 s durability wait, a 30 s shutdown grace, a
-    /// checkpoint on shutdown.
+    /// 2^20 leaves, reads of up to 2^16 leaves, a 30 s durability wait, a
+    /// 30 s shutdown grace, a checkpoint on shutdown, 10 s for a request's
+    /// headers, 30 s idle, connections bounded by the open-file limit.
     pub fn new(listen: SocketAddr) -> ServerConfig {
         ServerConfig {
             listen,
@@ -80,6 +101,9 @@ impl ServerConfig {
             max_leaves_per_read: DEFAULT_MAX_LEAVES_PER_READ,
             durability_timeout: Duration::from_secs(DEFAULT_DURABILITY_TIMEOUT_SECONDS),
             shutdown_grace: Duration::from_secs(30),
+            header_read_timeout: Duration::from_secs(DEFAULT_HEADER_READ_TIMEOUT_SECONDS),
+            idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECONDS),
+            max_connections: None,
             checkpoint_on_shutdown: true,
             cors: CorsPolicy::None,
             signer: None,
@@ -101,6 +125,9 @@ impl fmt::Debug for ServerConfig {
             .field("max_leaves_per_read", &self.max_leaves_per_read)
             .field("durability_timeout", &self.durability_timeout)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
             .field("checkpoint_on_shutdown", &self.checkpoint_on_shutdown)
             .field("cors", &self.cors)
             .field("signer", &self.signer)
@@ -116,8 +143,12 @@ impl fmt::Debug for ServerConfig {
 const TOKEN_MAX_BYTES: usize = 4096;
 
 /// Reads a write token from `path`: the file's content without surrounding
-/// whitespace, which must be 1..=4096 visible ASCII characters (what an
-/// HTTP header can carry). The token itself never appears in an error.
+/// whitespace, which must be one line of 1..=4096 visible ASCII characters
+/// (what an HTTP header can carry). A file of two lines is refused rather
+/// than read in part: it is not what a token file holds (a key, a token
+/// with a comment), and using its first line could let a server start
+/// with a token its clients do not have. Warns when other users may read
+/// the file. The token itself never appears in an error.
 pub fn read_token_file(path: &Path) -> Result<String, ServerError> {
     let refuse = |reason: String| ServerError::TokenFile {
         path: path.to_path_buf(),
@@ -134,6 +165,12 @@ pub fn read_token_file(path: &Path) -> Result<String, ServerError> {
         return Err(refuse(format!(
             "the token has {} bytes, at most {TOKEN_MAX_BYTES} are allowed",
             token.len()
+        )));
+    }
+    let lines = token.lines().count();
+    if lines > 1 {
+        return Err(refuse(format!(
+            "the file holds {lines} lines, a token is one"
         )));
     }
     if let Some(position) = token.bytes().position(|b| !b.is_ascii_graphic()) {
@@ -188,6 +225,11 @@ mod tests {
         let error = read_token_file(&path).unwrap_err().to_string();
         assert!(error.contains("byte 3"), "{error}");
         assert!(!error.contains("words"), "{error}");
+        // Two lines are refused, not cut to the first.
+        std::fs::write(&path, "first-line\nsecond\n").unwrap();
+        let error = read_token_file(&path).unwrap_err().to_string();
+        assert!(error.contains("holds 2 lines, a token is one"), "{error}");
+        assert!(!error.contains("first-line"), "{error}");
         let missing = dir.path().join("missing");
         assert!(read_token_file(&missing).is_err());
     }
@@ -200,7 +242,7 @@ pub struct ServeOptions {
     /// The address to listen on (port 0 picks a free one).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
     pub listen: SocketAddr,
-    /// A file holding the write token: POST requests then need `Authorization: Bearer <token>`.
+    /// A file holding the write token (one line; surrounding white space is ignored, a second line is refused): POST requests then need `Authorization: Bearer <token>`. Warns if other users can read it.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
     /// Refuse request bodies above this many bytes (413).
@@ -215,6 +257,15 @@ pub struct ServeOptions {
     /// Seconds an append waits to become durable before answering 503.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DURABILITY_TIMEOUT_SECONDS)]
     pub durability_timeout: u64,
+    /// Close a connection whose request headers have not all arrived this many seconds after the server was ready for them (a keep-alive connection that sends nothing too).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT_SECONDS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout: u64,
+    /// Close a connection that moves nothing for this many seconds while none of its requests is being handled (an answer not read), or whose request body sends nothing for that long.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT_SECONDS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: u64,
+    /// At most this many connections open at once; more are answered 503 with Retry-After: 1 and closed [default: what the open-file limit (ulimit -n) leaves after the descriptors open at start and those kept for the database's own files (an eighth of the limit, at least 32), at most 4096; recomputed every second].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
     /// Do not checkpoint on graceful shutdown (by default the server checkpoints then).
     #[arg(long)]
     pub no_checkpoint_on_shutdown: bool,
@@ -289,6 +340,11 @@ impl ServeOptions {
         config.max_batch_leaves = self.max_batch_leaves;
         config.max_leaves_per_read = self.max_leaves_per_read;
         config.durability_timeout = Duration::from_secs(self.durability_timeout);
+        config.header_read_timeout = Duration::from_secs(self.header_read_timeout);
+        config.idle_timeout = Duration::from_secs(self.idle_timeout);
+        config.max_connections = self
+            .max_connections
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
         config.cors = CorsPolicy::from_origins(&self.cors_origin).map_err(ServerError::Usage)?;
         config.read_only = self.read_only;

@@ -45,6 +45,8 @@ mod companions;
 mod config;
 mod cors;
 mod error;
+mod health;
+mod listener;
 mod metrics;
 mod process;
 mod query;
@@ -56,11 +58,13 @@ mod state;
 pub use api::service::OPENAPI_JSON;
 pub use companions::{DbTarget, MirrorSettings, PublishSettings, check_tiles, open_upstream};
 pub use config::{
-    DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_HEADER_READ_TIMEOUT_SECONDS,
+    DEFAULT_IDLE_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_LEAVES_PER_READ, SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file,
     read_token_file, trusted_keys,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;
+pub use listener::{DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS_MIN, reserved_descriptors};
 pub use routes::{ROUTES, Route};
 pub use server::{Server, init_logging, run, run_db, serve};

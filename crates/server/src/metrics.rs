@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use cairn_db::Database;
+use cairn_db::{Database, StoreHealth};
 use parking_lot::RwLock;
+
+use crate::listener::ConnectionStats;
 
 /// Upper bounds of the histogram buckets, in seconds (the last bucket,
 /// `+Inf`, is implied).
@@ -108,6 +110,8 @@ pub(crate) struct Metrics {
     pub publisher: std::sync::OnceLock<Arc<cairn_tiles::PublisherStatus>>,
     /// The mirror follower's figures, when it runs.
     pub follower: std::sync::OnceLock<Arc<cairn_tiles::FollowerStatus>>,
+    /// The connections and the limits they are served within.
+    pub connections: Arc<ConnectionStats>,
 }
 
 impl Metrics {
@@ -208,6 +212,7 @@ impl Metrics {
         if let Some(status) = self.follower.get() {
             status.render(&mut out);
         }
+        self.render_server(&mut out, &db.health());
         crate::process::render(&mut out);
         out
     }
@@ -299,8 +304,147 @@ impl Metrics {
             stats.store.checkpoint_number,
         );
         self.render_histograms(&mut out);
+        self.render_server(&mut out, &db.health());
         crate::process::render(&mut out);
         out
+    }
+
+    /// The connections, the limits and the store's health, for both
+    /// servers.
+    fn render_server(&self, out: &mut String, health: &StoreHealth) {
+        let c = &*self.connections;
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        let seconds = |n: &AtomicU64| load(n) as f64 / 1e3;
+        gauge(
+            out,
+            "cairn_http_connections_open",
+            "Connections open now.",
+            c.open(),
+        );
+        gauge(
+            out,
+            "cairn_http_connections_limit",
+            "Connections allowed open now (the bound, lowered as the database's files take descriptors); more are answered 503.",
+            load(&c.bound),
+        );
+        gauge(
+            out,
+            "cairn_http_connections_max",
+            "The bound on connections set at start (--max-connections, or what the open-file limit left).",
+            load(&c.max),
+        );
+        gauge(
+            out,
+            "cairn_reserved_descriptors",
+            "File descriptors kept out of the connections' reach for the database's own files (0: the limit is unknown).",
+            load(&c.reserved),
+        );
+        counter(
+            out,
+            "cairn_http_connections_accepted_total",
+            "Connections accepted.",
+            load(&c.accepted),
+        );
+        counter(
+            out,
+            "cairn_http_connections_refused_total",
+            "Connections answered 503 with Retry-After because as many as allowed were open.",
+            load(&c.refused),
+        );
+        counter(
+            out,
+            "cairn_http_connections_dropped_total",
+            "Connections over the bound closed without an answer (too many being refused at once).",
+            load(&c.dropped),
+        );
+        counter(
+            out,
+            "cairn_http_header_read_timeouts_total",
+            "Connections closed because a request's headers did not arrive in time (slow or silent clients).",
+            load(&c.header_timeouts),
+        );
+        counter(
+            out,
+            "cairn_http_idle_timeouts_total",
+            "Answers not read (nothing moved for the idle timeout while writing one: the connection is closed) and request bodies that stalled as long (refused with 400).",
+            load(&c.idle_timeouts),
+        );
+        counter(
+            out,
+            "cairn_http_accept_errors_total",
+            "Failed accepts (no descriptor left, say); the server pauses 50 ms and tries again.",
+            load(&c.accept_errors),
+        );
+        for (name, help, value) in [
+            (
+                "cairn_http_header_read_timeout_seconds",
+                "How long a request's headers may take to arrive (--header-read-timeout).",
+                seconds(&c.header_read_timeout_ms),
+            ),
+            (
+                "cairn_http_idle_timeout_seconds",
+                "How long a connection may move nothing (--idle-timeout).",
+                seconds(&c.idle_timeout_ms),
+            ),
+            (
+                "cairn_durability_timeout_seconds",
+                "How long an append waits to become durable before answering 503 (--durability-timeout).",
+                seconds(&c.durability_timeout_ms),
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        }
+        gauge(
+            out,
+            "cairn_max_body_bytes",
+            "Request bodies above this many bytes are refused with 413 (--max-body-bytes).",
+            load(&c.max_body_bytes),
+        );
+        gauge(
+            out,
+            "cairn_max_batch_leaves",
+            "Batches above this many leaves are refused with 413 (--max-batch-leaves).",
+            load(&c.max_batch_leaves),
+        );
+        gauge(
+            out,
+            "cairn_max_leaves_per_read",
+            "GET /v1/leaves answers at most this many leaves (--max-leaves-per-read).",
+            load(&c.max_leaves_per_read),
+        );
+        gauge(
+            out,
+            "cairn_acknowledgements_stopped",
+            "1 once the database stopped acknowledging writes (a failed log write or sync): restart it.",
+            u64::from(health.failure.is_some()),
+        );
+        gauge(
+            out,
+            "cairn_checkpoint_failing",
+            "Failed checkpoints in a row (0: the last one was written); appends go on and the checkpoint is retried.",
+            health.checkpoint.as_ref().map_or(0, |f| f.consecutive),
+        );
+        counter(
+            out,
+            "cairn_checkpoint_failures_total",
+            "Checkpoints (and rollback or finalize publications) that failed since the database was opened.",
+            health.checkpoint_failures,
+        );
+        counter(
+            out,
+            "cairn_file_events_total",
+            "Files of the database found removed or replaced under the server (each written again from what it holds, if it could).",
+            health.file_events_total,
+        );
+        gauge(
+            out,
+            "cairn_files_unrestored",
+            "Files of the database removed or replaced under the server and not yet written again (do not restart).",
+            health.unrestored.len() as u64,
+        );
     }
 
     /// The counters of writes both servers keep.

@@ -56,6 +56,35 @@ pub(crate) fn render(out: &mut String) {
     );
 }
 
+/// The soft limit of open file descriptors (`RLIMIT_NOFILE`), where the
+/// platform says (Linux: `/proc/self/limits`); `None` for "unlimited".
+pub(crate) fn descriptor_limit() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+        parse_max_fds(&text).map(|limit| limit as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The file descriptors open now, where the platform says (Linux:
+/// `/proc/self/fd`, less the one its listing opens); `None` when it
+/// cannot be read (no descriptor left to list it, say).
+pub(crate) fn open_descriptors() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let entries = std::fs::read_dir("/proc/self/fd").ok()?;
+        Some((entries.count() as u64).saturating_sub(1))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// The figures, each `None` where `/proc` did not give it.
 #[derive(Debug, Default, PartialEq)]
 struct Figures {

@@ -1,22 +1,24 @@
 //! Starting, serving and stopping. Shutdown order: stop accepting, let
 //! in-flight requests finish (for at most the grace period), flush,
 //! checkpoint if configured, then (in [`run_db`]) wait for blocking tasks
-//! and close the database, which releases the directory lock.
+//! and close the database, which releases the directory lock. Connections
+//! are accepted and served, within their limits, by `listener.rs`.
 
-use std::future::{Future, IntoFuture as _};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use axum::serve::ListenerExt as _;
 use cairn_db::Database;
 use tokio::net::TcpListener;
 
 use crate::config::ServerConfig;
 use crate::error::ServerError;
-use crate::routes;
+use crate::listener::{ConnectionStats, Limits};
 use crate::state::AppState;
+use crate::{health, listener, routes};
 
 /// A bound server, not yet serving: [`Server::local_addr`] tells which
 /// port a `:0` listen address got.
@@ -37,10 +39,17 @@ impl Server {
         let local_addr = listener
             .local_addr()
             .map_err(|source| ServerError::Bind { addr, source })?;
+        let state = AppState::new(db, config);
+        let shared = state.shared();
+        shared
+            .metrics
+            .connections
+            .configure(&shared.config)
+            .map_err(ServerError::Usage)?;
         Ok(Server {
             listener,
             local_addr,
-            state: AppState::new(db, config),
+            state,
         })
     }
 
@@ -89,6 +98,7 @@ impl Server {
             read_only = config.read_only,
             "listening"
         );
+        log_limits(&shared.metrics.connections);
         if let Some(signer) = &config.signer {
             tracing::info!(
                 verifier_key = %signer.verifier(),
@@ -109,14 +119,17 @@ impl Server {
             tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = signalled.send(());
         };
-        let listener = listener.tap_io(|tcp| {
-            // Answers are small and written at once: do not let Nagle
-            // hold them back waiting for the client's ACK.
-            let _ = tcp.set_nodelay(true);
-        });
-        let serving = axum::serve(listener, routes::router(state.clone()))
-            .with_graceful_shutdown(signal)
-            .into_future();
+        let watched = Arc::downgrade(&shared.db);
+        let watch = tokio::spawn(health::watch(move || {
+            watched.upgrade().map(|db| db.health())
+        }));
+        let serving = listener::serve(
+            listener,
+            routes::router(state.clone()),
+            Limits::of(config),
+            Arc::clone(&shared.metrics.connections),
+            signal,
+        );
         let deadline = async move {
             match on_signal.await {
                 Ok(()) => tokio::time::sleep(grace).await,
@@ -130,6 +143,9 @@ impl Server {
                 "requests still in flight after the grace period: closing their connections"
             ),
         }
+        watch.abort();
+        // Awaited: once it is gone, nothing of it holds the database.
+        let _ = watch.await;
         // The publisher's last round publishes the last durable size.
         tokio::task::spawn_blocking(move || companions.stop_and_join())
             .await
@@ -139,6 +155,20 @@ impl Server {
             })?;
         finish(state).await
     }
+}
+
+/// Logs the connection limits a server runs with.
+pub(crate) fn log_limits(connections: &ConnectionStats) {
+    let load = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
+    let descriptors = load(&connections.descriptor_limit);
+    tracing::info!(
+        max_connections = load(&connections.max),
+        open_file_limit = (descriptors > 0).then_some(descriptors),
+        reserved_descriptors = (descriptors > 0).then(|| load(&connections.reserved)),
+        header_read_timeout_seconds = load(&connections.header_read_timeout_ms) as f64 / 1e3,
+        idle_timeout_seconds = load(&connections.idle_timeout_ms) as f64 / 1e3,
+        "connection limits"
+    );
 }
 
 /// Flushes, and checkpoints if configured (on the blocking pool).

@@ -74,9 +74,12 @@ impl Shared {
         self.failure.lock().clone()
     }
 
-    /// Records `error` if it is the first storage fault.
+    /// Records a storage fault a request met, if it is the first and it
+    /// stopped acknowledgements (a failed checkpoint, rollback
+    /// publication or finalization changes nothing and is in the store's
+    /// health).
     pub fn record_failure(&self, error: &DbError) {
-        if error.is_storage_fault() {
+        if error.is_storage_fault() && self.db.health().failure.is_some() {
             let mut failure = self.failure.lock();
             if failure.is_none() {
                 tracing::error!(error = %error, "the database failed: no more appends will be acknowledged");

@@ -176,6 +176,20 @@ pub enum StoreError {
         /// The size it was truncated to.
         to: u64,
     },
+    /// A file (or the directory) the store writes to no longer has its
+    /// name, and the store could not write it there again: what it writes
+    /// would not be durable at the name a reopen reads.
+    #[error(
+        "{path} was {change} while the store was using it and could not be restored ({detail}): nothing more is acknowledged; what it held is still in the store's memory until it closes"
+    )]
+    Replaced {
+        /// The file or directory.
+        path: PathBuf,
+        /// "removed" or "replaced".
+        change: &'static str,
+        /// Why it could not be restored.
+        detail: String,
+    },
 }
 
 /// A stored node that is not the hash of its children (see
@@ -238,6 +252,7 @@ impl StoreError {
                 | StoreError::Corrupt { .. }
                 | StoreError::NodeMismatch(_)
                 | StoreError::Poisoned { .. }
+                | StoreError::Replaced { .. }
         )
     }
 

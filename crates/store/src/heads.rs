@@ -160,13 +160,18 @@ impl Heads {
         self.written = self.written.max(count.min(self.tags.len()));
     }
 
+    /// How many tags [`Heads::truncate`] would keep for `to` and
+    /// `max_block` (without changing anything).
+    pub fn kept(&self, to: u64, max_block: Option<u64>) -> usize {
+        self.tags
+            .partition_point(|t| t.size <= to && max_block.is_none_or(|b| t.block <= b))
+    }
+
     /// Drops every tag above size `to` (and with `max_block`, every tag of
     /// a later block) and every recent size above `to`; returns how many
     /// tags remain.
     pub fn truncate(&mut self, to: u64, max_block: Option<u64>) -> usize {
-        let keep = self
-            .tags
-            .partition_point(|t| t.size <= to && max_block.is_none_or(|b| t.block <= b));
+        let keep = self.kept(to, max_block);
         if keep < self.tags.len() {
             self.tags.truncate(keep);
             self.tag_roots.retain(|_, index| *index < keep);
@@ -285,6 +290,17 @@ impl HeadsWriter {
     /// The epoch new records carry.
     pub fn epoch(&self) -> u64 {
         self.epoch
+    }
+
+    /// The open heads file, if one was opened or created, and its path.
+    pub fn file(&self) -> (Option<&Arc<dyn FsFile>>, &Path) {
+        (self.file.as_ref(), &self.path)
+    }
+
+    /// Writes go to `handle` from now on: the same bytes, written again at
+    /// the file's name after it was removed or replaced.
+    pub fn replace_handle(&mut self, handle: Arc<dyn FsFile>) {
+        self.file = Some(handle);
     }
 
     /// Whether the file (if any) is of the current version.

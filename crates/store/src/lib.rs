@@ -50,13 +50,14 @@ pub use backup::{Backup, DerivedFiles};
 pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
 pub use error::{NodeMismatch, StoreError, StoredChildren};
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
+pub use fs::{FileId, Fs, StdFs};
 #[cfg(any(test, feature = "sim"))]
-pub use fs::SimFs;
-pub use fs::{Fs, StdFs};
+pub use fs::{OpenFault, SimFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use layout::Layout;
 pub use rollback::RollbackFloor;
 pub use store::{
-    Appended, CheckpointHook, CheckpointObserver, DurableHead, Store, StoreStats, Token,
+    Appended, CheckpointFailure, CheckpointHook, CheckpointObserver, DurableHead, FileChange,
+    FileEvent, FileOutcome, FileRestore, FileWatch, Store, StoreHealth, StoreStats, Token,
     stored_config,
 };

@@ -50,8 +50,9 @@ struct LogFile {
 }
 
 /// The log's files and where the next frame goes. Owned by whoever flushes
-/// (behind the store's flush lock).
-#[derive(Debug)]
+/// (behind the store's flush lock). A clone shares the open files: a
+/// rollback keeps one to put back if it cannot publish.
+#[derive(Clone, Debug)]
 pub(crate) struct LogWriter {
     fs: Arc<dyn Fs>,
     layout: Layout,
@@ -108,6 +109,13 @@ impl LogWriter {
     /// Whether any open log file is of the current version.
     pub fn has_current_file(&self) -> bool {
         self.files.iter().any(|f| f.version == LOG_VERSION)
+    }
+
+    /// Writes to log file `number` go to `handle` from now on: the same
+    /// bytes, written again at the file's name after it was removed or
+    /// replaced (see the store's file checks).
+    pub fn replace_handle(&mut self, number: u64, handle: Arc<dyn FsFile>) {
+        self.files[to_usize(number)].handle = handle;
     }
 
     fn path(&self, file: u64) -> PathBuf {

@@ -15,13 +15,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cairn_core::{Hash, TreeHead};
+use cairn_core::cast::to_usize;
+use cairn_core::level::Level;
+use cairn_core::{Hash, LeanImt, Snapshot, TreeHead};
 
-use crate::checkpoint::{self, Marks};
+use crate::checkpoint::{self, Checkpoints, Marks};
 use crate::error::{Result, StoreError};
 use crate::heads::{RootAt, TaggedHead};
-use crate::log::HeadsDurable;
-use crate::store::{Flushed, Inner, Store, poisoned};
+use crate::log::{HeadsDurable, LogWriter};
+use crate::store::{Inner, Store, poisoned};
 
 impl Store {
     /// Rolls the tree back to its first `to` leaves: every leaf from `to`
@@ -159,6 +161,16 @@ impl RollbackFloor {
 impl Inner {
     /// See [`Store::truncate`]; with `max_block`, tagged heads of later
     /// blocks go too.
+    ///
+    /// A rollback that reaches durable state (leaves in the log, records
+    /// in the heads file) publishes its checkpoint before memory says
+    /// anything of it, holding appends off meanwhile (the tree lock, for
+    /// the time of the checkpoint's writes): a failure before the
+    /// checkpoint is in place puts the tree back as it was, changes
+    /// nothing else, and is reported like a failed checkpoint; only a
+    /// failed log write, or a failure once the new checkpoint has its name
+    /// (it may or may not be durable, and the log is rewound for it), stops
+    /// acknowledgements.
     pub(crate) fn rollback(&self, to: u64, max_block: Option<u64>) -> Result<TreeHead> {
         self.writable("roll back")?;
         // Lock order: checkpoints -> log -> tree (-> heads, durable).
@@ -168,112 +180,206 @@ impl Inner {
             return Err(StoreError::Closed);
         }
         let finalized = Inner::finalized(&checkpoints);
-        let (snapshot, leaves, written_kept) = {
-            let mut tree = self.tree.lock();
-            if self.poisoned.load(Ordering::Acquire) {
-                return Err(poisoned(
-                    self.durable.lock().failure.as_ref().expect("poisoned"),
-                ));
-            }
-            let size = tree.size();
-            if to > size {
-                return Err(StoreError::BeyondSize {
-                    what: "roll back to",
-                    to,
-                    size,
-                });
-            }
-            if to < finalized {
-                return Err(StoreError::BelowFinalized { to, finalized });
-            }
-            let mut heads = self.heads.lock();
-            let tags_before = heads.tags().len();
-            let kept = heads.truncate(to, max_block);
+        let mut tree = self.tree.lock();
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(poisoned(
+                self.durable.lock().failure.as_ref().expect("poisoned"),
+            ));
+        }
+        let size = tree.size();
+        if to > size {
+            return Err(StoreError::BeyondSize {
+                what: "roll back to",
+                to,
+                size,
+            });
+        }
+        if to < finalized {
+            return Err(StoreError::BelowFinalized { to, finalized });
+        }
+        let (tags_before, kept) = {
+            let heads = self.heads.lock();
+            (heads.tags().len(), heads.kept(to, max_block))
+        };
+        if to == size && kept == tags_before {
             // The new head's root is found by value like an append's.
-            heads.note_append(to);
-            if to == size && kept == tags_before {
-                return Ok(tree.head());
+            self.heads.lock().note_append(to);
+            return Ok(tree.head());
+        }
+        // Records in the heads file that stay valid: the checkpoint below
+        // counts only these; kept tags not written yet are written by
+        // later flushes, in the new epoch.
+        let written = self.heads_writer.lock().written() as u64;
+        let written_kept = (kept as u64).min(written);
+        let reaches_disk = to < log.end() || written_kept < written;
+        // The leaves to put back if the publication fails (shared, not
+        // copied).
+        let removed = reaches_disk.then(|| tree.share_leaves());
+        tree.truncate(to)?;
+        // One `Arc`: cloning a `Snapshot` would deep-copy its levels.
+        let snapshot = Arc::new(tree.snapshot());
+        let mut failure = None;
+        let mut stale = Vec::new();
+        if let Some(removed) = removed {
+            let leaves = tree.share_leaves();
+            let marks = Marks {
+                chain: log.chain(),
+                finalized,
+                epoch: self.heads_writer.lock().epoch() + 1,
+                heads: written_kept,
+                rollback_floor: self.rollback_floor.load(Ordering::Acquire).min(to),
+            };
+            match self.publish_rollback(&mut checkpoints, &mut log, &snapshot, &leaves, marks) {
+                Ok(files) => {
+                    stale = files;
+                    self.note_checkpoint::<()>(&Ok(()));
+                }
+                Err(Unpublished { error, log_failed }) => {
+                    put_back(&mut tree, &removed, to, size);
+                    drop(tree);
+                    if log_failed {
+                        let mut durable = self.durable.lock();
+                        self.record_flush(&mut durable, Err(error.clone()));
+                    } else {
+                        self.note_checkpoint::<()>(&Err(error.clone()));
+                    }
+                    return Err(error);
+                }
+                Err(Published(error)) => failure = Some(error),
             }
-            tree.truncate(to)?;
-            self.size.store(to, Ordering::Release);
-            // Records in the heads file that stay valid: the checkpoint
-            // below counts only these; kept tags not written yet are
-            // written by later flushes, in the new epoch.
-            let written_kept = kept.min(self.heads_writer.lock().written()) as u64;
-            // One `Arc`: cloning a `Snapshot` would deep-copy its levels.
-            let snapshot = Arc::new(tree.snapshot());
-            self.published.store(Arc::clone(&snapshot));
-            {
-                let mut durable = self.durable.lock();
-                let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-                durable.cuts.push((epoch, to, kept as u64));
+        }
+        // What is on disk now (or, after a failure past the checkpoint's
+        // rename, named there) becomes memory's.
+        {
+            let mut heads = self.heads.lock();
+            heads.truncate(to, max_block);
+            heads.note_append(to);
+        }
+        self.size.store(to, Ordering::Release);
+        self.published.store(Arc::clone(&snapshot));
+        {
+            let mut durable = self.durable.lock();
+            let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+            durable.cuts.push((epoch, to, kept as u64));
+            if reaches_disk {
+                durable.end = to;
+                durable.tags = written_kept;
+            } else {
                 durable.end = durable.end.min(to);
                 durable.tags = durable.tags.min(written_kept);
-                // Nothing of the old tree stays published.
-                self.publish_head(&durable, Some(Arc::clone(&snapshot)));
             }
-            (snapshot, tree.share_leaves(), written_kept)
-        };
+            // Nothing of the old tree stays published.
+            self.publish_head(&durable, Some(Arc::clone(&snapshot)));
+            if let Some(error) = &failure {
+                self.record_flush(&mut durable, Err(error.clone()));
+            }
+        }
+        let head = snapshot.head();
+        drop(tree);
         // Waiters on rolled-back appends find out now.
         self.notify_durable();
-        let head = snapshot.head();
-        let written = self.heads_writer.lock().written() as u64;
-        if to >= log.end() && written_kept == written {
-            // Nothing durable is undone: memory was all there was.
-            return Ok(head);
+        if let Some(error) = failure {
+            return Err(error);
         }
-        let published = (|| -> Result<()> {
-            let stale = if to < log.end() {
-                log.rewind(to)?.1
-            } else {
-                let heads = {
-                    let writer = self.heads_writer.lock();
-                    HeadsDurable {
-                        records: writer.written() as u64,
-                        epoch: writer.epoch(),
-                    }
-                };
-                log.commit(&leaves, to, heads)?;
-                Vec::new()
+        // Published: the removed leaves' files are garbage now (a crash
+        // before their removal leaves them to recovery). A failure here
+        // changes nothing the store reads; it is reported, and the
+        // rollback stands.
+        if let Err(error) = log.remove_files(&stale) {
+            self.note_checkpoint::<()>(&Err(error));
+        }
+        Ok(head)
+    }
+
+    /// The durable part of a rollback to `snapshot`'s size: the log rewound
+    /// (or, when only block tags go, written up to the size), then its
+    /// checkpoint published. Returns the log files to remove.
+    fn publish_rollback(
+        &self,
+        checkpoints: &mut Checkpoints,
+        log: &mut LogWriter,
+        snapshot: &Snapshot,
+        leaves: &Level,
+        mut marks: Marks,
+    ) -> std::result::Result<Vec<u64>, RollbackFailure> {
+        let to = snapshot.size();
+        let before = log.clone();
+        let unpublished = |error| Unpublished {
+            error,
+            log_failed: false,
+        };
+        let stale = if to < log.end() {
+            // Reads only; the writer changes after them.
+            log.rewind(to).map_err(unpublished)?.1
+        } else {
+            let heads = {
+                let writer = self.heads_writer.lock();
+                HeadsDurable {
+                    records: writer.written() as u64,
+                    epoch: writer.epoch(),
+                }
             };
-            let epoch = self.heads_writer.lock().epoch() + 1;
-            let floor = self.rollback_floor.fetch_min(to, Ordering::AcqRel).min(to);
+            log.commit(leaves, to, heads).map_err(|error| Unpublished {
+                error,
+                log_failed: true,
+            })?;
+            Vec::new()
+        };
+        // The chain value of the log as rewound or written.
+        marks.chain = log.chain();
+        let path = self.layout.checkpoint();
+        let named_before = self.fs.identity(&path).ok();
+        let written = self.check_level_files(checkpoints).and_then(|()| {
             checkpoint::write(
                 &*self.fs,
                 &self.dir,
                 &self.meta,
-                &mut checkpoints,
-                &snapshot,
+                checkpoints,
+                snapshot,
                 log.next(),
-                Marks {
-                    chain: log.chain(),
-                    finalized,
-                    epoch,
-                    heads: written_kept,
-                    rollback_floor: floor,
-                },
-            )?;
-            self.heads_writer.lock().rewind(written_kept, epoch);
-            // Published: the removed leaves' files are garbage now (a
-            // crash before this line leaves them to recovery).
-            log.remove_files(&stale)
-        })();
-        let mut durable = self.durable.lock();
-        match published {
-            Ok(()) => {
-                let flushed = Flushed {
-                    end: to,
-                    tags: written_kept,
-                    snapshot: Arc::clone(&snapshot),
-                    epoch: self.epoch.load(Ordering::Acquire),
-                };
-                self.record_flush(&mut durable, Ok(flushed));
-                Ok(head)
+                marks,
+            )
+        });
+        if let Err(error) = written {
+            // The name tells whether the new checkpoint is in place: a
+            // `stat` needs no descriptor, so it answers when the process
+            // has none left.
+            if self.fs.identity(&path).ok() == named_before {
+                *log = before;
+                return Err(unpublished(error));
             }
-            Err(error) => {
-                self.record_flush(&mut durable, Err(error.clone()));
-                Err(error)
-            }
+            self.rollback_floor.fetch_min(to, Ordering::AcqRel);
+            self.heads_writer.lock().rewind(marks.heads, marks.epoch);
+            return Err(Published(error));
         }
+        self.checkpoint_published();
+        self.rollback_floor.fetch_min(to, Ordering::AcqRel);
+        self.heads_writer.lock().rewind(marks.heads, marks.epoch);
+        Ok(stale)
+    }
+}
+
+/// How a rollback's publication failed.
+enum RollbackFailure {
+    /// Before its checkpoint had its name: the old one is in force and the
+    /// log writer is as it was (unless the log write itself failed, which
+    /// stops acknowledgements).
+    Unpublished { error: StoreError, log_failed: bool },
+    /// Once its checkpoint had its name (which a crash may or may not keep).
+    Published(StoreError),
+}
+
+use RollbackFailure::{Published, Unpublished};
+
+/// Appends leaves `from..to` of `removed` (the tree's leaves before it was
+/// truncated to `from`) again: the tree as it was before the truncation.
+fn put_back(tree: &mut LeanImt, removed: &Level, from: u64, to: u64) {
+    let mut at = from;
+    while at < to {
+        let run = removed.run_from(to_usize(at));
+        let take = to_usize((run.len() as u64).min(to - at));
+        tree.append_batch(&run[..take])
+            .expect("leaves the tree held are accepted again");
+        at += take as u64;
     }
 }

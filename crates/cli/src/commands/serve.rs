@@ -30,11 +30,23 @@ such as https://app.example.org) lets that origin read and write. Proof answers 
 (If-None-Match answers 304), and Cache-Control: immutable when asked at an explicit size at or \
 below the finalized size, which no rollback can change.
 
-With --token-file, writes need `Authorization: Bearer <token>` (the file's first line); reads \
-never do. On shutdown the server stops accepting, finishes in-flight requests, flushes, \
+With --token-file, writes need `Authorization: Bearer <token>` (the file holds the token on one \
+line, white space around it ignored; a file of more lines is refused, and one other users can \
+read is warned about); reads never do. On shutdown the server stops accepting, finishes in-flight requests, flushes, \
 checkpoints (unless --no-checkpoint-on-shutdown) and releases the directory. Prints \
 `listening on ADDR` on stdout once it accepts requests (--listen 127.0.0.1:0 picks a free \
 port); logs go to stderr (CAIRN_LOG=debug for every request, CAIRN_LOG_FORMAT=json).
+
+Limits: --max-connections N connections at once (by default what the open-file limit, ulimit -n, \
+leaves after the descriptors open at start and those kept for the database's own files, an \
+eighth of the limit and at least 32, at most 4096; recomputed every second); one more is \
+answered 503 with Retry-After: 1 and closed. --header-read-timeout (10 s) closes a connection \
+whose request headers do not arrive in time, or that sends nothing between requests; \
+--idle-timeout (30 s) closes one that moves nothing while no request of it is handled, or whose \
+request body stalls. /metrics shows every limit (cairn_http_*, cairn_max_*, \
+cairn_durability_timeout_seconds); /healthz says `degraded` (200) while a checkpoint fails and \
+is retried (appends go on) or a file of the database removed under the server could not be \
+written back, and `failing` (503) once acknowledgements stopped.
 
 Scaling reads: --publish STORE keeps a tile store (a directory, file://DIR or s3://BUCKET/PREFIX \
 with --s3-endpoint and the AWS_* credentials) at the durable size in the background: the tiles added since the store's checkpoint, then the checkpoint, retried \
@@ -88,6 +100,8 @@ pub struct ServeCmd {
 
 impl ServeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
+        // First: reading the options warns (a token file others can read).
+        init_logging();
         let config = self.options.config_for(&self.dir).map_err(server_failure)?;
         if !self.create && !self.kind.given().is_empty() {
             return Err(Failure::new(
@@ -155,7 +169,6 @@ impl ServeCmd {
                 verify: false,
             },
         )?;
-        init_logging();
         run_db(db, config, ready).map_err(server_failure)
     }
 }

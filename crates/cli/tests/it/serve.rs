@@ -321,3 +321,48 @@ fn serve_on_a_missing_database_is_one_line_and_exit_4() {
     ])
     .error(4, &["does not exist"]);
 }
+
+/// The token file's rules under `cairn serve`, as under `cairn-server`:
+/// one other users can read is warned about (the logger is installed
+/// before the options are read), and one of two lines is refused with
+/// that reason (`--help` says one line), never cut to its first.
+#[test]
+fn serve_warns_of_a_readable_token_file_and_refuses_one_of_two_lines() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    cairn(&["init", db, "--arity", "2", "--hash", "blake3"]).success();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let log = dir.path().join("log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["serve", db, "--listen", "127.0.0.1:0"])
+        .args(["--token-file", token.to_str().unwrap()])
+        .env("CAIRN_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("listening on "), "{line:?}");
+    stop(child);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("the token file is readable by other users; chmod 600 it"),
+        "{logged}"
+    );
+    assert!(!logged.contains("s3cret"), "{logged}");
+
+    std::fs::write(&token, "s3cret\nsecond\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let refused = cairn(&["serve", db, "--token-file", token.to_str().unwrap()]);
+    let error = refused.error(2, &["holds 2 lines, a token is one"]);
+    assert!(!error.contains("s3cret"), "{error}");
+    let help = cairn(&["serve", "--help"]);
+    assert!(help.out().contains("one line"), "{}", help.out());
+}

@@ -319,6 +319,18 @@ impl Database {
         }
     }
 
+    /// What the store reports about itself, read without waiting for a
+    /// write: the failure that stopped acknowledgements, a failing
+    /// checkpoint (appends go on; the store tries again), and the files
+    /// found removed or replaced under it (see
+    /// [`cairn_store::Store::health`]).
+    pub fn health(&self) -> cairn_store::StoreHealth {
+        match &self.kind {
+            Kind::AppendOnly(db) => db.health(),
+            Kind::Indexed(db) => db.health(),
+        }
+    }
+
     /// Figures about the database: the storage engine's count the log's
     /// leaves (an indexed tree's values, without the guard).
     pub fn stats(&self) -> DbStats {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use cairn_core::indexed::IndexedTree;
 use cairn_core::{Hash, HashKind, TreeConfig, TreeKind};
 use cairn_db::{Database, DbError, DuplicateOf, ErrorKind, Proof};
-use cairn_store::fs::{FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use cairn_store::fs::{FileId, FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
 use cairn_store::{SimFs, StdFs};
 use cairn_testkit::kill9::Victim;
 use parking_lot::{Condvar, Mutex};
@@ -132,6 +132,15 @@ impl Fs for Gated {
     }
     fn lock_existing(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FsLock>> {
         StdFs.lock_existing(path, shared)
+    }
+    fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn FsLock>> {
+        StdFs.lock_dir(dir)
+    }
+    fn identity(&self, path: &Path) -> io::Result<FileId> {
+        StdFs.identity(path)
+    }
+    fn identity_of(&self, path: &Path) -> io::Result<FileIdentity> {
+        StdFs.identity_of(path)
     }
 }
 

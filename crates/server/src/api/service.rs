@@ -5,39 +5,21 @@
 use axum::extract::State;
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::Response;
-use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::respond::{json, with_type};
+use crate::respond::with_type;
 use crate::state::AppState;
 
 /// The OpenAPI 3 document of [`crate::ROUTES`], as committed and served.
 pub const OPENAPI_JSON: &str = include_str!("../../openapi.json");
 
-#[derive(Serialize)]
-struct HealthJson<'a> {
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-}
-
 pub(crate) async fn health(State(state): State<AppState>) -> Response {
-    match state.shared().failure().as_deref() {
-        None => json(
-            StatusCode::OK,
-            &HealthJson {
-                status: "ok",
-                error: None,
-            },
-        ),
-        Some(failure) => json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &HealthJson {
-                status: "failing",
-                error: Some(failure),
-            },
-        ),
-    }
+    let shared = state.shared();
+    crate::health::answer(
+        shared.failure(),
+        &shared.db.health(),
+        &shared.metrics.connections,
+    )
 }
 
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {

@@ -285,9 +285,12 @@ async fn unknown_routes_and_methods_answer_json_errors() {
 async fn health_metrics_and_request_ids_are_served() {
     let server = TestServer::new(N, HashKind::Blake3).await;
     let client = server.client();
-    assert_eq!(
-        client.get("/healthz").await.ok(),
-        serde_json::json!({"status": "ok"})
+    let health = client.get("/healthz").await.ok();
+    assert_eq!(health["status"], "ok", "{health}");
+    assert!(health.get("error").is_none() && health.get("checkpoint").is_none());
+    assert!(
+        health["connections"]["open"].as_u64().unwrap() >= 1,
+        "{health}"
     );
     client.post_json(&leaves(7, 3), None).await.ok();
     client

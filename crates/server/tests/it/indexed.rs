@@ -603,3 +603,38 @@ async fn inserts_racing_rollbacks_are_answered_with_heads_that_hold_them() {
     assert_eq!(sorted.len(), held.len());
     assert_eq!(head.root, head_of_values(config, &held).root);
 }
+
+/// A finalization (a checkpoint) without descriptors fails alone on an
+/// indexed server too: 503 for it, the health `degraded`, and inserts are
+/// still acknowledged (the server does not take it for a failed store).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_indexed_finalization_without_descriptors_stops_no_insert() {
+    let fs = cairn_store::fs::sim::SimFs::new();
+    let mut db_config = DbConfig::new(tree(4, HashKind::Blake3).with_kind(TreeKind::Indexed));
+    db_config.explicit_finality = true;
+    let db = Arc::new(
+        Database::create_in(Arc::new(fs.clone()), std::path::Path::new("/db"), db_config)
+            .unwrap(),
+    );
+    let server = Indexed::start(&db, |_| {}).await;
+    let client = server.client();
+    client.post_json(&leaves(40, 10), Some(TOKEN)).await.ok();
+    fs.fail_opens(cairn_store::OpenFault::TooManyFiles, "");
+    let error = client
+        .post_to("/v1/finalize", &json!({"size": 5}), Some(TOKEN))
+        .await
+        .error(503);
+    assert!(error.contains("Too many open files"), "{error}");
+    let health = client.get("/healthz").await.ok();
+    assert_eq!(health["status"], "degraded", "{health}");
+    let answer = client.post_json(&leaves(41, 10), Some(TOKEN)).await.ok();
+    assert_eq!(answer["size"], 21);
+    fs.clear_open_faults();
+    let finalized = client
+        .post_to("/v1/finalize", &json!({"size": 5}), Some(TOKEN))
+        .await
+        .ok();
+    assert_eq!(finalized["finalized"], 5);
+    assert_eq!(client.get("/healthz").await.ok()["status"], "ok");
+    server.stop().await;
+}

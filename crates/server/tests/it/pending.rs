@@ -11,7 +11,7 @@ use std::time::Duration;
 use cairn_core::{HashKind, TreeKind};
 use cairn_db::{Database, DbConfig};
 use cairn_store::StdFs;
-use cairn_store::fs::{FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use cairn_store::fs::{FileId, FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
 use parking_lot::{Condvar, Mutex};
 
 use crate::support::*;
@@ -97,6 +97,15 @@ impl Fs for Gated {
     }
     fn lock_existing(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FsLock>> {
         StdFs.lock_existing(path, shared)
+    }
+    fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn FsLock>> {
+        StdFs.lock_dir(dir)
+    }
+    fn identity(&self, path: &Path) -> io::Result<FileId> {
+        StdFs.identity(path)
+    }
+    fn identity_of(&self, path: &Path) -> io::Result<FileIdentity> {
+        StdFs.identity_of(path)
     }
 }
 

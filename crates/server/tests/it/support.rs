@@ -404,12 +404,38 @@ impl ServerProcess {
     /// Starts `cairn-server DIR --listen 127.0.0.1:0 ARGS..`, its logs
     /// appended to `log`, and waits for its `listening on` line.
     pub fn start(dir: &Path, args: &[&str], log: &Path) -> ServerProcess {
+        ServerProcess::spawn(
+            Command::new(env!("CARGO_BIN_EXE_cairn-server")),
+            dir,
+            args,
+            log,
+        )
+    }
+
+    /// [`ServerProcess::start`] with the open-file limit (soft and hard)
+    /// lowered to `nofile` for the server alone.
+    pub fn start_with_fd_limit(
+        dir: &Path,
+        args: &[&str],
+        log: &Path,
+        nofile: u64,
+    ) -> ServerProcess {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            &format!("ulimit -n {nofile} && exec \"$0\" \"$@\""),
+            env!("CARGO_BIN_EXE_cairn-server"),
+        ]);
+        ServerProcess::spawn(command, dir, args, log)
+    }
+
+    fn spawn(mut command: Command, dir: &Path, args: &[&str], log: &Path) -> ServerProcess {
         let log_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(log)
             .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn-server"))
+        let mut child = command
             .arg(dir)
             .args(["--listen", "127.0.0.1:0"])
             .args(args)

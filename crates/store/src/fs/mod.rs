@@ -6,7 +6,9 @@
 //! at any call.
 //!
 //! The trait is deliberately small: positioned reads and writes, data and
-//! directory syncs, create/rename/remove, listing, an exclusive lock and a
+//! directory syncs, create/rename/remove, listing, locks (of a file or of
+//! the store's directory), the identity of a file (device and inode, to
+//! tell whether a name still names the file a handle holds) and a
 //! read-only mapping. The engine never relies on the file position, on
 //! `O_APPEND`, or on anything a directory sync does not make durable.
 
@@ -22,7 +24,7 @@ pub mod sim;
 
 pub use real::StdFs;
 #[cfg(any(test, feature = "sim"))]
-pub use sim::SimFs;
+pub use sim::{OpenFault, SimFs};
 
 /// How to open a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +35,18 @@ pub enum OpenMode {
     CreateNew,
     /// Read only.
     ReadOnly,
+}
+
+/// What identifies a file or directory while it exists: its device and
+/// inode numbers. A path and an open handle name the same object exactly
+/// when their identities are equal; a name removed and created again names
+/// a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId {
+    /// The device (file system) holding it.
+    pub device: u64,
+    /// Its inode number on that device.
+    pub inode: u64,
 }
 
 /// An open file (a file has a length but no useful emptiness test, hence
@@ -60,6 +74,13 @@ pub trait FsFile: Send + Sync + std::fmt::Debug {
     /// device, inode, length and change times (`fstat`). Any write through
     /// the file system changes the change time; see [`FileIdentity`].
     fn identity(&self) -> io::Result<FileIdentity>;
+
+    /// The device and inode of the open file, whatever its name is now:
+    /// compared with [`Fs::identity`] of its path, it tells whether the
+    /// file was removed or replaced under its holder.
+    fn file_id(&self) -> io::Result<FileId> {
+        self.identity().map(|identity| identity.id())
+    }
 
     /// Reads exactly `buf.len()` bytes at `offset`, or fails with `UnexpectedEof`.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -100,6 +121,16 @@ pub struct FileIdentity {
     pub changed_ns: i64,
 }
 
+impl FileIdentity {
+    /// The device and inode alone: what names the file, not its content.
+    pub fn id(&self) -> FileId {
+        FileId {
+            device: self.dev,
+            inode: self.ino,
+        }
+    }
+}
+
 /// Nodes served from a mapping (or, in tests, from memory).
 pub trait MappedNodes: Send + Sync + std::fmt::Debug {
     /// The mapped nodes.
@@ -113,7 +144,14 @@ impl AsRef<[Hash]> for dyn MappedNodes {
 }
 
 /// A held lock (exclusive or shared); released on drop.
-pub trait FsLock: Send + Sync + std::fmt::Debug {}
+pub trait FsLock: Send + Sync + std::fmt::Debug {
+    /// The identity of the locked file or directory, where known: a
+    /// holder compares it with [`Fs::identity`] of the path it locked to
+    /// tell whether that path still names what it holds.
+    fn identity(&self) -> Option<FileId> {
+        None
+    }
+}
 
 /// The file-system operations the engine uses.
 pub trait Fs: Send + Sync + std::fmt::Debug {
@@ -148,4 +186,17 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// the file does not exist. Independent of [`Fs::lock`]'s locks on
     /// other files.
     fn lock_existing(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FsLock>>;
+    /// Takes an exclusive lock on the directory `dir` itself (an `flock`
+    /// on a descriptor of the directory), without waiting: `WouldBlock` if
+    /// another holder has it, `ResourceBusy` if this process already holds
+    /// it through another handle. The lock is checked to be on the
+    /// directory `dir` names once it is held (a directory renamed away
+    /// meanwhile is not taken for it). Unlike a lock file, it cannot be
+    /// defeated by removing or replacing a name inside the directory, and
+    /// the directory cannot be replaced while it holds the store's files.
+    fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn FsLock>>;
+    /// The identity of what `path` names now (`stat`, following symbolic
+    /// links; it needs no descriptor, so it works when the process has
+    /// none left): `NotFound` if nothing does.
+    fn identity(&self, path: &Path) -> io::Result<FileId>;
 }

@@ -3,13 +3,13 @@
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cairn_core::Hash;
 
-use super::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use super::{FileId, Fs, FsFile, FsLock, MappedNodes, OpenMode};
 
 /// The real file system.
 #[derive(Clone, Copy, Debug, Default)]
@@ -23,11 +23,17 @@ struct StdFile(File);
 /// process, so a second open here gets an error that says so.
 static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
+/// Directories this process holds locked ([`Fs::lock_dir`]), by identity:
+/// a second open through another path (a symbolic link, a bind mount)
+/// is still recognised as this process's.
+static HELD_DIRS: Mutex<BTreeSet<FileId>> = Mutex::new(BTreeSet::new());
+
 #[derive(Debug)]
 struct StdLock {
     /// Leaves [`HELD`] before the file closes, so a waiter that sees the
     /// set without it may briefly still find the `flock` taken: it retries.
     key: PathBuf,
+    id: Option<FileId>,
     _file: File,
 }
 
@@ -39,7 +45,41 @@ impl Drop for StdLock {
     }
 }
 
-impl FsLock for StdLock {}
+impl FsLock for StdLock {
+    fn identity(&self) -> Option<FileId> {
+        self.id
+    }
+}
+
+/// A lock on a directory ([`Fs::lock_dir`]): the open directory holds it.
+#[derive(Debug)]
+struct DirLock {
+    /// Leaves [`HELD_DIRS`] before the descriptor closes (see [`StdLock`]).
+    id: FileId,
+    _dir: File,
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        HELD_DIRS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
+impl FsLock for DirLock {
+    fn identity(&self) -> Option<FileId> {
+        Some(self.id)
+    }
+}
+
+fn file_id(meta: &std::fs::Metadata) -> FileId {
+    FileId {
+        device: meta.dev(),
+        inode: meta.ino(),
+    }
+}
 
 /// A lock taken by [`Fs::lock_existing`]: the open file holds it.
 #[derive(Debug)]
@@ -80,17 +120,7 @@ impl FsFile for StdFile {
     }
 
     fn identity(&self) -> io::Result<super::FileIdentity> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = self.0.metadata()?;
-        let ns =
-            |seconds: i64, nanos: i64| seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
-        Ok(super::FileIdentity {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            len: meta.len(),
-            modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
-        })
+        Ok(identity(&self.0.metadata()?))
     }
 
     #[allow(unsafe_code)]
@@ -196,7 +226,12 @@ impl Fs for StdFs {
         match file.try_lock() {
             Ok(()) => {
                 held.insert(key.clone());
-                Ok(Box::new(StdLock { key, _file: file }))
+                let id = file.metadata().ok().map(|meta| file_id(&meta));
+                Ok(Box::new(StdLock {
+                    key,
+                    id,
+                    _file: file,
+                }))
             }
             Err(TryLockError::WouldBlock) => Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
@@ -223,5 +258,105 @@ impl Fs for StdFs {
             )),
             Err(TryLockError::Error(e)) => Err(e),
         }
+    }
+
+    fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn FsLock>> {
+        // Reading a directory's descriptor is refused, but it can be
+        // locked and synced.
+        let handle = File::open(dir)?;
+        let meta = handle.metadata()?;
+        if !meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+        let id = file_id(&meta);
+        let mut held = HELD_DIRS.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.contains(&id) {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!("{} is held by this process", dir.display()),
+            ));
+        }
+        match handle.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("{} is held by another process", dir.display()),
+                ));
+            }
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+        // The lock is on what was opened; the path must still name it (a
+        // directory renamed away between the open and the lock is not the
+        // store's directory any more). Dropping `handle` releases it.
+        let now = file_id(&std::fs::metadata(dir)?);
+        if now != id {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} was replaced while it was being locked", dir.display()),
+            ));
+        }
+        held.insert(id);
+        Ok(Box::new(DirLock { id, _dir: handle }))
+    }
+
+    fn identity(&self, path: &Path) -> io::Result<FileId> {
+        Ok(file_id(&std::fs::metadata(path)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_lock_is_held_once_per_process_whatever_the_path() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("db");
+        std::fs::create_dir(&dir).unwrap();
+        let lock = StdFs.lock_dir(&dir).unwrap();
+        assert_eq!(lock.identity(), Some(StdFs.identity(&dir).unwrap()));
+        assert_eq!(
+            StdFs.lock_dir(&dir).unwrap_err().kind(),
+            io::ErrorKind::ResourceBusy
+        );
+        let link = temp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert_eq!(
+            StdFs.lock_dir(&link).unwrap_err().kind(),
+            io::ErrorKind::ResourceBusy,
+            "the same directory through a symbolic link"
+        );
+        // Another handle's flock conflicts (as another process's would).
+        let other = File::open(&dir).unwrap();
+        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
+        drop(lock);
+        other.try_lock().unwrap();
+        assert_eq!(
+            StdFs.lock_dir(&dir).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+    }
+
+    #[test]
+    fn a_file_keeps_its_identity_after_its_name_is_removed() {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("f");
+        let file = StdFs.open(&path, OpenMode::CreateNew).unwrap();
+        let id = file.file_id().unwrap();
+        assert_eq!(StdFs.identity(&path).unwrap(), id);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            StdFs.identity(&path).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        // Held open, the removed file keeps its inode: a new file at the
+        // name cannot get its number.
+        let again = StdFs.open(&path, OpenMode::CreateNew).unwrap();
+        assert_ne!(again.file_id().unwrap(), id);
+        assert_eq!(file.file_id().unwrap(), id);
     }
 }

@@ -65,6 +65,15 @@
 //!   that does not fit fails with `StorageFull`, after writing the prefix
 //!   that fits if short writes are enabled (as `write_all_at` does when the
 //!   disk fills in the middle of a request).
+//! * **Faults at open** ([`OpenFault`]): the process out of descriptors
+//!   (`EMFILE`: every call that needs one fails, as the real call would:
+//!   opens, locks, `sync_dir` and `list_dir`, which open the directory),
+//!   or no space to create a file (`ENOSPC` at `open(CreateNew)` and
+//!   `create_dir`), for the paths that contain a given part, until cleared.
+//!   A failed call changes nothing.
+//! * **Identity.** A file's identity ([`FileId`]) is its inode number: a
+//!   handle keeps naming its inode after the name was removed or given to
+//!   another file, as on a real file system.
 //!
 //! # What it does not model
 //!
@@ -108,7 +117,7 @@ use cairn_core::Hash;
 use parking_lot::Mutex;
 use rand::Rng;
 
-use super::{Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use super::{FileId, Fs, FsFile, FsLock, MappedNodes, OpenMode};
 
 /// The sector size of [`CrashMode::RandomSectors`] (and the smaller of the two
 /// usual tear boundaries).
@@ -173,6 +182,54 @@ pub struct SimCounters {
     pub write_calls: u64,
     /// Bytes written (the prefix of a short write included).
     pub bytes_written: u64,
+    /// Calls failed by an [`OpenFault`].
+    pub open_faults: u64,
+}
+
+/// A fault injected at the calls that open or create files (see
+/// [`SimFs::fail_opens`]); the error is the operating system's own
+/// (`raw_os_error`), as the real call would return it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenFault {
+    /// `EMFILE`: the process has no descriptor left. Fails `open` (every
+    /// mode), the locks, `sync_dir` and `list_dir` (they open the
+    /// directory); not `write_at`, `sync_data` or anything through a handle
+    /// already open, nor `rename`, `remove_file` or `exists`.
+    TooManyFiles,
+    /// `ENOSPC` when creating: fails `open(CreateNew)` and `create_dir`.
+    NoSpace,
+}
+
+impl OpenFault {
+    /// The operating system's number of the error (Linux and the BSDs
+    /// agree on both).
+    const fn errno(self) -> i32 {
+        match self {
+            OpenFault::TooManyFiles => 24,
+            OpenFault::NoSpace => 28,
+        }
+    }
+}
+
+/// What a call about to be made needs, for [`OpenFault`]s.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// A descriptor (it opens something).
+    Descriptor,
+    /// A descriptor and a new entry (it creates a file).
+    Creation,
+    /// A new entry and no descriptor (`create_dir`).
+    Entry,
+}
+
+/// The device number of every [`SimFs`] identity.
+const SIM_DEVICE: u64 = 0x51_4d;
+
+fn sim_id(ino: Ino) -> FileId {
+    FileId {
+        device: SIM_DEVICE,
+        inode: ino,
+    }
 }
 
 /// An in-memory file system that keeps what was written apart from what was
@@ -816,6 +873,8 @@ struct Faults {
     /// Whether a write that does not fit writes what fits before failing.
     short_write: bool,
     lying_sync: bool,
+    /// Calls on paths containing the string fail with the fault.
+    open: Option<(OpenFault, String)>,
 }
 
 impl fmt::Debug for Shared {
@@ -880,6 +939,24 @@ impl Shared {
             },
         );
         Ok(ino)
+    }
+
+    /// The injected [`OpenFault`] a call on `path` that `needs` meets, if
+    /// any (counted).
+    fn open_fault(&mut self, path: &Path, needs: Needs) -> io::Result<()> {
+        let Some((fault, part)) = &self.faults.open else {
+            return Ok(());
+        };
+        let hit = match fault {
+            OpenFault::TooManyFiles => needs != Needs::Entry,
+            OpenFault::NoSpace => needs != Needs::Descriptor,
+        };
+        if !hit || !path.to_string_lossy().contains(part.as_str()) {
+            return Ok(());
+        }
+        let errno = fault.errno();
+        self.counters.open_faults += 1;
+        Err(io::Error::from_raw_os_error(errno))
     }
 
     /// Decides the outcome of sync call number `call`.
@@ -1009,7 +1086,7 @@ impl FsFile for SimFile {
         let shared = self.shared.lock();
         let changed = shared.changed.get(&self.ino).copied().unwrap_or(0);
         Ok(crate::fs::FileIdentity {
-            dev: 0,
+            dev: SIM_DEVICE,
             ino: self.ino,
             len: shared.model.file(self.ino).current.len() as u64,
             modified_ns: changed,
@@ -1072,7 +1149,11 @@ impl fmt::Debug for SimLock {
     }
 }
 
-impl FsLock for SimLock {}
+impl FsLock for SimLock {
+    fn identity(&self) -> Option<FileId> {
+        Some(sim_id(self.ino))
+    }
+}
 
 impl Drop for SimLock {
     fn drop(&mut self) {
@@ -1226,9 +1307,23 @@ impl SimFs {
         self.shared.lock().faults.lying_sync = lying;
     }
 
+    /// From now until cleared ([`SimFs::clear_faults`] or
+    /// [`SimFs::clear_open_faults`]), every call on a path containing
+    /// `path_part` (`""`: every path) that `fault` concerns fails with it
+    /// and changes nothing (counted in [`SimCounters::open_faults`]).
+    /// Replaces an open fault set before.
+    pub fn fail_opens(&self, fault: OpenFault, path_part: &str) {
+        self.shared.lock().faults.open = Some((fault, path_part.to_owned()));
+    }
+
+    /// Removes the fault [`SimFs::fail_opens`] set, leaving the others.
+    pub fn clear_open_faults(&self) {
+        self.shared.lock().faults.open = None;
+    }
+
     /// Removes every configured fault (pending sync failures, the write
-    /// budget, the lying sync). Writes already lost to a failed sync stay
-    /// lost.
+    /// budget, the lying sync, faults at open). Writes already lost to a
+    /// failed sync stay lost.
     pub fn clear_faults(&self) {
         self.shared.lock().faults = Faults::default();
     }
@@ -1266,6 +1361,11 @@ fn not_a_directory(path: &Path) -> io::Error {
 impl Fs for SimFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FsFile>> {
         let mut shared = self.shared.lock();
+        let needs = match mode {
+            OpenMode::CreateNew => Needs::Creation,
+            OpenMode::Existing | OpenMode::ReadOnly => Needs::Descriptor,
+        };
+        shared.open_fault(path, needs)?;
         let ino = match mode {
             OpenMode::CreateNew => shared.create(path, false)?,
             OpenMode::Existing | OpenMode::ReadOnly => {
@@ -1285,7 +1385,9 @@ impl Fs for SimFs {
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
-        self.shared.lock().create(path, true).map(|_| ())
+        let mut shared = self.shared.lock();
+        shared.open_fault(path, Needs::Entry)?;
+        shared.create(path, true).map(|_| ())
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -1344,6 +1446,7 @@ impl Fs for SimFs {
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         let mut shared = self.shared.lock();
+        shared.open_fault(path, Needs::Descriptor)?;
         let ino = shared.model.resolve(path)?;
         if !shared.model.is_dir(ino) {
             return Err(not_a_directory(path));
@@ -1364,7 +1467,8 @@ impl Fs for SimFs {
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        let shared = self.shared.lock();
+        let mut shared = self.shared.lock();
+        shared.open_fault(path, Needs::Descriptor)?;
         let ino = shared.model.resolve(path)?;
         match shared.model.node(ino) {
             // A BTreeMap's keys come sorted.
@@ -1390,6 +1494,7 @@ impl Fs for SimFs {
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>> {
         let mut shared = self.shared.lock();
+        shared.open_fault(path, Needs::Descriptor)?;
         let ino = match shared.model.resolve(path) {
             Ok(ino) if shared.model.is_dir(ino) => return Err(is_a_directory(path)),
             Ok(ino) => ino,
@@ -1412,6 +1517,7 @@ impl Fs for SimFs {
 
     fn lock_existing(&self, path: &Path, is_shared: bool) -> io::Result<Box<dyn FsLock>> {
         let mut shared = self.shared.lock();
+        shared.open_fault(path, Needs::Descriptor)?;
         let ino = shared.model.resolve(path)?;
         if shared.model.is_dir(ino) {
             return Err(is_a_directory(path));
@@ -1435,6 +1541,31 @@ impl Fs for SimFs {
             path: path.display().to_string(),
             is_shared,
         }))
+    }
+
+    fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn FsLock>> {
+        let mut shared = self.shared.lock();
+        shared.open_fault(dir, Needs::Descriptor)?;
+        let ino = shared.model.resolve(dir)?;
+        if !shared.model.is_dir(ino) {
+            return Err(not_a_directory(dir));
+        }
+        if shared.shared_locks.contains_key(&ino) || !shared.locks.insert(ino) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is held by another holder", dir.display()),
+            ));
+        }
+        Ok(Box::new(SimLock {
+            shared: self.shared.clone(),
+            ino,
+            path: dir.display().to_string(),
+            is_shared: false,
+        }))
+    }
+
+    fn identity(&self, path: &Path) -> io::Result<FileId> {
+        Ok(sim_id(self.shared.lock().model.resolve(path)?))
     }
 }
 
@@ -2074,6 +2205,100 @@ mod tests {
         drop(lock);
         let _again = other.lock(p("/LOCK")).unwrap();
         assert_eq!(fs.op_count(), 2, "only the two creations are recorded");
+    }
+
+    #[test]
+    fn a_directory_lock_is_exclusive_and_independent_of_the_files_inside() {
+        let fs = SimFs::new();
+        fs.create_dir(p("/db")).unwrap();
+        let lock = fs.lock_dir(p("/db")).unwrap();
+        assert_eq!(
+            fs.clone().lock_dir(p("/db")).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        // A lock file inside is another lock.
+        let _file = fs.lock(p("/db/LOCK")).unwrap();
+        assert_eq!(lock.identity(), Some(fs.identity(p("/db")).unwrap()));
+        assert_eq!(
+            fs.lock_dir(p("/db/LOCK")).unwrap_err().kind(),
+            io::ErrorKind::NotADirectory
+        );
+        drop(lock);
+        let _again = fs.lock_dir(p("/db")).unwrap();
+    }
+
+    #[test]
+    fn identity_follows_the_file_not_its_name() {
+        let (fs, file) = setup();
+        let id = file.file_id().unwrap();
+        assert_eq!(fs.identity(p("/db/f")).unwrap(), id);
+        fs.rename(p("/db/f"), p("/db/g")).unwrap();
+        assert_eq!(fs.identity(p("/db/g")).unwrap(), id, "renamed");
+        assert_eq!(
+            fs.identity(p("/db/f")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        fs.remove_file(p("/db/g")).unwrap();
+        let again = fs.open(p("/db/g"), OpenMode::CreateNew).unwrap();
+        assert_ne!(again.file_id().unwrap(), id, "a new file under the name");
+        // The removed file is still written and read through its handle.
+        file.write_at(b"still here", 0).unwrap();
+        let mut back = [0u8; 10];
+        file.read_exact_at(&mut back, 0).unwrap();
+        assert_eq!(&back, b"still here");
+    }
+
+    #[test]
+    fn open_faults_fail_the_calls_they_concern_and_change_nothing() {
+        let (fs, file) = setup();
+        let before = fs.op_count();
+        fs.fail_opens(OpenFault::TooManyFiles, "");
+        let emfile = |e: io::Error| e.raw_os_error();
+        assert_eq!(
+            fs.open(p("/db/f"), OpenMode::ReadOnly).err().map(emfile),
+            Some(Some(24))
+        );
+        assert_eq!(
+            fs.open(p("/db/n"), OpenMode::CreateNew).err().map(emfile),
+            Some(Some(24))
+        );
+        assert_eq!(fs.sync_dir(p("/db")).err().map(emfile), Some(Some(24)));
+        assert_eq!(fs.list_dir(p("/db")).err().map(emfile), Some(Some(24)));
+        assert_eq!(fs.lock(p("/db/L")).err().map(emfile), Some(Some(24)));
+        assert_eq!(fs.lock_dir(p("/db")).err().map(emfile), Some(Some(24)));
+        // What needs no new descriptor works.
+        file.write_at(b"x", 0).unwrap();
+        file.sync_data().unwrap();
+        fs.create_dir(p("/db/sub")).unwrap();
+        assert!(fs.exists(p("/db/f")).unwrap());
+        fs.identity(p("/db/f")).unwrap();
+        assert!(
+            !fs.exists(p("/db/n")).unwrap(),
+            "a failed creation creates nothing"
+        );
+        assert_eq!(fs.counters().open_faults, 6);
+        // ENOSPC concerns creations only, on the paths named.
+        fs.fail_opens(OpenFault::NoSpace, "tmp");
+        assert_eq!(
+            fs.open(p("/db/x.tmp"), OpenMode::CreateNew)
+                .err()
+                .map(emfile),
+            Some(Some(28))
+        );
+        assert_eq!(
+            fs.create_dir(p("/db/tmp")).err().map(emfile),
+            Some(Some(28))
+        );
+        fs.open(p("/db/x"), OpenMode::CreateNew).unwrap();
+        fs.open(p("/db/f"), OpenMode::Existing).unwrap();
+        fs.clear_faults();
+        fs.open(p("/db/x.tmp"), OpenMode::CreateNew).unwrap();
+        assert_eq!(fs.counters().open_faults, 8);
+        assert_eq!(
+            fs.op_count(),
+            before + 5,
+            "the write, the sync, the directory and the two files made; no failed call"
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! The background thread: flushes every `flush_interval` and takes the
-//! checkpoints the policy asks for; stopped (and joined) before a store
-//! closes. Read-only stores run none.
+//! The background thread: flushes every `flush_interval`, takes the
+//! checkpoints the policy asks for (and tries a failed one again after its
+//! pause), and checks the store's files every second (`files.rs`);
+//! stopped (and joined) before a store closes. Read-only stores run none.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::health::Retry;
 use super::{Inner, Store};
 
 impl Inner {
@@ -24,20 +26,35 @@ impl Inner {
                     return;
                 }
             }
-            if self.poisoned.load(Ordering::Acquire) {
-                continue;
-            }
-            if self.config.flush_interval.is_some() {
-                let _ = self.flush_all(interval);
-            }
-            if self.seal_due() && self.seal().is_ok() {
-                let checkpoint = self.checkpoints.lock().last.clone();
-                if let Some(checkpoint) = checkpoint {
-                    let _ = self.write_verified(&checkpoint, super::verified::RECORD_WAIT);
+            if !self.poisoned.load(Ordering::Acquire) {
+                if self.config.flush_interval.is_some() {
+                    let _ = self.flush_all(interval);
+                }
+                if self.seal_due() && self.seal().is_ok() {
+                    let checkpoint = self.checkpoints.lock().last.clone();
+                    if let Some(checkpoint) = checkpoint {
+                        let _ = self.write_verified(&checkpoint, super::verified::RECORD_WAIT);
+                    }
+                }
+                // A failed checkpoint is tried again after its pause,
+                // whatever the policy says; the outcome is in `upkeep`.
+                // Bound first: the upkeep lock must not be held while the
+                // policy takes the checkpoint lock.
+                let retry = self.upkeep.lock().retry(Instant::now());
+                let take = match retry {
+                    Retry::Now => true,
+                    Retry::Later => false,
+                    Retry::Nothing => self.checkpoint_due(),
+                };
+                if take {
+                    let _ = self.checkpoint(None);
                 }
             }
-            if self.checkpoint_due() {
-                let _ = self.checkpoint(None);
+            // Also once acknowledgements stopped: putting a file back
+            // still saves what was acknowledged in it for the next open.
+            let check = self.upkeep.lock().file_check_due(Instant::now());
+            if check {
+                self.check_files();
             }
         }
     }

@@ -2,6 +2,12 @@
 //! the flush lock, the level files written from the snapshot without the
 //! tree lock, then tiering, the hook and the observer. Finality (which
 //! leaves a rollback may no longer undo) is decided here.
+//!
+//! Only the flush can stop acknowledgements (it writes the log). Every
+//! later failure leaves the last published checkpoint in force and memory
+//! as it was (a finalization included): it is reported in the store's
+//! health and tried again, since what the checkpoint would cover is
+//! durable in the log already.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -44,6 +50,21 @@ impl Inner {
         } else {
             "checkpoint"
         })?;
+        let result = self.write_checkpoint(finalize, rewrite);
+        match &result {
+            // A failed flush poisoned the store: that is its report.
+            Err(_) if self.poisoned.load(Ordering::Acquire) => {}
+            Err(error) if !error.is_storage_fault() => {}
+            result => self.note_checkpoint(result),
+        }
+        result
+    }
+
+    fn write_checkpoint(
+        &self,
+        finalize: Option<u64>,
+        rewrite: bool,
+    ) -> Result<Option<CheckpointMeta>> {
         let started = Instant::now();
         let mut checkpoints = self.checkpoints.lock();
         // Flush and snapshot at one size, under the flush lock only.
@@ -84,8 +105,20 @@ impl Inner {
             && finalized == before
             && last.map_or(0, |c| c.heads) == heads
         {
+            let failing = self.upkeep.lock().is_checkpoint_failing();
+            if failing && let Some(last) = checkpoints.last.clone() {
+                // What failed after the last checkpoint was published
+                // (tiering, the hook) is done again.
+                self.tier(&mut checkpoints)?;
+                if let Some(Hook(hook)) = &*self.hook.lock() {
+                    hook(&last)?;
+                }
+            }
             return Ok(None);
         }
+        // Nodes written to a level file that lost its name would not be
+        // found by the open the checkpoint is for.
+        self.check_level_files(&mut checkpoints)?;
         let written = checkpoint::write(
             &*self.fs,
             &self.dir,
@@ -101,14 +134,12 @@ impl Inner {
                 rollback_floor: self.rollback_floor.load(Ordering::Acquire),
             },
         );
-        let written = match written {
-            Ok(written) => written,
-            Err(error) => {
-                let mut durable = self.durable.lock();
-                self.record_flush(&mut durable, Err(error.clone()));
-                return Err(error);
-            }
-        };
+        // A failure leaves the last checkpoint in force (or, past its
+        // rename, this one, not yet known durable: either opens to every
+        // durable leaf, since the log keeps them all), and memory as it
+        // was: nothing acknowledged is at risk.
+        let written = written?;
+        self.checkpoint_published();
         self.appends_at_checkpoint.store(appends, Ordering::Relaxed);
         self.tier(&mut checkpoints)?;
         // Advisory: what the next open need not read again.

@@ -441,11 +441,20 @@ impl Inner {
             };
             if !pending.is_empty() {
                 writer.write(&pending, log.last())?;
-                self.heads.lock().mark_written(tags);
             }
             (before, writer.epoch())
         };
+        if !pending.is_empty() {
+            self.verify_heads_name()?;
+            self.heads.lock().mark_written(tags);
+        }
+        let first = log.end() / self.layout.log_file_leaves();
+        let wrote = log.end() < to || !pending.is_empty();
         log.commit(&leaves, to, heads)?;
+        if wrote {
+            // Acknowledged only if durable at the names a reopen reads.
+            self.verify_log_names(&mut log, first)?;
+        }
         if let Some(out) = snapshot {
             *out = Some(Taken {
                 snapshot: Arc::clone(&taken),

@@ -33,6 +33,8 @@ use crate::log::LogWriter;
 mod background;
 mod checkpointing;
 mod durability;
+mod files;
+mod health;
 mod integrity;
 mod migrate;
 mod open;
@@ -40,8 +42,10 @@ mod recovery;
 mod tiering;
 mod verified;
 
-pub(crate) use durability::{Commit, Durable, Flushed, Taken, Want, poisoned};
+pub(crate) use durability::{Commit, Durable, Taken, Want, poisoned};
 pub use durability::{DurableHead, Token};
+pub use files::{FileRestore, FileWatch};
+pub use health::{CheckpointFailure, FileChange, FileEvent, FileOutcome, StoreHealth};
 pub use open::stored_config;
 
 /// A durable n-ary LeanIMT in a directory (without the nullifier set of
@@ -75,9 +79,9 @@ pub use open::stored_config;
 pub struct Store {
     pub(crate) inner: Arc<Inner>,
     background: Option<JoinHandle<()>>,
-    /// The directory lock, released when the store is dropped (after
-    /// `inner` is closed: tokens that outlive the store cannot write).
-    /// A read-only store holds none once open.
+    /// The directory lock (on the directory itself), released when the
+    /// store is dropped (after `inner` is closed: tokens that outlive the
+    /// store cannot write). A read-only store holds none once open.
     _lock: Option<Box<dyn FsLock>>,
 }
 
@@ -126,6 +130,12 @@ pub(crate) struct Inner {
     observer: Mutex<Option<Observer>>,
     /// Opened with [`Store::open_read_only`]: nothing may write.
     pub(crate) read_only: bool,
+    /// The lock on the `LOCK` file, which older versions take (the
+    /// directory's is this version's): taken again if the file is
+    /// removed, released when the store is dropped.
+    pub(crate) lock_file: Mutex<Option<Box<dyn FsLock>>>,
+    /// A failing checkpoint, the file checks (`health.rs`, `files.rs`).
+    pub(crate) upkeep: Mutex<health::Upkeep>,
 }
 
 struct Hook(CheckpointHook);
@@ -276,6 +286,8 @@ impl Store {
             observer: Mutex::new(None),
             read_only,
             config,
+            lock_file: Mutex::new(None),
+            upkeep: Mutex::new(health::Upkeep::default()),
         });
         let background = (!read_only
             && (inner.config.flush_interval.is_some()
@@ -562,9 +574,20 @@ impl Store {
     }
 
     /// Writes a checkpoint of everything appended so far (flushing it
-    /// first); `None` if the last checkpoint already covers it.
+    /// first); `None` if the last checkpoint already covers it. A failure
+    /// other than the log's own (a level file, `checkpoint.tmp`, the hook)
+    /// stops nothing: appends go on, [`Store::health`] reports it and the
+    /// background thread tries again.
     pub fn checkpoint(&self) -> Result<Option<CheckpointMeta>> {
         self.inner.checkpoint(None)
+    }
+
+    /// Checks now what the background thread checks every second: that
+    /// every file name a reopen reads still names the file the store
+    /// holds, putting back what was removed or replaced (see
+    /// [`Store::health`]'s file events and docs/file-format.md, "Locks").
+    pub fn check_files(&self) {
+        self.inner.check_files();
     }
 
     /// Figures about the store.
@@ -615,6 +638,8 @@ impl Drop for Store {
         // ones (from tokens that outlive the store) see `closed`.
         let _log = self.inner.log.lock();
         self.inner.closed.store(true, Ordering::Release);
+        // `inner` may outlive the store (in tokens): the lock goes now.
+        self.inner.lock_file.lock().take();
         // Async waiters whose leaves the close did not make durable learn
         // it now (`StoreError::Closed`).
         self.inner.notify_durable();

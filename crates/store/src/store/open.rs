@@ -1,4 +1,5 @@
-//! Creating and opening a store: the directory lock, the open lock on
+//! Creating and opening a store: the writer's locks (on the directory
+//! itself, and on `LOCK` for older versions), the open lock on
 //! `cairn.meta` that orders a writer's recovery and read-only opens, the
 //! stored meta and its check against the caller's config. Recovery proper
 //! is in `recovery.rs`.
@@ -55,7 +56,7 @@ impl Store {
                     .map_err(|e| StoreError::io("fsync", parent, e))?;
             }
         }
-        let lock = take_lock(&*fs, dir)?;
+        let locks = take_lock(&*fs, dir)?;
         for sub in [Layout::LOG_DIR, Layout::LEVELS_DIR] {
             let path = dir.join(sub);
             fs.create_dir(&path)
@@ -90,7 +91,7 @@ impl Store {
             checkpoints,
             false,
         );
-        store._lock = Some(lock);
+        store.adopt(locks);
         Ok(store)
     }
 
@@ -98,15 +99,27 @@ impl Store {
     /// equal what the store was created with.
     pub fn open(fs: Arc<dyn Fs>, dir: &Path, config: StoreConfig) -> Result<Store> {
         let meta_path = require_store(&*fs, dir)?;
-        let lock = take_lock(&*fs, dir)?;
+        let locks = take_lock(&*fs, dir)?;
         // Recovery repairs (removes leftovers, zeroes stale records): no
         // read-only open may be part way through reading meanwhile.
         let recovering = take_open_lock(&*fs, &meta_path, false)?;
         let mut store = Store::recover(fs, dir, config, Access::Write)?;
         store.migrate()?;
         drop(recovering);
-        store._lock = Some(lock);
+        store.adopt(locks);
         Ok(store)
+    }
+
+    /// Holds the writer's locks for the store's life, and records what
+    /// the names its file checks watch name now (`files.rs`).
+    fn adopt(&mut self, locks: WriterLocks) {
+        let inner = &self.inner;
+        let dir_id = locks.dir.identity();
+        *inner.lock_file.lock() = Some(locks.file);
+        self._lock = Some(locks.dir);
+        inner.upkeep.lock().expected.dir = dir_id;
+        inner.hold_meta();
+        inner.checkpoint_published();
     }
 
     /// Opens the store in `dir` read-only, beside a writer in another
@@ -178,7 +191,16 @@ impl Store {
 /// How long `take_lock` retries a held lock before reporting it.
 const LOCK_WAIT: Duration = Duration::from_millis(500);
 
-/// Takes the directory lock, retrying for [`LOCK_WAIT`] while it is held.
+/// A writer's locks: the directory's, which no removal or replacement of
+/// a file inside it can defeat, and `LOCK`'s, which older versions take
+/// (so that either version excludes the other).
+struct WriterLocks {
+    dir: Box<dyn FsLock>,
+    file: Box<dyn FsLock>,
+}
+
+/// Takes the writer's locks (the directory's, then `LOCK`'s), retrying
+/// for [`LOCK_WAIT`] while either is held.
 ///
 /// Why retry: the lock is an `flock` on an open file, and a child forked
 /// by any thread of this process holds a copy of every open file until it
@@ -189,12 +211,28 @@ const LOCK_WAIT: Duration = Duration::from_millis(500);
 /// wait: [`StoreError::OpenInProcess`] when it is one of this process
 /// (the file system says so with `ResourceBusy`), [`StoreError::Locked`]
 /// otherwise.
-fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
-    let path = dir.join(Layout::LOCK);
+fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<WriterLocks> {
     let started = Instant::now();
+    let dir_lock = retry_lock(started, dir, dir, || fs.lock_dir(dir))?;
+    let path = dir.join(Layout::LOCK);
+    let file = retry_lock(started, dir, &path, || fs.lock(&path))?;
+    Ok(WriterLocks {
+        dir: dir_lock,
+        file,
+    })
+}
+
+/// `take` until it succeeds, retrying while the lock is held until
+/// [`LOCK_WAIT`] after `started`; `path` is what it locks.
+fn retry_lock(
+    started: Instant,
+    dir: &Path,
+    path: &Path,
+    take: impl Fn() -> std::io::Result<Box<dyn FsLock>>,
+) -> Result<Box<dyn FsLock>> {
     let mut pause = Duration::from_millis(1);
     loop {
-        match fs.lock(&path) {
+        match take() {
             Ok(lock) => return Ok(lock),
             Err(e)
                 if matches!(
@@ -207,13 +245,13 @@ fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Box<dyn FsLock>> {
                         std::io::ErrorKind::ResourceBusy => {
                             StoreError::OpenInProcess { path: dir.into() }
                         }
-                        _ => StoreError::Locked { path },
+                        _ => StoreError::Locked { path: path.into() },
                     });
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(50));
             }
-            Err(e) => return Err(StoreError::io("lock", &path, e)),
+            Err(e) => return Err(StoreError::io("lock", path, e)),
         }
     }
 }
@@ -260,15 +298,27 @@ fn take_open_lock(fs: &dyn Fs, meta_path: &Path, shared: bool) -> Result<Box<dyn
     }
 }
 
-/// Whether a writer holds `dir`'s `LOCK` right now (probed with an
-/// exclusive lock, released at once). Asked under the shared open lock:
-/// no writer can finish opening meanwhile, so "no" stays true while the
-/// read-only open reads.
+/// Whether a writer holds `dir` right now: its directory lock, or `LOCK`
+/// (an older version's writer takes only that), probed with an exclusive
+/// lock released at once. Asked under the shared open lock: no writer can
+/// finish opening meanwhile, so "no" stays true while the read-only open
+/// reads.
 fn writer_present(fs: &dyn Fs, dir: &Path) -> Result<bool> {
+    let held = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::ResourceBusy
+        )
+    };
+    match fs.lock_dir(dir) {
+        Ok(_probe) => {}
+        Err(e) if held(&e) => return Ok(true),
+        Err(e) => return Err(StoreError::io("lock", dir, e)),
+    }
     let path = dir.join(Layout::LOCK);
     match fs.lock_existing(&path, false) {
         Ok(_probe) => Ok(false),
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(true),
+        Err(e) if held(&e) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(StoreError::io("lock", &path, e)),
     }

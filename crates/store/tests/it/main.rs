@@ -3,6 +3,7 @@
 mod basics;
 mod crash;
 mod faults;
+mod files;
 mod integrity;
 mod model;
 mod notify;
@@ -13,3 +14,4 @@ mod rollback_crash;
 mod rollback_edges;
 mod rollback_model;
 mod support;
+mod upkeep;
