@@ -51,8 +51,6 @@ pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
 pub use error::{NodeMismatch, StoreError, StoredChildren};
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 pub use fs::{FileId, Fs, StdFs};
-#[cfg(any(test, feature = "sim"))]
-pub use fs::{OpenFault, SimFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use layout::Layout;
 pub use rollback::RollbackFloor;

@@ -1,13 +1,18 @@
 //! Test support shared by every cairn crate: a naive reference transcription
 //! of the tree spec, deterministic leaf generators, the loader of the
-//! committed vectors under `test-vectors/`, and the kill -9 harness of the
-//! crash tests. Never used by production code.
+//! committed vectors under `test-vectors/`, the kill -9 harness of the
+//! crash tests, the simulated file system of the power-loss and fault
+//! tests (`sim`, feature `sim`) and the operation-sequence model run in
+//! lockstep against the store and every database kind (`model`, feature
+//! `model`). Never used by production code.
 
 pub mod http;
 pub mod indexed;
 pub mod kill9;
 pub mod reference;
 pub mod s3;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod vectors;
 
 use cairn_core::Hash;

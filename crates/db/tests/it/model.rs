@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use cairn_core::{Hash, HashKind, TreeHead};
 use cairn_db::{Db, DbConfig, DbError, Token};
 use cairn_store::CheckpointPolicy;
-use cairn_store::fs::sim::{CrashMode, SECTOR, SimFs};
+use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};

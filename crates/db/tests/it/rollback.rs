@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cairn_core::{Hash, HashKind};
 use cairn_db::{BlockTag, Db, DbConfig, DbError};
-use cairn_store::fs::sim::{CrashMode, SECTOR, SimFs};
+use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
 use cairn_store::{Fs, StoreError};
 use rand::SeedableRng;
 

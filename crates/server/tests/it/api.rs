@@ -9,7 +9,7 @@ use axum::http::Method;
 use cairn_core::hex::to_hex;
 use cairn_core::{ConsistencyProof, HashKind, MembershipProof, TreeHead};
 use cairn_db::{Database, DbConfig};
-use cairn_store::SimFs;
+use cairn_testkit::sim::SimFs;
 
 use crate::support::*;
 

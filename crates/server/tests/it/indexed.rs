@@ -609,7 +609,7 @@ async fn inserts_racing_rollbacks_are_answered_with_heads_that_hold_them() {
 /// still acknowledged (the server does not take it for a failed store).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_indexed_finalization_without_descriptors_stops_no_insert() {
-    let fs = cairn_store::fs::sim::SimFs::new();
+    let fs = cairn_testkit::sim::SimFs::new();
     let mut db_config = DbConfig::new(tree(4, HashKind::Blake3).with_kind(TreeKind::Indexed));
     db_config.explicit_finality = true;
     let db = Arc::new(
@@ -619,7 +619,7 @@ async fn an_indexed_finalization_without_descriptors_stops_no_insert() {
     let server = Indexed::start(&db, |_| {}).await;
     let client = server.client();
     client.post_json(&leaves(40, 10), Some(TOKEN)).await.ok();
-    fs.fail_opens(cairn_store::OpenFault::TooManyFiles, "");
+    fs.fail_opens(cairn_testkit::sim::OpenFault::TooManyFiles, "");
     let error = client
         .post_to("/v1/finalize", &json!({"size": 5}), Some(TOKEN))
         .await

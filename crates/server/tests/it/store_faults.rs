@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use cairn_core::HashKind;
 use cairn_db::{Database, DbConfig, DbError, StoreError};
-use cairn_store::OpenFault;
-use cairn_store::fs::sim::SimFs;
+use cairn_testkit::sim::OpenFault;
+use cairn_testkit::sim::SimFs;
 use serde_json::{Value, json};
 
 use crate::support::*;

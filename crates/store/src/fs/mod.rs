@@ -1,6 +1,6 @@
 //! The file-system seam: every file operation the engine performs goes
 //! through [`Fs`], so that tests can replace the operating system with
-//! `SimFs` (the `sim` feature, for tests only), which keeps what was
+//! the simulated file system of `cairn-testkit` (`cairn_testkit::sim`), which keeps what was
 //! written apart from what was synced and can therefore build the states a
 //! power loss leaves behind, and inject faults (failed fsyncs, a full disk)
 //! at any call.
@@ -19,12 +19,8 @@ use std::sync::Arc;
 use cairn_core::Hash;
 
 pub mod real;
-#[cfg(any(test, feature = "sim"))]
-pub mod sim;
 
 pub use real::StdFs;
-#[cfg(any(test, feature = "sim"))]
-pub use sim::{OpenFault, SimFs};
 
 /// How to open a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

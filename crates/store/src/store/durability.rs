@@ -501,22 +501,22 @@ pub(crate) struct Taken {
 #[cfg(test)]
 mod tests {
     use std::future::Future;
-    use std::path::Path;
     use std::pin::pin;
     use std::sync::Arc;
     use std::task::{Context, Poll, Waker};
 
     use cairn_core::{Arity, HashKind, TreeConfig};
 
-    use crate::fs::sim::SimFs;
-    use crate::{Store, StoreConfig, StoreError};
+    use crate::{StdFs, Store, StoreConfig, StoreError};
 
-    fn store(fs: &SimFs) -> Store {
+    /// A store in `dir` on the real file system: these tests stop the
+    /// commit thread and look at wake-ups, not at what reaches the disk.
+    fn store(dir: &tempfile::TempDir) -> Store {
         let config = StoreConfig {
             flush_interval: None,
             ..StoreConfig::new(TreeConfig::new(Arity::new(2).unwrap(), HashKind::Blake3))
         };
-        Store::create(Arc::new(fs.clone()), Path::new("/db"), config).unwrap()
+        Store::create(Arc::new(StdFs), &dir.path().join("db"), config).unwrap()
     }
 
     fn leaf(i: u8) -> [u8; 32] {
@@ -547,8 +547,8 @@ mod tests {
 
     #[test]
     fn a_rollback_wakes_an_async_waiter_whose_leaves_were_never_durable() {
-        let fs = SimFs::new();
-        let store = store(&fs);
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
         // No commit thread answers: only the rollback can settle the wait.
         store.inner.commit.lock().stop = true;
         store.append(leaf(1)).unwrap();
@@ -564,8 +564,8 @@ mod tests {
 
     #[test]
     fn a_store_closed_before_the_leaves_were_durable_answers_closed() {
-        let fs = SimFs::new();
-        let store = store(&fs);
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir);
         store.inner.commit.lock().stop = true;
         let token = store.append(leaf(1)).unwrap().token;
         // A close that could not flush (as when its flush times out):

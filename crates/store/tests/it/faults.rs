@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use cairn_store::fs::sim::SimFs;
+use cairn_testkit::sim::SimFs;
 use cairn_store::{Fs, Store, StoreError};
 
 use crate::support::*;
@@ -57,7 +57,7 @@ fn a_failed_fsync_fails_every_waiter_and_later_append_and_loses_nothing_acknowle
         drop(store);
         // After power loss, everything acknowledged is there.
         let crashed = fs.crash(
-            &cairn_store::fs::sim::CrashMode::DropUnsynced,
+            &cairn_testkit::sim::CrashMode::DropUnsynced,
             &mut rand::thread_rng(),
         );
         let store = reopen(&crashed).unwrap();
@@ -137,7 +137,7 @@ fn three_frames() -> SimFs {
     drop(store);
     fs.crash_at(
         killed,
-        &cairn_store::fs::sim::CrashMode::KeepUnsynced,
+        &cairn_testkit::sim::CrashMode::KeepUnsynced,
         &mut rand::thread_rng(),
     )
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_store::fs::OpenMode;
-use cairn_store::fs::sim::{CrashMode, SimFs};
+use cairn_testkit::sim::{CrashMode, SimFs};
 use cairn_store::{BlockTag, Fs, Store, StoreConfig, StoreError};
 
 use crate::support::*;

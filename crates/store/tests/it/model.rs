@@ -60,7 +60,7 @@ use std::sync::Arc;
 
 use cairn_core::level::SEGMENT_LEN;
 use cairn_core::{Arity, Hash, HashKind, Snapshot, TreeConfig, TreeHead};
-use cairn_store::fs::sim::SimFs;
+use cairn_testkit::sim::SimFs;
 use cairn_store::{CheckpointPolicy, Fs, Store, StoreConfig, Token};
 use cairn_testkit::reference;
 use proptest::prelude::*;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn_store::fs::sim::SimFs;
+use cairn_testkit::sim::SimFs;
 use cairn_store::{Store, StoreError, Token};
 
 use crate::support::*;

@@ -5,7 +5,7 @@
 //! recovered snapshot holds exactly the model's leaves.
 
 use cairn_core::{Hash, Snapshot};
-use cairn_store::fs::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
+use cairn_testkit::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
 use proptest::prelude::*;
 
 /// When a power loss happens.

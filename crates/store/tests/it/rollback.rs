@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cairn_core::LeanImt;
-use cairn_store::{BlockTag, Fs, SimFs, Store, StoreError};
+use cairn_store::{BlockTag, Fs, Store, StoreError};
+use cairn_testkit::sim::{SimFs};
 
 use crate::support::{WAIT, config, leaves, tree_config};
 

@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 
 use cairn_core::level::SEGMENT_LEN;
 use cairn_core::{Arity, Hash, HashKind, Snapshot, TreeConfig, TreeHead};
-use cairn_store::fs::sim::SimFs;
+use cairn_testkit::sim::SimFs;
 use cairn_store::{
     BlockTag, CheckpointPolicy, FLAG_EXPLICIT_FINALITY, Fs, RootAt, Store, StoreConfig, StoreError,
     TaggedHead, Token,

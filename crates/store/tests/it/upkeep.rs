@@ -8,11 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_store::fs::sim::{CrashMode, SimFs};
-use cairn_store::{
-    CheckpointPolicy, FLAG_EXPLICIT_FINALITY, Fs, OpenFault, Store, StoreConfig, StoreError,
-    StoreHealth,
-};
+use cairn_testkit::sim::{CrashMode, SimFs};
+use cairn_store::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, Fs, Store, StoreConfig, StoreError, StoreHealth};
+use cairn_testkit::sim::{OpenFault};
 
 use crate::support::*;
 
