@@ -9,6 +9,8 @@
 pub mod http;
 pub mod indexed;
 pub mod kill9;
+#[cfg(feature = "model")]
+pub mod model;
 pub mod reference;
 pub mod s3;
 #[cfg(feature = "sim")]

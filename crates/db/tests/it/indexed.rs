@@ -14,8 +14,8 @@ use std::time::Duration;
 use cairn_core::indexed::{IndexedError, IndexedTree};
 use cairn_core::{Arity, Hash, HashKind, TreeHead};
 use cairn_db::{DbConfig, DbError, DuplicateOf, IndexedDb, Token};
-use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
 use cairn_testkit::env_u64;
+use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
 use proptest::prelude::*;
 use rand::SeedableRng;
 

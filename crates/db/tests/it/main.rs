@@ -11,7 +11,6 @@ mod durable_head;
 mod facade;
 mod indexed;
 mod indexed_crash;
-mod model;
 mod pending;
 mod read_only;
 mod rollback;

@@ -15,10 +15,10 @@ use std::time::Duration;
 use cairn_core::indexed::IndexedTree;
 use cairn_core::{Hash, HashKind, TreeConfig, TreeKind};
 use cairn_db::{Database, DbError, DuplicateOf, ErrorKind, Proof};
+use cairn_store::StdFs;
 use cairn_store::fs::{FileId, FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
-use cairn_store::{StdFs};
-use cairn_testkit::sim::{SimFs};
 use cairn_testkit::kill9::Victim;
+use cairn_testkit::sim::SimFs;
 use parking_lot::{Condvar, Mutex};
 
 use crate::support::*;

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use cairn_core::{Hash, HashKind};
 use cairn_db::{Db, DbError};
+use cairn_store::StoreError;
 use cairn_store::fs::Fs;
-use cairn_store::{StoreError};
-use cairn_testkit::sim::{SimFs};
+use cairn_testkit::sim::SimFs;
 
 use crate::support::{config, value};
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use cairn_core::{Hash, HashKind};
 use cairn_db::{BlockTag, Db, DbConfig, DbError};
-use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
 use cairn_store::{Fs, StoreError};
+use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
 use rand::SeedableRng;
 
 use crate::support::{config, reference_root, value};

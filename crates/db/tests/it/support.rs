@@ -1,10 +1,9 @@
-//! Helpers shared by the model, crash, adversarial and set-file tests.
+//! Helpers shared by the crash, adversarial and set-file tests.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeKind};
-use cairn_db::{DbConfig, Duplicate, DuplicateOf};
+use cairn_db::DbConfig;
 use cairn_testkit::reference;
 
 /// The tree of arity `n` under `hash`.
@@ -58,33 +57,6 @@ pub fn value(seed: u64, i: u64) -> Hash {
 /// `cairn-testkit`).
 pub fn reference_root(n: u64, hash: HashKind, leaves: &[Hash]) -> Option<Hash> {
     reference::root(Arity::new(n).unwrap(), hash, leaves)
-}
-
-/// What a strict database must refuse in `batch` given the values it holds
-/// (`present`: value -> leaf index): each value already held (`Leaf`), and
-/// each repeat of an earlier value of the batch (`Batch`, the position of
-/// its first occurrence), in batch order.
-pub fn expected_duplicates(present: &HashMap<Hash, u64>, batch: &[Hash]) -> Vec<Duplicate> {
-    let mut first: HashMap<Hash, usize> = HashMap::new();
-    let mut out = Vec::new();
-    for (position, value) in batch.iter().enumerate() {
-        let of = if let Some(&index) = present.get(value) {
-            Some(DuplicateOf::Leaf(index))
-        } else if let Some(&earlier) = first.get(value) {
-            Some(DuplicateOf::Batch(earlier))
-        } else {
-            first.insert(*value, position);
-            None
-        };
-        if let Some(of) = of {
-            out.push(Duplicate {
-                position,
-                value: *value,
-                of,
-            });
-        }
-    }
-    out
 }
 
 /// Copies a directory tree (files and subdirectories).

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use cairn_testkit::sim::SimFs;
 use cairn_store::{Fs, Store, StoreError};
+use cairn_testkit::sim::SimFs;
 
 use crate::support::*;
 

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cairn_store::fs::OpenMode;
-use cairn_testkit::sim::{CrashMode, SimFs};
 use cairn_store::{BlockTag, FileChange, FileOutcome, Fs, Store, StoreConfig, StoreError};
-use cairn_testkit::sim::{OpenFault};
+use cairn_testkit::sim::OpenFault;
+use cairn_testkit::sim::{CrashMode, SimFs};
 
 use crate::support::*;
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_store::fs::OpenMode;
-use cairn_testkit::sim::{CrashMode, SimFs};
 use cairn_store::{BlockTag, Fs, Store, StoreConfig, StoreError};
+use cairn_testkit::sim::{CrashMode, SimFs};
 
 use crate::support::*;
 

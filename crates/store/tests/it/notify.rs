@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn_testkit::sim::SimFs;
 use cairn_store::{Store, StoreError, Token};
+use cairn_testkit::sim::SimFs;
 
 use crate::support::*;
 

@@ -56,9 +56,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use cairn_core::{LeanImt, TreeConfig, TreeHead};
-use cairn_testkit::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
 use cairn_store::{Fs, Store, StoreError, Token};
 use cairn_testkit::env_u64;
+use cairn_testkit::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cairn_core::LeanImt;
 use cairn_store::{BlockTag, Fs, Store, StoreError};
-use cairn_testkit::sim::{SimFs};
+use cairn_testkit::sim::SimFs;
 
 use crate::support::{WAIT, config, leaves, tree_config};
 

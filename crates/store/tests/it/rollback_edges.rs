@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use cairn_core::level::SEGMENT_LEN;
 use cairn_core::{Hash, HashKind, LeanImt, TreeHead};
-use cairn_testkit::sim::CrashMode;
 use cairn_store::{BlockTag, FLAG_EXPLICIT_FINALITY, Fs, Store, StoreConfig, StoreError};
-use cairn_testkit::sim::{SimFs};
+use cairn_testkit::sim::CrashMode;
+use cairn_testkit::sim::SimFs;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

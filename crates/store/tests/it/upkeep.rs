@@ -8,9 +8,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cairn_store::{
+    CheckpointPolicy, FLAG_EXPLICIT_FINALITY, Fs, Store, StoreConfig, StoreError, StoreHealth,
+};
+use cairn_testkit::sim::OpenFault;
 use cairn_testkit::sim::{CrashMode, SimFs};
-use cairn_store::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, Fs, Store, StoreConfig, StoreError, StoreHealth};
-use cairn_testkit::sim::{OpenFault};
 
 use crate::support::*;
 

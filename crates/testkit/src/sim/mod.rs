@@ -260,7 +260,6 @@ impl fmt::Debug for SimFs {
     }
 }
 
-
 impl Default for SimFs {
     fn default() -> Self {
         SimFs::new()
@@ -744,4 +743,3 @@ impl Replay {
         modes
     }
 }
-

@@ -1,11 +1,9 @@
-//! What the two model tests (`model.rs`, `rollback_model.rs`) share about
-//! power losses on a [`SimFs`]: when one happens ([`CrashPoint`]), what it
-//! leaves ([`CrashKind`], resolved to a [`CrashMode`] by [`crash_state`]),
-//! the proptest strategies that choose them, and the check that a
-//! recovered snapshot holds exactly the model's leaves.
+//! Power losses on a [`SimFs`] as the model draws them: when one happens
+//! ([`CrashPoint`]), what it leaves ([`CrashKind`], resolved to a
+//! [`CrashMode`] by [`crash_state`]) and the proptest strategies that
+//! choose them.
 
-use cairn_core::{Hash, Snapshot};
-use cairn_testkit::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
+use crate::sim::{CrashMode, PAGE, Replay, SECTOR, SimFs};
 use proptest::prelude::*;
 
 /// When a power loss happens.
@@ -142,27 +140,4 @@ pub fn mode_name(mode: &CrashMode) -> &'static str {
         CrashMode::UndoDirOps => "UndoDirOps",
         CrashMode::GrowthLost => "GrowthLost",
     }
-}
-
-/// Checks that `snapshot` holds exactly `leaves`.
-pub fn check_all_leaves(snapshot: &Snapshot, leaves: &[Hash], ctx: &str) {
-    let size = leaves.len();
-    assert_eq!(snapshot.size(), size as u64, "{ctx}: size");
-    if size == 0 {
-        return;
-    }
-    let finals = snapshot.final_nodes(0);
-    assert_eq!(finals.len(), size - 1, "{ctx}: final leaves");
-    if let Some(i) = finals
-        .iter()
-        .zip(leaves)
-        .position(|(got, want)| got != want)
-    {
-        panic!("{ctx}: leaf {i} of {size} differs from the model");
-    }
-    assert_eq!(
-        snapshot.edge()[0],
-        ((size - 1) as u64, leaves[size - 1]),
-        "{ctx}: the last leaf"
-    );
 }
