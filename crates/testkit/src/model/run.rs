@@ -767,12 +767,12 @@ impl Run {
             };
             let proof = match subject {
                 Subject::Store(store) => store.snapshot().prove_consistency(old.size, head.size),
-                Subject::Database(db) => db.prove_consistency(old.size, None).map_err(|e| {
-                    cairn_core::TreeError::from(match e {
+                Subject::Database(db) => {
+                    db.prove_consistency(old.size, None).map_err(|e| match e {
                         cairn_db::DbError::Tree(e) => e,
                         other => panic!("{ctx}: consistency: {other}"),
                     })
-                }),
+                }
             }
             .unwrap_or_else(|e| {
                 panic!(
