@@ -5,7 +5,7 @@
 //! size, below finality, past the end; by block), finalizations (by size
 //! and by block), acknowledgement waits, flushes, checkpoints, snapshots,
 //! closes, drops and power losses, applied in lockstep to a naive
-//! reference ([`reference`](self)) and to one implementation: the
+//! reference (`reference.rs`) and to one implementation: the
 //! storage engine (`cairn_store::Store`) or the database facade
 //! (`cairn_db::Database`) of any kind (lean, fixed-depth `imt`, indexed).
 //! Operations a kind cannot do are asked of the capability table
@@ -21,7 +21,7 @@
 //! rolled-back roots (block tags); the store's tokens, figures, tiering
 //! and kept snapshots. Every reopen compares every leaf.
 //!
-//! A power loss ([`power`](self)) builds the state a crash leaves on the
+//! A power loss (`power.rs`) builds the state a crash leaves on the
 //! simulated file system at a boundary now, inside the last operation or
 //! anywhere since the file system began, in every crash mode. The
 //! recovered tree must be a prefix of the history line current at that
