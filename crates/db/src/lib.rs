@@ -43,6 +43,7 @@ mod error;
 mod indexed;
 mod open;
 mod operation;
+pub mod repair;
 mod rollback;
 mod set;
 mod usage;

@@ -44,6 +44,7 @@ mod log;
 pub mod names;
 pub mod replace;
 mod rollback;
+mod salvage;
 mod store;
 
 pub use backup::{Backup, DerivedFiles};
@@ -56,6 +57,7 @@ pub use fs::{OpenFault, SimFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use layout::Layout;
 pub use rollback::RollbackFloor;
+pub use salvage::{Damage, Salvage};
 pub use store::{
     Appended, CheckpointFailure, CheckpointHook, CheckpointObserver, DurableHead, FileChange,
     FileEvent, FileOutcome, FileRestore, FileWatch, Store, StoreHealth, StoreStats, Token,

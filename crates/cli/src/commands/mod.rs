@@ -28,6 +28,7 @@ mod mirror;
 pub mod plan;
 mod prove;
 pub(crate) mod publish;
+mod repair;
 mod rollback;
 mod root;
 mod serve;
@@ -54,6 +55,7 @@ pub use init::InitCmd;
 pub use keygen::KeygenCmd;
 pub use man::ManCmd;
 pub use mirror::MirrorCmd;
+pub use repair::RepairCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
 pub use publish::PublishCmd;
@@ -151,6 +153,9 @@ pub enum Command {
     /// Copy a tile store or a cairn server into a database, verifying every head (a mirror).
     #[command(long_about = mirror::LONG_ABOUT)]
     Mirror(MirrorCmd),
+    /// Rebuild a damaged database from what it still holds and a replica (a signed tile store or a mirror).
+    #[command(long_about = repair::LONG_ABOUT)]
+    Repair(RepairCmd),
 }
 
 impl Command {
@@ -184,6 +189,7 @@ impl Command {
             Command::Completions(cmd) => cmd.run(),
             Command::Man(cmd) => cmd.run(),
             Command::Mirror(cmd) => cmd.run(),
+            Command::Repair(cmd) => cmd.run(),
         }
     }
 }

@@ -38,6 +38,7 @@ mod health;
 mod integrity;
 mod migrate;
 mod open;
+pub(crate) use open::take_writer_locks;
 mod recovery;
 mod tiering;
 mod verified;
