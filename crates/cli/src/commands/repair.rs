@@ -116,7 +116,7 @@ impl RepairCmd {
                 ),
             ));
         }
-        self.refuse_loss(&salvaged.plan(head.head.size))?;
+        self.refuse_loss(&salvaged.plan(head.head.size), false)?;
         let rebuilt = sibling(&self.dir, "repair");
         let built = self.rebuild(&salvaged, &mut *upstream, &rebuilt);
         let plan = match built {
@@ -142,14 +142,17 @@ impl RepairCmd {
         self.report(&plan, head, Some(&kept), &damage)
     }
 
-    /// Refuses a plan that loses acknowledged data, unless accepted.
-    fn refuse_loss(&self, plan: &Plan) -> Result<(), Failure> {
+    /// Refuses a plan that loses acknowledged data, unless accepted (then
+    /// warns, if `warn`).
+    fn refuse_loss(&self, plan: &Plan, warn: bool) -> Result<(), Failure> {
         if plan.loses_nothing() {
             return Ok(());
         }
         let what = lost_words(plan);
         if self.accept_loss {
-            eprintln!("warning: {what} (--accept-loss)");
+            if warn {
+                eprintln!("warning: {what} (--accept-loss)");
+            }
             return Ok(());
         }
         Err(Failure::new(
@@ -184,28 +187,11 @@ impl RepairCmd {
             db: Arc::clone(&db),
             size: 0,
             heads: salvaged.heads().iter().copied().collect(),
+            salvaged,
         };
         let caught = catch_up(upstream, &mut target, self.chunk).map_err(mirror_failure)?;
         let plan = salvaged.plan(caught.head.size);
-        self.refuse_loss(&plan)?;
-        // Where both hold a leaf, they agree.
-        let mut from = 0;
-        let overlap = plan.replica.min(salvaged.leaves().len() as u64);
-        while from < overlap {
-            let to = (from + DEFAULT_CHUNK_LEAVES).min(overlap);
-            let replica = db.leaves(from, Some(to)).map_err(database::db_failure)?;
-            if let Some(index) = salvaged.first_difference(from, &replica) {
-                return Err(Failure::new(
-                    Code::Invalid,
-                    anyhow!(
-                        "leaf {index} of {} differs from the replica's: {} is not this database's history; nothing was changed",
-                        self.dir.display(),
-                        self.from
-                    ),
-                ));
-            }
-            from = to;
-        }
+        self.refuse_loss(&plan, true)?;
         let local = &salvaged.leaves()[plan.local.start as usize..plan.local.end as usize];
         for chunk in local.chunks(DEFAULT_CHUNK_LEAVES as usize) {
             target.append(chunk).map_err(target_failure)?;
@@ -377,28 +363,55 @@ fn swap(dir: &Path, rebuilt: &Path, kept: &Path) -> Result<(), Failure> {
 fn mirror_failure(error: MirrorError) -> Failure {
     match error {
         MirrorError::Refused { .. } => Failure::new(Code::Invalid, error),
+        MirrorError::Target(error) => target_failure(error),
         _ => Failure::new(Code::Input, error),
     }
 }
 
+/// A refusal of the replica's history is a failed check (1); what the
+/// rebuilt database says is its own.
 fn target_failure(error: TargetError) -> Failure {
+    let error = match error.downcast::<NotThisHistory>() {
+        Ok(error) => {
+            return Failure::new(
+                Code::Invalid,
+                anyhow!("the replica is not this database's history: {error}; nothing was changed"),
+            );
+        }
+        Err(error) => error,
+    };
     match error.downcast::<DbError>() {
         Ok(error) => database::db_failure(*error),
-        Err(error) => Failure::new(Code::Invalid, anyhow!("{error}")),
+        Err(error) => Failure::new(Code::Input, anyhow!("{error}")),
     }
 }
 
 /// The rebuilt database as a mirror's target: leaves appended with the
 /// salvaged block tags at the sizes they name, each tagged root checked
 /// against the recorded one.
-struct Tagged {
+struct Tagged<'a> {
     db: Arc<Database>,
     size: u64,
     heads: VecDeque<TaggedHead>,
+    salvaged: &'a Salvaged,
 }
 
-impl Tagged {
+/// Why the rebuilt database is not the damaged one's history.
+#[derive(Debug, thiserror::Error)]
+enum NotThisHistory {
+    #[error("leaf {index} differs from the one the database holds")]
+    Leaf { index: u64 },
+    #[error("block {block} at size {size}: the rebuilt root differs from the one recorded")]
+    Root { block: u64, size: u64 },
+    #[error("block {block} is recorded at size {size}, below the {below} leaves before it")]
+    Order { block: u64, size: u64, below: u64 },
+}
+
+impl Tagged<'_> {
     fn append(&mut self, leaves: &[Hash]) -> Result<(), TargetError> {
+        if let Some(index) = self.salvaged.first_difference(self.size, leaves) {
+            return Err(NotThisHistory::Leaf { index }.into());
+        }
         let mut rest = leaves;
         let mut acks = Vec::new();
         loop {
@@ -406,12 +419,14 @@ impl Tagged {
             match self.heads.front().copied() {
                 Some(head) if head.size <= end => {
                     self.heads.pop_front();
-                    let take = head.size.checked_sub(self.size).ok_or_else(|| {
-                        format!(
-                            "block {} is recorded at size {}, below the {} leaves before it",
-                            head.block, head.size, self.size
-                        )
-                    })?;
+                    let take =
+                        head.size
+                            .checked_sub(self.size)
+                            .ok_or(NotThisHistory::Order {
+                                block: head.block,
+                                size: head.size,
+                                below: self.size,
+                            })?;
                     let (segment, after) = rest.split_at(take as usize);
                     let tag = BlockTag {
                         number: head.block,
@@ -435,10 +450,10 @@ impl Tagged {
             if let Some(head) = head
                 && acked.root != head.root
             {
-                return Err(format!(
-                    "block {} at size {}: the rebuilt root differs from the one recorded",
-                    head.block, head.size
-                )
+                return Err(NotThisHistory::Root {
+                    block: head.block,
+                    size: head.size,
+                }
                 .into());
             }
         }
@@ -446,7 +461,7 @@ impl Tagged {
     }
 }
 
-impl MirrorTarget for Tagged {
+impl MirrorTarget for Tagged<'_> {
     fn adopted(&self) -> Arc<Snapshot> {
         self.db
             .tree_snapshot()
