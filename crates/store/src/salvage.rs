@@ -8,10 +8,12 @@
 //! leaf. Where reading stops short of what the store acknowledged, it says
 //! where and why.
 //!
-//! Without a readable checkpoint, nothing says which frames a rollback
-//! made obsolete, so the leaves read from the frames are marked as not
-//! known to be current ([`Salvage::current`] false): a repair takes none
-//! of them past what its replica vouches for.
+//! Without a readable checkpoint, the frames are read from the start of
+//! the log, and the leaves they hold count as the store's current ones
+//! ([`Salvage::current`]) only up to the last frame a tail record names,
+//! if that chain of frames reaches it: a rollback's leftovers are never on
+//! it. Otherwise a repair takes none of them past what its replica
+//! vouches for.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -20,7 +22,7 @@ use cairn_core::{Hash, TreeConfig, TreeKind};
 
 use crate::error::{Result, StoreError};
 use crate::format::{
-    self, CheckpointMeta, FRAME_LEN, Frame, HEAD_RECORD_LEN, HEADER_LEN, HEADS_HEADER_LEN,
+    self, CheckpointMeta, FRAME_LEN, Frame, FrameRef, HEAD_RECORD_LEN, HEADER_LEN, HEADS_HEADER_LEN,
     HeadRecord, HeaderRecords, PAGE_NODES, SUMS_HEADER_LEN, StoreMeta,
 };
 use crate::fs::{Fs, FsFile, FsLock, OpenMode};
@@ -101,7 +103,7 @@ impl Salvage {
             unverified: Vec::new(),
             stopped: None,
         };
-        let (resume, current) = match &checkpoint {
+        let (resume, current): (_, bool) = match &checkpoint {
             Some(checkpoint) => {
                 reader.below_checkpoint(checkpoint);
                 (Some(checkpoint), true)
@@ -109,7 +111,21 @@ impl Salvage {
             None => (None, false),
         };
         let claims = reader.tail_claims(resume);
-        reader.frames(resume);
+        let reached = reader.frames(resume, claims.newest);
+        // Without a checkpoint, the leaves read are the current ones up to
+        // the last frame a tail record names, if the frames read from the
+        // start of the log reach it: a rollback's leftovers are never on
+        // that chain (the frames after a rollback start below the end of
+        // the frames before them).
+        let current = current
+            || reached.is_some_and(|end| {
+                reader.leaves.truncate(end as usize);
+                reader.unverified.retain_mut(|range| {
+                    range.end = range.end.min(end);
+                    !range.is_empty()
+                });
+                true
+            });
         let mut acknowledged = claims.leaves;
         let mut heads_acknowledged = claims.heads;
         let mut finalized = 0;
@@ -245,6 +261,8 @@ fn read_all(fs: &dyn Fs, path: &Path) -> std::io::Result<Vec<u8>> {
 struct Claims {
     leaves: u64,
     heads: u64,
+    /// The newest frame a tail record names.
+    newest: Option<FrameRef>,
 }
 
 struct Reader<'a> {
@@ -418,7 +436,15 @@ impl Reader<'_> {
     /// one): each one's leaves, or, for a frame whose leaves' CRC fails
     /// or whose own CRC fails with the next one valid, an unverified
     /// range.
-    fn frames(&mut self, checkpoint: Option<&CheckpointMeta>) {
+    ///
+    /// Returns the end of `named` if a frame read is that one (its leaves
+    /// verified).
+    fn frames(
+        &mut self,
+        checkpoint: Option<&CheckpointMeta>,
+        named: Option<FrameRef>,
+    ) -> Option<u64> {
+        let mut reached = None;
         let per_file = self.per_file();
         let (mut number, mut slot, mut seq, mut chain) = match checkpoint {
             Some(c) => (
@@ -433,13 +459,13 @@ impl Reader<'_> {
             // A missing next file is the end of the log (what the store
             // claimed past it is the caller's to compare).
             if !self.fs.exists(&self.layout.log_file(number)).unwrap_or(false) {
-                return;
+                return reached;
             }
             let file = match self.open_log(number) {
                 Ok(file) => file,
                 Err(damage) => {
                     self.stopped.get_or_insert(damage);
-                    return;
+                    return reached;
                 }
             };
             let first = number * per_file;
@@ -477,6 +503,16 @@ impl Reader<'_> {
                             && crc32c::crc32c(
                                 self.leaves[start as usize..frame.end as usize].as_flattened(),
                             ) == frame.leaves_crc;
+                        let this = FrameRef {
+                            seq: frame.seq,
+                            end: frame.end,
+                            file: number,
+                            slot,
+                            crc: frame.crc(),
+                        };
+                        if ok && named == Some(this) {
+                            reached = Some(frame.end);
+                        }
                         if !ok {
                             self.leaves.resize(frame.end as usize, [0; 32]);
                             self.mark_unverified(start..frame.end);
@@ -497,7 +533,7 @@ impl Reader<'_> {
                     _ if skipped == 0 => {
                         // One damaged frame may be followed by valid ones.
                         if checkpoint.is_none() && seq == 0 {
-                            return;
+                            return reached;
                         }
                         self.stopped.get_or_insert(Damage {
                             path: self.layout.log_file(number),
@@ -507,7 +543,7 @@ impl Reader<'_> {
                         skipped = 1;
                         slot += 1;
                     }
-                    _ => return,
+                    _ => return reached,
                 }
             }
             number += 1;
@@ -521,6 +557,7 @@ impl Reader<'_> {
         let mut claims = Claims {
             leaves: 0,
             heads: 0,
+            newest: None,
         };
         let from_seq = checkpoint.map_or(0, |c| c.resume.seq);
         let epoch = checkpoint.map(|c| c.epoch);
@@ -543,6 +580,9 @@ impl Reader<'_> {
                     && frame.seq >= from_seq
                 {
                     claims.leaves = claims.leaves.max(frame.end);
+                    if claims.newest.is_none_or(|newest| frame.seq > newest.seq) {
+                        claims.newest = Some(frame);
+                    }
                 }
                 if epoch.is_none_or(|e| e == tail.epoch) {
                     claims.heads = claims.heads.max(tail.heads);
@@ -595,12 +635,21 @@ fn read_heads(
         let follows = heads
             .last()
             .is_none_or(|last| record.block > last.block && record.size >= last.size);
-        let of_epoch = (i as u64) < counted || epoch.is_none_or(|e| record.epoch == e);
+        // Past the checkpoint's count, records are of its epoch; without
+        // a checkpoint, epochs only grow (a rollback rewinds the file).
+        let of_epoch = (i as u64) < counted
+            || match (checkpoint, epoch) {
+                (Some(_), Some(e)) => record.epoch == e,
+                (None, Some(e)) => record.epoch >= e,
+                (_, None) => true,
+            };
         if !follows || !of_epoch {
             let why = format!("record {i} does not follow the ones before it");
             return (heads, Some(damage(offset, why)));
         }
-        epoch.get_or_insert(record.epoch);
+        if checkpoint.is_none() {
+            epoch = Some(record.epoch);
+        }
         heads.push(TaggedHead {
             block: record.block,
             block_hash: record.block_hash,
