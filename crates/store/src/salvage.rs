@@ -18,12 +18,13 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use cairn_core::cast::to_usize;
 use cairn_core::{Hash, TreeConfig, TreeKind};
 
 use crate::error::{Result, StoreError};
 use crate::format::{
-    self, CheckpointMeta, FRAME_LEN, Frame, FrameRef, HEAD_RECORD_LEN, HEADER_LEN, HEADS_HEADER_LEN,
-    HeadRecord, HeaderRecords, PAGE_NODES, SUMS_HEADER_LEN, StoreMeta,
+    self, CheckpointMeta, FRAME_LEN, Frame, FrameRef, HEAD_RECORD_LEN, HEADER_LEN,
+    HEADS_HEADER_LEN, HeadRecord, HeaderRecords, PAGE_NODES, SUMS_HEADER_LEN, StoreMeta,
 };
 use crate::fs::{Fs, FsFile, FsLock, OpenMode};
 use crate::heads::TaggedHead;
@@ -42,7 +43,13 @@ pub struct Damage {
 
 impl std::fmt::Display for Damage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} at offset {}: {}", self.path.display(), self.offset, self.why)
+        write!(
+            f,
+            "{} at offset {}: {}",
+            self.path.display(),
+            self.offset,
+            self.why
+        )
     }
 }
 
@@ -119,7 +126,7 @@ impl Salvage {
         // the frames before them).
         let current = current
             || reached.is_some_and(|end| {
-                reader.leaves.truncate(end as usize);
+                reader.leaves.truncate(to_usize(end));
                 reader.unverified.retain_mut(|range| {
                     range.end = range.end.min(end);
                     !range.is_empty()
@@ -195,7 +202,7 @@ fn read_meta(
     // Log file 0 exists from creation on; its header names the store id
     // and the leaves per file, and the arity and hash to check `tree`.
     let log0 = dir.join(Layout::LOG_DIR).join(format::log_name(0));
-    let mut header = [0u8; HEADER_LEN as usize];
+    let mut header = [0u8; to_usize(HEADER_LEN)];
     let file = fs
         .open(&log0, OpenMode::ReadOnly)
         .map_err(|e| StoreError::io("open", &log0, e))?;
@@ -212,7 +219,7 @@ fn read_meta(
     }
     let meta = StoreMeta {
         tree,
-        log_shift: log_shift as u8,
+        log_shift: u8::try_from(log_shift).expect("checked to be 10..=30"),
         store_id: u64::from_le_bytes(header[16..24].try_into().expect("8 bytes")),
         flags: 0,
     };
@@ -290,7 +297,7 @@ impl Reader<'_> {
             .fs
             .open(&path, OpenMode::ReadOnly)
             .map_err(|e| damage(0, e.to_string()))?;
-        let mut header = [0u8; HEADER_LEN as usize];
+        let mut header = [0u8; to_usize(HEADER_LEN)];
         file.read_exact_at(&mut header, 0)
             .map_err(|e| damage(0, e.to_string()))?;
         format::check_log_header(self.meta, number, &header)
@@ -302,7 +309,7 @@ impl Reader<'_> {
     fn read_leaves(&mut self, file: &dyn FsFile, number: u64, to: u64) -> std::io::Result<()> {
         let from = self.leaves.len() as u64;
         let first = number * self.per_file();
-        let mut bytes = vec![0u8; ((to - from) * 32) as usize];
+        let mut bytes = vec![0u8; to_usize((to - from) * 32)];
         file.read_exact_at(&mut bytes, Layout::node_offset(from - first))?;
         self.leaves.extend(
             bytes
@@ -340,7 +347,7 @@ impl Reader<'_> {
                     Err(damage) => {
                         // A whole file unreadable: its leaves are unknown.
                         let to = ((number + 1) * per_file).min(size);
-                        self.leaves.resize(to as usize, [0; 32]);
+                        self.leaves.resize(to_usize(to), [0; 32]);
                         self.mark_unverified(from..to);
                         self.stopped.get_or_insert(damage);
                         open = None;
@@ -361,7 +368,7 @@ impl Reader<'_> {
             let path = self.layout.log_file(number);
             let offset = Layout::node_offset(from - number * per_file);
             if let Err(e) = self.read_leaves(&**file, number, to) {
-                self.leaves.resize(to as usize, [0; 32]);
+                self.leaves.resize(to_usize(to), [0; 32]);
                 self.mark_unverified(from..to);
                 self.stopped.get_or_insert(Damage {
                     path,
@@ -370,9 +377,9 @@ impl Reader<'_> {
                 });
                 continue;
             }
-            let read = &self.leaves[from as usize..to as usize];
+            let read = &self.leaves[to_usize(from)..to_usize(to)];
             let (holds, what) = if whole {
-                let want = sums.get(page as usize).copied().flatten();
+                let want = sums.get(to_usize(page)).copied().flatten();
                 let got = crc32c::crc32c(read.as_flattened());
                 (want == Some(got), format!("page {page}'s sum"))
             } else if from < final_len {
@@ -381,10 +388,16 @@ impl Reader<'_> {
                     .as_ref()
                     .and_then(|i| i.partial_pages.first().copied());
                 let got = crc32c::crc32c(read.as_flattened());
-                (want == Some(got), "the checkpoint's CRC of the last page".to_owned())
+                (
+                    want == Some(got),
+                    "the checkpoint's CRC of the last page".to_owned(),
+                )
             } else {
                 let want = checkpoint.levels.first().map(|level| level.1);
-                (want == read.first().copied(), "the checkpoint's last leaf".to_owned())
+                (
+                    want == read.first().copied(),
+                    "the checkpoint's last leaf".to_owned(),
+                )
             };
             if !holds {
                 self.mark_unverified(from..to);
@@ -400,17 +413,17 @@ impl Reader<'_> {
     /// Level 0's sums, `None` for each one that cannot be read.
     fn read_sums(&mut self, pages: u64) -> Vec<Option<u32>> {
         let path = self.layout.sums_file(0);
-        let mut sums = vec![None; pages as usize];
+        let mut sums = vec![None; to_usize(pages)];
         let read = || -> std::result::Result<Vec<u8>, String> {
             let file = self
                 .fs
                 .open(&path, OpenMode::ReadOnly)
                 .map_err(|e| e.to_string())?;
-            let mut header = [0u8; SUMS_HEADER_LEN as usize];
+            let mut header = [0u8; to_usize(SUMS_HEADER_LEN)];
             file.read_exact_at(&mut header, 0)
                 .map_err(|e| e.to_string())?;
             format::check_sums_header(self.meta, 0, &header).map_err(|e| e.to_string())?;
-            let mut bytes = vec![0u8; (pages * 4) as usize];
+            let mut bytes = vec![0u8; to_usize(pages * 4)];
             file.read_exact_at(&mut bytes, SUMS_HEADER_LEN)
                 .map_err(|e| e.to_string())?;
             Ok(bytes)
@@ -458,7 +471,11 @@ impl Reader<'_> {
         loop {
             // A missing next file is the end of the log (what the store
             // claimed past it is the caller's to compare).
-            if !self.fs.exists(&self.layout.log_file(number)).unwrap_or(false) {
+            if !self
+                .fs
+                .exists(&self.layout.log_file(number))
+                .unwrap_or(false)
+            {
                 return reached;
             }
             let file = match self.open_log(number) {
@@ -477,7 +494,7 @@ impl Reader<'_> {
                     break;
                 }
                 let offset = frames_at + slot * FRAME_LEN;
-                let mut bytes = [0u8; FRAME_LEN as usize];
+                let mut bytes = [0u8; to_usize(FRAME_LEN)];
                 let frame = file
                     .read_exact_at(&mut bytes, offset)
                     .ok()
@@ -493,7 +510,7 @@ impl Reader<'_> {
                         let chained = chain.is_none_or(|c| skipped > 0 || frame.prev == c);
                         if frame.start() > end {
                             // The frames skipped: their leaves unknown.
-                            self.leaves.resize(frame.start() as usize, [0; 32]);
+                            self.leaves.resize(to_usize(frame.start()), [0; 32]);
                             self.mark_unverified(end..frame.start());
                         }
                         let start = frame.start();
@@ -501,7 +518,7 @@ impl Reader<'_> {
                         let ok = self.read_leaves(&*file, number, frame.end).is_ok()
                             && chained
                             && crc32c::crc32c(
-                                self.leaves[start as usize..frame.end as usize].as_flattened(),
+                                self.leaves[to_usize(start)..to_usize(frame.end)].as_flattened(),
                             ) == frame.leaves_crc;
                         let this = FrameRef {
                             seq: frame.seq,
@@ -514,7 +531,7 @@ impl Reader<'_> {
                             reached = Some(frame.end);
                         }
                         if !ok {
-                            self.leaves.resize(frame.end as usize, [0; 32]);
+                            self.leaves.resize(to_usize(frame.end), [0; 32]);
                             self.mark_unverified(start..frame.end);
                             self.stopped.get_or_insert(Damage {
                                 path,
@@ -567,7 +584,7 @@ impl Reader<'_> {
             let Ok(file) = self.fs.open(&path, OpenMode::ReadOnly) else {
                 continue;
             };
-            let mut header = [0u8; HEADER_LEN as usize];
+            let mut header = [0u8; to_usize(HEADER_LEN)];
             if file.read_exact_at(&mut header, 0).is_err() {
                 continue;
             }
@@ -623,9 +640,9 @@ fn read_heads(
     let mut heads: Vec<TaggedHead> = Vec::new();
     let mut epoch = checkpoint.map(|c| c.epoch);
     let records = bytes
-        .get(HEADS_HEADER_LEN as usize..)
+        .get(to_usize(HEADS_HEADER_LEN)..)
         .unwrap_or_default()
-        .chunks_exact(HEAD_RECORD_LEN as usize);
+        .chunks_exact(to_usize(HEAD_RECORD_LEN));
     for (i, b) in records.enumerate() {
         let offset = HEADS_HEADER_LEN + i as u64 * HEAD_RECORD_LEN;
         let Some(record) = HeadRecord::decode(b, version, empty_has_root) else {

@@ -234,8 +234,8 @@ impl RepairCmd {
         damage: &[String],
     ) -> Result<(), Failure> {
         if self.json {
-            let lost = (!plan.lost.is_empty())
-                .then(|| format!("[{},{}]", plan.lost.start, plan.lost.end));
+            let lost =
+                (!plan.lost.is_empty()).then(|| format!("[{},{}]", plan.lost.start, plan.lost.end));
             return output::line(
                 &Object::new()
                     .field("repaired", true)
@@ -272,7 +272,10 @@ impl RepairCmd {
             text.push_str(&format!("; {}", lost_words(plan)));
         }
         if let Some(kept) = kept {
-            text.push_str(&format!("\nthe damaged database is kept at {}", kept.display()));
+            text.push_str(&format!(
+                "\nthe damaged database is kept at {}",
+                kept.display()
+            ));
         }
         output::line(&text)
     }
@@ -336,8 +339,12 @@ fn unix_seconds() -> u64 {
 /// Puts `rebuilt` in place of `dir`, keeping `dir` as `kept`, durably.
 fn swap(dir: &Path, rebuilt: &Path, kept: &Path) -> Result<(), Failure> {
     let io = |what: &str, e: std::io::Error| Failure::new(Code::Input, anyhow!("{what}: {e}"));
-    std::fs::rename(dir, kept)
-        .map_err(|e| io(&format!("renaming {} to {}", dir.display(), kept.display()), e))?;
+    std::fs::rename(dir, kept).map_err(|e| {
+        io(
+            &format!("renaming {} to {}", dir.display(), kept.display()),
+            e,
+        )
+    })?;
     std::fs::rename(rebuilt, dir).map_err(|e| {
         io(
             &format!(
@@ -419,14 +426,14 @@ impl Tagged<'_> {
             match self.heads.front().copied() {
                 Some(head) if head.size <= end => {
                     self.heads.pop_front();
-                    let take =
-                        head.size
-                            .checked_sub(self.size)
-                            .ok_or(NotThisHistory::Order {
-                                block: head.block,
-                                size: head.size,
-                                below: self.size,
-                            })?;
+                    let take = head
+                        .size
+                        .checked_sub(self.size)
+                        .ok_or(NotThisHistory::Order {
+                            block: head.block,
+                            size: head.size,
+                            below: self.size,
+                        })?;
                     let (segment, after) = rest.split_at(take as usize);
                     let tag = BlockTag {
                         number: head.block,

@@ -227,7 +227,10 @@ fn random_damage_in_every_file_is_repaired_from_the_signed_replica_or_refused_as
                 let err = &run.stderr;
                 assert!(err.contains("acknowledged"), "{label}: {err}");
                 assert!(copy.join("cairn.meta").exists(), "{label}");
-                assert!(!Path::new(&format!("{copy_str}.repair")).exists(), "{label}");
+                assert!(
+                    !Path::new(&format!("{copy_str}.repair")).exists(),
+                    "{label}"
+                );
                 let accepted = cairn(&[
                     "repair",
                     copy_str,
@@ -298,15 +301,7 @@ fn a_replica_of_another_tree_or_an_unsigned_one_changes_nothing() {
     assert_eq!(std::fs::read(&level).unwrap(), bytes, "nothing changed");
     assert!(!Path::new(&format!("{}.repair", s.db)).exists());
     // The right replica repairs it.
-    cairn(&[
-        "repair",
-        &s.db,
-        "--from",
-        &s.store,
-        "--verify-key",
-        &s.vkey,
-    ])
-    .success();
+    cairn(&["repair", &s.db, "--from", &s.store, "--verify-key", &s.vkey]).success();
     assert_eq!(answers(&s.db, &s.values), s.want);
     cairn(&["check", &s.db]).success();
 }
