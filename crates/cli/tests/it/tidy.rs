@@ -237,10 +237,21 @@ fn the_command_list_check_reports_a_missing_and_a_made_up_command() {
     );
     let drift = list_drift(&text, COMMANDS_MARKER, "command", &cli_commands());
     assert_eq!(drift.len(), 3, "{drift:#?}");
-    assert!(drift[0].contains(&format!("{dropped} is missing")), "{drift:#?}");
-    assert!(drift[1].contains("compact, which is not a command"), "{drift:#?}");
+    assert!(
+        drift[0].contains(&format!("{dropped} is missing")),
+        "{drift:#?}"
+    );
+    assert!(
+        drift[1].contains("compact, which is not a command"),
+        "{drift:#?}"
+    );
     assert!(drift[2].contains("init twice"), "{drift:#?}");
-    let gone = list_drift("# A\n\nCommands: `init`.\n", COMMANDS_MARKER, "command", &cli_commands());
+    let gone = list_drift(
+        "# A\n\nCommands: `init`.\n",
+        COMMANDS_MARKER,
+        "command",
+        &cli_commands(),
+    );
     assert_eq!(gone.len(), 1, "{gone:#?}");
 }
 
@@ -253,7 +264,10 @@ fn the_kind_list_check_reports_a_missing_and_a_made_up_kind() {
     assert_eq!(drift.len(), 3, "{drift:#?}");
     assert!(drift[0].contains("imt is missing"), "{drift:#?}");
     assert!(drift[1].contains("indexed is missing"), "{drift:#?}");
-    assert!(drift[2].contains("sparse, which is not a kind"), "{drift:#?}");
+    assert!(
+        drift[2].contains("sparse, which is not a kind"),
+        "{drift:#?}"
+    );
 }
 
 /// The user docs: READMEs, ARCHITECTURE.md and docs/.
