@@ -253,6 +253,7 @@ fn the_command_list_check_reports_a_missing_and_a_made_up_command() {
         &cli_commands(),
     );
     assert_eq!(gone.len(), 1, "{gone:#?}");
+    assert!(gone[0].contains("no paragraph starts with"), "{gone:#?}");
 }
 
 #[test]
