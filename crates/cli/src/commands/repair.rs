@@ -84,6 +84,31 @@ pub struct RepairCmd {
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
+    /// Report on stderr (stdout is a server's).
+    #[arg(skip)]
+    report_to_stderr: bool,
+}
+
+impl RepairCmd {
+    /// A repair as `cairn serve --repair-from` runs it: no loss accepted,
+    /// the report in words.
+    pub(crate) fn new(
+        dir: PathBuf,
+        from: String,
+        verify_key: Vec<PathBuf>,
+        remote: RemoteArgs,
+    ) -> RepairCmd {
+        RepairCmd {
+            dir,
+            from,
+            verify_key,
+            accept_loss: false,
+            chunk: DEFAULT_CHUNK_LEAVES,
+            remote,
+            json: false,
+            report_to_stderr: true,
+        }
+    }
 }
 
 /// How long one chunk may take to become durable in the rebuilt database.
@@ -210,6 +235,10 @@ impl RepairCmd {
     }
 
     fn report_intact(&self, head: cairn_core::TreeHead) -> Result<(), Failure> {
+        if self.report_to_stderr {
+            eprintln!("nothing to repair: {} passes its check", self.dir.display());
+            return Ok(());
+        }
         if self.json {
             return output::line(
                 &Object::new()
@@ -276,6 +305,10 @@ impl RepairCmd {
                 "\nthe damaged database is kept at {}",
                 kept.display()
             ));
+        }
+        if self.report_to_stderr {
+            eprintln!("{text}");
+            return Ok(());
         }
         output::line(&text)
     }

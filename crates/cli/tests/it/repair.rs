@@ -320,3 +320,50 @@ fn an_intact_database_is_left_alone_and_an_indexed_one_is_refused() {
     std::fs::write(&log, bytes).unwrap();
     cairn(&["repair", &indexed, "--from", &s.store]).error(2, &["restore it from a backup"]);
 }
+
+#[test]
+fn serve_with_repair_from_repairs_a_damaged_database_before_it_listens() {
+    let s = setup();
+    let level = PathBuf::from(&s.db).join("levels/level-02.nodes");
+    let mut bytes = std::fs::read(&level).unwrap();
+    bytes[4096 + 5] ^= 0x20;
+    std::fs::write(&level, &bytes).unwrap();
+    cairn(&["root", &s.db]).error(4, &["level-02.nodes"]);
+    let (child, addr) = crate::serve::spawn_serve(&[
+        &s.db,
+        "--listen",
+        "127.0.0.1:0",
+        "--repair-from",
+        &s.store,
+        "--repair-key",
+        &s.vkey,
+    ]);
+    let (status, body) = crate::serve::request(&addr, "GET", "/v1/root", &[], "");
+    assert_eq!(status, 200, "{body}");
+    let root = cairn_core::hex::to_hex(&s.want.head.root.unwrap());
+    assert!(body.contains(&root), "{body}");
+    crate::serve::stop(child);
+    assert_eq!(answers(&s.db, &s.values), s.want);
+    // An intact database is served as it is.
+    let (child, _) = crate::serve::spawn_serve(&[
+        &s.db,
+        "--listen",
+        "127.0.0.1:0",
+        "--repair-from",
+        &s.store,
+        "--repair-key",
+        &s.vkey,
+    ]);
+    crate::serve::stop(child);
+    let kept = std::fs::read_dir(s.dir.path(""))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("db.damaged-")
+        })
+        .count();
+    assert_eq!(kept, 1, "one repair, one damaged copy");
+}
