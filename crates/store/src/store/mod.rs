@@ -45,7 +45,8 @@ mod verified;
 
 pub(crate) use durability::{Commit, Durable, Taken, Want, poisoned};
 pub use durability::{DurableHead, Token};
-pub use files::{FileRestore, FileWatch};
+pub use files::FileWatch;
+pub use health::FileRestore;
 pub use health::{CheckpointFailure, FileChange, FileEvent, FileOutcome, StoreHealth};
 pub use open::stored_config;
 
