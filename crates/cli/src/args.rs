@@ -310,3 +310,19 @@ pub fn build_tree(config: TreeConfig, source: &Source, format: Format) -> Result
         })
         .or_exit(Code::Input)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum as _;
+
+    /// `--kind` offers exactly the core's kinds, by the core's names.
+    #[test]
+    fn kind_names_are_the_cores() {
+        let names: Vec<String> = super::KindName::value_variants()
+            .iter()
+            .filter_map(|name| name.to_possible_value())
+            .map(|value| value.get_name().to_owned())
+            .collect();
+        assert_eq!(names, cairn_core::TreeKind::NAMES);
+    }
+}

@@ -34,6 +34,10 @@ pub const MAX_FIXED_DEPTH: u32 = 64;
 ///   every group at level k is padded to N members with `zeros[k]` (a lone
 ///   member too) and hashed; the root is the one node of level `depth`,
 ///   and the empty tree's root is `zeros[depth]`.
+/// - [`TreeKind::Indexed`]: the indexed tree (docs/spec.md section 12):
+///   Lean-shaped, over leaves that form a linked list sorted by value, so
+///   that it proves absence; inserting a value rewrites an earlier leaf, so
+///   it is not append-only ([`TreeKind::is_append_only`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum TreeKind {
@@ -66,6 +70,11 @@ impl std::fmt::Debug for TreeKind {
 }
 
 impl TreeKind {
+    /// Every kind's [`name`](TreeKind::name), in the order of the variants:
+    /// what the CLI's `--kind` offers and ARCHITECTURE.md lists (tests
+    /// check both against it).
+    pub const NAMES: [&'static str; 3] = ["lean", "imt", "indexed"];
+
     /// The name the CLI, the server and the JSON encodings use: `lean`,
     /// `imt` or `indexed`.
     pub const fn name(&self) -> &'static str {
@@ -602,6 +611,29 @@ mod tests {
                 TreeKind::from_name(name, None, None),
                 Err(KindCodeError::UnknownName { .. })
             ));
+        }
+    }
+
+    /// `NAMES` holds every kind's name once: the match has no wildcard, so
+    /// a new kind does not compile until it has a place in `NAMES`.
+    #[test]
+    fn names_lists_every_kind_once() {
+        let place = |kind: TreeKind| match kind {
+            TreeKind::Lean => 0,
+            TreeKind::Fixed { .. } => 1,
+            TreeKind::Indexed => 2,
+        };
+        let kinds = [
+            TreeKind::Lean,
+            TreeKind::Fixed {
+                depth: 1,
+                zero: [0; 32],
+            },
+            TreeKind::Indexed,
+        ];
+        assert_eq!(kinds.len(), TreeKind::NAMES.len());
+        for kind in kinds {
+            assert_eq!(TreeKind::NAMES[place(kind)], kind.name());
         }
     }
 

@@ -1,7 +1,8 @@
 //! cairn-core: the pure core of cairn. An n-ary Lean Incremental Merkle Tree
-//! (arity 2..=16) or a fixed-depth zero-padded one, its node hashers
-//! (BLAKE3, SHA-256, Keccak-256, Poseidon and MiMCSponge over BN254),
-//! membership and consistency proofs with their verifiers and encodings.
+//! (arity 2..=16), a fixed-depth zero-padded one, or an indexed one (sorted
+//! linked-list leaves that prove absence), its node hashers (BLAKE3,
+//! SHA-256, Keccak-256, Poseidon and MiMCSponge over BN254), membership,
+//! consistency and absence proofs with their verifiers and encodings.
 //!
 //! Architecture invariant: this crate does no file or network I/O. Storage
 //! lives in the engine crate; everything here is deterministic computation.

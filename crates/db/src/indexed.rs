@@ -16,6 +16,16 @@
 //! do not see them. The first reader (or writer) to notice that the log's
 //! durable size passed the tree applies the new values, under the tree's
 //! write lock.
+//!
+//! Why the log and not a store of the tree's nodes: the tree is a function
+//! of the values in insertion order, so the log the storage engine already
+//! makes durable, recovers, rolls back and backs up is a complete record of
+//! it; a second durable structure (versioned nodes, as a key-value store
+//! would keep) would need its own recovery for no new information. The
+//! price is the rebuild at open (docs/performance.md has its figures) and
+//! the store's own LeanIMT over the values, kept for its recovery; the
+//! store records the kind, so [`crate::Db`] refuses an indexed directory
+//! and `IndexedDb` any other, and that tree is never mistaken for this one.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -4,8 +4,9 @@
 //! ([`IndexedDb`]); appends are acknowledged ([`Ack`]) once durable, and
 //! what a kind cannot do is refused by [`Operation::check`].
 //!
-//! Underneath, a [`Db`] owns an n-ary LeanIMT, its storage engine and a strict
-//! nullifier set, under one sequence number (the leaf index).
+//! Underneath, a [`Db`] owns an n-ary LeanIMT (or a fixed-depth tree), its
+//! storage engine and a strict nullifier set, all numbering leaves by one
+//! leaf index.
 //!
 //! - **Strict uniqueness**: a value already in the tree, or repeated within
 //!   a batch, is refused; a batch is all or nothing
@@ -24,7 +25,8 @@
 //!   [`Db::durable_head`] is what a reader may serve (the durable size,
 //!   its root and a snapshot holding it, read without a lock).
 //!
-//! The design and its figures: `ARCHITECTURE.md` and `docs/performance.md`;
+//! The map and its invariants: `ARCHITECTURE.md`; the figures:
+//! `docs/performance.md`;
 //! the set's file: `docs/file-format.md`.
 #![warn(missing_docs)]
 
@@ -43,6 +45,7 @@ mod error;
 mod indexed;
 mod open;
 mod operation;
+pub mod repair;
 mod rollback;
 mod set;
 mod usage;

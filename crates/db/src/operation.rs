@@ -29,6 +29,9 @@ pub enum Operation {
     /// Tiles of the final nodes, and mirrors built from them:
     /// append-only trees.
     Tiles,
+    /// A repair from a replica (a tile store or a mirror): append-only
+    /// trees.
+    Repair,
     /// A proof that a value is absent: indexed trees.
     AbsenceProof,
     /// The witness of an insertion (low leaves before, new paths after):
@@ -47,6 +50,7 @@ impl Operation {
             Operation::LeafRange => "leaf ranges by index",
             Operation::SignedCheckpoint => "signed checkpoints",
             Operation::Tiles => "tiles or mirrors",
+            Operation::Repair => "repairs from a replica",
             Operation::AbsenceProof => "absence proofs",
             Operation::InsertionWitness => "insertion witnesses",
         }
@@ -87,6 +91,9 @@ impl Operation {
             Operation::Tiles => {
                 "tiles hold final nodes, and an indexed tree's nodes change as values are inserted"
             }
+            Operation::Repair => {
+                "a replica holds final nodes of an append-only tree; restore it from a backup (`cairn backup`)"
+            }
             Operation::AbsenceProof | Operation::InsertionWitness => {
                 return format!(
                     "{article} {name} database has no {}: its leaves are in insertion order; {} need an indexed database (`cairn init --kind indexed`)",
@@ -103,7 +110,7 @@ impl Operation {
 mod tests {
     use super::*;
 
-    const EVERY: [Operation; 9] = [
+    const EVERY: [Operation; 10] = [
         Operation::HistoricalProof,
         Operation::ConsistencyProof,
         Operation::BlockTags,
@@ -111,6 +118,7 @@ mod tests {
         Operation::LeafRange,
         Operation::SignedCheckpoint,
         Operation::Tiles,
+        Operation::Repair,
         Operation::AbsenceProof,
         Operation::InsertionWitness,
     ];

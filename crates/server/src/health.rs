@@ -1,4 +1,4 @@
-//! `GET /healthz` for both servers, and the watch that logs what the
+//! `GET /healthz`, and the watch that logs what the
 //! store reports about itself as it changes.
 //!
 //! Three states: `ok`; `degraded` (200: appends are acknowledged, but a

@@ -1,5 +1,6 @@
-//! cairn's storage engine: a [`Store`] keeps an n-ary LeanIMT durable in a
-//! directory.
+//! cairn's storage engine: a [`Store`] keeps an n-ary append-only tree (a
+//! LeanIMT or a fixed-depth tree; for an indexed database, the log of its
+//! values) durable in a directory.
 //!
 //! - **Appends** copy leaves into memory under a short lock and return a
 //!   durability [`Token`]; no file I/O happens on that path.
@@ -21,7 +22,10 @@
 //! - **Rollback**: a chain follower tags appends with blocks, truncates
 //!   what a reorganisation orphaned (atomically, published like a
 //!   checkpoint) and finalizes what can no longer change.
-//! - **Faults** poison the store: nothing more is acknowledged.
+//! - **Faults**: a failed write or sync of what acknowledgements rest on
+//!   (the log, the heads file) poisons the store: nothing more is
+//!   acknowledged. A failed checkpoint changes nothing, is reported
+//!   ([`Store::health`]) and retried.
 //!
 //! Every file operation goes through the [`fs::Fs`] seam; the on-disk
 //! format is `docs/file-format.md`.
@@ -44,6 +48,7 @@ mod log;
 pub mod names;
 pub mod replace;
 mod rollback;
+mod salvage;
 mod store;
 
 pub use backup::{Backup, DerivedFiles};
@@ -54,6 +59,7 @@ pub use fs::{FileId, Fs, StdFs};
 pub use heads::{BlockTag, RootAt, TaggedHead};
 pub use layout::Layout;
 pub use rollback::RollbackFloor;
+pub use salvage::{Damage, Salvage};
 pub use store::{
     Appended, CheckpointFailure, CheckpointHook, CheckpointObserver, DurableHead, FileChange,
     FileEvent, FileOutcome, FileRestore, FileWatch, Store, StoreHealth, StoreStats, Token,

@@ -342,7 +342,7 @@ impl std::fmt::Debug for TilesUpstream {
 impl TilesUpstream {
     /// Follows the tile store `source`, checking each checkpoint with
     /// `signature`: [`SignedBy`](crate::SignedBy) for a mirror that holds
-    /// verifier keys, [`Unsigned`] for one that trusts the transport.
+    /// verifier keys, [`Unsigned`](crate::Unsigned) for one that trusts the transport.
     pub fn new(source: Box<dyn TileSource>, signature: Box<dyn CheckpointSignature>) -> Self {
         TilesUpstream { source, signature }
     }

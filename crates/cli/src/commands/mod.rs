@@ -1,14 +1,17 @@
-//! The subcommands, one file each.
+//! The subcommands, one file each (`truncate` and `finalize` share
+//! `rollback.rs`).
 //!
 //! Two kinds of source: a leaf file (`root FILE`, `--leaves FILE`, with
 //! `--arity` and `--hash`) or a database directory, which stores its arity
 //! and hash. `root`'s positional is either, told apart by whether it is a
 //! directory holding `cairn.meta`; `prove` and `consistency` take a
 //! database as an optional positional beside `--leaves`; `verify` and
-//! `verify-consistency` take `--db DIR` for the trusted head. The database
-//! commands (`init`, `ingest`, `stats`, `contains`, `checkpoint`, `check`,
-//! `export`, `demo`, `serve`) take the directory first. `plan` reads nothing: its
-//! `--leaves` is a count, and its model is public for reuse. `completions`
+//! `verify-consistency` take `--db DIR` for the trusted head. Every other
+//! command that reads or writes a database takes its directory as a
+//! positional (`demo`'s is optional: a temporary one by default). `plan`
+//! reads nothing: its `--leaves` is a count, and its model is public for
+//! reuse. `keygen` writes a key file;
+//! `verify-checkpoint` reads a signed checkpoint and a key. `completions`
 //! and `man` print what clap generates from the parser.
 
 mod backup;
@@ -28,6 +31,7 @@ mod mirror;
 pub mod plan;
 mod prove;
 pub(crate) mod publish;
+mod repair;
 mod rollback;
 mod root;
 mod serve;
@@ -57,6 +61,7 @@ pub use mirror::MirrorCmd;
 pub use plan::PlanCmd;
 pub use prove::ProveCmd;
 pub use publish::PublishCmd;
+pub use repair::RepairCmd;
 pub use rollback::{FinalizeCmd, TruncateCmd};
 pub use root::RootCmd;
 pub use serve::ServeCmd;
@@ -151,6 +156,9 @@ pub enum Command {
     /// Copy a tile store or a cairn server into a database, verifying every head (a mirror).
     #[command(long_about = mirror::LONG_ABOUT)]
     Mirror(MirrorCmd),
+    /// Rebuild a damaged database from what it still holds and a replica (a signed tile store or a mirror).
+    #[command(long_about = repair::LONG_ABOUT)]
+    Repair(RepairCmd),
 }
 
 impl Command {
@@ -184,6 +192,7 @@ impl Command {
             Command::Completions(cmd) => cmd.run(),
             Command::Man(cmd) => cmd.run(),
             Command::Mirror(cmd) => cmd.run(),
+            Command::Repair(cmd) => cmd.run(),
         }
     }
 }

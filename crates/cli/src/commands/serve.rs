@@ -9,6 +9,8 @@ use cairn_db::{Database, DbConfig, Operation};
 use cairn_server::{ServeOptions, ServerError, init_logging, run_db};
 
 use crate::args::{KindArgs, parse_arity, parse_hash_kind};
+use crate::commands::publish::RemoteArgs;
+use crate::commands::repair::RepairCmd;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 
@@ -62,6 +64,10 @@ cairn_publish_failures_total. --read-only answers every write with 403. --read-o
 DIR from upstream's arity and hash if it holds no database; /metrics then shows \
 cairn_mirror_adopted_size and cairn_mirror_refusals_total.
 
+With --repair-from URL [--repair-key FILE] a DIR that does not open because it is damaged (a \
+file and offset named) is first repaired from that replica as `cairn repair` does, refusing to \
+lose acknowledged data; the report goes to stderr.
+
 With --create --arity N --hash H [--kind imt --depth D --zero Z], a DIR holding no database is \
 created first (as `cairn init DIR --arity N --hash H ..` would); a DIR already holding one is \
 opened if its arity, hash and kind are those, refused otherwise (exit 2).
@@ -93,6 +99,12 @@ pub struct ServeCmd {
     /// With --create: the tree's kind (--kind imt --depth D [--zero Z] for zk-kit's fixed-depth IMT).
     #[command(flatten)]
     kind: KindArgs,
+    /// If DIR does not open because it is damaged, repair it from this replica first (see `cairn repair`).
+    #[arg(long, value_name = "URL")]
+    repair_from: Option<String>,
+    /// With --repair-from: trust only checkpoints signed by a key in this file (repeatable).
+    #[arg(long, value_name = "FILE", requires = "repair_from")]
+    repair_key: Vec<PathBuf>,
     /// Listening, token and limits.
     #[command(flatten)]
     options: ServeOptions,
@@ -102,6 +114,9 @@ impl ServeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         // First: reading the options warns (a token file others can read).
         init_logging();
+        if let Some(from) = &self.repair_from {
+            self.repair_if_damaged(from)?;
+        }
         let config = self.options.config_for(&self.dir).map_err(server_failure)?;
         if !self.create && !self.kind.given().is_empty() {
             return Err(Failure::new(
@@ -170,6 +185,41 @@ impl ServeCmd {
             },
         )?;
         run_db(db, config, ready).map_err(server_failure)
+    }
+}
+
+impl ServeCmd {
+    /// Repairs DIR from `from` if it does not open because it is damaged
+    /// (a file and offset named); any other failure to open is the
+    /// normal open's to report.
+    fn repair_if_damaged(&self, from: &str) -> Result<(), Failure> {
+        if !self.dir.join(cairn_db::META_FILE).exists() && !self.dir.join("log").exists() {
+            return Ok(());
+        }
+        let opened = cairn_db::OpenOptions::new()
+            .read_only(true)
+            .background(false)
+            .open(&self.dir);
+        let error = match opened {
+            Ok(db) => return db.close().map_err(database::db_failure),
+            Err(error) if error.corrupt_location().is_some() => error,
+            Err(_) => return Ok(()),
+        };
+        eprintln!(
+            "warning: {} is damaged ({error}): repairing it from {from}",
+            self.dir.display()
+        );
+        let remote = RemoteArgs {
+            s3_endpoint: self.options.s3_endpoint.clone(),
+            ..RemoteArgs::default()
+        };
+        RepairCmd::new(
+            self.dir.clone(),
+            from.to_owned(),
+            self.repair_key.clone(),
+            remote,
+        )
+        .run()
     }
 }
 

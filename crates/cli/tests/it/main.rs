@@ -17,6 +17,7 @@ mod notecheck;
 mod plan;
 mod proofs;
 mod readme;
+mod repair;
 mod rollback;
 mod root;
 mod scale_out;

@@ -8,7 +8,13 @@ use std::process::{Command, Stdio};
 use crate::support::cairn;
 
 /// One HTTP/1.1 request on a fresh connection: (status, body).
-fn request(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+pub(crate) fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
@@ -115,7 +121,7 @@ fn serve_answers_appends_proofs_and_lookups_and_stops_on_sigterm() {
 }
 
 /// Starts `cairn serve ARGS` and returns it with the address it listens on.
-fn spawn_serve(args: &[&str]) -> (std::process::Child, String) {
+pub(crate) fn spawn_serve(args: &[&str]) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .arg("serve")
         .args(args)
@@ -133,7 +139,7 @@ fn spawn_serve(args: &[&str]) -> (std::process::Child, String) {
 }
 
 /// Sends SIGTERM and asserts a clean exit.
-fn stop(mut child: std::process::Child) {
+pub(crate) fn stop(mut child: std::process::Child) {
     let pid = child.id().to_string();
     let killed = Command::new("kill").args(["-TERM", &pid]).status();
     assert!(killed.unwrap().success());

@@ -1,6 +1,8 @@
 //! Tidy checks that keep the docs true about the repository itself: every
-//! path ARCHITECTURE.md's code map names exists, and no user doc links or
-//! names a file outside the repository (a reader has only the repository).
+//! path ARCHITECTURE.md's code map names exists, its command list is the
+//! CLI's subcommands and its kind list the core's `TreeKind::NAMES`, and
+//! no user doc links or names a file outside the repository (a reader has
+//! only the repository).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -141,6 +143,132 @@ fn the_code_map_check_reports_a_renamed_file() {
     assert_eq!(missing.len(), 2, "{missing:#?}");
     assert!(missing[0].contains("crates/nope"), "{missing:#?}");
     assert!(missing[1].contains("no_such_module.rs"), "{missing:#?}");
+}
+
+/// The plain words (letters, digits and `-`) between backticks in the
+/// paragraph of `text` that opens with `marker` (up to the next blank
+/// line); `None` if no line starts with it.
+fn listed_words(text: &str, marker: &str) -> Option<Vec<String>> {
+    let mut lines = text.lines().skip_while(|line| !line.starts_with(marker));
+    let first = lines.next()?;
+    let paragraph = std::iter::once(first).chain(lines.take_while(|line| !line.trim().is_empty()));
+    let mut words = Vec::new();
+    for line in paragraph {
+        for word in line.split('`').skip(1).step_by(2) {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            if plain {
+                words.push(word.to_owned());
+            }
+        }
+    }
+    Some(words)
+}
+
+/// Where the list of `what` in the paragraph `marker` opens differs from
+/// `actual`: each name missing from the doc, each name the doc lists that
+/// is not one, each name listed twice.
+fn list_drift(text: &str, marker: &str, what: &str, actual: &[String]) -> Vec<String> {
+    let Some(listed) = listed_words(text, marker) else {
+        return vec![format!("no paragraph starts with {marker:?}")];
+    };
+    let mut drift = Vec::new();
+    for name in actual {
+        if !listed.contains(name) {
+            drift.push(format!("{what} {name} is missing from {marker:?}"));
+        }
+    }
+    for (at, name) in listed.iter().enumerate() {
+        if !actual.contains(name) {
+            drift.push(format!("{marker:?} lists {name}, which is not a {what}"));
+        } else if listed[..at].contains(name) {
+            drift.push(format!("{marker:?} lists {name} twice"));
+        }
+    }
+    drift
+}
+
+/// The paragraph of ARCHITECTURE.md that lists the CLI's commands.
+const COMMANDS_MARKER: &str = "**Commands**";
+/// The paragraph of ARCHITECTURE.md that lists the tree kinds.
+const KINDS_MARKER: &str = "**Kinds**";
+
+/// The `cairn` subcommands, as the parser knows them (the ones the
+/// dispatcher runs; clap's own `help` aside).
+fn cli_commands() -> Vec<String> {
+    use clap::CommandFactory as _;
+    cairn_cli::Cli::command()
+        .get_subcommands()
+        .map(|command| command.get_name().to_owned())
+        .filter(|name| name != "help")
+        .collect()
+}
+
+fn kind_names() -> Vec<String> {
+    cairn_core::TreeKind::NAMES.map(str::to_owned).to_vec()
+}
+
+#[test]
+fn the_architecture_command_list_is_the_clis() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let commands = cli_commands();
+    assert!(commands.len() >= 20, "{commands:?}");
+    let drift = list_drift(&text, COMMANDS_MARKER, "command", &commands);
+    assert!(drift.is_empty(), "ARCHITECTURE.md: {drift:#?}");
+}
+
+#[test]
+fn the_architecture_kind_list_is_the_cores() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let drift = list_drift(&text, KINDS_MARKER, "kind", &kind_names());
+    assert!(drift.is_empty(), "ARCHITECTURE.md: {drift:#?}");
+}
+
+#[test]
+fn the_command_list_check_reports_a_missing_and_a_made_up_command() {
+    let mut commands = cli_commands();
+    let dropped = commands.pop().expect("a command");
+    let listed: Vec<String> = commands.iter().map(|name| format!("`{name}`")).collect();
+    let text = format!(
+        "# A\n\n{COMMANDS_MARKER} (see `commands/`): {},\n`compact`, `init`.\n\nNot `reindex`.\n",
+        listed.join(", ")
+    );
+    let drift = list_drift(&text, COMMANDS_MARKER, "command", &cli_commands());
+    assert_eq!(drift.len(), 3, "{drift:#?}");
+    assert!(
+        drift[0].contains(&format!("{dropped} is missing")),
+        "{drift:#?}"
+    );
+    assert!(
+        drift[1].contains("compact, which is not a command"),
+        "{drift:#?}"
+    );
+    assert!(drift[2].contains("init twice"), "{drift:#?}");
+    let gone = list_drift(
+        "# A\n\nCommands: `init`.\n",
+        COMMANDS_MARKER,
+        "command",
+        &cli_commands(),
+    );
+    assert_eq!(gone.len(), 1, "{gone:#?}");
+    assert!(gone[0].contains("no paragraph starts with"), "{gone:#?}");
+}
+
+#[test]
+fn the_kind_list_check_reports_a_missing_and_a_made_up_kind() {
+    let text = format!(
+        "{KINDS_MARKER} (`TreeKind::NAMES`): `lean` (no padding) and `sparse`\n(a made-up one).\n\n`indexed` is past the paragraph.\n"
+    );
+    let drift = list_drift(&text, KINDS_MARKER, "kind", &kind_names());
+    assert_eq!(drift.len(), 3, "{drift:#?}");
+    assert!(drift[0].contains("imt is missing"), "{drift:#?}");
+    assert!(drift[1].contains("indexed is missing"), "{drift:#?}");
+    assert!(
+        drift[2].contains("sparse, which is not a kind"),
+        "{drift:#?}"
+    );
 }
 
 /// The user docs: READMEs, ARCHITECTURE.md and docs/.

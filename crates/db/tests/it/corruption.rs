@@ -148,6 +148,8 @@ enum Damage {
 /// Where in a file the bytes that decide the most are: a log file's header
 /// page and its frames, the heads file's records (not the zeroed slots
 /// reserved after them), everything of other files.
+// A list of ranges, some of one range: not a range collected.
+#[allow(clippy::single_range_in_vec_init)]
 fn hot(name: &str, len: u64, frames: u64, records: u64) -> Vec<std::ops::Range<u64>> {
     if name.ends_with(".log") {
         vec![0..len.min(4096), frames.min(len)..len]

@@ -17,7 +17,7 @@ use std::sync::{Arc, Weak};
 
 use cairn_core::cast::{level_number, to_usize};
 
-use super::health::{FileChange, FileOutcome, Published};
+use super::health::{FileChange, FileOutcome, FileRestore, Published, Watched};
 use super::{Inner, Store};
 use crate::checkpoint::Checkpoints;
 use crate::error::{Result, StoreError};
@@ -32,28 +32,6 @@ pub(crate) const RESTORE_TMP: &str = "restore.tmp";
 
 /// Bytes copied per read and write when a file is restored.
 const COPY_CHUNK: usize = 1 << 20;
-
-/// Writes a watched file of the layer above again (see
-/// [`Store::watch_file`]).
-pub type FileRestore = Box<dyn Fn() -> Result<()> + Send + Sync>;
-
-/// A file of the layer above the checks watch.
-pub(crate) struct Watched {
-    path: PathBuf,
-    /// The file the layer published there last, held open (`None`: none
-    /// yet, or it could not be opened).
-    held: Option<Box<dyn FsFile>>,
-    restore: Arc<FileRestore>,
-}
-
-impl std::fmt::Debug for Watched {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watched")
-            .field("path", &self.path)
-            .field("held", &self.held)
-            .finish_non_exhaustive()
-    }
-}
 
 /// How the layer above tells the store's checks that it published a
 /// watched file anew (see [`Store::watch_file`]). Holds the store weakly.

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{Inner, Store};
@@ -118,6 +119,28 @@ pub enum FileOutcome {
     Stopped,
 }
 
+/// Writes a watched file of the layer above again (see
+/// [`Store::watch_file`]).
+pub type FileRestore = Box<dyn Fn() -> crate::error::Result<()> + Send + Sync>;
+
+/// A file of the layer above the checks watch.
+pub(crate) struct Watched {
+    pub(crate) path: PathBuf,
+    /// The file the layer published there last, held open (`None`: none
+    /// yet, or it could not be opened).
+    pub(crate) held: Option<Box<dyn FsFile>>,
+    pub(crate) restore: Arc<FileRestore>,
+}
+
+impl std::fmt::Debug for Watched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watched")
+            .field("path", &self.path)
+            .field("held", &self.held)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The store's own bookkeeping behind [`StoreHealth`] (its `upkeep`
 /// lock, taken last, never held across I/O).
 #[derive(Debug)]
@@ -133,7 +156,7 @@ pub(crate) struct Upkeep {
     /// (`None` inside: absent).
     pub(crate) expected: Expected,
     /// Files of the layer above the checks watch (`Store::watch_file`).
-    pub(crate) watched: Vec<super::files::Watched>,
+    pub(crate) watched: Vec<Watched>,
 }
 
 #[derive(Debug)]

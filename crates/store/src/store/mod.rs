@@ -38,13 +38,15 @@ mod health;
 mod integrity;
 mod migrate;
 mod open;
+pub(crate) use open::take_writer_locks;
 mod recovery;
 mod tiering;
 mod verified;
 
 pub(crate) use durability::{Commit, Durable, Taken, Want, poisoned};
 pub use durability::{DurableHead, Token};
-pub use files::{FileRestore, FileWatch};
+pub use files::FileWatch;
+pub use health::FileRestore;
 pub use health::{CheckpointFailure, FileChange, FileEvent, FileOutcome, StoreHealth};
 pub use open::stored_config;
 

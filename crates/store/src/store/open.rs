@@ -222,6 +222,13 @@ fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<WriterLocks> {
     })
 }
 
+/// The writer's locks on the store in `dir`, for a caller that works on
+/// its files without opening it (a salvage): held until dropped.
+pub(crate) fn take_writer_locks(fs: &dyn Fs, dir: &Path) -> Result<[Box<dyn FsLock>; 2]> {
+    let WriterLocks { dir, file } = take_lock(fs, dir)?;
+    Ok([dir, file])
+}
+
 /// `take` until it succeeds, retrying while the lock is held until
 /// [`LOCK_WAIT`] after `started`; `path` is what it locks.
 fn retry_lock(
