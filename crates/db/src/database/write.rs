@@ -88,7 +88,13 @@ impl Database {
             };
             self.flush()?;
             *self.acked_block.lock() = tagged;
-            Ok(head)
+            match &self.kind {
+                Kind::AppendOnly(_) => Ok(head),
+                // An indexed tree answers its durable head, which reaches
+                // the new size only once the flush made the values below
+                // it durable (appends are held off meanwhile).
+                Kind::Indexed(_) => Ok(self.head()),
+            }
         });
         // Everything appended before is durable now, or removed.
         *last = None;
