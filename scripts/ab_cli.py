@@ -23,9 +23,10 @@ sides alternating which goes first:
   the leaf file into it (timed), then its removal (timed apart), with the
   nullifier set and with `--no-unique`.
 
-Every figure is a whole process, wall time and CPU time (user + system of
-the child), on a warm page cache. The report gives per workload and side
-the median and the range, and the ratio of the medians new / base.
+Every figure is a whole process, wall time and CPU time (the child's user
+and system seconds, medians), on a warm page cache. The report gives per
+workload and side the median and the range of the wall time, and the ratio
+of the medians new / base.
 """
 
 import argparse
@@ -39,17 +40,15 @@ import sys
 import time
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
-    """Run argv to completion; (wall seconds, CPU seconds of the child)."""
+def timed(argv: list[str]) -> tuple[float, float, float]:
+    """Run argv to completion; (wall, user CPU, system CPU) seconds."""
     before = os.times()
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - start
     after = os.times()
-    cpu = (after.children_user - before.children_user) + (
-        after.children_system - before.children_system
-    )
-    return wall, cpu
+    user = after.children_user - before.children_user
+    return wall, user, after.children_system - before.children_system
 
 
 def leaf_file(path: str, leaves: int) -> None:
@@ -92,13 +91,15 @@ def main() -> None:
     empty = os.path.join(options.work, "empty.bin")
     open(empty, "wb").close()
     present = "0x" + hashlib.sha256((options.leaves // 2).to_bytes(8, "little")).hexdigest()
-    samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    samples: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     raw = open(options.raw, "a") if options.raw else None
 
-    def record(workload: str, side: str, sample: tuple[float, float]) -> None:
+    def record(workload: str, side: str, sample: tuple[float, float, float]) -> None:
         samples.setdefault((workload, side), []).append(sample)
         if raw:
-            raw.write(json.dumps({"workload": workload, "side": side, "wall": sample[0], "cpu": sample[1]}) + "\n")
+            wall, user, system = sample
+            line = {"workload": workload, "side": side, "wall": wall, "user": user, "system": system}
+            raw.write(json.dumps(line) + "\n")
             raw.flush()
 
     def order(round_: int) -> list[str]:
@@ -159,10 +160,10 @@ def main() -> None:
                     record(name, side, timed([cairn, "ingest", directory, leaves]))
                     start = time.perf_counter()
                     shutil.rmtree(directory)
-                    record("rm -rf of the ingested directory", side, (time.perf_counter() - start, 0.0))
+                    record("rm -rf of the ingested directory", side, (time.perf_counter() - start, 0.0, 0.0))
             print(f"ingest round {round_ + 1}/{options.ingest_rounds} done", file=sys.stderr)
 
-    print("| workload | base wall s, median (range) | new wall s, median (range) | new / base | base CPU s | new CPU s |")
+    print("| workload | base wall s, median (range) | new wall s, median (range) | new / base | base user + sys s | new user + sys s |")
     print("|---|---|---|---|---|---|")
     workloads = list(dict.fromkeys(w for w, _ in samples))
     for workload in workloads:
@@ -174,12 +175,12 @@ def main() -> None:
             if not got:
                 cells.append("-")
                 continue
-            walls = [w for w, _ in got]
+            walls = [w for w, _, _ in got]
             medians[side] = statistics.median(walls)
-            cpus[side] = statistics.median(c for _, c in got)
+            cpus[side] = (statistics.median(u for _, u, _ in got), statistics.median(s for _, _, s in got))
             cells.append(f"{medians[side]:.3f} ({min(walls):.3f}..{max(walls):.3f})")
         ratio = f"{medians['new'] / medians['base']:.2f}" if len(medians) == 2 else "-"
-        cpu = [f"{cpus[s]:.3f}" if s in cpus else "-" for s in ("base", "new")]
+        cpu = [f"{cpus[s][0]:.2f} + {cpus[s][1]:.2f}" if s in cpus else "-" for s in ("base", "new")]
         print(f"| {workload} | {cells[0]} | {cells[1]} | {ratio} | {cpu[0]} | {cpu[1]} |")
 
 
