@@ -65,7 +65,15 @@ def main() -> None:
     parser.add_argument("new")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("criterion_args", nargs="*", help="after --: a filter, criterion options")
-    options = parser.parse_args()
+    # Everything after `--` goes to criterion as is (argparse alone refuses
+    # it once the positionals before it are taken).
+    argv = sys.argv[1:]
+    passed: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, passed = argv[:at], argv[at + 1 :]
+    options = parser.parse_args(argv)
+    options.criterion_args += passed
     samples: dict[str, tuple[list[float], list[float]]] = {}
     for round_ in range(options.rounds):
         order = [(0, options.base), (1, options.new)]
