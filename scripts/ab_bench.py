@@ -12,9 +12,10 @@ Each round runs both binaries on the same filter, alternating which goes
 first, and records criterion's point estimate (the middle of the
 `time: [low estimate high]` triple) of every benchmark. The report is, per
 benchmark, the median and range over rounds of each side and the ratio of
-the medians new / base (below 1: the new binary is faster). Interleaving spreads the machine's
-load over both sides; run-to-run noise on a shared 2-core machine is a few
-percent, so ratios within about 0.95..1.05 are noise.
+the medians new / base (below 1: the new binary is faster). Interleaving
+spreads the machine's load over both sides; run-to-run noise on a shared
+2-core machine is a few percent, so ratios within about 0.95..1.05 are
+noise.
 """
 
 import argparse
