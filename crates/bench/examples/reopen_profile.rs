@@ -54,7 +54,11 @@ fn main() {
     times.sort();
     println!(
         "{count} leaves{}: open median {:?}, min {:?}, max {:?}",
-        if unvouched { ", no verified record" } else { "" },
+        if unvouched {
+            ", no verified record"
+        } else {
+            ""
+        },
         times[opens / 2],
         times[0],
         times[opens - 1]

@@ -98,7 +98,6 @@ impl std::fmt::Display for Malformed {
     }
 }
 
-
 /// What `cairn.meta` records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreMeta {
