@@ -13,8 +13,8 @@ use axum::response::Response;
 use cairn_db::{FileOutcome, StoreHealth};
 use serde::Serialize;
 
-use crate::listener::ConnectionStats;
 use crate::respond::json;
+use crate::listener::ConnectionStats;
 
 #[derive(Serialize)]
 struct HealthJson {

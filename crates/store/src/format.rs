@@ -98,6 +98,7 @@ impl std::fmt::Display for Malformed {
     }
 }
 
+
 /// What `cairn.meta` records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreMeta {

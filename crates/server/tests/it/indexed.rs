@@ -613,7 +613,8 @@ async fn an_indexed_finalization_without_descriptors_stops_no_insert() {
     let mut db_config = DbConfig::new(tree(4, HashKind::Blake3).with_kind(TreeKind::Indexed));
     db_config.explicit_finality = true;
     let db = Arc::new(
-        Database::create_in(Arc::new(fs.clone()), std::path::Path::new("/db"), db_config).unwrap(),
+        Database::create_in(Arc::new(fs.clone()), std::path::Path::new("/db"), db_config)
+            .unwrap(),
     );
     let server = Indexed::start(&db, |_| {}).await;
     let client = server.client();
