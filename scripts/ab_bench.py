@@ -11,10 +11,11 @@ then:
 Each round runs both binaries on the same filter, alternating which goes
 first, and records criterion's point estimate (the middle of the
 `time: [low estimate high]` triple) of every benchmark. The report is, per
-benchmark, the median over rounds of each and their ratio new / base
-(below 1: the new binary is faster). Interleaving spreads the machine's
-load over both sides; run-to-run noise on a shared 2-core machine is a few
-percent, so ratios within about 0.95..1.05 are noise.
+benchmark, the median and range over rounds of each side and the ratio of
+the medians new / base (below 1: the new binary is faster). Interleaving
+spreads the machine's load over both sides; run-to-run noise on a shared
+2-core machine is a few percent, so ratios within about 0.95..1.05 are
+noise.
 """
 
 import argparse
@@ -65,7 +66,15 @@ def main() -> None:
     parser.add_argument("new")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("criterion_args", nargs="*", help="after --: a filter, criterion options")
-    options = parser.parse_args()
+    # Everything after `--` goes to criterion as is (argparse alone refuses
+    # it once the positionals before it are taken).
+    argv = sys.argv[1:]
+    passed: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, passed = argv[:at], argv[at + 1 :]
+    options = parser.parse_args(argv)
+    options.criterion_args += passed
     samples: dict[str, tuple[list[float], list[float]]] = {}
     for round_ in range(options.rounds):
         order = [(0, options.base), (1, options.new)]
@@ -75,13 +84,14 @@ def main() -> None:
             for name, seconds in run(binary, options.criterion_args).items():
                 samples.setdefault(name, ([], []))[side].append(seconds)
         print(f"round {round_ + 1}/{options.rounds} done", file=sys.stderr)
-    print("| benchmark | base (median) | new (median) | new / base |")
+    print("| benchmark | base: median (range) | new: median (range) | new / base |")
     print("|---|---|---|---|")
     for name, (base, new) in sorted(samples.items()):
         if not base or not new:
             continue
         b, n = statistics.median(base), statistics.median(new)
-        print(f"| `{name}` | {b * 1e6:.2f} us | {n * 1e6:.2f} us | {n / b:.3f} |")
+        spread = [f"{min(side) * 1e6:.2f}..{max(side) * 1e6:.2f}" for side in (base, new)]
+        print(f"| `{name}` | {b * 1e6:.2f} us ({spread[0]}) | {n * 1e6:.2f} us ({spread[1]}) | {n / b:.3f} |")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,13 @@
 #
 # Build each side with `cargo build --release -p cairn-server --bins` and
 # copy target/release/cairn-server and cairn-load aside. One database of
-# LEAVES leaves is filled once (with NEW_DIR's cairn-load); each run serves
-# a fresh sparse copy of it with one side's server, runs WORKLOAD with the
-# same (NEW_DIR's) load generator, and prints one JSON line per run with
-# the side added. Rounds alternate which side goes first. The summary is
-# the median per side of req/s and p99, and their ratio new / base.
+# LEAVES leaves is filled once (with NEW_DIR's cairn-load; with FILL=each,
+# one per side with that side's cairn-load, for builds whose on-disk
+# formats differ); each run serves a fresh sparse copy of it with one
+# side's server, runs WORKLOAD with the same (NEW_DIR's) load generator,
+# and prints one JSON line per run with the side added. Rounds alternate
+# which side goes first. The summary is the median per side of req/s and
+# p99, and their ratio new / base.
 set -euo pipefail
 
 base=$(cd "$1" && pwd)
@@ -24,6 +26,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 SECONDS_EACH=${SECONDS_EACH:-10}
 ARITY=${ARITY:-4}
 HASH=${HASH:-blake3}
+FILL=${FILL:-once}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cairn-ab.XXXXXX")
 server=""
@@ -36,12 +39,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$new/cairn-load" fill --dir "$work/seed" --leaves "$LEAVES" --arity "$ARITY" --hash "$HASH" >/dev/null
+fill() {
+    "$1/cairn-load" fill --dir "$2" --leaves "$LEAVES" --arity "$ARITY" --hash "$HASH" >/dev/null
+}
+case "$FILL" in
+    once) fill "$new" "$work/seed"; ln -s seed "$work/seed-base"; ln -s seed "$work/seed-new" ;;
+    each) fill "$base" "$work/seed-base"; fill "$new" "$work/seed-new" ;;
+    *) echo "FILL is once or each, not $FILL" >&2; exit 2 ;;
+esac
 
 one() {
     local side=$1 bin=$2
     rm -rf "$work/db"
-    cp -a --sparse=always "$work/seed" "$work/db"
+    cp -a --sparse=always "$work/seed-$side/." "$work/db"
     : >"$work/stdout"
     "$bin/cairn-server" "$work/db" --listen 127.0.0.1:0 >"$work/stdout" 2>"$work/server.log" &
     server=$!
