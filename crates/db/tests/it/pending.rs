@@ -7,7 +7,6 @@
 //! process dies, and the value is absent after it (the absence proof an
 //! indexed tree served meanwhile was of the head the crash kept).
 
-use std::io;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,10 +15,10 @@ use cairn_core::indexed::IndexedTree;
 use cairn_core::{Hash, HashKind, TreeConfig, TreeKind};
 use cairn_db::{Database, DbError, DuplicateOf, ErrorKind, Proof};
 use cairn_store::StdFs;
-use cairn_store::fs::{FileId, FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
+use cairn_store::fs::Fs;
 use cairn_testkit::kill9::Victim;
 use cairn_testkit::sim::SimFs;
-use parking_lot::{Condvar, Mutex};
+use cairn_testkit::sim::gated::{Gated, GatedFs};
 
 use crate::support::*;
 
@@ -40,109 +39,6 @@ fn kinds() -> [TreeConfig; 2] {
 /// Leaves before the first value: an indexed tree's guard.
 fn offset(kind: &TreeConfig) -> u64 {
     u64::from(kind.kind == TreeKind::Indexed)
-}
-
-/// The real file system, whose writes and data syncs wait while the gate
-/// is closed: a disk that stalls (forever, if nobody opens it). Writes too:
-/// a killed process loses what it never wrote, not what it wrote without
-/// syncing (the kernel keeps that).
-#[derive(Debug, Default)]
-struct GatedFs {
-    closed: Mutex<bool>,
-    opened: Condvar,
-}
-
-impl GatedFs {
-    fn close(&self) {
-        *self.closed.lock() = true;
-    }
-
-    fn open(&self) {
-        *self.closed.lock() = false;
-        self.opened.notify_all();
-    }
-
-    fn pass(&self) {
-        let mut closed = self.closed.lock();
-        while *closed {
-            self.opened.wait(&mut closed);
-        }
-    }
-}
-
-#[derive(Debug)]
-struct GatedFile {
-    file: Box<dyn FsFile>,
-    gate: Arc<GatedFs>,
-}
-
-impl FsFile for GatedFile {
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.gate.pass();
-        self.file.write_at(buf, offset)
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.file.read_at(buf, offset)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.file.len()
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.gate.pass();
-        self.file.sync_data()
-    }
-    fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
-        self.file.map_nodes(offset, nodes)
-    }
-    fn identity(&self) -> io::Result<FileIdentity> {
-        self.file.identity()
-    }
-}
-
-/// A [`GatedFs`] as the database's file system.
-#[derive(Debug)]
-struct Gated(Arc<GatedFs>);
-
-impl Fs for Gated {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FsFile>> {
-        Ok(Box::new(GatedFile {
-            file: StdFs.open(path, mode)?,
-            gate: Arc::clone(&self.0),
-        }))
-    }
-    fn create_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.create_dir(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        StdFs.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        StdFs.remove_file(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.sync_dir(path)
-    }
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        StdFs.list_dir(path)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        StdFs.exists(path)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>> {
-        StdFs.lock(path)
-    }
-    fn lock_existing(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FsLock>> {
-        StdFs.lock_existing(path, shared)
-    }
-    fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn FsLock>> {
-        StdFs.lock_dir(dir)
-    }
-    fn identity(&self, path: &Path) -> io::Result<FileId> {
-        StdFs.identity(path)
-    }
-    fn identity_of(&self, path: &Path) -> io::Result<FileIdentity> {
-        StdFs.identity_of(path)
-    }
 }
 
 /// A database of `kind` in `dir` through `fs`, holding the durable prefix.

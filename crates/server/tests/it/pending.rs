@@ -3,117 +3,20 @@
 //! answered; once the first is durable, the second is refused with the
 //! leaf that holds the value, the same status and body for every kind.
 
-use std::io;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_core::{HashKind, TreeKind};
 use cairn_db::{Database, DbConfig};
-use cairn_store::StdFs;
-use cairn_store::fs::{FileId, FileIdentity, Fs, FsFile, FsLock, MappedNodes, OpenMode};
-use parking_lot::{Condvar, Mutex};
+use cairn_testkit::sim::gated::{Gated, GatedFs};
 
 use crate::support::*;
-
-/// The real file system, whose writes and data syncs wait while the gate
-/// is closed: a disk that stalls.
-#[derive(Debug, Default)]
-struct Gate {
-    closed: Mutex<bool>,
-    opened: Condvar,
-}
-
-impl Gate {
-    fn set(&self, closed: bool) {
-        *self.closed.lock() = closed;
-        self.opened.notify_all();
-    }
-
-    fn pass(&self) {
-        let mut closed = self.closed.lock();
-        while *closed {
-            self.opened.wait(&mut closed);
-        }
-    }
-}
-
-#[derive(Debug)]
-struct GatedFile(Box<dyn FsFile>, Arc<Gate>);
-
-impl FsFile for GatedFile {
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.1.pass();
-        self.0.write_at(buf, offset)
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.0.read_at(buf, offset)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.0.len()
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.1.pass();
-        self.0.sync_data()
-    }
-    fn map_nodes(&self, offset: u64, nodes: usize) -> io::Result<Arc<dyn MappedNodes>> {
-        self.0.map_nodes(offset, nodes)
-    }
-    fn identity(&self) -> io::Result<FileIdentity> {
-        self.0.identity()
-    }
-}
-
-#[derive(Debug)]
-struct Gated(Arc<Gate>);
-
-impl Fs for Gated {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FsFile>> {
-        Ok(Box::new(GatedFile(
-            StdFs.open(path, mode)?,
-            Arc::clone(&self.0),
-        )))
-    }
-    fn create_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.create_dir(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        StdFs.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        StdFs.remove_file(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        StdFs.sync_dir(path)
-    }
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<String>> {
-        StdFs.list_dir(path)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        StdFs.exists(path)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FsLock>> {
-        StdFs.lock(path)
-    }
-    fn lock_existing(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FsLock>> {
-        StdFs.lock_existing(path, shared)
-    }
-    fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn FsLock>> {
-        StdFs.lock_dir(dir)
-    }
-    fn identity(&self, path: &Path) -> io::Result<FileId> {
-        StdFs.identity(path)
-    }
-    fn identity_of(&self, path: &Path) -> io::Result<FileIdentity> {
-        StdFs.identity_of(path)
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_of_a_value_not_yet_durable_is_answered_409_once_it_is() {
     for kind in [TreeKind::Lean, TreeKind::Indexed] {
         let dir = tempfile::tempdir().unwrap();
-        let gate = Arc::new(Gate::default());
+        let gate = Arc::new(GatedFs::default());
         let mut config = DbConfig::new(tree(2, HashKind::Blake3).with_kind(kind));
         config.store.flush_interval = None;
         let db = Database::create_in(
@@ -126,7 +29,7 @@ async fn a_duplicate_of_a_value_not_yet_durable_is_answered_409_once_it_is() {
         let client = server.client();
         let first_index = u64::from(kind == TreeKind::Indexed);
         let x = leaf(70, 0);
-        gate.set(true);
+        gate.close();
         let first = {
             let client = server.client();
             tokio::spawn(async move { client.post_json(&[x], None).await })
@@ -146,7 +49,7 @@ async fn a_duplicate_of_a_value_not_yet_durable_is_answered_409_once_it_is() {
             "{kind:?}: answered while the first was not durable: {:?}",
             early.map(|reply| reply.unwrap().text().to_owned())
         );
-        gate.set(false);
+        gate.open();
         let first = first.await.unwrap().ok();
         assert_eq!(first["first_index"], first_index);
         // Now durable: the second is refused, naming the leaf.
@@ -166,7 +69,7 @@ async fn a_duplicate_of_a_value_not_yet_durable_is_answered_409_once_it_is() {
 async fn an_append_not_durable_in_time_answers_503_for_every_kind() {
     for kind in [TreeKind::Lean, TreeKind::Indexed] {
         let dir = tempfile::tempdir().unwrap();
-        let gate = Arc::new(Gate::default());
+        let gate = Arc::new(GatedFs::default());
         let mut config = DbConfig::new(tree(2, HashKind::Blake3).with_kind(kind));
         config.store.flush_interval = None;
         let db = Database::create_in(
@@ -179,7 +82,7 @@ async fn an_append_not_durable_in_time_answers_503_for_every_kind() {
             config.durability_timeout = Duration::from_millis(100);
         })
         .await;
-        gate.set(true);
+        gate.close();
         let reply = server.client().post_json(&[leaf(71, 0)], None).await;
         let message = reply.error(503);
         assert!(
@@ -187,7 +90,7 @@ async fn an_append_not_durable_in_time_answers_503_for_every_kind() {
             "{kind:?}: {message}"
         );
         assert!(message.contains("timed out"), "{kind:?}: {message}");
-        gate.set(false);
+        gate.open();
         server.stop().await.unwrap();
     }
 }

@@ -121,6 +121,7 @@ use cairn_store::fs::{FileId, FileIdentity, Fs, FsFile, FsLock, MappedNodes, Ope
 
 mod disk;
 mod file;
+pub mod gated;
 #[cfg(test)]
 mod tests;
 
