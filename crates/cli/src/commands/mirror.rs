@@ -99,7 +99,7 @@ pub(crate) fn trusted_keys(paths: &[PathBuf]) -> Result<Option<cairn_tiles::Sign
 
 /// Maps a mirror's error to an exit code: refused is a failed check (1),
 /// unreachable or a database fault is I/O (4).
-fn mirror_failure(error: MirrorError) -> Failure {
+pub(crate) fn mirror_failure(error: MirrorError) -> Failure {
     match error {
         MirrorError::Refused { .. } => Failure::new(Code::Invalid, error),
         _ => Failure::new(Code::Input, error),

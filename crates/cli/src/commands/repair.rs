@@ -398,13 +398,12 @@ fn swap(dir: &Path, rebuilt: &Path, kept: &Path) -> Result<(), Failure> {
         .map_err(|e| io(&format!("syncing {}", parent.display()), e))
 }
 
-/// Maps a replica's error to an exit code: refused is a failed check (1),
-/// unreachable or a database fault is I/O (4).
+/// A replica's error as `cairn mirror` maps it, but a refusal of the
+/// replica's history by the rebuilt database is a failed check (1).
 fn mirror_failure(error: MirrorError) -> Failure {
     match error {
-        MirrorError::Refused { .. } => Failure::new(Code::Invalid, error),
         MirrorError::Target(error) => target_failure(error),
-        _ => Failure::new(Code::Input, error),
+        error => crate::commands::mirror::mirror_failure(error),
     }
 }
 
