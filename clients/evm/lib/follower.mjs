@@ -75,7 +75,7 @@ export class Follower {
 
   /** Waits until every block up to `block` is ingested (lines from `from` on). */
   async caughtUp(block, from = 0) {
-    return this.waitFor((line) => (line.event === "ingested" && line.to >= block) || (line.event === "resumed" && line.next_block > block), from, 120, `block ${block} ingested`);
+    return this.waitFor((line) => (line.event === "ingested" && line.to >= block) || (line.event === "resumed" && line.next_block > block), from, Number(process.env.CAIRN_FOLLOW_WAIT ?? 120), `block ${block} ingested`);
   }
 
   /** kill -9, then start again on the same database. */

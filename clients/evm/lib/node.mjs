@@ -84,9 +84,13 @@ export class Node {
     return this.blockNumber();
   }
 
-  /** Mines `count` empty blocks (at most: pending transactions go in the first). */
+  /**
+   * Mines `count` empty blocks (at most: pending transactions go in the
+   * first), one evm_mine each: hardhat_mine's reserved blocks answer a
+   * parentHash of zero, which no chain has and a follower rightly refuses.
+   */
   async mineEmpty(count) {
-    await this.rpc("hardhat_mine", [`0x${count.toString(16)}`]);
+    for (let i = 0; i < count; i += 1) await this.rpc("evm_mine");
   }
 
   async snapshot() {
@@ -100,7 +104,7 @@ export class Node {
 
   /** Sends a transaction (mined by the next `mine`); returns its hash. */
   async send(to, data) {
-    return this.rpc("eth_sendTransaction", [{ from: this.from, to, data, gas: `0x${(1_000_000_000).toString(16)}` }]);
+    return this.rpc("eth_sendTransaction", [{ from: this.from, to, data, gas: `0x${(16_000_000).toString(16)}` }]);
   }
 
   /** Sends and mines one transaction in a block of its own; throws if it reverted. */

@@ -133,6 +133,19 @@ pub enum FollowError {
         /// The node's hash now.
         node: String,
     },
+    /// The node keeps answering a block whose parent hash is not the hash
+    /// of the node's block below it.
+    #[error(
+        "the node's block {block} has parent hash {parent_hash}, but its block {} is {parent_block_hash}: the node's chain is inconsistent", block - 1
+    )]
+    Inconsistent {
+        /// The block.
+        block: u64,
+        /// Its parent hash.
+        parent_hash: String,
+        /// The hash of the node's block below it.
+        parent_block_hash: String,
+    },
     /// The chain changed at or below the first block followed.
     #[error(
         "the chain reorganised at block {block}, at or below the first block followed ({first}): start again with a lower --from-block"
@@ -206,7 +219,13 @@ pub struct Follower<'a> {
     range: u64,
     /// A reorganisation found when resuming, reported when the run starts.
     resumed: Option<Event>,
+    /// Consecutive answers of a block whose parent hash is not its parent's.
+    inconsistent: u32,
 }
+
+/// How many times a block whose parent hash is not the node's parent
+/// block's hash is asked for again before the node is called broken.
+const INCONSISTENT_RETRIES: u32 = 5;
 
 impl<'a> Follower<'a> {
     /// A follower of `options` into `db` through `rpc`, resumed from the
@@ -238,6 +257,7 @@ impl<'a> Follower<'a> {
             final_block: 0,
             range: options.max_range.max(1),
             resumed: None,
+            inconsistent: 0,
             options,
         };
         follower.resume()?;
@@ -500,8 +520,25 @@ impl<'a> Follower<'a> {
             && let Some(&known) = self.recent.get(&parent)
             && known != header.parent_hash
         {
-            return self.reorganise(parent).map(Some);
+            let node_parent = self.rpc.header(BlockId::Number(parent))?.map(|h| h.hash);
+            if node_parent != Some(known) {
+                return self.reorganise(parent).map(Some);
+            }
+            // The node's block has a parent other than the node's block
+            // below it: a node between two branches answers so for a
+            // moment; one that keeps answering so is broken.
+            self.inconsistent += 1;
+            if self.inconsistent > INCONSISTENT_RETRIES {
+                return Err(FollowError::Inconsistent {
+                    block: number,
+                    parent_hash: format!("0x{}", hex::encode(header.parent_hash)),
+                    parent_block_hash: format!("0x{}", hex::encode(known)),
+                });
+            }
+            std::thread::sleep(self.options.poll_interval);
+            return Ok(None);
         }
+        self.inconsistent = 0;
         let logs = self
             .rpc
             .logs_at(&self.options.contract, &self.topics, &header)?;
