@@ -365,7 +365,9 @@ impl EventField {
     }
 
     fn word(&self, data: &[u8], at: usize) -> Result<Word, AbiError> {
-        let end = at.checked_add(32).ok_or_else(|| self.out_of_range("offset", at))?;
+        let end = at
+            .checked_add(32)
+            .ok_or_else(|| self.out_of_range("offset", at))?;
         let Some(bytes) = data.get(at..end) else {
             return Err(self.short(data, end));
         };
@@ -499,8 +501,7 @@ pub fn parse_word(text: &str) -> Result<Word, String> {
             return Err(format!("{text} is not 1 to 64 hex digits"));
         }
         let padded = format!("{digits:0>64}");
-        hex::decode_to_slice(&padded, &mut word)
-            .map_err(|_| format!("{text} is not hex"))?;
+        hex::decode_to_slice(&padded, &mut word).map_err(|_| format!("{text} is not hex"))?;
         return Ok(word);
     }
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -587,7 +588,11 @@ mod tests {
         assert_eq!(event.values(&topics, &data).unwrap(), vec![word(99)]);
         assert!(matches!(
             event.values(&topics, &data[..100]),
-            Err(AbiError::Data { got: 100, want: 128, .. })
+            Err(AbiError::Data {
+                got: 100,
+                want: 128,
+                ..
+            })
         ));
     }
 
@@ -599,7 +604,15 @@ mod tests {
         )
         .unwrap();
         let mut data = Vec::new();
-        for w in [word(0), word(96), word(9), word(3), word(11), word(12), word(13)] {
+        for w in [
+            word(0),
+            word(96),
+            word(9),
+            word(3),
+            word(11),
+            word(12),
+            word(13),
+        ] {
             data.extend_from_slice(&w);
         }
         let topics = [event.topic(), word(1)];
@@ -636,7 +649,10 @@ mod tests {
             Err(AbiError::NoSuchField { .. })
         ));
         assert!(matches!(
-            EventField::parse("E(uint256 indexed a, uint256 indexed b, uint256 indexed c, uint256 indexed d)", "a"),
+            EventField::parse(
+                "E(uint256 indexed a, uint256 indexed b, uint256 indexed c, uint256 indexed d)",
+                "a"
+            ),
             Err(AbiError::Signature { .. })
         ));
         assert!(matches!(
@@ -668,7 +684,12 @@ mod tests {
         assert_eq!(parse_word("0xffff").unwrap(), word(65535));
         let max = "115792089237316195423570985008687907853269984665640564039457584007913129639935";
         assert_eq!(parse_word(max).unwrap(), [0xff; 32]);
-        assert!(parse_word("115792089237316195423570985008687907853269984665640564039457584007913129639936").is_err());
+        assert!(
+            parse_word(
+                "115792089237316195423570985008687907853269984665640564039457584007913129639936"
+            )
+            .is_err()
+        );
         assert!(parse_word("0x").is_err());
         assert!(parse_word("-1").is_err());
     }

@@ -298,7 +298,11 @@ impl<'a> Follower<'a> {
         // The finalized size says which tagged blocks are final.
         let finalized = self.db.finalized_size();
         let mut final_block = self.first;
-        for head in self.db.heads(0, usize::MAX).map_err(db_error("reading the tagged heads"))? {
+        for head in self
+            .db
+            .heads(0, usize::MAX)
+            .map_err(db_error("reading the tagged heads"))?
+        {
             if head.size <= finalized {
                 final_block = head.block;
             } else {
@@ -369,9 +373,7 @@ impl<'a> Follower<'a> {
                 }
             }
             self.sync_rpc_metrics();
-            if self.next > stop
-                || (self.options.exit_at_head && self.next > head.number)
-            {
+            if self.next > stop || (self.options.exit_at_head && self.next > head.number) {
                 return Ok(());
             }
             if self.next > head.number {
@@ -397,7 +399,10 @@ impl<'a> Follower<'a> {
         let from = self.next;
         let (to, logs) = loop {
             let to = last.min(from.saturating_add(self.range - 1));
-            match self.rpc.logs(&self.options.contract, &self.topics, from, to) {
+            match self
+                .rpc
+                .logs(&self.options.contract, &self.topics, from, to)
+            {
                 Ok(logs) => break (to, logs),
                 // Too many results, a range too long, a response too large:
                 // providers word it differently; a shorter range is the fix.
@@ -427,7 +432,11 @@ impl<'a> Follower<'a> {
             }
             entry.1.extend(values);
         }
-        if self.db.head_at_block(u64::MAX).map_err(db_error("reading the last tagged head"))?.is_none()
+        if self
+            .db
+            .head_at_block(u64::MAX)
+            .map_err(db_error("reading the last tagged head"))?
+            .is_none()
             && !blocks.contains_key(&from)
         {
             // The first block followed is always tagged.
@@ -491,7 +500,9 @@ impl<'a> Follower<'a> {
         self.next = to + 1;
         self.recent.clear();
         self.recent.insert(to, end.hash);
-        self.metrics.values_total.fetch_add(values_count, Ordering::Relaxed);
+        self.metrics
+            .values_total
+            .fetch_add(values_count, Ordering::Relaxed);
         self.metrics.ingested_block.store(to, Ordering::Relaxed);
         self.metrics
             .ingested_timestamp
@@ -633,7 +644,9 @@ impl<'a> Follower<'a> {
             .call(&self.options.contract, call.calldata(), block)?;
         let contract: Option<Word> = answer.get(..32).and_then(|w| w.try_into().ok());
         let cairn = root.unwrap_or([0; 32]);
-        self.metrics.root_checks_total.fetch_add(1, Ordering::Relaxed);
+        self.metrics
+            .root_checks_total
+            .fetch_add(1, Ordering::Relaxed);
         if contract != Some(cairn) || answer.len() != 32 {
             return Err(FollowError::RootMismatch {
                 block,
@@ -699,8 +712,12 @@ impl<'a> Follower<'a> {
                 return Err(FollowError::BelowFinality {
                     finalized: self.final_block,
                     block,
-                    stored: stored.map_or_else(|| "unknown".to_owned(), |h| format!("0x{}", hex::encode(h))),
-                    node: node.map_or_else(|| "no block".to_owned(), |h| format!("0x{}", hex::encode(h))),
+                    stored: stored
+                        .map_or_else(|| "unknown".to_owned(), |h| format!("0x{}", hex::encode(h))),
+                    node: node.map_or_else(
+                        || "no block".to_owned(),
+                        |h| format!("0x{}", hex::encode(h)),
+                    ),
                 });
             }
             if block <= self.first {
@@ -722,7 +739,9 @@ impl<'a> Follower<'a> {
         self.recent.split_off(&(ancestor + 1));
         self.next = ancestor + 1;
         self.metrics.reorg(depth);
-        self.metrics.ingested_block.store(ancestor, Ordering::Relaxed);
+        self.metrics
+            .ingested_block
+            .store(ancestor, Ordering::Relaxed);
         self.report_db();
         Ok(Event::Reorg {
             ancestor,

@@ -130,8 +130,10 @@ impl Metrics {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let head = get(&self.node_head_block);
         let ingested = get(&self.ingested_block);
-        let (head_time, ingested_time) =
-            (get(&self.node_head_timestamp), get(&self.ingested_timestamp));
+        let (head_time, ingested_time) = (
+            get(&self.node_head_timestamp),
+            get(&self.ingested_timestamp),
+        );
         let advanced = get(&self.node_advanced_ms);
         let idle_ms = if advanced == 0 {
             self.elapsed_ms()
@@ -170,23 +172,110 @@ impl Metrics {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         for (name, help, kind, value) in [
-            ("cairn_follow_node_head_block", "the node's head block", "gauge", status.node_head_block.to_string()),
-            ("cairn_follow_ingested_block", "the last block whose events are in the database", "gauge", status.ingested_block.to_string()),
-            ("cairn_follow_lag_blocks", "blocks the database is behind the node's head", "gauge", status.lag_blocks.to_string()),
-            ("cairn_follow_lag_seconds", "seconds between the node head's timestamp and the last ingested block's", "gauge", status.lag_seconds.map_or_else(|| "NaN".to_owned(), |s| s.to_string())),
-            ("cairn_follow_finalized_block", "the last block the database holds as final", "gauge", status.finalized_block.to_string()),
-            ("cairn_follow_leaves", "leaves in the database", "gauge", status.leaves.to_string()),
-            ("cairn_follow_values_total", "values ingested since the start, re-ingested ones included", "counter", status.values_total.to_string()),
-            ("cairn_follow_reorgs_total", "chain reorganisations rolled back", "counter", status.reorgs_total.to_string()),
-            ("cairn_follow_reorg_depth_last", "blocks rolled back by the last reorganisation", "gauge", status.reorg_depth_last.to_string()),
-            ("cairn_follow_reorg_depth_max", "blocks rolled back by the deepest reorganisation", "gauge", status.reorg_depth_max.to_string()),
-            ("cairn_follow_root_checks_total", "roots compared with the contract's", "counter", status.root_checks_total.to_string()),
-            ("cairn_follow_rpc_requests_total", "requests to the node", "counter", get(&self.rpc_requests_total).to_string()),
-            ("cairn_follow_rpc_retries_total", "requests to the node retried", "counter", get(&self.rpc_retries_total).to_string()),
-            ("cairn_follow_rpc_wait_seconds_total", "seconds spent waiting on the node", "counter", format!("{:.3}", get(&self.rpc_wait_ms_total) as f64 / 1000.0)),
-            ("cairn_follow_node_idle_seconds", "seconds since the node's head last advanced", "gauge", format!("{:.3}", status.node_idle_seconds)),
-            ("cairn_follow_stale", "1 when the node's head has not advanced for longer than the stale threshold", "gauge", u8::from(status.stale).to_string()),
-            ("cairn_follow_scrape_timestamp_seconds", "when this was read", "gauge", now.to_string()),
+            (
+                "cairn_follow_node_head_block",
+                "the node's head block",
+                "gauge",
+                status.node_head_block.to_string(),
+            ),
+            (
+                "cairn_follow_ingested_block",
+                "the last block whose events are in the database",
+                "gauge",
+                status.ingested_block.to_string(),
+            ),
+            (
+                "cairn_follow_lag_blocks",
+                "blocks the database is behind the node's head",
+                "gauge",
+                status.lag_blocks.to_string(),
+            ),
+            (
+                "cairn_follow_lag_seconds",
+                "seconds between the node head's timestamp and the last ingested block's",
+                "gauge",
+                status
+                    .lag_seconds
+                    .map_or_else(|| "NaN".to_owned(), |s| s.to_string()),
+            ),
+            (
+                "cairn_follow_finalized_block",
+                "the last block the database holds as final",
+                "gauge",
+                status.finalized_block.to_string(),
+            ),
+            (
+                "cairn_follow_leaves",
+                "leaves in the database",
+                "gauge",
+                status.leaves.to_string(),
+            ),
+            (
+                "cairn_follow_values_total",
+                "values ingested since the start, re-ingested ones included",
+                "counter",
+                status.values_total.to_string(),
+            ),
+            (
+                "cairn_follow_reorgs_total",
+                "chain reorganisations rolled back",
+                "counter",
+                status.reorgs_total.to_string(),
+            ),
+            (
+                "cairn_follow_reorg_depth_last",
+                "blocks rolled back by the last reorganisation",
+                "gauge",
+                status.reorg_depth_last.to_string(),
+            ),
+            (
+                "cairn_follow_reorg_depth_max",
+                "blocks rolled back by the deepest reorganisation",
+                "gauge",
+                status.reorg_depth_max.to_string(),
+            ),
+            (
+                "cairn_follow_root_checks_total",
+                "roots compared with the contract's",
+                "counter",
+                status.root_checks_total.to_string(),
+            ),
+            (
+                "cairn_follow_rpc_requests_total",
+                "requests to the node",
+                "counter",
+                get(&self.rpc_requests_total).to_string(),
+            ),
+            (
+                "cairn_follow_rpc_retries_total",
+                "requests to the node retried",
+                "counter",
+                get(&self.rpc_retries_total).to_string(),
+            ),
+            (
+                "cairn_follow_rpc_wait_seconds_total",
+                "seconds spent waiting on the node",
+                "counter",
+                format!("{:.3}", get(&self.rpc_wait_ms_total) as f64 / 1000.0),
+            ),
+            (
+                "cairn_follow_node_idle_seconds",
+                "seconds since the node's head last advanced",
+                "gauge",
+                format!("{:.3}", status.node_idle_seconds),
+            ),
+            (
+                "cairn_follow_stale",
+                "1 when the node's head has not advanced for longer than the stale threshold",
+                "gauge",
+                u8::from(status.stale).to_string(),
+            ),
+            (
+                "cairn_follow_scrape_timestamp_seconds",
+                "when this was read",
+                "gauge",
+                now.to_string(),
+            ),
         ] {
             gauge(name, help, kind, value);
         }
@@ -245,7 +334,10 @@ mod tests {
         metrics.ingested_timestamp.store(880, Ordering::Relaxed);
         let status = metrics.status();
         assert_eq!((status.lag_blocks, status.lag_seconds), (10, Some(120)));
-        assert!(metrics.status().stale, "a threshold of 0 s is always reached");
+        assert!(
+            metrics.status().stale,
+            "a threshold of 0 s is always reached"
+        );
         let patient = Metrics::new(Duration::from_secs(3600));
         patient.node_head(1, 1);
         assert!(!patient.status().stale);
@@ -259,7 +351,11 @@ mod tests {
         metrics.reorg(2);
         let status = metrics.status();
         assert_eq!(
-            (status.reorgs_total, status.reorg_depth_last, status.reorg_depth_max),
+            (
+                status.reorgs_total,
+                status.reorg_depth_last,
+                status.reorg_depth_max
+            ),
             (2, 2, 5)
         );
     }

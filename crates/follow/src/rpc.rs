@@ -444,12 +444,9 @@ fn bytes(method: &'static str, value: &Value) -> Result<Vec<u8>, RpcError> {
 /// Hex data of exactly 32 bytes.
 fn word(method: &'static str, value: &Value) -> Result<Word, RpcError> {
     let data = bytes(method, value)?;
-    data.as_slice().try_into().map_err(|_| {
-        malformed(
-            method,
-            &format!("{value} is {} bytes, want 32", data.len()),
-        )
-    })
+    data.as_slice()
+        .try_into()
+        .map_err(|_| malformed(method, &format!("{value} is {} bytes, want 32", data.len())))
 }
 
 fn hex_bytes(bytes: &[u8]) -> String {
@@ -472,10 +469,17 @@ mod tests {
             Err(RpcError::Malformed { .. })
         ));
         assert!(matches!(
-            answer("m", 3, r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32005,"message":"query returned more than 10000 results"}}"#),
+            answer(
+                "m",
+                3,
+                r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32005,"message":"query returned more than 10000 results"}}"#
+            ),
             Err(RpcError::Node { code: -32005, .. })
         ));
-        assert!(matches!(answer("m", 3, "<html>"), Err(RpcError::Malformed { .. })));
+        assert!(matches!(
+            answer("m", 3, "<html>"),
+            Err(RpcError::Malformed { .. })
+        ));
     }
 
     #[test]

@@ -164,12 +164,18 @@ impl FollowCmd {
             .map_err(usage)?;
         let contract = cairn_follow::parse_address(&self.contract).map_err(usage)?;
         if self.max_range == 0 {
-            return Err(Failure::new(Code::Usage, anyhow!("--max-range must be at least 1")));
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!("--max-range must be at least 1"),
+            ));
         }
         if !(self.rate_limit >= 0.0 && self.rate_limit.is_finite()) {
             return Err(Failure::new(
                 Code::Usage,
-                anyhow!("--rate-limit {} is not a number of requests per second", self.rate_limit),
+                anyhow!(
+                    "--rate-limit {} is not a number of requests per second",
+                    self.rate_limit
+                ),
             ));
         }
         let finality = match (self.confirmations, self.finality_tag.as_str()) {
@@ -228,11 +234,13 @@ impl FollowCmd {
                 if failure.is_some() {
                     return;
                 }
-                let always = self.json
-                    || !matches!(event, Event::Ingested { from, to, .. } if from != to)
-                    || printed.elapsed() >= Duration::from_secs(1);
-                if always {
-                    printed = Instant::now();
+                // Ranges of final history at most once a second; the
+                // rest (a block at the head, a reorganisation) always.
+                let range = matches!(event, Event::Ingested { from, to, .. } if from != to);
+                if self.json || !range || printed.elapsed() >= Duration::from_secs(1) {
+                    if range {
+                        printed = Instant::now();
+                    }
                     if let Err(error) = output::line(&render(event, metrics, self.json)) {
                         failure = Some(error);
                     }
@@ -341,7 +349,10 @@ fn render(event: &Event, metrics: &Metrics, json: bool) -> String {
             } else {
                 format!("blocks {from}..{to}")
             };
-            format!("{blocks}: +{values} values, size {size}, root {} {tail}", hex(root))
+            format!(
+                "{blocks}: +{values} values, size {size}, root {} {tail}",
+                hex(root)
+            )
         }
         Event::Reorg {
             ancestor,
