@@ -70,7 +70,8 @@ async function walk(name, dir, contract, args, insert, root) {
       const head = await node.blockNumber();
       if (snapshot === null || head - snapshot.block > MAX_REORG) snapshot = { id: await node.snapshot(), block: head };
       const from = follower.lines.length;
-      const roll = rng.int(0, 9);
+      // Step 1 always reorganises and step 2 always kills: every run has both.
+      const roll = step === 1 ? 0 : rng.int(0, 9);
       let reorganised = false;
       if (roll <= 1 && head > snapshot.block) {
         // A different branch from the snapshot on, longer or shorter.
@@ -102,7 +103,7 @@ async function walk(name, dir, contract, args, insert, root) {
         tally.blocks += blocks;
       }
       const target = await node.blockNumber();
-      if (rng.int(0, 3) === 0) {
+      if (step === 2 || rng.int(0, 3) === 0) {
         // kill -9 at a random point of its catching up, then again from the database.
         await new Promise((resolve) => setTimeout(resolve, rng.int(0, 150)));
         await follower.crash();
