@@ -311,6 +311,12 @@ impl<'a> Follower<'a> {
         }
         self.final_block = final_block;
         self.next = last.block + 1;
+        self.metrics
+            .finalized_block
+            .store(final_block, Ordering::Relaxed);
+        self.metrics
+            .ingested_block
+            .store(last.block, Ordering::Relaxed);
         if let Some(hash) = last.block_hash {
             self.recent.insert(last.block, hash);
         }
@@ -481,13 +487,15 @@ impl<'a> Follower<'a> {
             ack.wait(self.db, self.options.durable_timeout)
                 .map_err(db_error(format!("making blocks {from} to {to} durable")))?;
         }
+        // Blocks with values only: the first block followed may be tagged
+        // empty, and an empty tree's root is no contract's to compare.
+        let with_values = appended
+            .iter()
+            .copied()
+            .filter(|(number, _)| blocks.get(number).is_some_and(|b| !b.1.is_empty()));
         let checks: Vec<(u64, u64)> = match self.options.root_checks {
-            RootChecks::EveryBlock => appended
-                .iter()
-                .copied()
-                .filter(|(number, _)| blocks.get(number).is_some_and(|b| !b.1.is_empty()))
-                .collect(),
-            RootChecks::RangeEnds => appended.last().copied().into_iter().collect(),
+            RootChecks::EveryBlock => with_values.collect(),
+            RootChecks::RangeEnds => with_values.last().into_iter().collect(),
         };
         for (number, size) in checks {
             let root = self
