@@ -66,8 +66,8 @@ Runs until stopped, or until --until-block is ingested, or (--exit-at-head) unti
 up with the node's head.
 
 Examples:
-  cairn init db --kind imt --depth 20 --arity 2 --hash mimcsponge --zero 0x2fe54c60d3acabf3343a35b6eba15db4821b340f76e741e2249685ed4899af6c --finality explicit
-  cairn follow db --rpc http://127.0.0.1:8545 --contract 0x5FbDB2315678afecb367f032d93F642f64180aa3 \\
+  cairn init deposits --kind imt --depth 20 --arity 2 --hash mimcsponge --zero 0x2fe54c60d3acabf3343a35b6eba15db4821b340f76e741e2249685ed4899af6c --finality explicit
+  cairn follow deposits --rpc http://127.0.0.1:8545 --contract 0x5FbDB2315678afecb367f032d93F642f64180aa3 \\
     --event 'Deposit(bytes32 indexed commitment, uint32 leafIndex, uint256 timestamp)' --field commitment \\
     --root-call 'getLastRoot()' --confirmations 12";
 
