@@ -49,7 +49,7 @@ a crash or kill -9 too), its hash checked against the node's first. The first bl
 With --root-call (a view function and its --root-arg words: 'getLastRoot()', \
 'getMerkleTreeRoot(uint256)' --root-arg 0), after each block with values the contract's root at \
 that block is compared with the database's at that block's size; a mismatch stops the follower \
-with exit 1, naming the block and both roots. An empty tree's root counts as 0x00..00.
+with exit 1, naming the block and both roots. An empty tree's root counts as zero.
 
 Requests to the node are retried with exponential backoff while it is unreachable or busy (429, \
 5xx), for --retry-for seconds; --rate-limit caps requests per second.
