@@ -489,13 +489,13 @@ impl<'a> Follower<'a> {
         }
         // Blocks with values only: the first block followed may be tagged
         // empty, and an empty tree's root is no contract's to compare.
-        let with_values = appended
+        let mut with_values = appended
             .iter()
             .copied()
             .filter(|(number, _)| blocks.get(number).is_some_and(|b| !b.1.is_empty()));
         let checks: Vec<(u64, u64)> = match self.options.root_checks {
             RootChecks::EveryBlock => with_values.collect(),
-            RootChecks::RangeEnds => with_values.last().into_iter().collect(),
+            RootChecks::RangeEnds => with_values.next_back().into_iter().collect(),
         };
         for (number, size) in checks {
             let root = self
