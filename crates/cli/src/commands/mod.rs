@@ -22,6 +22,7 @@ mod consistency;
 mod contains;
 pub mod demo;
 mod export;
+mod follow;
 mod heads;
 mod ingest;
 mod init;
@@ -52,6 +53,7 @@ pub use consistency::ConsistencyCmd;
 pub use contains::ContainsCmd;
 pub use demo::DemoCmd;
 pub use export::ExportCmd;
+pub use follow::FollowCmd;
 pub use heads::HeadsCmd;
 pub use ingest::IngestCmd;
 pub use init::InitCmd;
@@ -120,6 +122,9 @@ pub enum Command {
     /// List the block-tagged heads (block, size, root).
     #[command(long_about = heads::LONG_ABOUT)]
     Heads(HeadsCmd),
+    /// Follow a contract's events on an Ethereum node into a database, through reorganisations.
+    #[command(long_about = follow::LONG_ABOUT)]
+    Follow(FollowCmd),
     /// Copy a database consistently, also while it is served.
     #[command(long_about = backup::LONG_ABOUT)]
     Backup(BackupCmd),
@@ -181,6 +186,7 @@ impl Command {
             Command::Truncate(cmd) => cmd.run(),
             Command::Finalize(cmd) => cmd.run(),
             Command::Heads(cmd) => cmd.run(),
+            Command::Follow(cmd) => cmd.run(),
             Command::Publish(cmd) => cmd.run(),
             Command::Plan(cmd) => cmd.run(),
             Command::Demo(cmd) => cmd.run(),

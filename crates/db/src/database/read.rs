@@ -349,6 +349,25 @@ impl Database {
         }))
     }
 
+    /// The last durable block-tagged head at or below `block` (`u64::MAX`:
+    /// the last one), what a rollback to `block` keeps and where a chain
+    /// follower resumes ([`Operation::BlockTags`]).
+    pub fn head_at_block(&self, block: u64) -> Result<Option<TaggedHead>> {
+        let db = self.append_only(Operation::BlockTags)?;
+        Ok(self.gate.read(|_| {
+            let durable = self.tag_durability(db.durable_size());
+            let mut below = block;
+            // Durable heads are a prefix: skip the pending ones above it.
+            loop {
+                match db.head_at_block(below) {
+                    Some(head) if durable(head.block, head.size) => return Some(head),
+                    Some(head) if head.block > 0 => below = head.block - 1,
+                    _ => return None,
+                }
+            }
+        }))
+    }
+
     /// The durable size whose root is `root`, among the tagged heads, the
     /// last appends' roots and the durable head, with its block if that
     /// tag is durable ([`Operation::RootLookup`]).

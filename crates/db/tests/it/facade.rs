@@ -363,6 +363,50 @@ fn tagged_heads_are_served_once_durable_and_roots_answer_their_size() {
 }
 
 #[test]
+fn head_at_block_is_the_last_durable_tag_at_or_below_it() {
+    let kind = tree(2, HashKind::Sha256);
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("db"), config_of(kind)).unwrap();
+    assert_eq!(db.head_at_block(u64::MAX).unwrap(), None, "no tag yet");
+    for (block, count) in [(10u64, 0u64), (12, 3), (15, 2)] {
+        let values: Vec<Hash> = (0..count).map(|i| value(9, block * 10 + i)).collect();
+        db.append_tagged(&values, BlockTag::number(block))
+            .unwrap()
+            .wait(&db, WAIT)
+            .unwrap();
+    }
+    let at = |block| db.head_at_block(block).unwrap().map(|h| (h.block, h.size));
+    assert_eq!(at(u64::MAX), Some((15, 5)));
+    assert_eq!(at(14), Some((12, 3)));
+    assert_eq!(at(12), Some((12, 3)));
+    assert_eq!(at(11), Some((10, 0)), "an empty block's tag counts");
+    assert_eq!(at(9), None);
+    db.truncate_to_block(12).unwrap();
+    assert_eq!(at(u64::MAX), Some((12, 3)), "a rollback drops later tags");
+    drop(db);
+    let db = Database::open(dir.path().join("db")).unwrap();
+    assert_eq!(
+        db.head_at_block(u64::MAX)
+            .unwrap()
+            .map(|h| (h.block, h.size)),
+        Some((12, 3)),
+        "recovered at open"
+    );
+    let indexed = Database::create(
+        dir.path().join("indexed"),
+        config_of(kind.with_kind(TreeKind::Indexed)),
+    )
+    .unwrap();
+    assert!(matches!(
+        indexed.head_at_block(1),
+        Err(DbError::Unsupported {
+            operation: Operation::BlockTags,
+            ..
+        })
+    ));
+}
+
+#[test]
 fn an_acknowledgement_past_its_deadline_names_the_sizes_in_the_trees_units() {
     for kind in kinds() {
         let dir = tempfile::tempdir().unwrap();
