@@ -331,6 +331,28 @@ impl NullifierSet {
         Ok(duplicates)
     }
 
+    /// Makes room for `additional` more values, spread over the shards as
+    /// the keyed hash spreads them (the mean per shard plus four standard
+    /// deviations and a few slots), so that a bulk ingest of that many
+    /// grows no shard again (a growth moves every entry of its shard).
+    /// Errors if a shard would need more than its largest capacity.
+    pub fn reserve(&self, additional: u64) -> Result<(), String> {
+        let mean = additional as f64 / SHARDS as f64;
+        let per_shard = (mean + 4.0 * mean.sqrt()).ceil() as usize + 8;
+        self.shards
+            .par_iter()
+            .enumerate()
+            .try_for_each(|(shard, table)| {
+                if table.write().reserve(per_shard) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "shard {shard} of the set cannot hold {per_shard} more values"
+                    ))
+                }
+            })
+    }
+
     /// Takes out what [`NullifierSet::insert_batch`] inserted for `values`
     /// at `first..`, except the positions in `refused` (sorted).
     pub fn remove_batch(&self, values: &[Hash], first: u64, refused: &[Duplicate]) {

@@ -145,6 +145,26 @@ impl Table {
         }
     }
 
+    /// Grows, if need be, so that `extra` more entries fit without a
+    /// growth (each entry moved once, to its home in the larger table);
+    /// `false` (nothing changed) if that would exceed [`MAX_CAPACITY`].
+    /// For a caller that knows how many values are coming: a bulk ingest
+    /// that grows the table batch by batch moves every entry at each
+    /// growth, several times over.
+    pub fn reserve(&mut self, extra: usize) -> bool {
+        let want = capacity_for(self.len + extra);
+        if want <= self.slots.len() {
+            return true;
+        }
+        if want > MAX_CAPACITY {
+            return false;
+        }
+        let mut refused: Vec<(usize, ())> = Vec::new();
+        self.merge_grow(&[], 0, want, |_, _| None, &mut refused);
+        debug_assert!(refused.is_empty());
+        true
+    }
+
     /// Inserts a batch's entries for this shard: `run` holds
     /// `tag << 32 | position`, sorted, and the entry at `position` gets
     /// leaf index `first + position`. Before an entry goes in,
@@ -395,18 +415,22 @@ impl Table {
         }
     }
 
-    /// A new table of the entries with an index below `end`, placed afresh
-    /// (for a table that holds some from `end` on).
+    /// A new table of the entries with an index below `end` (for a table
+    /// that holds some from `end` on). A copy of the slots with the later
+    /// entries taken out: those are few (what was appended after the
+    /// checkpoint's leaves, typically one batch), while placing every
+    /// entry afresh would cost a probe per entry held.
     pub fn without_from(&self, end: u64) -> Table {
-        let mut out = Table {
-            slots: vec![0; self.slots.len()],
-            len: 0,
-        };
-        for &slot in &self.slots {
-            if slot != 0 && index_of(slot) < end {
-                place(&mut out.slots, slot);
-                out.len += 1;
-            }
+        let later: Vec<u64> = self
+            .slots
+            .iter()
+            .copied()
+            .filter(|&slot| slot != 0 && index_of(slot) >= end)
+            .collect();
+        let mut out = self.clone();
+        for slot in later {
+            let removed = out.remove(tag_of(slot), index_of(slot));
+            debug_assert!(removed, "an entry of the copy");
         }
         out
     }
