@@ -15,7 +15,7 @@ use cairn_store::StoreError;
 use cairn_store::fs::{Fs, FsFile};
 use cairn_store::replace::{open_published, replace_file};
 
-use super::table::Table;
+use super::table::{self, Table};
 use super::{Key, NullifierSet, SHARD_BITS, TagHash};
 
 /// The published checkpoint of the set.
@@ -113,11 +113,12 @@ pub(crate) fn write(
         let mut held = 0u64;
         let mut bytes = Vec::new();
         for shard in 0..set.shard_count() {
-            // One shard at a time under its read lock, so appends go on.
+            // One shard at a time under its read lock, so appends go on;
+            // as it is, with any entries of leaves from `covered` on (an
+            // append that ran past the checkpoint's size): open drops them.
             bytes.clear();
-            set.with_shard_below(shard, covered, |table| {
-                held += table.len() as u64;
-                encode_shard(table, &mut bytes);
+            set.with_shard(shard, |table| {
+                held += encode_shard(table, covered, &mut bytes);
             });
             let crc = crc32c::crc32c(&bytes);
             bytes.extend_from_slice(&crc.to_le_bytes());
@@ -143,24 +144,34 @@ fn bitmap_words(capacity: usize) -> usize {
 /// A shard as version 2 stores it, without its CRC: capacity, entries,
 /// the occupancy bitmap (bit `i % 64` of word `i / 64` set for a slot in
 /// use) and the slots in use, in slot order. At 64% to 80% load that is
-/// 8.2 bytes per value where all the slots were 10 to 12.5.
-fn encode_shard(table: &Table, out: &mut Vec<u8>) {
+/// 8.2 bytes per value where all the slots were 10 to 12.5. Returns how
+/// many entries point below `end`.
+fn encode_shard(table: &Table, end: u64, out: &mut Vec<u8>) -> u64 {
     let slots = table.slots();
+    let words = bitmap_words(slots.len());
+    out.reserve(8 + 8 * words + 8 * table.len() + 4);
     out.extend_from_slice(&(slots.len() as u32).to_le_bytes());
     out.extend_from_slice(&(table.len() as u32).to_le_bytes());
-    for chunk in slots.chunks(64) {
-        let word = chunk
-            .iter()
-            .enumerate()
-            .fold(0u64, |word, (bit, &slot)| word | (u64::from(slot != 0) << bit));
-        out.extend_from_slice(&word.to_le_bytes());
+    let bitmap_at = out.len();
+    out.resize(bitmap_at + 8 * words, 0);
+    let mut below = 0u64;
+    for (word_index, chunk) in slots.chunks(64).enumerate() {
+        let mut word = 0u64;
+        for (bit, &slot) in chunk.iter().enumerate() {
+            word |= u64::from(slot != 0) << bit;
+        }
+        let at = bitmap_at + 8 * word_index;
+        if let Some(field) = out.get_mut(at..at + 8) {
+            field.copy_from_slice(&word.to_le_bytes());
+        }
     }
-    out.extend(
-        slots
-            .iter()
-            .filter(|&&slot| slot != 0)
-            .flat_map(|slot| slot.to_le_bytes()),
-    );
+    for &slot in slots {
+        if slot != 0 {
+            out.extend_from_slice(&slot.to_le_bytes());
+            below += u64::from(table::index_of(slot) < end);
+        }
+    }
+    below
 }
 
 /// Reads a file through a buffer.
@@ -369,26 +380,29 @@ pub(crate) fn read_from(
         read.push((at, slots, count));
     }
     use rayon::prelude::*;
+    // Version 1 holds only entries below `covered`; version 2 may hold
+    // later ones too (appends that ran while it was written), dropped here.
+    let end = if version == VERSION_SLOTS {
+        covered
+    } else {
+        table::MAX_INDEX + 1
+    };
     let tables = read
         .into_par_iter()
         .enumerate()
         .map(|(shard, (at, slots, count))| {
-            Table::from_slots(slots, count, covered)
+            Table::from_slots(slots, count, end)
                 .map_err(|why| corrupt(at, format!("shard {shard}: {why}")))
         })
         .collect::<Result<Vec<Table>, StoreError>>()?;
-    let held: u64 = tables.iter().map(|t| t.len() as u64).sum();
+    let held: u64 = tables.par_iter().map(|t| t.count_below(covered)).sum();
     if held != covered {
         return Err(corrupt(
             24,
-            format!("holds {held} values, its header says it covers {covered} leaves"),
+            format!("holds {held} values below leaf {covered}, its header says it covers {covered} leaves"),
         ));
     }
-    let tables = if kept < covered {
-        tables.into_par_iter().map(|t| t.below(kept)).collect()
-    } else {
-        tables
-    };
+    let tables = tables.into_par_iter().map(|t| t.below(kept)).collect();
     Ok(Some(Loaded {
         set: NullifierSet::from_tables(key, hash, tables),
         covered: kept,
@@ -459,11 +473,10 @@ mod tests {
         let mut body = Vec::new();
         for shard in 0..set.shard_count() {
             let start = body.len();
-            set.with_shard_below(shard, covered, |table| {
-                body.extend_from_slice(&(table.capacity() as u32).to_le_bytes());
-                body.extend_from_slice(&(table.len() as u32).to_le_bytes());
-                body.extend(table.slots().iter().flat_map(|slot| slot.to_le_bytes()));
-            });
+            let table = set.with_shard(shard, |table| table.clone().below(covered));
+            body.extend_from_slice(&(table.capacity() as u32).to_le_bytes());
+            body.extend_from_slice(&(table.len() as u32).to_le_bytes());
+            body.extend(table.slots().iter().flat_map(|slot| slot.to_le_bytes()));
             let crc = crc32c::crc32c(&body[start..]);
             body.extend_from_slice(&crc.to_le_bytes());
         }
@@ -532,7 +545,7 @@ mod tests {
         let stats = set.stats();
         // Header, per shard 12 bytes and the bitmap, 8 bytes per value.
         let bitmap: u64 = (0..set.shard_count())
-            .map(|s| set.with_shard_below(s, u64::MAX, |t| bitmap_words(t.capacity()) as u64 * 8))
+            .map(|s| set.with_shard(s, |t| bitmap_words(t.capacity()) as u64 * 8))
             .sum();
         assert_eq!(
             bytes.len() as u64,
@@ -541,11 +554,41 @@ mod tests {
         let loaded = read(bytes, 30_000).unwrap().unwrap();
         assert_eq!(loaded.set.hash(), TagHash::Folded);
         for shard in 0..set.shard_count() {
-            let want = set.with_shard_below(shard, u64::MAX, |t| t.slots().to_vec());
-            let got = loaded.set.with_shard_below(shard, u64::MAX, |t| t.slots().to_vec());
+            let want = set.with_shard(shard, |t| t.slots().to_vec());
+            let got = loaded.set.with_shard(shard, |t| t.slots().to_vec());
             assert_eq!(got, want, "shard {shard}");
         }
         assert_finds(&loaded.set, &leaves);
+    }
+
+    #[test]
+    fn entries_past_the_covered_leaves_are_written_and_dropped_at_open() {
+        // A checkpoint covering 12,000 leaves while the set holds 15,000:
+        // the file holds the shards as they are, open keeps the 12,000.
+        let (set, leaves) = filled(TagHash::Folded, 15_000);
+        let fs = cairn_store::StdFs;
+        let dir = tempfile::tempdir().unwrap();
+        write(&fs, dir.path(), &set, 5, 12_000).unwrap();
+        let bytes = std::fs::read(dir.path().join(SET_FILE)).unwrap();
+        let loaded = read(bytes.clone(), 15_000).unwrap().unwrap();
+        assert_eq!((loaded.covered, loaded.set.len()), (12_000, 12_000));
+        assert_finds(&loaded.set, &leaves[..12_000]);
+        let leaf = |i: u64| leaves.get(i as usize).copied();
+        for v in &leaves[12_000..] {
+            assert_eq!(loaded.set.find(v, leaf), None);
+        }
+        // With a rollback floor below: only the leaves under it.
+        let floor = read_from(
+            Some(Box::new(BytesFile(bytes))),
+            Path::new("t"),
+            5,
+            15_000,
+            Some(3_000),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!((floor.covered, floor.set.len()), (3_000, 3_000));
+        assert_finds(&floor.set, &leaves[..3_000]);
     }
 
     #[test]

@@ -443,19 +443,10 @@ impl NullifierSet {
         }
     }
 
-    /// Calls `f` with shard `shard`'s entries below `end`, for a
-    /// checkpoint: the shard itself (under its read lock) when it holds
-    /// nothing from `end` on, as after every append that was flushed
-    /// before the checkpoint, else a copy without those entries.
-    pub fn with_shard_below<R>(&self, shard: usize, end: u64, f: impl FnOnce(&Table) -> R) -> R {
-        let table = self.shards[shard].read();
-        if table.all_below(end) {
-            f(&table)
-        } else {
-            let copy = table.without_from(end);
-            drop(table);
-            f(&copy)
-        }
+    /// Calls `f` with shard `shard` under its read lock (for a checkpoint:
+    /// one shard at a time, so appends go on).
+    pub fn with_shard<R>(&self, shard: usize, f: impl FnOnce(&Table) -> R) -> R {
+        f(&self.shards[shard].read())
     }
 
     pub fn shard_count(&self) -> usize {

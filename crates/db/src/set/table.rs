@@ -51,7 +51,7 @@ fn tag_of(slot: u64) -> u32 {
 }
 
 #[inline]
-fn index_of(slot: u64) -> u64 {
+pub(crate) fn index_of(slot: u64) -> u64 {
     (slot & INDEX_MASK) - 1
 }
 
@@ -400,37 +400,46 @@ impl Table {
         }
     }
 
-    /// Whether every entry has an index below `end`.
-    pub fn all_below(&self, end: u64) -> bool {
-        self.slots.iter().all(|&s| s == 0 || index_of(s) < end)
+    /// How many entries have an index below `end`.
+    pub fn count_below(&self, end: u64) -> u64 {
+        self.slots
+            .iter()
+            .map(|&s| u64::from(s != 0 && index_of(s) < end))
+            .sum()
     }
 
-    /// A copy holding only the entries with an index below `end` (what a
-    /// checkpoint covering `end` leaves writes).
-    pub fn below(&self, end: u64) -> Table {
-        if self.all_below(end) {
-            self.clone()
-        } else {
-            self.without_from(end)
-        }
-    }
-
-    /// A new table of the entries with an index below `end` (for a table
-    /// that holds some from `end` on). A copy of the slots with the later
-    /// entries taken out: those are few (what was appended after the
-    /// checkpoint's leaves, typically one batch), while placing every
-    /// entry afresh would cost a probe per entry held.
-    pub fn without_from(&self, end: u64) -> Table {
+    /// The table holding only its entries with an index below `end` (what
+    /// open keeps of a checkpoint that covers `end` leaves).
+    pub fn below(self, end: u64) -> Table {
         let later: Vec<u64> = self
             .slots
             .iter()
             .copied()
             .filter(|&slot| slot != 0 && index_of(slot) >= end)
             .collect();
-        let mut out = self.clone();
+        if later.is_empty() {
+            return self;
+        }
+        if later.len() * 4 > self.len {
+            // Many go: placing those that stay afresh is cheaper.
+            let mut out = Table {
+                slots: vec![0; self.slots.len()],
+                len: 0,
+            };
+            for &slot in &self.slots {
+                if slot != 0 && index_of(slot) < end {
+                    place(&mut out.slots, slot);
+                    out.len += 1;
+                }
+            }
+            return out;
+        }
+        // A few go (typically one batch appended while a checkpoint was
+        // written): taken out one by one.
+        let mut out = self;
         for slot in later {
             let removed = out.remove(tag_of(slot), index_of(slot));
-            debug_assert!(removed, "an entry of the copy");
+            debug_assert!(removed, "an entry of the table");
         }
         out
     }
@@ -606,6 +615,34 @@ mod tests {
     }
 
     #[test]
+    fn a_reserved_table_takes_that_many_entries_without_growing() {
+        let mut table = Table::default();
+        for index in 0..100 {
+            add(&mut table, (index as u32).wrapping_mul(2_654_435_761) >> 4, index);
+        }
+        assert!(table.reserve(10_000));
+        let capacity = table.capacity();
+        assert!(capacity >= (10_100 * 5) / 4, "capacity {capacity}");
+        let mut state = 7u64;
+        for index in 100..10_100u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            add(&mut table, (state >> 36) as u32, index);
+        }
+        assert_eq!(table.capacity(), capacity, "grew after a reserve");
+        assert_eq!(table.len(), 10_100);
+        for (tag, index) in table.entries().collect::<Vec<_>>() {
+            assert_eq!(table.find(tag, |i| i == index), Some(index));
+        }
+        Table::from_slots(table.slots().to_vec(), table.len(), 10_100).unwrap();
+        // Room already there: nothing moves.
+        assert!(table.reserve(0));
+        assert_eq!(table.capacity(), capacity);
+        assert!(!table.reserve(MAX_CAPACITY));
+    }
+
+    #[test]
     fn from_slots_refuses_what_the_table_cannot_hold() {
         let mut table = Table::default();
         for i in 0..50 {
@@ -740,12 +777,17 @@ mod tests {
             for (&index, &tag) in &model {
                 prop_assert_eq!(table.find(tag, |i| i == index), Some(index));
             }
-            let below = table.below(200);
-            let kept = model.keys().filter(|&&i| i < 200).count();
-            prop_assert_eq!(below.len(), kept);
-            for (&index, &tag) in &model {
-                let found = below.find(tag, |i| i == index);
-                prop_assert_eq!(found, (index < 200).then_some(index));
+            // Many entries dropped (placed afresh) and few (taken out).
+            for end in [200, 380] {
+                let below = table.clone().below(end);
+                let kept = model.keys().filter(|&&i| i < end).count();
+                prop_assert_eq!(below.len(), kept);
+                prop_assert_eq!(table.count_below(end), kept as u64);
+                for (&index, &tag) in &model {
+                    let found = below.find(tag, |i| i == index);
+                    prop_assert_eq!(found, (index < end).then_some(index));
+                }
+                prop_assert!(Table::from_slots(below.slots().to_vec(), kept, end).is_ok());
             }
             let copy = Table::from_slots(table.slots().to_vec(), table.len(), u64::MAX - 1);
             prop_assert!(copy.is_ok());
