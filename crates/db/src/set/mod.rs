@@ -41,8 +41,9 @@ use table::{MAX_INDEX, TAG_BITS, Table};
 /// Bits of the keyed hash that pick a shard.
 pub(crate) const SHARD_BITS: u32 = 12;
 const SHARDS: usize = 1 << SHARD_BITS;
-// The shard and the tag are disjoint bit fields of one 64-bit keyed hash.
-const _: () = assert!(SHARD_BITS + TAG_BITS <= u64::BITS);
+// The shard and the tag are disjoint bit fields of one 64-bit keyed hash;
+// a shard number fits the `u16` the batch grouping keeps it in.
+const _: () = assert!(SHARD_BITS + TAG_BITS <= u64::BITS && SHARD_BITS <= 16);
 /// Below this many values a batch is inserted by the calling thread alone.
 pub(crate) const PARALLEL_FROM: usize = 4096;
 
@@ -298,16 +299,18 @@ impl NullifierSet {
                 let mut refused = Vec::new();
                 if !self.shards[slot.shard]
                     .write()
-                    .insert_run(&[record], first, same, &mut refused)
+                    .insert_run(&mut [record], first, same, &mut refused)
                 {
                     return Err(format!("shard {} of the set is full", slot.shard));
                 }
                 duplicates.extend(refused.into_iter().map(duplicate));
             }
         } else {
-            // Group the batch by shard and sort each group by tag: a tag's
-            // home is monotone in the tag, so each shard is then filled in
-            // one forward sweep instead of at random.
+            // Group the batch by shard and, within a shard, by the top bits
+            // of the tag: a tag's home is monotone in the tag, so each
+            // shard is then filled in one forward sweep (a few slots back
+            // and forth within a group) instead of at random, without a
+            // sort per shard (a shard that must grow sorts its run).
             let slots: Vec<Slot> = values.par_iter().map(|v| self.slot(v)).collect();
             let (starts, mut order) = by_shard(&slots);
             drop(slots);
@@ -353,9 +356,6 @@ impl NullifierSet {
                             continue;
                         }
                         let shard = chunk * RUN + k;
-                        // (tag, position): equal tags keep batch order, so
-                        // the first of two equal values is the one inserted.
-                        run.sort_unstable();
                         let mut refused = Vec::new();
                         if !self.shards[shard]
                             .write()
@@ -524,25 +524,51 @@ fn folded(value: &Hash, key: Key) -> u64 {
     fold(low ^ C2, high.rotate_left(23) ^ key.0 ^ key.1)
 }
 
-/// A counting sort of the batch by shard: `order[starts[s]..starts[s+1]]`
-/// holds `tag << 32 | position` of the values in shard `s`.
+/// Bits at the top of the tag that order a shard's run (64 groups, a few
+/// cache lines of a shard's table each).
+const GROUP_BITS: u32 = 6;
+
+/// A two-pass counting sort (least significant key first, both stable)
+/// of the batch by shard, then within a shard by the tag's top
+/// [`GROUP_BITS`]: `order[starts[s]..starts[s+1]]` holds `tag << 32 |
+/// position` of the values in shard `s`, in group order, and equal tags
+/// in batch order.
 fn by_shard(slots: &[Slot]) -> (Vec<usize>, Vec<u64>) {
     assert!(
         slots.len() <= u32::MAX as usize,
         "batch positions fit in u32"
     );
+    const GROUPS: usize = 1 << GROUP_BITS;
+    let group = |slot: &Slot| (slot.tag >> (TAG_BITS - GROUP_BITS)) as usize;
     let mut starts = vec![0usize; SHARDS + 1];
+    let mut group_starts = [0usize; GROUPS + 1];
     for slot in slots {
         starts[slot.shard + 1] += 1;
+        group_starts[group(slot) + 1] += 1;
     }
     for s in 0..SHARDS {
         starts[s + 1] += starts[s];
     }
+    for g in 0..GROUPS {
+        group_starts[g + 1] += group_starts[g];
+    }
+    // By group: the records and their shards side by side, read in order
+    // by the second pass.
+    let mut records = vec![0u64; slots.len()];
+    let mut shards = vec![0u16; slots.len()];
+    let mut next = group_starts;
+    for (position, slot) in slots.iter().enumerate() {
+        let at = next[group(slot)];
+        records[at] = (u64::from(slot.tag) << 32) | position as u64;
+        shards[at] = slot.shard as u16;
+        next[group(slot)] += 1;
+    }
+    // By shard, keeping the group order within each.
     let mut next = starts.clone();
     let mut order = vec![0u64; slots.len()];
-    for (position, slot) in slots.iter().enumerate() {
-        order[next[slot.shard]] = (u64::from(slot.tag) << 32) | position as u64;
-        next[slot.shard] += 1;
+    for (&record, &shard) in records.iter().zip(&shards) {
+        order[next[usize::from(shard)]] = record;
+        next[usize::from(shard)] += 1;
     }
     (starts, order)
 }
@@ -769,7 +795,7 @@ mod tests {
             (absent_slot.shard, absent_slot.tag, 2),
         ] {
             assert!(tables[shard].insert_run(
-                &[u64::from(tag) << 32],
+                &mut [u64::from(tag) << 32],
                 index,
                 |_, _| None,
                 &mut refused

@@ -8,9 +8,10 @@
 //! table grows by 1.25x (not 2x) and rehomes every entry from its slot
 //! alone, without reading the leaves back. Growing at 80% load by 1.25x
 //! keeps the load between 64% and 80%: 10 to 12.5 bytes per value. A
-//! batch's entries for a shard come sorted by tag ([`Table::insert_run`]):
-//! when they fit, each is one probe; when they do not, the shard grows once
-//! for all of them and the held entries and the batch are merged, in tag
+//! batch's entries for a shard come grouped by the tag's top bits
+//! ([`Table::insert_run`]): when they fit, each is one probe, the probes
+//! sweeping the table forward; when they do not, the shard grows once for
+//! all of them and the held entries and the batch are merged, in tag
 //! order, into the new slots in one pass.
 //!
 //! Hand-written rather than `hashbrown` because the workload needs what a
@@ -166,8 +167,10 @@ impl Table {
     }
 
     /// Inserts a batch's entries for this shard: `run` holds
-    /// `tag << 32 | position`, sorted, and the entry at `position` gets
-    /// leaf index `first + position`. Before an entry goes in,
+    /// `tag << 32 | position`, entries of equal tags in position order
+    /// (any order otherwise: the run is sorted here if the table must
+    /// grow; in home order it sweeps the table forward), and the entry at
+    /// `position` gets leaf index `first + position`. Before an entry goes in,
     /// `same(position, index)` is asked about each entry with its tag
     /// already held (or inserted earlier from the run); the first `Some`
     /// refuses it, pushed to `refused` with its position. `false` (nothing
@@ -180,13 +183,13 @@ impl Table {
     /// forward pass: no entry moves twice and no slot is written twice.
     pub fn insert_run<D>(
         &mut self,
-        run: &[u64],
+        run: &mut [u64],
         first: u64,
         mut same: impl FnMut(usize, u64) -> Option<D>,
         refused: &mut Vec<(usize, D)>,
     ) -> bool {
         if (self.len + run.len()) * 5 <= self.slots.len() * 4 {
-            for &record in run {
+            for &record in run.iter() {
                 let (tag, position) = ((record >> 32) as u32, record as u32 as usize);
                 let index = first + position as u64;
                 match self.find_or_insert(tag, index, |i| same(position, i)) {
@@ -199,6 +202,9 @@ impl Table {
         let Some(capacity) = self.grown_for(run.len()) else {
             return false;
         };
+        // (tag, position): equal tags keep batch order, so the first of
+        // two equal values is the one inserted.
+        run.sort_unstable();
         self.merge_grow(run, first, capacity, same, refused);
         true
     }
@@ -590,7 +596,7 @@ mod tests {
     /// Inserts one entry (leaf `index`, no duplicate check).
     fn add(table: &mut Table, tag: u32, index: u64) {
         let mut refused: Vec<(usize, ())> = Vec::new();
-        assert!(table.insert_run(&[u64::from(tag) << 32], index, |_, _| None, &mut refused));
+        assert!(table.insert_run(&mut [u64::from(tag) << 32], index, |_, _| None, &mut refused));
         assert!(refused.is_empty());
     }
 
@@ -703,7 +709,11 @@ mod tests {
                     .enumerate()
                     .map(|(p, &v)| (u64::from(tag_of_value(v)) << 32) | p as u64)
                     .collect();
-                run.sort_unstable();
+                // Batch order (the positions), or home order with equal
+                // tags in batch order, as the set passes runs.
+                if spread % 2 == 0 {
+                    run.sort_by_key(|record| record >> (32 + TAG_BITS - 6));
+                }
                 let mut refused = Vec::new();
                 let same = |position: usize, index: u64| {
                     let held = match index.checked_sub(first) {
@@ -712,7 +722,7 @@ mod tests {
                     };
                     (held == batch[position]).then_some(index)
                 };
-                prop_assert!(table.insert_run(&run, first, same, &mut refused));
+                prop_assert!(table.insert_run(&mut run, first, same, &mut refused));
                 let mut want = Vec::new();
                 for (p, &v) in batch.iter().enumerate() {
                     match model.get(&v) {
