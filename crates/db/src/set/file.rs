@@ -154,23 +154,32 @@ fn encode_shard(table: &Table, end: u64, out: &mut Vec<u8>) -> u64 {
     out.extend_from_slice(&(table.len() as u32).to_le_bytes());
     let bitmap_at = out.len();
     out.resize(bitmap_at + 8 * words, 0);
+    // One pass, without a branch on the load (a slot is in use at random):
+    // each slot is written at the cursor, which moves on only past one in
+    // use; the entries end up packed, followed by one slot of slack.
+    let entries_at = out.len();
+    out.resize(entries_at + 8 * table.len() + 8, 0);
     let mut below = 0u64;
+    let mut cursor = entries_at;
     for (word_index, chunk) in slots.chunks(64).enumerate() {
         let mut word = 0u64;
         for (bit, &slot) in chunk.iter().enumerate() {
-            word |= u64::from(slot != 0) << bit;
+            let used = slot != 0;
+            word |= u64::from(used) << bit;
+            if let Some(field) = out.get_mut(cursor..cursor + 8) {
+                field.copy_from_slice(&slot.to_le_bytes());
+            }
+            cursor += 8 * usize::from(used);
+            let index = (slot & table::INDEX_MASK).wrapping_sub(1);
+            below += u64::from(used & (index < end));
         }
         let at = bitmap_at + 8 * word_index;
         if let Some(field) = out.get_mut(at..at + 8) {
             field.copy_from_slice(&word.to_le_bytes());
         }
     }
-    for &slot in slots {
-        if slot != 0 {
-            out.extend_from_slice(&slot.to_le_bytes());
-            below += u64::from(table::index_of(slot) < end);
-        }
-    }
+    assert_eq!(cursor, entries_at + 8 * table.len(), "the count of slots in use");
+    out.truncate(cursor);
     below
 }
 
