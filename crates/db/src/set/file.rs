@@ -44,13 +44,7 @@ pub(crate) struct Loaded {
     pub covered: u64,
 }
 
-fn header(
-    store_id: u64,
-    covered: u64,
-    key: Key,
-    hash: TagHash,
-    body_len: u64,
-) -> [u8; HEADER_LEN] {
+fn header(store_id: u64, covered: u64, key: Key, hash: TagHash, body_len: u64) -> [u8; HEADER_LEN] {
     let mut b = [0u8; HEADER_LEN];
     b[0..8].copy_from_slice(MAGIC);
     b[8..12].copy_from_slice(&VERSION.to_le_bytes());
@@ -178,7 +172,11 @@ fn encode_shard(table: &Table, end: u64, out: &mut Vec<u8>) -> u64 {
             field.copy_from_slice(&word.to_le_bytes());
         }
     }
-    assert_eq!(cursor, entries_at + 8 * table.len(), "the count of slots in use");
+    assert_eq!(
+        cursor,
+        entries_at + 8 * table.len(),
+        "the count of slots in use"
+    );
     out.truncate(cursor);
     below
 }
@@ -408,7 +406,9 @@ pub(crate) fn read_from(
     if held != covered {
         return Err(corrupt(
             24,
-            format!("holds {held} values below leaf {covered}, its header says it covers {covered} leaves"),
+            format!(
+                "holds {held} values below leaf {covered}, its header says it covers {covered} leaves"
+            ),
         ));
     }
     let tables = tables.into_par_iter().map(|t| t.below(kept)).collect();
@@ -434,7 +434,9 @@ fn expand(capacity: usize, bitmap: &[u64], entries: &[u8]) -> Result<Vec<u64>, S
         && let Some(last) = bitmap.last()
         && last >> tail != 0
     {
-        return Err(format!("the bitmap marks slots past the capacity {capacity}"));
+        return Err(format!(
+            "the bitmap marks slots past the capacity {capacity}"
+        ));
     }
     let mut slots = vec![0u64; capacity];
     let mut next = entries.chunks_exact(8).map(|c| u64_at(c, 0));
@@ -513,7 +515,13 @@ mod tests {
     }
 
     fn read(bytes: Vec<u8>, size: u64) -> Result<Option<Loaded>, StoreError> {
-        read_from(Some(Box::new(BytesFile(bytes))), Path::new("t"), 5, size, None)
+        read_from(
+            Some(Box::new(BytesFile(bytes))),
+            Path::new("t"),
+            5,
+            size,
+            None,
+        )
     }
 
     fn assert_finds(set: &NullifierSet, leaves: &[cairn_core::Hash]) {
@@ -605,8 +613,16 @@ mod tests {
         let entry = 1u64 << 40;
         let two = [entry.to_le_bytes(), (entry + 1).to_le_bytes()].concat();
         assert_eq!(expand(8, &[0b101], &two).unwrap()[2], entry + 1);
-        assert!(expand(8, &[0b1], &two).unwrap_err().contains("marks 1 slots"));
-        assert!(expand(8, &[0b1_0000_0001], &two).unwrap_err().contains("past the capacity"));
+        assert!(
+            expand(8, &[0b1], &two)
+                .unwrap_err()
+                .contains("marks 1 slots")
+        );
+        assert!(
+            expand(8, &[0b1_0000_0001], &two)
+                .unwrap_err()
+                .contains("past the capacity")
+        );
         let zero = [entry.to_le_bytes(), [0; 8]].concat();
         assert!(expand(8, &[0b11], &zero).unwrap_err().contains("holds 0"));
         assert!(expand(64, &[1 << 63], &entry.to_le_bytes()).is_ok());

@@ -297,10 +297,12 @@ impl NullifierSet {
                 }
                 let record = (u64::from(slot.tag) << 32) | position as u64;
                 let mut refused = Vec::new();
-                if !self.shards[slot.shard]
-                    .write()
-                    .insert_run(&mut [record], first, same, &mut refused)
-                {
+                if !self.shards[slot.shard].write().insert_run(
+                    &mut [record],
+                    first,
+                    same,
+                    &mut refused,
+                ) {
                     return Err(format!("shard {} of the set is full", slot.shard));
                 }
                 duplicates.extend(refused.into_iter().map(duplicate));

@@ -596,7 +596,12 @@ mod tests {
     /// Inserts one entry (leaf `index`, no duplicate check).
     fn add(table: &mut Table, tag: u32, index: u64) {
         let mut refused: Vec<(usize, ())> = Vec::new();
-        assert!(table.insert_run(&mut [u64::from(tag) << 32], index, |_, _| None, &mut refused));
+        assert!(table.insert_run(
+            &mut [u64::from(tag) << 32],
+            index,
+            |_, _| None,
+            &mut refused
+        ));
         assert!(refused.is_empty());
     }
 
@@ -624,7 +629,11 @@ mod tests {
     fn a_reserved_table_takes_that_many_entries_without_growing() {
         let mut table = Table::default();
         for index in 0..100 {
-            add(&mut table, (index as u32).wrapping_mul(2_654_435_761) >> 4, index);
+            add(
+                &mut table,
+                (index as u32).wrapping_mul(2_654_435_761) >> 4,
+                index,
+            );
         }
         assert!(table.reserve(10_000));
         let capacity = table.capacity();
