@@ -458,6 +458,11 @@ fn expand(capacity: usize, bitmap: &[u64], entries: &[u8]) -> Result<Vec<u64>, S
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    reason = "tests index the buffers they build and unwrap to fail loudly"
+)]
 mod tests {
     use cairn_store::decoders::BytesFile;
 
