@@ -367,7 +367,7 @@ pub(crate) fn read_from(
             if u32_at(stored, 0) != crc || stored.len() != 4 {
                 return Err(corrupt(at, format!("shard {shard}: CRC-32C mismatch")));
             }
-            slot_bytes.chunks_exact(8).map(|c| u64_at(c, 0)).collect()
+            Shard::Slots(slot_bytes.chunks_exact(8).map(|c| u64_at(c, 0)).collect())
         } else {
             let words = bitmap_words(capacity);
             let bitmap: Vec<u64> = {
@@ -381,8 +381,12 @@ pub(crate) fn read_from(
             if u32_at(stored, 0) != crc || stored.len() != 4 {
                 return Err(corrupt(at, format!("shard {shard}: CRC-32C mismatch")));
             }
-            expand(capacity, &bitmap, entry_bytes)
-                .map_err(|why| corrupt(at, format!("shard {shard}: {why}")))?
+            let entries = entry_bytes.chunks_exact(8).map(|c| u64_at(c, 0)).collect();
+            Shard::Packed {
+                capacity,
+                bitmap,
+                entries,
+            }
         };
         read.push((at, slots, count));
     }
@@ -394,15 +398,28 @@ pub(crate) fn read_from(
     } else {
         table::MAX_INDEX + 1
     };
+    // Each shard expanded, checked and counted by one thread while its
+    // slots are in that core's cache.
     let tables = read
         .into_par_iter()
         .enumerate()
         .map(|(shard, (at, slots, count))| {
-            Table::from_slots(slots, count, end)
-                .map_err(|why| corrupt(at, format!("shard {shard}: {why}")))
+            let slots = match slots {
+                Shard::Slots(slots) => slots,
+                Shard::Packed {
+                    capacity,
+                    bitmap,
+                    entries,
+                } => expand(capacity, &bitmap, &entries)
+                    .map_err(|why| corrupt(at, format!("shard {shard}: {why}")))?,
+            };
+            let table = Table::from_slots(slots, count, end)
+                .map_err(|why| corrupt(at, format!("shard {shard}: {why}")))?;
+            let below = table.count_below(covered);
+            Ok((table, below))
         })
-        .collect::<Result<Vec<Table>, StoreError>>()?;
-    let held: u64 = tables.par_iter().map(|t| t.count_below(covered)).sum();
+        .collect::<Result<Vec<(Table, u64)>, StoreError>>()?;
+    let held: u64 = tables.iter().map(|(_, below)| below).sum();
     if held != covered {
         return Err(corrupt(
             24,
@@ -411,19 +428,40 @@ pub(crate) fn read_from(
             ),
         ));
     }
-    let tables = tables.into_par_iter().map(|t| t.below(kept)).collect();
+    let tables = tables
+        .into_par_iter()
+        .map(|(table, below)| {
+            if kept == covered && below == table.len() as u64 {
+                table
+            } else {
+                table.below(kept)
+            }
+        })
+        .collect();
     Ok(Some(Loaded {
         set: NullifierSet::from_tables(key, hash, tables),
         covered: kept,
     }))
 }
 
+/// A shard as read, its CRC checked.
+enum Shard {
+    /// Version 1: every slot.
+    Slots(Vec<u64>),
+    /// Version 2: the occupancy bitmap and the slots in use.
+    Packed {
+        capacity: usize,
+        bitmap: Vec<u64>,
+        entries: Vec<u64>,
+    },
+}
+
 /// A version 2 shard's slots from its occupancy bitmap and the entries in
 /// use: the bitmap marks exactly as many slots as there are entries, none
 /// past the capacity, and no entry is the empty slot.
-fn expand(capacity: usize, bitmap: &[u64], entries: &[u8]) -> Result<Vec<u64>, String> {
+fn expand(capacity: usize, bitmap: &[u64], entries: &[u64]) -> Result<Vec<u64>, String> {
     let marked: usize = bitmap.iter().map(|w| w.count_ones() as usize).sum();
-    let count = entries.len() / 8;
+    let count = entries.len();
     if marked != count {
         return Err(format!(
             "the bitmap marks {marked} slots in use, the shard holds {count} entries"
@@ -439,7 +477,7 @@ fn expand(capacity: usize, bitmap: &[u64], entries: &[u8]) -> Result<Vec<u64>, S
         ));
     }
     let mut slots = vec![0u64; capacity];
-    let mut next = entries.chunks_exact(8).map(|c| u64_at(c, 0));
+    let mut next = entries.iter().copied();
     for (word_index, &word) in bitmap.iter().enumerate() {
         let mut word = word;
         while word != 0 {
@@ -616,7 +654,7 @@ mod tests {
     #[test]
     fn a_bitmap_that_disagrees_with_the_entries_is_refused() {
         let entry = 1u64 << 40;
-        let two = [entry.to_le_bytes(), (entry + 1).to_le_bytes()].concat();
+        let two = [entry, entry + 1];
         assert_eq!(expand(8, &[0b101], &two).unwrap()[2], entry + 1);
         assert!(
             expand(8, &[0b1], &two)
@@ -628,8 +666,11 @@ mod tests {
                 .unwrap_err()
                 .contains("past the capacity")
         );
-        let zero = [entry.to_le_bytes(), [0; 8]].concat();
-        assert!(expand(8, &[0b11], &zero).unwrap_err().contains("holds 0"));
-        assert!(expand(64, &[1 << 63], &entry.to_le_bytes()).is_ok());
+        assert!(
+            expand(8, &[0b11], &[entry, 0])
+                .unwrap_err()
+                .contains("holds 0")
+        );
+        assert!(expand(64, &[1 << 63], &[entry]).is_ok());
     }
 }
