@@ -2,9 +2,11 @@
 //! `nullifiers.set`, built from the input so that most of it is well
 //! formed: a header (fields from the input), then all 4096 shards, the
 //! ones the input describes with its bytes and the rest empty, with every
-//! CRC and the body length right unless the input says otherwise. Open
-//! never panics, and a file it accepts covers at most the recovered leaves
-//! and holds exactly one value per covered leaf.
+//! CRC and the body length right unless the input says otherwise. Both
+//! layouts: version 2 (occupancy bitmap and the slots in use, the tag hash
+//! named in the header) and version 1 (every slot). Open never panics, and
+//! a file it accepts covers at most the recovered leaves and holds exactly
+//! one value per covered leaf.
 
 use cairn_db::decoders::{self, SET_HEADER_LEN, SET_SHARDS};
 use libfuzzer_sys::fuzz_target;
@@ -51,12 +53,38 @@ fuzz_target!(|data: &[u8]| {
     }
 
     let mut body = Vec::new();
+    // Version 1 when the input asks; else 2, with a bitmap that marks the
+    // non-zero slots (or, when the input asks, its own words).
+    let version_1 = control & 16 != 0;
+    let own_bitmap = control & 32 != 0;
     for (index, (capacity, count, slots)) in shards.iter().enumerate() {
         let start = body.len();
+        let count = if version_1 || own_bitmap {
+            *count
+        } else {
+            slots.iter().filter(|&&s| s != 0).count() as u32
+        };
         body.extend_from_slice(&capacity.to_le_bytes());
         body.extend_from_slice(&count.to_le_bytes());
-        for slot in slots {
-            body.extend_from_slice(&slot.to_le_bytes());
+        if version_1 {
+            for slot in slots {
+                body.extend_from_slice(&slot.to_le_bytes());
+            }
+        } else {
+            for chunk in slots.chunks(64) {
+                let word = if own_bitmap {
+                    input.u64()
+                } else {
+                    chunk
+                        .iter()
+                        .enumerate()
+                        .fold(0u64, |w, (bit, &s)| w | (u64::from(s != 0) << bit))
+                };
+                body.extend_from_slice(&word.to_le_bytes());
+            }
+            for slot in slots.iter().filter(|&&s| s != 0) {
+                body.extend_from_slice(&slot.to_le_bytes());
+            }
         }
         let mut crc = crc32c::crc32c(&body[start..]);
         if control & 8 != 0 && index == usize::from(control >> 4) {
@@ -66,8 +94,15 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut header = vec![0u8; SET_HEADER_LEN];
     header[0..8].copy_from_slice(b"CAIRNSET");
-    header[8..12].copy_from_slice(&1u32.to_le_bytes());
-    header[12..16].copy_from_slice(&12u32.to_le_bytes());
+    if version_1 {
+        header[8..12].copy_from_slice(&1u32.to_le_bytes());
+        header[12..16].copy_from_slice(&12u32.to_le_bytes());
+    } else {
+        header[8..12].copy_from_slice(&2u32.to_le_bytes());
+        header[12] = 12;
+        // Tag hash 1 (SipHash-1-3) or 2 (folded multiply); other ids too.
+        header[13] = control >> 6;
+    }
     header[16..24].copy_from_slice(&store_id.to_le_bytes());
     header[24..32].copy_from_slice(&covered.to_le_bytes());
     header[32..48].copy_from_slice(&key);

@@ -226,6 +226,9 @@ pub(crate) struct Persist {
     /// Cleared once a set file is written: it holds no rolled-back entry.
     pub(crate) floor: cairn_store::RollbackFloor,
     percent: u32,
+    /// Automatic checkpoints leave the set's file alone below this size
+    /// (a bulk load announced by [`Db::reserve`]).
+    bulk_until: AtomicU64,
     /// Tells the store's file checks of each set file written (they put
     /// it back if it is removed or replaced while the database runs).
     watch: std::sync::OnceLock<cairn_store::FileWatch>,
@@ -250,6 +253,9 @@ impl Persist {
     /// checkpoint (it is only ever optional there) while a rollback holds
     /// `covered`, since the rollback waits for the store's lock.
     fn after_store_checkpoint(&self, size: u64) -> std::result::Result<(), StoreError> {
+        if size < self.bulk_until.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let epoch = self.epoch.load(Ordering::Acquire);
         match self.covered.try_lock() {
             Some(mut covered) => self.write_locked(&mut covered, size, false, epoch),
@@ -450,6 +456,7 @@ impl Db {
                 epoch: AtomicU64::new(0),
                 floor: store.rollback_floor_handle(),
                 percent: config.set_rewrite_percent,
+                bulk_until: AtomicU64::new(0),
                 watch: std::sync::OnceLock::new(),
             })
         });
@@ -754,6 +761,26 @@ impl Db {
                 .as_ref()
                 .map_or(self.covered_at_open, |p| *p.covered.lock()),
         }
+    }
+
+    /// Announces a bulk load of `additional` more values. The nullifier
+    /// set makes room for them, so that appending them grows none of its
+    /// tables (a growth moves every entry of its table: a load that grows
+    /// them batch by batch moves each entry several times; the memory is
+    /// taken now, about 10 bytes per value). And until the tree holds
+    /// them, automatic checkpoints leave the set's file as it is (each
+    /// would rewrite it whole): [`Db::checkpoint`] writes it, and a crash
+    /// before that costs the next open the insertion of the leaves it does
+    /// not cover, read from the log. Nothing without a set.
+    pub fn reserve(&self, additional: u64) -> Result<()> {
+        let Some(set) = &self.set else {
+            return Ok(());
+        };
+        if let Some(persist) = &self.persist {
+            let until = self.size().saturating_add(additional);
+            persist.bulk_until.store(until, Ordering::Release);
+        }
+        set.reserve(additional).map_err(DbError::SetFull)
     }
 
     /// The longest probe sequence in the set (a figure for adversarial

@@ -313,6 +313,17 @@ impl IngestCmd {
                 anyhow!("{}: {message}", self.dir.display()),
             ));
         }
+        if self.format == Format::Bin
+            && let Some(len) = source.file_len()
+        {
+            // A bulk load: the set's tables sized once for the whole input,
+            // rather than grown block by block (each growth moves every
+            // entry held), and its file written once, by the checkpoint at
+            // the end, not at each automatic one. A set that cannot take
+            // that many says so at the append that overflows it, with the
+            // leaves before it appended: the reservation is only a hint.
+            let _ = db.reserve(len / 32);
+        }
         let mut done = Progressed::default();
         let result = self.ingest(&db, &source, input, &mut done);
         match result {

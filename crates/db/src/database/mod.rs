@@ -270,6 +270,16 @@ impl Database {
         }
     }
 
+    /// Makes room for `additional` more values in the nullifier set, if
+    /// the database keeps one (see [`Db::reserve`]); a hint, nothing for
+    /// an indexed tree.
+    pub fn reserve(&self, additional: u64) -> Result<()> {
+        match &self.kind {
+            Kind::AppendOnly(db) => db.reserve(additional),
+            Kind::Indexed(_) => Ok(()),
+        }
+    }
+
     /// Whether it keeps a nullifier set beside the tree (a lean or
     /// fixed-depth database created with one; an indexed tree needs none).
     pub fn has_set(&self) -> bool {

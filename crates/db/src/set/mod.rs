@@ -1,7 +1,8 @@
 //! The nullifier set: every value in the tree, mapped to its leaf index.
 //!
 //! 4096 shards, each an open-addressing [`table::Table`] behind its own
-//! lock. A value's keyed hash (SipHash-1-3 under a random 128-bit key kept
+//! lock. A value's keyed hash ([`TagHash`]: folded multiplies, or
+//! SipHash-1-3 for sets from older files, under a random 128-bit key kept
 //! with the set) picks the shard (top 12 bits) and the 28-bit tag. Entries
 //! hold only the tag and the leaf index; a tag match is confirmed by
 //! comparing the leaf itself, so the set never answers wrongly, and a
@@ -40,8 +41,9 @@ use table::{MAX_INDEX, TAG_BITS, Table};
 /// Bits of the keyed hash that pick a shard.
 pub(crate) const SHARD_BITS: u32 = 12;
 const SHARDS: usize = 1 << SHARD_BITS;
-// The shard and the tag are disjoint bit fields of one 64-bit keyed hash.
-const _: () = assert!(SHARD_BITS + TAG_BITS <= u64::BITS);
+// The shard and the tag are disjoint bit fields of one 64-bit keyed hash;
+// a shard number fits the `u16` the batch grouping keeps it in.
+const _: () = assert!(SHARD_BITS + TAG_BITS <= u64::BITS && SHARD_BITS <= 16);
 /// Below this many values a batch is inserted by the calling thread alone.
 pub(crate) const PARALLEL_FROM: usize = 4096;
 
@@ -71,10 +73,41 @@ impl Key {
     }
 }
 
+/// The keyed hash that places a set's values (its shard and tag). A set
+/// keeps the one it was built with: its file names it, since the tags in
+/// the slots are bits of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TagHash {
+    /// SipHash-1-3 (what sets written by format version 1 use).
+    SipHash13,
+    /// Folded 64x64->128-bit multiplies of the value's words masked by the
+    /// key ([`folded`]): what new sets use.
+    Folded,
+}
+
+impl TagHash {
+    /// The id stored in the set file.
+    pub fn id(self) -> u8 {
+        match self {
+            TagHash::SipHash13 => 1,
+            TagHash::Folded => 2,
+        }
+    }
+
+    pub fn from_id(id: u8) -> Option<TagHash> {
+        match id {
+            1 => Some(TagHash::SipHash13),
+            2 => Some(TagHash::Folded),
+            _ => None,
+        }
+    }
+}
+
 /// The in-memory set.
 #[derive(Debug)]
 pub(crate) struct NullifierSet {
     key: Key,
+    hash: TagHash,
     shards: Box<[RwLock<Table>]>,
     values: AtomicU64,
 }
@@ -87,15 +120,21 @@ struct Slot {
 }
 
 impl NullifierSet {
+    /// An empty set hashing with `key` and the hash new sets use.
     pub fn new(key: Key) -> NullifierSet {
-        NullifierSet::from_tables(key, (0..SHARDS).map(|_| Table::default()).collect())
+        NullifierSet::with_hash(key, TagHash::Folded)
     }
 
-    pub fn from_tables(key: Key, tables: Vec<Table>) -> NullifierSet {
+    pub fn with_hash(key: Key, hash: TagHash) -> NullifierSet {
+        NullifierSet::from_tables(key, hash, (0..SHARDS).map(|_| Table::default()).collect())
+    }
+
+    pub fn from_tables(key: Key, hash: TagHash, tables: Vec<Table>) -> NullifierSet {
         assert_eq!(tables.len(), SHARDS);
         let values = tables.iter().map(|t| t.len() as u64).sum();
         NullifierSet {
             key,
+            hash,
             shards: tables.into_iter().map(RwLock::new).collect(),
             values: AtomicU64::new(values),
         }
@@ -105,15 +144,24 @@ impl NullifierSet {
         self.key
     }
 
+    pub fn hash(&self) -> TagHash {
+        self.hash
+    }
+
     pub fn len(&self) -> u64 {
         self.values.load(Ordering::Acquire)
     }
 
     #[inline]
     fn slot(&self, value: &Hash) -> Slot {
-        let mut hasher = SipHasher13::new_with_keys(self.key.0, self.key.1);
-        hasher.write(value);
-        let hash = hasher.finish();
+        let hash = match self.hash {
+            TagHash::Folded => folded(value, self.key),
+            TagHash::SipHash13 => {
+                let mut hasher = SipHasher13::new_with_keys(self.key.0, self.key.1);
+                hasher.write(value);
+                hasher.finish()
+            }
+        };
         Slot {
             shard: (hash >> (64 - SHARD_BITS)) as usize,
             tag: ((hash >> (64 - SHARD_BITS - TAG_BITS)) & ((1 << TAG_BITS) - 1)) as u32,
@@ -249,18 +297,22 @@ impl NullifierSet {
                 }
                 let record = (u64::from(slot.tag) << 32) | position as u64;
                 let mut refused = Vec::new();
-                if !self.shards[slot.shard]
-                    .write()
-                    .insert_run(&[record], first, same, &mut refused)
-                {
+                if !self.shards[slot.shard].write().insert_run(
+                    &mut [record],
+                    first,
+                    same,
+                    &mut refused,
+                ) {
                     return Err(format!("shard {} of the set is full", slot.shard));
                 }
                 duplicates.extend(refused.into_iter().map(duplicate));
             }
         } else {
-            // Group the batch by shard and sort each group by tag: a tag's
-            // home is monotone in the tag, so each shard is then filled in
-            // one forward sweep instead of at random.
+            // Group the batch by shard and, within a shard, by the top bits
+            // of the tag: a tag's home is monotone in the tag, so each
+            // shard is then filled in one forward sweep (a few slots back
+            // and forth within a group) instead of at random, without a
+            // sort per shard (a shard that must grow sorts its run).
             let slots: Vec<Slot> = values.par_iter().map(|v| self.slot(v)).collect();
             let (starts, mut order) = by_shard(&slots);
             drop(slots);
@@ -306,9 +358,6 @@ impl NullifierSet {
                             continue;
                         }
                         let shard = chunk * RUN + k;
-                        // (tag, position): equal tags keep batch order, so
-                        // the first of two equal values is the one inserted.
-                        run.sort_unstable();
                         let mut refused = Vec::new();
                         if !self.shards[shard]
                             .write()
@@ -329,6 +378,28 @@ impl NullifierSet {
         let inserted = values.len() - duplicates.len();
         self.values.fetch_add(inserted as u64, Ordering::AcqRel);
         Ok(duplicates)
+    }
+
+    /// Makes room for `additional` more values, spread over the shards as
+    /// the keyed hash spreads them (the mean per shard plus four standard
+    /// deviations and a few slots), so that a bulk ingest of that many
+    /// grows no shard again (a growth moves every entry of its shard).
+    /// Errors if a shard would need more than its largest capacity.
+    pub fn reserve(&self, additional: u64) -> Result<(), String> {
+        let mean = additional as f64 / SHARDS as f64;
+        let per_shard = (mean + 4.0 * mean.sqrt()).ceil() as usize + 8;
+        self.shards
+            .par_iter()
+            .enumerate()
+            .try_for_each(|(shard, table)| {
+                if table.write().reserve(per_shard) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "shard {shard} of the set cannot hold {per_shard} more values"
+                    ))
+                }
+            })
     }
 
     /// Takes out what [`NullifierSet::insert_batch`] inserted for `values`
@@ -374,19 +445,10 @@ impl NullifierSet {
         }
     }
 
-    /// Calls `f` with shard `shard`'s entries below `end`, for a
-    /// checkpoint: the shard itself (under its read lock) when it holds
-    /// nothing from `end` on, as after every append that was flushed
-    /// before the checkpoint, else a copy without those entries.
-    pub fn with_shard_below<R>(&self, shard: usize, end: u64, f: impl FnOnce(&Table) -> R) -> R {
-        let table = self.shards[shard].read();
-        if table.all_below(end) {
-            f(&table)
-        } else {
-            let copy = table.without_from(end);
-            drop(table);
-            f(&copy)
-        }
+    /// Calls `f` with shard `shard` under its read lock (for a checkpoint:
+    /// one shard at a time, so appends go on).
+    pub fn with_shard<R>(&self, shard: usize, f: impl FnOnce(&Table) -> R) -> R {
+        f(&self.shards[shard].read())
     }
 
     pub fn shard_count(&self) -> usize {
@@ -418,25 +480,97 @@ impl NullifierSet {
 /// No entry (for [`NullifierSet::find_many`]'s first matches).
 const NONE: u64 = u64::MAX;
 
-/// A counting sort of the batch by shard: `order[starts[s]..starts[s+1]]`
-/// holds `tag << 32 | position` of the values in shard `s`.
+/// The low and high halves of the 128-bit product, xored: every output bit
+/// depends on every bit of both factors.
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// The keyed hash of new sets: the value's four little-endian words, each
+/// pair masked with key words and multiplied (128-bit product, folded),
+/// the two results masked again and multiplied once more. About 3 ns where
+/// SipHash-1-3 of 32 bytes takes 15 to 20 here.
+///
+/// Why a keyed multiply suffices where the value may be ground: values
+/// are hashes, but a user choosing a commitment's preimage can grind it
+/// until the value has any prefix or suffix they like, and a hash that
+/// took its shard and tag from the value's own bits would let them pile
+/// values into one shard or onto one tag. Here every output bit depends
+/// on the product of two words each masked by 64 unknown key bits: values
+/// sharing any fixed part, or differing in one word only, land on shards
+/// and tags that look independent to whoever does not know the key (the
+/// test `values_sharing_long_prefixes_spread_over_shards_and_tags`). A
+/// factor collapses to 0 only for a word equal to its key word, a 2^-64
+/// guess. What this does not give is SipHash's resistance to an attacker
+/// who learns outputs (from lookup timings, say) and solves for the key:
+/// the key is per database, never leaves it, and the worst an attacker
+/// who found it could do is lengthen probes in the shards they aim at:
+/// never a wrong answer (every tag match is confirmed against the leaf),
+/// and never more than the 80% load allows a cluster to grow.
+#[inline]
+fn folded(value: &Hash, key: Key) -> u64 {
+    let word = |i: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&value[8 * i..8 * i + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    // Fixed odd constants (digits of pi) so that the two pairs and the
+    // final step use different masks even where the key words are equal.
+    const C0: u64 = 0x243f_6a88_85a3_08d3;
+    const C1: u64 = 0x1319_8a2e_0370_7345;
+    const C2: u64 = 0xa409_3822_299f_31d1;
+    let low = fold(word(0) ^ key.0, word(1) ^ key.1);
+    let high = fold(word(2) ^ key.1 ^ C0, word(3) ^ key.0 ^ C1);
+    fold(low ^ C2, high.rotate_left(23) ^ key.0 ^ key.1)
+}
+
+/// Bits at the top of the tag that order a shard's run (64 groups, a few
+/// cache lines of a shard's table each).
+const GROUP_BITS: u32 = 6;
+
+/// A two-pass counting sort (least significant key first, both stable)
+/// of the batch by shard, then within a shard by the tag's top
+/// [`GROUP_BITS`]: `order[starts[s]..starts[s+1]]` holds `tag << 32 |
+/// position` of the values in shard `s`, in group order, and equal tags
+/// in batch order.
 fn by_shard(slots: &[Slot]) -> (Vec<usize>, Vec<u64>) {
     assert!(
         slots.len() <= u32::MAX as usize,
         "batch positions fit in u32"
     );
+    const GROUPS: usize = 1 << GROUP_BITS;
+    let group = |slot: &Slot| (slot.tag >> (TAG_BITS - GROUP_BITS)) as usize;
     let mut starts = vec![0usize; SHARDS + 1];
+    let mut group_starts = [0usize; GROUPS + 1];
     for slot in slots {
         starts[slot.shard + 1] += 1;
+        group_starts[group(slot) + 1] += 1;
     }
     for s in 0..SHARDS {
         starts[s + 1] += starts[s];
     }
+    for g in 0..GROUPS {
+        group_starts[g + 1] += group_starts[g];
+    }
+    // By group: the records and their shards side by side, read in order
+    // by the second pass.
+    let mut records = vec![0u64; slots.len()];
+    let mut shards = vec![0u16; slots.len()];
+    let mut next = group_starts;
+    for (position, slot) in slots.iter().enumerate() {
+        let at = next[group(slot)];
+        records[at] = (u64::from(slot.tag) << 32) | position as u64;
+        shards[at] = slot.shard as u16;
+        next[group(slot)] += 1;
+    }
+    // By shard, keeping the group order within each.
     let mut next = starts.clone();
     let mut order = vec![0u64; slots.len()];
-    for (position, slot) in slots.iter().enumerate() {
-        order[next[slot.shard]] = (u64::from(slot.tag) << 32) | position as u64;
-        next[slot.shard] += 1;
+    for (&record, &shard) in records.iter().zip(&shards) {
+        order[next[usize::from(shard)]] = record;
+        next[usize::from(shard)] += 1;
     }
     (starts, order)
 }
@@ -581,8 +715,13 @@ mod tests {
     #[test]
     fn values_sharing_long_prefixes_spread_over_shards_and_tags() {
         const COUNT: u32 = 1 << 20;
-        for shared_prefix in [true, false] {
-            let set = NullifierSet::new(Key::random());
+        for (shared_prefix, hash) in [
+            (true, TagHash::Folded),
+            (false, TagHash::Folded),
+            (true, TagHash::SipHash13),
+            (false, TagHash::SipHash13),
+        ] {
+            let set = NullifierSet::with_hash(Key::random(), hash);
             let mut per_shard = vec![0u32; SHARDS];
             let mut slots: Vec<u64> = (0..COUNT)
                 .map(|i| {
@@ -658,13 +797,13 @@ mod tests {
             (absent_slot.shard, absent_slot.tag, 2),
         ] {
             assert!(tables[shard].insert_run(
-                &[u64::from(tag) << 32],
+                &mut [u64::from(tag) << 32],
                 index,
                 |_, _| None,
                 &mut refused
             ));
         }
-        let set = NullifierSet::from_tables(key, tables);
+        let set = NullifierSet::from_tables(key, TagHash::Folded, tables);
         let leaf = |i: u64| leaves.get(i as usize).copied();
         assert_eq!(
             set.find_many(&[wanted, absent], leaf, |_| ()),

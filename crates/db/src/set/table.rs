@@ -8,9 +8,10 @@
 //! table grows by 1.25x (not 2x) and rehomes every entry from its slot
 //! alone, without reading the leaves back. Growing at 80% load by 1.25x
 //! keeps the load between 64% and 80%: 10 to 12.5 bytes per value. A
-//! batch's entries for a shard come sorted by tag ([`Table::insert_run`]):
-//! when they fit, each is one probe; when they do not, the shard grows once
-//! for all of them and the held entries and the batch are merged, in tag
+//! batch's entries for a shard come grouped by the tag's top bits
+//! ([`Table::insert_run`]): when they fit, each is one probe, the probes
+//! sweeping the table forward; when they do not, the shard grows once for
+//! all of them and the held entries and the batch are merged, in tag
 //! order, into the new slots in one pass.
 //!
 //! Hand-written rather than `hashbrown` because the workload needs what a
@@ -22,7 +23,7 @@
 pub(crate) const TAG_BITS: u32 = 28;
 /// Bits of the leaf index (plus one) kept per entry: 6.9e10 leaves.
 const INDEX_BITS: u32 = 36;
-const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
+pub(crate) const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 /// The largest leaf index a slot can hold.
 pub const MAX_INDEX: u64 = INDEX_MASK - 1;
 /// A shard never needs more slots than there are tags.
@@ -51,7 +52,7 @@ fn tag_of(slot: u64) -> u32 {
 }
 
 #[inline]
-fn index_of(slot: u64) -> u64 {
+pub(crate) fn index_of(slot: u64) -> u64 {
     (slot & INDEX_MASK) - 1
 }
 
@@ -145,9 +146,31 @@ impl Table {
         }
     }
 
+    /// Grows, if need be, so that `extra` more entries fit without a
+    /// growth (each entry moved once, to its home in the larger table);
+    /// `false` (nothing changed) if that would exceed [`MAX_CAPACITY`].
+    /// For a caller that knows how many values are coming: a bulk ingest
+    /// that grows the table batch by batch moves every entry at each
+    /// growth, several times over.
+    pub fn reserve(&mut self, extra: usize) -> bool {
+        let want = capacity_for(self.len + extra);
+        if want <= self.slots.len() {
+            return true;
+        }
+        if want > MAX_CAPACITY {
+            return false;
+        }
+        let mut refused: Vec<(usize, ())> = Vec::new();
+        self.merge_grow(&[], 0, want, |_, _| None, &mut refused);
+        debug_assert!(refused.is_empty());
+        true
+    }
+
     /// Inserts a batch's entries for this shard: `run` holds
-    /// `tag << 32 | position`, sorted, and the entry at `position` gets
-    /// leaf index `first + position`. Before an entry goes in,
+    /// `tag << 32 | position`, entries of equal tags in position order
+    /// (any order otherwise: the run is sorted here if the table must
+    /// grow; in home order it sweeps the table forward), and the entry at
+    /// `position` gets leaf index `first + position`. Before an entry goes in,
     /// `same(position, index)` is asked about each entry with its tag
     /// already held (or inserted earlier from the run); the first `Some`
     /// refuses it, pushed to `refused` with its position. `false` (nothing
@@ -160,13 +183,13 @@ impl Table {
     /// forward pass: no entry moves twice and no slot is written twice.
     pub fn insert_run<D>(
         &mut self,
-        run: &[u64],
+        run: &mut [u64],
         first: u64,
         mut same: impl FnMut(usize, u64) -> Option<D>,
         refused: &mut Vec<(usize, D)>,
     ) -> bool {
         if (self.len + run.len()) * 5 <= self.slots.len() * 4 {
-            for &record in run {
+            for &record in run.iter() {
                 let (tag, position) = ((record >> 32) as u32, record as u32 as usize);
                 let index = first + position as u64;
                 match self.find_or_insert(tag, index, |i| same(position, i)) {
@@ -179,6 +202,9 @@ impl Table {
         let Some(capacity) = self.grown_for(run.len()) else {
             return false;
         };
+        // (tag, position): equal tags keep batch order, so the first of
+        // two equal values is the one inserted.
+        run.sort_unstable();
         self.merge_grow(run, first, capacity, same, refused);
         true
     }
@@ -380,33 +406,46 @@ impl Table {
         }
     }
 
-    /// Whether every entry has an index below `end`.
-    pub fn all_below(&self, end: u64) -> bool {
-        self.slots.iter().all(|&s| s == 0 || index_of(s) < end)
+    /// How many entries have an index below `end`.
+    pub fn count_below(&self, end: u64) -> u64 {
+        self.slots
+            .iter()
+            .map(|&s| u64::from(s != 0 && index_of(s) < end))
+            .sum()
     }
 
-    /// A copy holding only the entries with an index below `end` (what a
-    /// checkpoint covering `end` leaves writes).
-    pub fn below(&self, end: u64) -> Table {
-        if self.all_below(end) {
-            self.clone()
-        } else {
-            self.without_from(end)
+    /// The table holding only its entries with an index below `end` (what
+    /// open keeps of a checkpoint that covers `end` leaves).
+    pub fn below(self, end: u64) -> Table {
+        let later: Vec<u64> = self
+            .slots
+            .iter()
+            .copied()
+            .filter(|&slot| slot != 0 && index_of(slot) >= end)
+            .collect();
+        if later.is_empty() {
+            return self;
         }
-    }
-
-    /// A new table of the entries with an index below `end`, placed afresh
-    /// (for a table that holds some from `end` on).
-    pub fn without_from(&self, end: u64) -> Table {
-        let mut out = Table {
-            slots: vec![0; self.slots.len()],
-            len: 0,
-        };
-        for &slot in &self.slots {
-            if slot != 0 && index_of(slot) < end {
-                place(&mut out.slots, slot);
-                out.len += 1;
+        if later.len() * 4 > self.len {
+            // Many go: placing those that stay afresh is cheaper.
+            let mut out = Table {
+                slots: vec![0; self.slots.len()],
+                len: 0,
+            };
+            for &slot in &self.slots {
+                if slot != 0 && index_of(slot) < end {
+                    place(&mut out.slots, slot);
+                    out.len += 1;
+                }
             }
+            return out;
+        }
+        // A few go (typically one batch appended while a checkpoint was
+        // written): taken out one by one.
+        let mut out = self;
+        for slot in later {
+            let removed = out.remove(tag_of(slot), index_of(slot));
+            debug_assert!(removed, "an entry of the table");
         }
         out
     }
@@ -557,7 +596,12 @@ mod tests {
     /// Inserts one entry (leaf `index`, no duplicate check).
     fn add(table: &mut Table, tag: u32, index: u64) {
         let mut refused: Vec<(usize, ())> = Vec::new();
-        assert!(table.insert_run(&[u64::from(tag) << 32], index, |_, _| None, &mut refused));
+        assert!(table.insert_run(
+            &mut [u64::from(tag) << 32],
+            index,
+            |_, _| None,
+            &mut refused
+        ));
         assert!(refused.is_empty());
     }
 
@@ -579,6 +623,38 @@ mod tests {
         for (tag, index) in table.entries().collect::<Vec<_>>() {
             assert_eq!(table.find(tag, |i| i == index), Some(index));
         }
+    }
+
+    #[test]
+    fn a_reserved_table_takes_that_many_entries_without_growing() {
+        let mut table = Table::default();
+        for index in 0..100 {
+            add(
+                &mut table,
+                (index as u32).wrapping_mul(2_654_435_761) >> 4,
+                index,
+            );
+        }
+        assert!(table.reserve(10_000));
+        let capacity = table.capacity();
+        assert!(capacity >= (10_100 * 5) / 4, "capacity {capacity}");
+        let mut state = 7u64;
+        for index in 100..10_100u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            add(&mut table, (state >> 36) as u32, index);
+        }
+        assert_eq!(table.capacity(), capacity, "grew after a reserve");
+        assert_eq!(table.len(), 10_100);
+        for (tag, index) in table.entries().collect::<Vec<_>>() {
+            assert_eq!(table.find(tag, |i| i == index), Some(index));
+        }
+        Table::from_slots(table.slots().to_vec(), table.len(), 10_100).unwrap();
+        // Room already there: nothing moves.
+        assert!(table.reserve(0));
+        assert_eq!(table.capacity(), capacity);
+        assert!(!table.reserve(MAX_CAPACITY));
     }
 
     #[test]
@@ -642,7 +718,11 @@ mod tests {
                     .enumerate()
                     .map(|(p, &v)| (u64::from(tag_of_value(v)) << 32) | p as u64)
                     .collect();
-                run.sort_unstable();
+                // Batch order (the positions), or home order with equal
+                // tags in batch order, as the set passes runs.
+                if spread % 2 == 0 {
+                    run.sort_by_key(|record| record >> (32 + TAG_BITS - 6));
+                }
                 let mut refused = Vec::new();
                 let same = |position: usize, index: u64| {
                     let held = match index.checked_sub(first) {
@@ -651,7 +731,7 @@ mod tests {
                     };
                     (held == batch[position]).then_some(index)
                 };
-                prop_assert!(table.insert_run(&run, first, same, &mut refused));
+                prop_assert!(table.insert_run(&mut run, first, same, &mut refused));
                 let mut want = Vec::new();
                 for (p, &v) in batch.iter().enumerate() {
                     match model.get(&v) {
@@ -701,6 +781,9 @@ mod tests {
                             model.remove(&index);
                         }
                     }
+                    // A renumbering onto an index already held would make
+                    // two entries of one index, which the set never does.
+                    _ if model.contains_key(&(index + 1000)) => {}
                     _ => {
                         let to = index + 1000;
                         let renumbered = table.renumber(tag, index, to);
@@ -716,12 +799,17 @@ mod tests {
             for (&index, &tag) in &model {
                 prop_assert_eq!(table.find(tag, |i| i == index), Some(index));
             }
-            let below = table.below(200);
-            let kept = model.keys().filter(|&&i| i < 200).count();
-            prop_assert_eq!(below.len(), kept);
-            for (&index, &tag) in &model {
-                let found = below.find(tag, |i| i == index);
-                prop_assert_eq!(found, (index < 200).then_some(index));
+            // Many entries dropped (placed afresh) and few (taken out).
+            for end in [200, 380] {
+                let below = table.clone().below(end);
+                let kept = model.keys().filter(|&&i| i < end).count();
+                prop_assert_eq!(below.len(), kept);
+                prop_assert_eq!(table.count_below(end), kept as u64);
+                for (&index, &tag) in &model {
+                    let found = below.find(tag, |i| i == index);
+                    prop_assert_eq!(found, (index < end).then_some(index));
+                }
+                prop_assert!(Table::from_slots(below.slots().to_vec(), kept, end).is_ok());
             }
             let copy = Table::from_slots(table.slots().to_vec(), table.len(), u64::MAX - 1);
             prop_assert!(copy.is_ok());

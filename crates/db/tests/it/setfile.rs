@@ -64,23 +64,25 @@ fn corrupt_open(path: &Path, what: &str) -> String {
     message
 }
 
-/// Offsets of each non-empty shard's slots in the file: (shard, offset of
-/// its first slot, capacity).
+/// Where each non-empty shard's body (occupancy bitmap, then the slots
+/// in use) lies in the file: (shard, offset, length in bytes).
 fn shards(bytes: &[u8]) -> Vec<(usize, usize, usize)> {
     let mut out = Vec::new();
     let mut at = HEADER;
     let mut shard = 0;
     while at < bytes.len() {
         let capacity = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let count = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        let body = 8 * capacity.div_ceil(64) + 8 * count;
         if capacity > 0 {
-            out.push((shard, at + 8, capacity));
+            out.push((shard, at + 8, body));
         }
-        at += 8 + 8 * capacity + 4;
+        at += 8 + body + 4;
         shard += 1;
     }
     assert_eq!(at, bytes.len());
-    // The shard count is in the header (bytes 12..16: log2 of it).
-    let bits = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
+    // The shard count is in the header (byte 12: log2 of it).
+    let bits = u32::from(bytes[12]);
     assert_eq!(shard, 1 << bits);
     out
 }
@@ -93,7 +95,7 @@ fn a_damaged_set_file_fails_open_naming_the_file() {
     let file = path.join(SET);
     let good = std::fs::read(&file).unwrap();
     let nonempty = shards(&good);
-    let (shard, slots, capacity) = nonempty[nonempty.len() / 2];
+    let (shard, slots, body) = nonempty[nonempty.len() / 2];
     let mut damages: Vec<(String, Vec<u8>, &str)> = Vec::new();
     let mut flip = |what: String, at: usize, expect: &'static str| {
         let mut bytes = good.clone();
@@ -102,7 +104,7 @@ fn a_damaged_set_file_fails_open_naming_the_file() {
     };
     flip("magic".into(), 0, "bad magic");
     // Store id, covered size, key, body length: all under the header CRC.
-    for at in [8, 12, 17, 25, 33, 47, 50, 57] {
+    for at in [8, 12, 13, 17, 25, 33, 47, 50, 57] {
         flip(format!("header byte {at}"), at, "header CRC");
     }
     flip(format!("shard {shard}'s capacity"), slots - 8, "");
@@ -112,13 +114,18 @@ fn a_damaged_set_file_fails_open_naming_the_file() {
         "CRC-32C mismatch",
     );
     flip(
-        format!("a slot of shard {shard}"),
+        format!("a bitmap word of shard {shard}"),
         slots + 3,
         "CRC-32C mismatch",
     );
     flip(
+        format!("an entry of shard {shard}"),
+        slots + body - 3,
+        "CRC-32C mismatch",
+    );
+    flip(
         format!("shard {shard}'s CRC"),
-        slots + 8 * capacity + 1,
+        slots + body + 1,
         "CRC-32C mismatch",
     );
     flip(
