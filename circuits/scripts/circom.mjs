@@ -10,7 +10,8 @@ export const root = fileURLToPath(new URL("../", import.meta.url));
 const require = createRequire(import.meta.url);
 const circom = require.resolve("circom2/cli.js");
 
-const includes = ["node_modules/circomlib/circuits", "node_modules/@zk-kit/binary-merkle-root.circom/src"];
+/** The include paths every compile passes, relative to circuits/ (the README's command names the first). */
+export const includes = ["node_modules/circomlib/circuits", "node_modules/@zk-kit/binary-merkle-root.circom/src"];
 
 /**
  * Writes build/<name>/<name>.circom holding `body` (after the pragma),

@@ -9,10 +9,10 @@
 // Depths are small by default (the circuit compiles in wasm); set
 // CAIRN_CIRCUIT_DEPTHS=full for deeper circuits (minutes and gigabytes).
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { binaryMerkleRoot, compile, inclusion } from "../scripts/circom.mjs";
+import { binaryMerkleRoot, compile, includes, inclusion, root } from "../scripts/circom.mjs";
 import { P, accepts, binary, endCurve, full, load, random, refuses, run, seed, withTree } from "../scripts/harness.mjs";
 
 const DEPTHS = full ? { 2: 16, 3: 8, 4: 6, 8: 4, 16: 3 } : { 2: 4, 3: 3, 4: 3, 8: 2, 16: 2 };
@@ -27,6 +27,16 @@ function prover(dir, arity, leaves) {
     JSON.parse(run("prove", "--arity", String(arity), "--hash", "poseidon", "--format", "dec", "--leaves", file,
       "--index", String(index), "--size", String(size), "--proof-format", format, "--circuit-depth", String(depth)));
 }
+
+test("the README compiles with the npm circom2 as these tests do: circomlib's include path relative to the directory it runs in", () => {
+  const readme = readFileSync(`${root}README.md`, "utf8");
+  const commands = readme.split("\n").filter((line) => line.startsWith("npx circom2 "));
+  assert.equal(commands.length, 1, "the README has one circom2 command");
+  const paths = [...commands[0].matchAll(/-l (\S+)/g)].map((match) => match[1]);
+  // circom2 sees only its current directory: an absolute or parent path is "not found".
+  assert.deepEqual(paths, [includes[0]], commands[0]);
+  assert.ok(!readme.includes("<circomlib>/circuits"), "no include path outside the project");
+});
 
 for (const arity of [2, 3, 4, 8, 16]) {
   const depth = DEPTHS[arity];

@@ -1,10 +1,11 @@
 // Signed checkpoints (docs/spec.md, "Signed checkpoints"): a C2SP signed
 // note with an Ed25519 signature whose text is a C2SP tlog-checkpoint body
 // (origin, size, base64 root) with cairn's extension line
-// `cairn-tree kind=leanimt arity=N hash=H` (an imt adds `depth=D zero=0x..`). The verifier key is the text
+// `cairn-tree kind=lean arity=N hash=H` (an imt adds `depth=D zero=0x..`). The verifier key is the text
 // Go's golang.org/x/mod/sumdb/note reads: `name+hash+base64(0x01 || key)`.
 // Parsing is strict: one spelling per head (no leading zeros, canonical
-// base64), and a note is trusted only if a signature by the key verifies
+// base64; the tree kind kind=leanimt of older cairn versions is read as
+// kind=lean), and a note is trusted only if a signature by the key verifies
 // and none by the key fails.
 import { ed25519 } from "@noble/curves/ed25519";
 import { sha256 } from "@noble/hashes/sha2";
@@ -31,8 +32,8 @@ export interface SignedHead {
   readonly size: bigint;
   /** The root at `size`. */
   readonly root: Hash;
-  /** The tree's shape: "leanimt", or "imt" (a fixed-depth tree, with its depth and zero value). */
-  readonly kind: "leanimt" | "imt";
+  /** The tree's shape: "lean" (also for a note that spells it "leanimt"), or "imt" (a fixed-depth tree, with its depth and zero value). */
+  readonly kind: "lean" | "imt";
   /** An imt's depth, 1..64; absent for a LeanIMT. */
   readonly depth?: number;
   /** An imt's zero value (the value of an absent leaf); absent for a LeanIMT. */
@@ -230,7 +231,7 @@ function parseSize(line: string): bigint {
 }
 
 interface TreeLine {
-  kind: "leanimt" | "imt";
+  kind: "lean" | "imt";
   arity: number;
   hash: HashName;
   depth?: number;
@@ -246,15 +247,17 @@ function parseTreeLine(line: string): TreeLine {
     if (!value.startsWith(`${key}=`)) throw bad(`field ${JSON.stringify(value)} where ${key}= belongs`);
     return value.slice(key.length + 1);
   };
-  const kind = field(1, "kind");
-  if (kind !== "leanimt" && kind !== "imt") throw bad(`unknown tree kind ${JSON.stringify(kind)}, want "leanimt" or "imt"`);
+  const kindName = field(1, "kind");
+  // kind=leanimt, the spelling of older cairn versions, is read as lean: notes they signed stay valid.
+  if (kindName !== "lean" && kindName !== "leanimt" && kindName !== "imt") throw bad(`unknown tree kind ${JSON.stringify(kindName)}, want "lean" or "imt"`);
+  const kind = kindName === "imt" ? "imt" : "lean";
   const arityText = field(2, "arity");
   if (!/^(0|[1-9][0-9]*)$/.test(arityText)) throw bad(`arity ${JSON.stringify(arityText)} is not a decimal number without leading zeros`);
   const arity = Number(arityText);
   if (!(arity >= 2 && arity <= 16)) throw bad(`arity ${arityText} is out of range, want 2..=16`);
   const hash = field(3, "hash");
   if (!(HASH_NAMES as readonly string[]).includes(hash)) throw bad(`unknown hash ${JSON.stringify(hash)}, want one of ${HASH_NAMES.join(", ")}`);
-  if (kind === "leanimt") {
+  if (kind === "lean") {
     if (fields.length > 4) throw bad(`unexpected ${JSON.stringify(fields[4])} after the hash`);
     return { kind, arity, hash: hash as HashName };
   }
@@ -313,7 +316,7 @@ function headOf(text: string, origin: string | null): SignedHead {
   }
   const tree = parseTreeLine(treeLines[0]!);
   // A fixed-depth tree's empty tree has a root (zeros[depth]), a LeanIMT's none.
-  if (size === 0n && tree.kind === "leanimt") throw malformed("Checkpoint", "malformed checkpoint: size 0: cairn's empty tree has no root, so no checkpoint names it");
+  if (size === 0n && tree.kind === "lean") throw malformed("Checkpoint", "malformed checkpoint: size 0: cairn's empty tree has no root, so no checkpoint names it");
   return Object.freeze({
     origin: name,
     size,

@@ -30,8 +30,15 @@ export interface ClientOptions {
   readonly maxResponseBytes?: number;
 }
 
-function fetchError(kind: "Network" | "Http" | "BadResponse", message: string, status?: number): CairnError {
+function fetchError(kind: "Network" | "Http" | "NotFound" | "Conflict" | "BadResponse", message: string, status?: number): CairnError {
   return new CairnError("fetch", kind, message, status);
+}
+
+/** The error kind of a refused answer: 404 and 409 by name, the others as Http. */
+function statusKind(status: number): "Http" | "NotFound" | "Conflict" {
+  if (status === 404) return "NotFound";
+  if (status === 409) return "Conflict";
+  return "Http";
 }
 
 /** A client for one cairn server whose tree has the trusted arity, hash and kind. */
@@ -86,7 +93,7 @@ export class CairnClient {
       } catch {
         // not JSON: keep the text
       }
-      throw fetchError("Http", `GET ${path}: HTTP ${response.status}: ${reason}`, response.status);
+      throw fetchError(statusKind(response.status), `GET ${path}: HTTP ${response.status}: ${reason}`, response.status);
     }
     return body;
   }
@@ -175,7 +182,8 @@ export class CairnClient {
    * Whether `value` is a leaf of the tree of the trusted head: its verified
    * membership proof, or null when the server reports it absent or only at
    * an index beyond the trusted size. A proof is checked; an absence is the
-   * server's word (cairn has no non-membership proofs). Needs a server whose
+   * server's word (a lean or fixed-depth tree has no non-membership proofs;
+   * an indexed tree's are `IndexedClient.absence`). Needs a server whose
    * database keeps its uniqueness set.
    */
   async contains(value: Uint8Array | string, head: TreeHead): Promise<MembershipProof | null> {

@@ -59,9 +59,15 @@ export type ErrorKind =
   // input: a malformed argument (arity, hasher, head, leaf, verifier key)
   | "InvalidArgument"
   | "VerifierKey"
-  // fetch: the server could not be reached or answered an error
+  // fetch: the server could not be reached or answered an error: 404
+  // (NotFound: no such leaf, size or root on the server, or a route its
+  // tree kind lacks), 409 (Conflict; Present when an absence proof was
+  // asked of a value the tree holds), any other status (Http)
   | "Network"
   | "Http"
+  | "NotFound"
+  | "Conflict"
+  | "Present"
   | "BadResponse"
   // fetch: a tile store's object is not what its name says
   | "BadTile"
@@ -73,7 +79,7 @@ export class CairnError extends Error {
   readonly stage: Stage;
   /** Why, as a stable name. */
   readonly kind: ErrorKind;
-  /** The HTTP status, for `kind: "Http"`. */
+  /** The HTTP status of an answer the server refused (`Http`, `NotFound`, `Conflict`, `Present`). */
   readonly status?: number;
 
   constructor(stage: Stage, kind: ErrorKind, message: string, status?: number) {

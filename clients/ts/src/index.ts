@@ -15,4 +15,4 @@ export { IndexedClient } from "./indexed-client.js";
 export { blake3, keccak256, mimcsponge, poseidon, sha256 };
 
 /** Every hash by name. */
-export const hashers: Readonly<Record<HashName, Hasher>> = Object.freeze({ blake3, sha256, keccak256, poseidon, mimcsponge });
+export const hashers: Readonly<Record<HashName, Hasher>> = /* @__PURE__ */ Object.freeze({ blake3, sha256, keccak256, poseidon, mimcsponge });

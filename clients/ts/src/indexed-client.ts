@@ -48,13 +48,22 @@ export class IndexedClient extends CairnClient {
   /**
    * The proof that `value` is not in the tree of the trusted head (the leaf
    * whose value is below it and whose next value is above it), verified. A
-   * value the tree holds is refused by the server (HTTP 409): ask
-   * `indexedProof` for it.
+   * value the tree holds has no absence proof: the server refuses it (HTTP
+   * 409), thrown as a CairnError of kind `Present` (the server's word; ask
+   * `indexedProof` for a proof of the leaf).
    */
   async absence(value: Uint8Array | string, head: TreeHead): Promise<AbsenceProof> {
     const asked = hashArgument(value, "value");
     u64Argument(head?.size, "trusted head size");
-    const body = (await this.get(`/v1/absence/${toHex(asked)}`))!;
+    let body: string;
+    try {
+      body = (await this.get(`/v1/absence/${toHex(asked)}`))!;
+    } catch (error) {
+      if (error instanceof CairnError && error.kind === "Conflict") {
+        throw new CairnError("fetch", "Present", `${toHex(asked)} is in the tree, so it has no absence proof: ${error.message}`, error.status);
+      }
+      throw error;
+    }
     return verifyAbsence(body, this.tree, head, asked);
   }
 }

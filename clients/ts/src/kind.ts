@@ -23,10 +23,10 @@ export type TreeKind =
   | { readonly kind: "imt"; readonly depth: number; readonly zero: Hash };
 
 /** The LeanIMT, the kind of every version 1 proof. */
-export const LEAN: TreeKind = Object.freeze({ kind: "lean" as const });
+export const LEAN: TreeKind = /* @__PURE__ */ Object.freeze({ kind: "lean" as const });
 
 /** The indexed tree: Lean-shaped math over its leaf hashes; not append-only. */
-export const INDEXED: TreeKind = Object.freeze({ kind: "indexed" as const });
+export const INDEXED: TreeKind = /* @__PURE__ */ Object.freeze({ kind: "indexed" as const });
 
 /** A frozen imt kind. */
 export function imtKind(depth: number, zero: Hash): TreeKind {

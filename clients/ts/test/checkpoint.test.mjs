@@ -43,7 +43,7 @@ function key(name, seedByte = 7) {
 
 const ROOT = new Uint8Array(32).fill(0xab);
 const body = (name, lines) => `${name}\n${lines.join("\n")}\n`;
-const checkpointText = (name, size = "5", root = b64(ROOT), tree = "cairn-tree kind=leanimt arity=4 hash=blake3", extra = []) =>
+const checkpointText = (name, size = "5", root = b64(ROOT), tree = "cairn-tree kind=lean arity=4 hash=blake3", extra = []) =>
   body(name, [size, root, tree, ...extra].filter((line) => line !== null));
 
 test("a note Go signed opens with Go's verifier key", () => {
@@ -57,8 +57,12 @@ test("a checkpoint signed here verifies and returns its head", () => {
   assert.equal(head.origin, k.name);
   assert.equal(head.size, 5n);
   assert.deepEqual([...head.root], [...ROOT]);
-  assert.deepEqual([head.kind, head.arity, head.hash], ["leanimt", 4, "blake3"]);
+  assert.deepEqual([head.kind, head.arity, head.hash], ["lean", 4, "blake3"]);
   assert.deepEqual(head.otherExtensions, ["note: hi"]);
+  // kind=lean is what cairn writes; kind=leanimt, what older versions signed, reads the same.
+  const current = verifyCheckpoint(k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=lean arity=4 hash=blake3")), k.verifier);
+  assert.deepEqual([current.kind, current.arity, current.hash, current.size], ["lean", 4, "blake3", 5n]);
+  rejects(() => verifyCheckpoint(k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=leanIMT arity=4 hash=blake3")), k.verifier), "decode", "TreeLine");
   // A parsed key works as well as its text.
   assert.equal(verifyCheckpoint(k.sign(checkpointText(k.name)), parseVerifierKey(k.verifier)).size, 5n);
 });
@@ -121,12 +125,12 @@ test("malformed, tampered and foreign notes are refused with a reason", () => {
     ["non-canonical-root", k.sign(checkpointText(k.name, "5", b64(ROOT).slice(0, -2) + "t=")), "decode", "Checkpoint"],
     ["two-lines", k.sign(body(k.name, ["5"])), "decode", "Checkpoint"],
     ["no-tree-line", k.sign(checkpointText(k.name, "5", b64(ROOT), null)), "decode", "TreeLine"],
-    ["two-tree-lines", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=leanimt arity=4 hash=blake3", ["cairn-tree kind=leanimt arity=4 hash=blake3"])), "decode", "TreeLine"],
+    ["two-tree-lines", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=lean arity=4 hash=blake3", ["cairn-tree kind=lean arity=4 hash=blake3"])), "decode", "TreeLine"],
     ["unknown-kind", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=imt arity=2 hash=poseidon")), "decode", "TreeLine"],
-    ["arity-leading-zero", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=leanimt arity=04 hash=blake3")), "decode", "TreeLine"],
-    ["arity-out-of-range", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=leanimt arity=17 hash=blake3")), "decode", "TreeLine"],
-    ["unknown-hash", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=leanimt arity=4 hash=sha3")), "decode", "TreeLine"],
-    ["extra-field", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=leanimt arity=4 hash=blake3 depth=3")), "decode", "TreeLine"],
+    ["arity-leading-zero", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=lean arity=04 hash=blake3")), "decode", "TreeLine"],
+    ["arity-out-of-range", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=lean arity=17 hash=blake3")), "decode", "TreeLine"],
+    ["unknown-hash", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=lean arity=4 hash=sha3")), "decode", "TreeLine"],
+    ["extra-field", k.sign(checkpointText(k.name, "5", b64(ROOT), "cairn-tree kind=lean arity=4 hash=blake3 depth=3")), "decode", "TreeLine"],
   ];
   for (const [name, note, stage, kind] of cases) rejects(() => verifyCheckpoint(note, k.verifier), stage, kind, name);
   assert.equal(verifyCheckpoint(good, k.verifier).size, 5n, "the untouched note verifies");
@@ -165,7 +169,7 @@ test("checkpoints the cairn CLI signs verify here, with its keys and with keys m
     const head = verifyCheckpoint(note, vkey);
     assert.equal(head.size, 12n);
     assert.equal(toHexString(head.root), run("root", db).trim());
-    assert.deepEqual([head.kind, head.arity, head.hash, head.origin], ["leanimt", 5, "poseidon", "example.org/ts"]);
+    assert.deepEqual([head.kind, head.arity, head.hash, head.origin], ["lean", 5, "poseidon", "example.org/ts"]);
     rejects(() => verifyCheckpoint(note.replace("\n12\n", "\n13\n"), vkey), "verify", "BadSignature");
 
     // A signer key made here, in Go's text form, signs in cairn.

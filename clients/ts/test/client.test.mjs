@@ -95,6 +95,7 @@ for (const [arity, hashName] of [
       // A size the server does not have.
       const absent = await rejection(client.proof(3, { size: 151, root: trusted.root }));
       assert.equal(absent.stage, "fetch");
+      assert.equal(absent.kind, "NotFound", absent.message);
       assert.equal(absent.status, 404);
 
       await client.consistency(older, trusted);
@@ -223,7 +224,15 @@ test("the client refuses what a lying or broken server sends", async () => {
     answer = () => [500, '{"error":"disk on fire"}'];
     const failed = await rejection(client.root());
     assert.equal(failed.status, 500);
+    assert.equal(failed.kind, "Http");
     assert.match(failed.message, /disk on fire/);
+    // 404 and 409 answers have kinds of their own, with the status and the server's reason.
+    for (const [status, kind] of [[404, "NotFound"], [409, "Conflict"]]) {
+      answer = () => [status, '{"error":"refused for a reason"}'];
+      const refused = await rejection(client.proof(2, head));
+      assert.deepEqual([refused.stage, refused.kind, refused.status], ["fetch", kind, status], refused.message);
+      assert.match(refused.message, /refused for a reason/);
+    }
     // contains: the server claims the value is leaf 2, but leaf 2 is another value.
     answer = (url) => (url.startsWith("/v1/leaves/") ? [200, '{"index": 2}'] : [200, proofJson(leafHex, [[toHex(leaves[3])], [toHex(computeRoot(leaves.slice(0, 2), t))], [toHex(leaves[4])]])]);
     const mismatch = await rejection(client.contains(leaves[0], head));
@@ -311,7 +320,9 @@ test("the client verifies an indexed server's membership and absence proofs, and
     // A value the tree holds has no absence proof: the server says so.
     const held = await rejection(client.absence(values[5], trusted));
     assert.equal(held.stage, "fetch");
+    assert.equal(held.kind, "Present", held.message);
     assert.equal(held.status, 409);
+    assert.ok(held.message.includes(toHex(values[5])), held.message);
 
     // A tampered answer is refused: one sibling byte changed in transit.
     const tampering = async (url, init) => {

@@ -23,7 +23,7 @@ pub enum Operation {
     RootLookup,
     /// Leaves read by index, as a mirror copies them: append-only trees.
     LeafRange,
-    /// A signed checkpoint of the head (`cairn-tree kind=leanimt` or `kind=imt`):
+    /// A signed checkpoint of the head (`cairn-tree kind=lean` or `kind=imt`):
     /// append-only trees.
     SignedCheckpoint,
     /// Tiles of the final nodes, and mirrors built from them:
@@ -86,7 +86,7 @@ impl Operation {
                 "its leaves are rewritten as values are inserted (`cairn export` writes its values in insertion order)"
             }
             Operation::SignedCheckpoint => {
-                "a signed checkpoint names an append-only tree (`cairn-tree kind=leanimt` or `kind=imt`), whose roots follow one another by consistency proofs"
+                "a signed checkpoint names an append-only tree (`cairn-tree kind=lean` or `kind=imt`), whose roots follow one another by consistency proofs"
             }
             Operation::Tiles => {
                 "tiles hold final nodes, and an indexed tree's nodes change as values are inserted"

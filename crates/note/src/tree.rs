@@ -7,7 +7,10 @@
 //! Invariant: [`open_head`] returns a head only from a note whose signature
 //! verified, whose origin is the key's name and which holds exactly one
 //! well-formed tree line; the line's spelling is canonical (one order, no
-//! leading zeros, lowercase hex), so a head has one text.
+//! leading zeros, lowercase hex), so a head has one text as cairn writes
+//! it. The kind names are core's (`TreeKind::NAMES`); `kind=leanimt`, how
+//! older cairn versions spelled `kind=lean`, is read too, so the notes they
+//! signed stay valid.
 
 use std::fmt;
 
@@ -21,11 +24,18 @@ use crate::key::{Signer, Verifier};
 /// The first word of cairn's extension line.
 pub const TREE_LINE_KEYWORD: &str = "cairn-tree";
 
+/// The LeanIMT's kind name in the tree line, core's.
+const LEAN: &str = cairn_core::TreeKind::Lean.name();
+
+/// How older cairn versions named the LeanIMT in the tree line: read as
+/// [`LEAN`], never written.
+const LEAN_LEGACY: &str = "leanimt";
+
 /// The shape of a tree, as its checkpoint names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TreeKind {
-    /// The n-ary LeanIMT of docs/spec.md section 2 (`kind=leanimt`).
+    /// The n-ary LeanIMT of docs/spec.md section 2 (`kind=lean`).
     LeanImt,
     /// The fixed-depth tree of docs/spec.md section 2.1 (`kind=imt`), with
     /// its depth and zero value.
@@ -38,10 +48,11 @@ pub enum TreeKind {
 }
 
 impl TreeKind {
-    /// The name in the tree line.
+    /// The name in the tree line: core's name of the kind
+    /// ([`cairn_core::TreeKind::name`]), `lean` or `imt`.
     pub const fn name(self) -> &'static str {
         match self {
-            TreeKind::LeanImt => "leanimt",
+            TreeKind::LeanImt => cairn_core::TreeKind::Lean.name(),
             TreeKind::Imt { .. } => "imt",
         }
     }
@@ -144,9 +155,9 @@ impl TreeLine {
             )));
         }
         let kind_name = field(fields.next(), "kind")?;
-        if kind_name != "leanimt" && kind_name != "imt" {
+        if ![LEAN, LEAN_LEGACY, "imt"].contains(&kind_name) {
             return Err(refuse(format!(
-                "unknown tree kind {kind_name:?}, want \"leanimt\" or \"imt\""
+                "unknown tree kind {kind_name:?}, want \"{LEAN}\" or \"imt\""
             )));
         }
         let arity_text = field(fields.next(), "arity")?;

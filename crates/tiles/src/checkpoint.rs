@@ -491,7 +491,7 @@ mod tests {
         let signed = c.encode_signed(&signer).unwrap();
         assert!(signed.starts_with("example.org/tiles\n12345\n"), "{signed}");
         assert!(
-            signed.contains("\ncairn-tree kind=leanimt arity=4 hash=sha256\n\n\u{2014} "),
+            signed.contains("\ncairn-tree kind=lean arity=4 hash=sha256\n\n\u{2014} "),
             "{signed}"
         );
         assert_eq!(Checkpoint::decode(signed.as_bytes()), Ok(c));

@@ -228,7 +228,7 @@ mod tests {
             origin: "example.org/elsewhere".into(),
             size: 9,
             root: [4; 32],
-            extensions: vec!["cairn-tree kind=leanimt arity=2 hash=blake3".into()],
+            extensions: vec!["cairn-tree kind=lean arity=2 hash=blake3".into()],
         }
         .to_text()
         .unwrap();

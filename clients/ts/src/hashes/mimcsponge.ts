@@ -47,7 +47,7 @@ function permute(left: bigint, right: bigint): [bigint, bigint] {
 }
 
 /** circomlib MiMCSponge over BN254 (220 rounds, key 0, one output), 2..16 children. */
-export const mimcsponge: Hasher = Object.freeze({
+export const mimcsponge: Hasher = /* @__PURE__ */ Object.freeze({
   name: "mimcsponge" as const,
   hashChildren(children: readonly Uint8Array[]): Uint8Array {
     let left = 0n;

@@ -20,7 +20,7 @@ import type { Hasher } from "../hasher.js";
 import { poseidonHasher } from "./poseidon-core.js";
 
 /** circomlib Poseidon over BN254 (poseidon-lite), 2..16 children. */
-export const poseidon: Hasher = poseidonHasher({
+export const poseidon: Hasher = /* @__PURE__ */ poseidonHasher({
   2: poseidon2,
   3: poseidon3,
   4: poseidon4,

@@ -3,4 +3,4 @@ import { sha256 as digest } from "@noble/hashes/sha2";
 import { byteHasher, type Hasher } from "../hasher.js";
 
 /** SHA-256 over the concatenated children. */
-export const sha256: Hasher = byteHasher("sha256", (bytes) => digest(bytes));
+export const sha256: Hasher = /* @__PURE__ */ byteHasher("sha256", (bytes) => digest(bytes));

@@ -197,7 +197,8 @@ impl DemoCmd {
         let db = db.map_err(database::db_failure)?;
         if !self.json {
             output::line(&format!(
-                "cairn demo: {} leaves (the Tornado Cash mainnet deposit count{}) then {} more, arity {}, {}, in {}{}\n",
+                "cairn demo: {} leaves (the Tornado Cash mainnet deposit count{}) then {} more, arity {}, {}, in {}{}\n\
+                 {} code path on this CPU: {}\n",
                 group(self.leaves),
                 if self.leaves == DEPOSITS {
                     ""
@@ -209,6 +210,8 @@ impl DemoCmd {
                 self.hash,
                 dir.display(),
                 if kept { "" } else { " (removed at the end)" },
+                self.hash,
+                self.hash.kernel_name(),
             ))?;
             output::line(&format!("{:<38} {:>10}  figure", "step", "time"))?;
         }
@@ -247,6 +250,7 @@ impl DemoCmd {
                     .raw("steps", &steps)
                     .hash("root", Some(&root))
                     .field("total_seconds", total.as_secs_f64())
+                    .field("hash_kernel", self.hash.kernel_name())
                     .finish(),
             );
         }

@@ -17,7 +17,7 @@ use crate::signing;
 pub(crate) const LONG_ABOUT: &str = "\
 Print the durable head of the cairn database DIR as a signed checkpoint: a C2SP signed note \
 whose text is the tlog-checkpoint body (the origin, which is the key's name; the size; the root \
-in base64; the line `cairn-tree kind=leanimt arity=N hash=H`), signed with Ed25519 by the \
+in base64; the line `cairn-tree kind=lean arity=N hash=H`), signed with Ed25519 by the \
 database's key (DIR/signer.key, see `cairn sign-key`) or --sign-key FILE. It is what `GET \
 /v1/checkpoint` of `cairn serve` answers, and `cairn verify-checkpoint`, the TypeScript \
 package's verifyCheckpoint and any C2SP note verifier check it with the verifier key.
@@ -27,7 +27,7 @@ started. --finalized signs the finalized head instead, which no rollback can und
 never sign two heads that are not consistent, and a chain follower's heads above the finalized \
 size may be rolled back. The empty tree has no root and no checkpoint (exit 1).
 
---json prints {\"origin\":\"..\",\"size\":S,\"root\":\"0x..\",\"kind\":\"leanimt\"|\"imt\",\"arity\":N,\
+--json prints {\"origin\":\"..\",\"size\":S,\"root\":\"0x..\",\"kind\":\"lean\"|\"imt\",\"arity\":N,\
 \"hash\":\"..\",\"verifier_key\":\"..\",\"note\":\"the signed note\"}.
 
 Examples:

@@ -18,14 +18,14 @@ Check a signed checkpoint (from `cairn signed-checkpoint` or GET /v1/checkpoint)
 verifier key KEY (what `cairn keygen` printed): the note must be a well-formed C2SP signed note \
 whose signature by KEY verifies over its text (other signatures, such as witnesses', are \
 ignored), the text a tlog-checkpoint whose origin is KEY's name, with exactly one line \
-`cairn-tree kind=leanimt arity=N hash=H`. Reads FILE, or stdin when FILE is - or absent.
+`cairn-tree kind=lean arity=N hash=H`. Reads FILE, or stdin when FILE is - or absent.
 
 On success prints the head it vouches for (size, root, arity, hash), which `cairn verify \
 --root R --size S --arity N --hash H` then trusts. Exit 0 valid; 1 invalid (a line `invalid: \
 reason`: a malformed note or checkpoint, no signature by KEY, a signature that does not verify \
 because the text was changed, another origin); 2 a malformed KEY; 4 an unreadable FILE.
 
---json prints {\"valid\":true,\"origin\":\"..\",\"size\":S,\"root\":\"0x..\",\"kind\":\"leanimt\",\
+--json prints {\"valid\":true,\"origin\":\"..\",\"size\":S,\"root\":\"0x..\",\"kind\":\"lean\",\
 \"arity\":N,\"hash\":\"..\",\"other_signatures\":K} or {\"valid\":false,\"reason\":\"..\"} (exit 1).
 
 Examples:

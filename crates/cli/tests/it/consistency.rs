@@ -218,3 +218,27 @@ fn consistency_outside_the_leaves_is_a_usage_error() {
     prove(2, HashKind::Blake3, &file, 4, Some(9), false).error(2, &["size 9", "6"]);
     prove(2, HashKind::Blake3, &file, 7, None, false).error(2, &["old size 7", "new size 6"]);
 }
+
+/// `verify-consistency` given a membership proof (JSON or binary) names
+/// the command that checks it, instead of a decoder's complaint about a
+/// field it does not know.
+#[test]
+fn verify_consistency_given_a_membership_proof_points_at_verify() {
+    let dir = Dir::new();
+    let l = leaves(7);
+    let file = dir.file("leaves.bin", bin(&l));
+    let root = root_at(2, HashKind::Blake3, &l, 7).unwrap();
+    let old = root_at(2, HashKind::Blake3, &l, 3).unwrap();
+    for extra in [None, Some("--binary")] {
+        let mut args = vec![
+            "prove", "--arity", "2", "--hash", "blake3", "--leaves", &file, "--index", "2",
+        ];
+        args.extend(extra);
+        let membership = dir.file("membership", cairn(&args).stdout);
+        let line = verify(2, HashKind::Blake3, (3, Some(&old)), (7, Some(&root)), &membership, b"").error(
+            1,
+            &["invalid proof: its kind is membership, not consistency: check it with `cairn verify`"],
+        );
+        assert!(line.contains(&membership), "names the file: {line}");
+    }
+}

@@ -43,6 +43,15 @@ fn the_default_demo_runs_in_seconds_on_a_temporary_directory_and_prints_its_tabl
         "{out}"
     );
     assert!(lines[0].ends_with("(removed at the end)"), "{out}");
+    // Which Poseidon code path ran decides the times: the demo says.
+    assert_eq!(
+        lines[1],
+        format!(
+            "poseidon code path on this CPU: {}",
+            HashKind::Poseidon.kernel_name()
+        ),
+        "{out}"
+    );
     for label in [
         "create database",
         "ingest 278,827 leaves, durable",

@@ -12,6 +12,7 @@ mod imt;
 mod indexed;
 mod ingest;
 mod interop;
+mod json_fields;
 mod leaves;
 mod notecheck;
 mod plan;

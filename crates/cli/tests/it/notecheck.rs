@@ -81,7 +81,7 @@ fn go_sumdb_note_and_cairn_verify_each_others_checkpoints() {
     std::fs::write(&note_file, &note).unwrap();
     let text = note.split_once("\n\n").unwrap().0.to_owned() + "\n";
     assert!(
-        text.ends_with("cairn-tree kind=leanimt arity=3 hash=keccak256\n"),
+        text.ends_with("cairn-tree kind=lean arity=3 hash=keccak256\n"),
         "{text}"
     );
 

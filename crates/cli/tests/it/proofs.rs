@@ -209,6 +209,19 @@ fn malformed_proof_files_exit_1_with_the_decode_reason() {
         "3",
     ])
     .success();
+    let consistency_binary = cairn(&[
+        "consistency",
+        "--arity",
+        "2",
+        "--hash",
+        "sha256",
+        "--leaves",
+        &file,
+        "--from",
+        "3",
+        "--binary",
+    ])
+    .stdout;
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("empty", Vec::new(), "shorter than its 20-byte header"),
         (
@@ -236,7 +249,16 @@ fn malformed_proof_files_exit_1_with_the_decode_reason() {
             json.replacen("0x", "0y", 1).into_bytes(),
             "must start with 0x",
         ),
-        ("wrong kind", consistency.into_bytes(), "kind"),
+        (
+            "wrong kind",
+            consistency.into_bytes(),
+            "its kind is consistency, not membership: check it with `cairn verify-consistency`",
+        ),
+        (
+            "wrong kind, binary",
+            consistency_binary,
+            "its kind is consistency, not membership: check it with `cairn verify-consistency`",
+        ),
         ("not utf-8", b"{\xff}".to_vec(), "UTF-8"),
     ];
     for (name, bytes, reason) in cases {

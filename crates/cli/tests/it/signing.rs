@@ -85,7 +85,7 @@ fn a_signed_database_prints_checkpoints_that_verify() {
     let root = root.trim();
     let lines: Vec<&str> = note.lines().collect();
     assert_eq!(lines[..2], ["example.org/deposits", "5"]);
-    assert_eq!(lines[3], "cairn-tree kind=leanimt arity=4 hash=sha256");
+    assert_eq!(lines[3], "cairn-tree kind=lean arity=4 hash=sha256");
     assert_eq!(lines[4], "");
     assert!(lines[5].starts_with("\u{2014} example.org/deposits "));
     assert_eq!(lines.len(), 6);
@@ -104,7 +104,7 @@ fn a_signed_database_prints_checkpoints_that_verify() {
     assert_eq!(
         json,
         serde_json::json!({"valid": true, "origin": "example.org/deposits", "size": 5, "root": root,
-            "kind": "leanimt", "arity": 4, "hash": "sha256", "other_signatures": 0})
+            "kind": "lean", "arity": 4, "hash": "sha256", "other_signatures": 0})
     );
 
     let json = cairn(&["signed-checkpoint", &db, "--json"]).success();
@@ -119,7 +119,7 @@ fn a_signed_database_prints_checkpoints_that_verify() {
             json["arity"].as_u64(),
             json["hash"].as_str()
         ),
-        (Some("leanimt"), Some(4), Some("sha256"))
+        (Some("lean"), Some(4), Some("sha256"))
     );
 }
 

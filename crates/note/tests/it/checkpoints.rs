@@ -9,7 +9,7 @@ fn checkpoint() -> Checkpoint {
         origin: "example.org/log".into(),
         size: 20852163,
         root: [0xab; 32],
-        extensions: vec!["cairn-tree kind=leanimt arity=4 hash=blake3".into()],
+        extensions: vec!["cairn-tree kind=lean arity=4 hash=blake3".into()],
     }
 }
 
@@ -18,7 +18,7 @@ fn text_round_trips_and_has_the_c2sp_layout() {
     let text = checkpoint().to_text().unwrap();
     assert_eq!(
         text,
-        "example.org/log\n20852163\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=\ncairn-tree kind=leanimt arity=4 hash=blake3\n"
+        "example.org/log\n20852163\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=\ncairn-tree kind=lean arity=4 hash=blake3\n"
     );
     assert_eq!(Checkpoint::parse(&text).unwrap(), checkpoint());
     let bare = Checkpoint {

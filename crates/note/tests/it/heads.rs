@@ -18,7 +18,7 @@ fn heads_round_trip_for_every_arity_and_hash() {
             let line = tree.to_string();
             assert_eq!(
                 line,
-                format!("cairn-tree kind=leanimt arity={arity} hash={hash}")
+                format!("cairn-tree kind=lean arity={arity} hash={hash}")
             );
             assert_eq!(TreeLine::parse(&line).unwrap(), tree);
             let note = sign_head(&signer, &tree, 12345, &[3; 32]).unwrap();
@@ -98,36 +98,36 @@ fn tree_line_refusals() {
             &["unexpected \"x=1\""],
         ),
         (
-            "cairn-tree arity=4 kind=leanimt hash=blake3",
+            "cairn-tree arity=4 kind=lean hash=blake3",
             &["\"arity=4\" where kind= belongs"],
         ),
         (
-            "cairn-tree kind=leanimt arity=04 hash=blake3",
+            "cairn-tree kind=lean arity=04 hash=blake3",
             &["arity \"04\"", "leading zeros"],
         ),
         (
-            "cairn-tree kind=leanimt arity=17 hash=blake3",
+            "cairn-tree kind=lean arity=17 hash=blake3",
             &["arity 17 is out of range"],
         ),
         (
-            "cairn-tree kind=leanimt arity=99999999999999999999 hash=blake3",
+            "cairn-tree kind=lean arity=99999999999999999999 hash=blake3",
             &["out of range"],
         ),
         (
-            "cairn-tree kind=leanimt arity=4 hash=sha3",
+            "cairn-tree kind=lean arity=4 hash=sha3",
             &["unknown hash \"sha3\""],
         ),
-        ("cairn-tree kind=leanimt arity=4", &["hash= is missing"]),
+        ("cairn-tree kind=lean arity=4", &["hash= is missing"]),
         (
-            "cairn-tree kind=leanimt arity=4 hash=blake3 depth=3",
+            "cairn-tree kind=lean arity=4 hash=blake3 depth=3",
             &["unexpected \"depth=3\""],
         ),
         (
-            "cairn-tree  kind=leanimt arity=4 hash=blake3",
+            "cairn-tree  kind=lean arity=4 hash=blake3",
             &["\"\" where kind= belongs"],
         ),
         (
-            "cairn-trees kind=leanimt arity=4 hash=blake3",
+            "cairn-trees kind=lean arity=4 hash=blake3",
             &["does not start with \"cairn-tree\""],
         ),
     ];
@@ -162,7 +162,7 @@ fn open_head_needs_exactly_one_tree_line() {
     );
     refused(
         open_head(
-            &signed_with(vec!["cairn-tree kind=leanimt".into()], 5),
+            &signed_with(vec!["cairn-tree kind=lean".into()], 5),
             &verifier,
         ),
         &["arity= is missing"],
@@ -229,4 +229,37 @@ fn an_unverified_read_gives_the_signed_head_and_still_refuses_malformed_notes() 
         cairn_note::read_head_unverified(&note.replace("\u{2014} ", "- ")),
         &["signature line 1"],
     );
+}
+
+/// The tree line names the kind as core does (`lean`, `imt`); a note that
+/// older cairn versions signed with `kind=leanimt` still opens, as the
+/// same LeanIMT, and a line is written in the current spelling only.
+#[test]
+fn the_lean_kind_is_written_lean_and_read_under_its_older_name_too() {
+    let verifier = signer("example.org/log").verifier();
+    assert_eq!(TreeKind::LeanImt.name(), cairn_core::TreeKind::NAMES[0]);
+    assert_eq!(
+        TreeKind::Imt {
+            depth: 1,
+            zero: [0; 32]
+        }
+        .name(),
+        cairn_core::TreeKind::NAMES[1]
+    );
+    let older = "cairn-tree kind=leanimt arity=4 hash=poseidon";
+    assert_eq!(TreeLine::parse(older).unwrap(), tree());
+    let head = open_head(&signed_with(vec![older.into()], 5), &verifier).unwrap();
+    assert_eq!(head.tree, tree());
+    assert_eq!(
+        tree().to_string(),
+        "cairn-tree kind=lean arity=4 hash=poseidon"
+    );
+    for name in ["LEAN", "leanIMT", "lean-imt", "indexed"] {
+        refused(
+            TreeLine::parse(&format!("cairn-tree kind={name} arity=4 hash=poseidon")),
+            &[&format!(
+                "unknown tree kind \"{name}\", want \"lean\" or \"imt\""
+            )],
+        );
+    }
 }
