@@ -133,10 +133,17 @@ pub(crate) fn decode_header(bytes: &[u8]) -> Result<(Header, u32, usize), Forest
     }
     let length = reader.u32()? as usize;
     let end = HEADER_PREFIX + length;
-    let crc_bytes = bytes
-        .get(end..end + 4)
-        .ok_or_else(|| corrupt(0, format!("a header of {length} bytes in a file of {}", bytes.len())))?;
-    let stored = u32::from_le_bytes(crc_bytes.try_into().map_err(|_| corrupt(end, "short".into()))?);
+    let crc_bytes = bytes.get(end..end + 4).ok_or_else(|| {
+        corrupt(
+            0,
+            format!("a header of {length} bytes in a file of {}", bytes.len()),
+        )
+    })?;
+    let stored = u32::from_le_bytes(
+        crc_bytes
+            .try_into()
+            .map_err(|_| corrupt(end, "short".into()))?,
+    );
     let computed = crc32c::crc32c(bytes.get(..end).unwrap_or_default());
     if stored != computed {
         return Err(corrupt(
@@ -241,7 +248,12 @@ pub(crate) struct Scanned {
 /// tail of a write a crash interrupted (every frame is synced before the
 /// next is written) unless a valid frame follows it: then it is a
 /// corruption of acknowledged data, and refused.
-pub(crate) fn scan(bytes: &[u8], at: usize, first_seq: u64, prev: u32) -> Result<Scanned, ForestError> {
+pub(crate) fn scan(
+    bytes: &[u8],
+    at: usize,
+    first_seq: u64,
+    prev: u32,
+) -> Result<Scanned, ForestError> {
     let mut scanned = Scanned {
         records: Vec::new(),
         end: at,
@@ -305,7 +317,10 @@ fn decode_frame(
     let mut reader = Reader::new(bytes, at);
     let length = reader.u32()? as usize;
     if length > MAX_FRAME {
-        return Err(corrupt(at, format!("a frame of {length} bytes, at most {MAX_FRAME}")));
+        return Err(corrupt(
+            at,
+            format!("a frame of {length} bytes, at most {MAX_FRAME}"),
+        ));
     }
     let body_start = reader.at;
     reader.take(length)?;
@@ -318,11 +333,17 @@ fn decode_frame(
         ));
     }
     let next = reader.at;
-    let mut body = Reader::new(bytes.get(..body_start + length).unwrap_or_default(), body_start);
+    let mut body = Reader::new(
+        bytes.get(..body_start + length).unwrap_or_default(),
+        body_start,
+    );
     let kind = body.byte()?;
     let found = body.u64()?;
     if found != seq {
-        return Err(corrupt(at, format!("frame numbered {found}, {seq} expected")));
+        return Err(corrupt(
+            at,
+            format!("frame numbered {found}, {seq} expected"),
+        ));
     }
     let record = match kind {
         KIND_APPEND => {
@@ -367,7 +388,11 @@ fn corrupt(offset: usize, what: String) -> ForestError {
 }
 
 fn put_u32(out: &mut Vec<u8>, n: usize) {
-    out.extend_from_slice(&u32::try_from(n).expect("counts fit in 32 bits").to_le_bytes());
+    out.extend_from_slice(
+        &u32::try_from(n)
+            .expect("counts fit in 32 bits")
+            .to_le_bytes(),
+    );
 }
 
 fn put_block(out: &mut Vec<u8>, block: &BlockId) {
@@ -411,20 +436,26 @@ impl<'a> Reader<'a> {
     fn u32(&mut self) -> Result<u32, ForestError> {
         let at = self.at;
         Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().map_err(|_| corrupt(at, "short".into()))?,
+            self.take(4)?
+                .try_into()
+                .map_err(|_| corrupt(at, "short".into()))?,
         ))
     }
 
     fn u64(&mut self) -> Result<u64, ForestError> {
         let at = self.at;
         Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().map_err(|_| corrupt(at, "short".into()))?,
+            self.take(8)?
+                .try_into()
+                .map_err(|_| corrupt(at, "short".into()))?,
         ))
     }
 
     fn hash(&mut self) -> Result<Hash, ForestError> {
         let at = self.at;
-        self.take(32)?.try_into().map_err(|_| corrupt(at, "short".into()))
+        self.take(32)?
+            .try_into()
+            .map_err(|_| corrupt(at, "short".into()))
     }
 
     fn block(&mut self) -> Result<BlockId, ForestError> {

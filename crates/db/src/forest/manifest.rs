@@ -76,7 +76,10 @@ pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
 pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
     let corrupt = |what: String| ForestError::CorruptManifest { what };
     let Some((body, crc)) = bytes.split_last_chunk::<4>() else {
-        return Err(corrupt(format!("{} bytes, fewer than its checksum", bytes.len())));
+        return Err(corrupt(format!(
+            "{} bytes, fewer than its checksum",
+            bytes.len()
+        )));
     };
     let stored = u32::from_le_bytes(*crc);
     let computed = crc32c::crc32c(body);
@@ -108,7 +111,10 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
         let name = reader.text(length)?;
         check_name(&name)?;
         let length = usize::from(u16::from_le_bytes(
-            reader.take(2)?.try_into().map_err(|_| corrupt("short".into()))?,
+            reader
+                .take(2)?
+                .try_into()
+                .map_err(|_| corrupt("short".into()))?,
         ));
         let dir = reader.text(length)?;
         if entries.iter().any(|e| e.name == name || e.dir == dir) {
@@ -133,16 +139,16 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], ForestError> {
-        let out = self
-            .bytes
-            .get(self.at..self.at + n)
-            .ok_or_else(|| ForestError::CorruptManifest {
-                what: format!(
-                    "ends at byte {} inside a field of {n} bytes at {}",
-                    self.bytes.len(),
-                    self.at
-                ),
-            })?;
+        let out =
+            self.bytes
+                .get(self.at..self.at + n)
+                .ok_or_else(|| ForestError::CorruptManifest {
+                    what: format!(
+                        "ends at byte {} inside a field of {n} bytes at {}",
+                        self.bytes.len(),
+                        self.at
+                    ),
+                })?;
         self.at += n;
         Ok(out)
     }

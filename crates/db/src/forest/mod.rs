@@ -42,7 +42,6 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::config::DbConfig;
 use crate::database::Database;
 use crate::error::{DbError, Result};
-use crate::open::OpenOptions;
 
 pub use journal::{BlockId, JOURNAL, JOURNAL_VERSION};
 pub use manifest::{MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name};
@@ -136,7 +135,9 @@ pub enum ForestError {
         finalized: Option<u64>,
     },
     /// A rollback below a tree's finalized size: nothing was rolled back.
-    #[error("rolling back to block {block} takes tree {tree:?} to {to} leaves, below its finalized size {finalized}: nothing rolled back")]
+    #[error(
+        "rolling back to block {block} takes tree {tree:?} to {to} leaves, below its finalized size {finalized}: nothing rolled back"
+    )]
     BelowFinalized {
         /// The block asked for.
         block: u64,
@@ -149,14 +150,18 @@ pub enum ForestError {
     },
     /// An earlier journal write or sync failed: nothing is written after
     /// it (reopen to recover).
-    #[error("the block journal failed earlier ({cause}): nothing is written until the database is reopened")]
+    #[error(
+        "the block journal failed earlier ({cause}): nothing is written until the database is reopened"
+    )]
     Poisoned {
         /// The first failure.
         cause: String,
     },
     /// A single-tree directory holds one tree and no journal: a block
     /// naming another tree needs trees added first.
-    #[error("this database is one tree in the layout before several trees; a block can name only {DEFAULT_TREE:?} until a tree is added")]
+    #[error(
+        "this database is one tree in the layout before several trees; a block can name only {DEFAULT_TREE:?} until a tree is added"
+    )]
     SingleTree,
 }
 
@@ -298,7 +303,9 @@ impl Forest {
                     .map_err(|e| StoreError::io("fsync", parent, e))?;
             }
         }
-        let entries = fs.list_dir(dir).map_err(|e| StoreError::io("list", dir, e))?;
+        let entries = fs
+            .list_dir(dir)
+            .map_err(|e| StoreError::io("list", dir, e))?;
         if !entries.is_empty() {
             return Err(StoreError::NotEmpty {
                 path: dir.to_owned(),
@@ -351,7 +358,7 @@ impl Forest {
         let mut trees = Vec::with_capacity(entries.len());
         for entry in &entries {
             let tree_dir = dir.join(&entry.dir);
-            let config = journaled_config(&tree_dir)?;
+            let config = journaled_config(&*fs, &tree_dir)?;
             let db = Database::open_in(Arc::clone(&fs), &tree_dir, Some(config))?;
             trees.push(Tree {
                 name: entry.name.clone(),
@@ -452,7 +459,11 @@ impl Forest {
         let mut config = config;
         config.explicit_finality = true;
         quiet(&mut config);
-        let db = Arc::new(Database::create_in(Arc::clone(&self.fs), &tree_dir, config)?);
+        let db = Arc::new(Database::create_in(
+            Arc::clone(&self.fs),
+            &tree_dir,
+            config,
+        )?);
         self.fs
             .sync_dir(&trees_dir)
             .map_err(|e| StoreError::io("fsync", &trees_dir, e))?;
@@ -615,7 +626,10 @@ impl Forest {
             }
             None => state.dirty.extend(parts.iter().map(|p| p.tree)),
         }
-        let trim = state.journal.as_ref().is_some_and(|w| w.end > JOURNAL_TRIM_BYTES);
+        let trim = state
+            .journal
+            .as_ref()
+            .is_some_and(|w| w.end > JOURNAL_TRIM_BYTES);
         if trim {
             self.trim(&mut state)?;
         } else {
@@ -626,7 +640,11 @@ impl Forest {
     }
 
     /// A block in the single-tree layout: the tree's own tagged append.
-    fn commit_single(&self, block: Option<BlockId>, parts: &[(&str, &[Hash])]) -> Result<Committed> {
+    fn commit_single(
+        &self,
+        block: Option<BlockId>,
+        parts: &[(&str, &[Hash])],
+    ) -> Result<Committed> {
         let db = self.default_tree()?;
         let [(name, values)] = parts else {
             return Err(ForestError::SingleTree.into());
@@ -701,7 +719,13 @@ impl Forest {
     pub fn last_block(&self) -> Option<u64> {
         let state = self.state.lock();
         if state.journal.is_none() {
-            return self.default_tree().ok()?.heads(0, usize::MAX).ok()?.last().map(|h| h.block);
+            return self
+                .default_tree()
+                .ok()?
+                .heads(0, usize::MAX)
+                .ok()?
+                .last()
+                .map(|h| h.block);
         }
         last_block(&state)
     }
@@ -792,7 +816,12 @@ impl Forest {
 
     /// Every tree's size at the end of the last block at or below `block`.
     fn sizes_at(&self, state: &State, block: u64, count: usize) -> Result<Vec<u64>> {
-        replay::sizes_at(&state.finalized, &state.blocks, block, &self.empty_sizes(count))
+        replay::sizes_at(
+            &state.finalized,
+            &state.blocks,
+            block,
+            &self.empty_sizes(count),
+        )
     }
 
     fn empty_sizes(&self, count: usize) -> Vec<u64> {
@@ -812,14 +841,14 @@ impl Forest {
         let trees = self.trees.read().clone();
         let sizes = if state.journal.is_none() {
             let head = self.default_tree()?.heads(0, usize::MAX)?;
-            let found = head
-                .iter()
-                .rev()
-                .find(|h| h.block <= block)
-                .ok_or(ForestError::NoBlock {
-                    block,
-                    finalized: None,
-                })?;
+            let found =
+                head.iter()
+                    .rev()
+                    .find(|h| h.block <= block)
+                    .ok_or(ForestError::NoBlock {
+                        block,
+                        finalized: None,
+                    })?;
             vec![found.size]
         } else {
             self.sizes_at(&state, block, trees.len())?
@@ -872,7 +901,8 @@ impl Forest {
         for (tree, &bound) in trees.iter().zip(&state.journaled) {
             tree.db.flush_to(bound)?;
             if let Some((_, sizes)) = &state.finalized
-                && let Some(&size) = sizes.get(trees.iter().position(|t| t.name == tree.name).unwrap_or(0))
+                && let Some(&size) =
+                    sizes.get(trees.iter().position(|t| t.name == tree.name).unwrap_or(0))
                 && size > tree.db.finalized_size()
             {
                 tree.db.finalize(size)?;
@@ -912,8 +942,10 @@ impl Forest {
         let mut work = self.apply.work.lock();
         for number in numbers {
             let index = number as usize;
-            work.bounds
-                .insert(number, (Arc::clone(&trees[index].db), state.journaled[index]));
+            work.bounds.insert(
+                number,
+                (Arc::clone(&trees[index].db), state.journaled[index]),
+            );
         }
         drop(work);
         self.apply.signal.notify_one();
@@ -1019,8 +1051,8 @@ fn block_at(state: &State, block: u64) -> Option<BlockId> {
 
 /// The stored configuration of a tree of a journaled database, run with
 /// nothing in the background: only the database flushes its log.
-fn journaled_config(dir: &Path) -> Result<DbConfig> {
-    let mut config = OpenOptions::new().background(false).config(dir)?;
+fn journaled_config(fs: &dyn Fs, dir: &Path) -> Result<DbConfig> {
+    let mut config = crate::db::resolve_config(fs, dir, None)?;
     quiet(&mut config);
     Ok(config)
 }
@@ -1087,4 +1119,3 @@ fn open_writer(fs: &dyn Fs, dir: &Path) -> Result<Writer> {
 pub fn is_forest(dir: impl AsRef<Path>) -> bool {
     dir.as_ref().join(MANIFEST).is_file()
 }
-

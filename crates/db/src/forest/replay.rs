@@ -84,7 +84,10 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
                 for part in parts {
                     let number = part.tree as usize;
                     let Some(size) = sizes.get_mut(number) else {
-                        return Err(corrupt(format!("a frame names tree {number} of {}", trees.len())));
+                        return Err(corrupt(format!(
+                            "a frame names tree {number} of {}",
+                            trees.len()
+                        )));
                     };
                     if part.before != *size {
                         return Err(corrupt(format!(
@@ -97,7 +100,10 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
                     after.push((part.tree, *size));
                 }
                 if let Some(block) = block {
-                    blocks.push(BlockSizes { block, sizes: after });
+                    blocks.push(BlockSizes {
+                        block,
+                        sizes: after,
+                    });
                 }
             }
             Record::Rollback { block } => {
@@ -122,7 +128,12 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
             }
             Record::Finalize { block } => {
                 let at_sizes = sizes_at(&finalized, &blocks, block, &empty)?;
-                if let Some(at) = blocks.iter().rev().find(|b| b.block.number <= block).map(|b| b.block) {
+                if let Some(at) = blocks
+                    .iter()
+                    .rev()
+                    .find(|b| b.block.number <= block)
+                    .map(|b| b.block)
+                {
                     blocks.retain(|b| b.block.number > at.number);
                     finalized = Some((at, at_sizes));
                 }
@@ -156,7 +167,9 @@ fn bring(tree: &Tree, size: u64, (start, values): &(u64, Vec<Hash>)) -> Result<(
         }
         let from = usize::try_from(held - start).expect("64-bit");
         let missing = values.get(from..).unwrap_or_default();
-        tree.db.append(missing)?.wait(&tree.db, std::time::Duration::from_secs(3600))?;
+        tree.db
+            .append(missing)?
+            .wait(&tree.db, std::time::Duration::from_secs(3600))?;
     }
     Ok(())
 }

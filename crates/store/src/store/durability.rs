@@ -483,7 +483,13 @@ impl Inner {
             let pending = self.heads.lock().pending();
             let epoch = self.epoch.load(Ordering::Acquire);
             let to = limit.map_or(tree.size(), |limit| limit.min(tree.size()));
-            (tree.share_leaves(), to.max(log.end()), taken, epoch, pending)
+            (
+                tree.share_leaves(),
+                to.max(log.end()),
+                taken,
+                epoch,
+                pending,
+            )
         };
         assert!(
             limit.is_none() || pending.is_empty(),
