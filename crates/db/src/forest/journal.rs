@@ -215,21 +215,18 @@ pub(crate) fn encode_frame(seq: u64, prev: u32, record: &Record) -> (Vec<u8>, u3
             body.extend_from_slice(&block.to_le_bytes());
         }
     }
-    let mut out = Vec::with_capacity(body.len() + 8);
+    let mut out = Vec::with_capacity(body.len() + 12);
     put_u32(&mut out, body.len());
     out.extend_from_slice(&body);
-    let crc = frame_crc(prev, &out);
+    out.extend_from_slice(&prev.to_le_bytes());
+    let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     // Pair assertion with the scan.
     debug_assert!(matches!(
-        decode_frame(&out, 0, seq, prev),
+        decode_frame(&out, 0, seq, Some(prev)),
         Ok(Some((ref decoded, _, _))) if decoded == record
     ));
     (out, crc)
-}
-
-fn frame_crc(prev: u32, length_and_body: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&prev.to_le_bytes()), length_and_body)
 }
 
 /// What a scan of the frames found.
@@ -261,7 +258,7 @@ pub(crate) fn scan(
         next_seq: first_seq,
     };
     loop {
-        match decode_frame(bytes, scanned.end, scanned.next_seq, scanned.prev) {
+        match decode_frame(bytes, scanned.end, scanned.next_seq, Some(scanned.prev)) {
             Ok(Some((record, next, crc))) => {
                 scanned.records.push(record);
                 scanned.end = next;
@@ -280,35 +277,27 @@ pub(crate) fn scan(
     }
 }
 
-/// Whether a valid frame numbered `seq` starts anywhere at or after
-/// `from` (chained to the checksum stored just before it): the search for
-/// acknowledged frames past a frame that does not check, whose length
-/// field cannot be trusted to say where the next one starts.
+/// Whether a frame numbered `seq` whose own checksum holds starts
+/// anywhere at or after `from` (its chain value is not checked: the frame
+/// before it is the one that failed): the search for acknowledged frames
+/// past a frame that does not check, whose length field cannot be trusted
+/// to say where the next one starts.
 fn frame_follows(bytes: &[u8], from: usize, seq: u64) -> bool {
     let want = seq.to_le_bytes();
-    (from.max(4)..bytes.len().saturating_sub(12)).any(|at| {
+    (from..bytes.len().saturating_sub(12)).any(|at| {
         bytes.get(at + 5..at + 13) == Some(&want[..])
-            && bytes
-                .get(at - 4..at)
-                .and_then(|prev| prev.try_into().ok())
-                .is_some_and(|prev| {
-                    matches!(
-                        decode_frame(bytes, at, seq, u32::from_le_bytes(prev)),
-                        Ok(Some(_))
-                    )
-                })
+            && matches!(decode_frame(bytes, at, seq, None), Ok(Some(_)))
     })
 }
 
 /// The frame at `at`: `None` at the clean end (no bytes, or only zeros
 /// from a preallocated or torn tail), the record, where the next begins
 /// and its checksum, or why it does not check.
-#[expect(clippy::type_complexity, reason = "a private decoder's triple")]
 fn decode_frame(
     bytes: &[u8],
     at: usize,
     seq: u64,
-    prev: u32,
+    prev: Option<u32>,
 ) -> Result<Option<(Record, usize, u32)>, ForestError> {
     let rest = bytes.get(at..).unwrap_or_default();
     if rest.iter().all(|&b| b == 0) {
@@ -324,12 +313,21 @@ fn decode_frame(
     }
     let body_start = reader.at;
     reader.take(length)?;
+    let chained = reader.u32()?;
     let stored = reader.u32()?;
-    let computed = frame_crc(prev, bytes.get(at..body_start + length).unwrap_or_default());
+    let computed = crc32c::crc32c(bytes.get(at..body_start + length + 4).unwrap_or_default());
     if stored != computed {
         return Err(corrupt(
             at,
             format!("frame {seq}: checksum {stored:#010x}, its bytes sum to {computed:#010x}"),
+        ));
+    }
+    if let Some(prev) = prev
+        && chained != prev
+    {
+        return Err(corrupt(
+            at,
+            format!("frame {seq} follows a frame summing to {chained:#010x}, not {prev:#010x}"),
         ));
     }
     let next = reader.at;
@@ -486,6 +484,7 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -590,7 +589,7 @@ mod tests {
         let first_end = {
             let mut reader = Reader::new(&bytes, at);
             let length = reader.u32().unwrap() as usize;
-            at + 4 + length + 4
+            at + 4 + length + 8
         };
         for bit in at * 8..first_end * 8 {
             let mut flipped = bytes.clone();

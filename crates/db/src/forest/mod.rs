@@ -546,14 +546,14 @@ impl Forest {
     fn commit(&self, block: Option<BlockId>, parts: &[(&str, &[Hash])]) -> Result<Committed> {
         let mut state = self.state.lock();
         check_failure(&state)?;
-        if let (Some(block), Some(last)) = (block, last_block(&state)) {
-            if block.number <= last {
-                return Err(ForestError::BlockOrder {
-                    block: block.number,
-                    last,
-                }
-                .into());
+        if let (Some(block), Some(last)) = (block, last_block(&state))
+            && block.number <= last
+        {
+            return Err(ForestError::BlockOrder {
+                block: block.number,
+                last,
             }
+            .into());
         }
         let numbers = self.numbers(parts)?;
         if state.journal.is_none() {
@@ -769,11 +769,11 @@ impl Forest {
         {
             let _exclusive = self.apply.lock.write();
             for (number, (tree, &to)) in trees.iter().zip(&targets).enumerate() {
-                if state.journaled[number] > to || tree.db.size() > to {
-                    if let Err(error) = tree.db.truncate(to) {
-                        state.failure = Some(error.to_string());
-                        return Err(error);
-                    }
+                if (state.journaled[number] > to || tree.db.size() > to)
+                    && let Err(error) = tree.db.truncate(to)
+                {
+                    state.failure = Some(error.to_string());
+                    return Err(error);
                 }
                 state.journaled[number] = to;
                 self.apply.lower(number as u32, to);
@@ -972,16 +972,13 @@ impl Forest {
         let trees = std::mem::take(&mut *self.trees.write());
         let mut first = Ok(());
         for tree in trees {
-            match Arc::try_unwrap(tree.db) {
-                Ok(db) => {
-                    if let Err(error) = db.close()
-                        && first.is_ok()
-                    {
-                        first = Err(error);
-                    }
-                }
-                // Still held by a caller: closed when the last holder drops it.
-                Err(_) => {}
+            // A tree still held by a caller closes when its last holder
+            // drops it.
+            if let Ok(db) = Arc::try_unwrap(tree.db)
+                && let Err(error) = db.close()
+                && first.is_ok()
+            {
+                first = Err(error);
             }
         }
         first

@@ -276,6 +276,9 @@ fn a_tree_name_outside_the_rules_is_refused() {
     ));
 }
 
+/// One write of the crash workload.
+type Write = Box<dyn Fn(&Forest)>;
+
 fn sim_open(fs: &SimFs) -> Forest {
     Forest::open_in(Arc::new(fs.clone()) as Arc<dyn Fs>, Path::new("/db")).unwrap()
 }
@@ -326,7 +329,7 @@ fn a_block_across_three_trees_is_all_or_nothing_after_a_power_loss_anywhere() {
     let mut states = vec![heads(&forest)];
     let mut acked = vec![fs.op_count()];
     let start = fs.op_count();
-    let writes: Vec<Box<dyn Fn(&Forest)>> = vec![
+    let writes: Vec<Write> = vec![
         Box::new(|f| {
             f.commit_block(
                 block(2),
