@@ -72,7 +72,7 @@ pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
 pub use error::{DbError, ErrorKind, Result};
 pub use forest::{
     BlockId, Committed, DEFAULT_TREE, Forest, ForestError, JOURNAL, JOURNAL_VERSION, MANIFEST,
-    MANIFEST_VERSION, TREES_DIR, Tree, TreeAt, check_name, is_forest,
+    MANIFEST_VERSION, TREES_DIR, Tree, TreeAt, check_name, is_forest, tree_dir, tree_dirs,
 };
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use open::{OpenOptions, is_database};

@@ -1116,3 +1116,57 @@ fn open_writer(fs: &dyn Fs, dir: &Path) -> Result<Writer> {
 pub fn is_forest(dir: impl AsRef<Path>) -> bool {
     dir.as_ref().join(MANIFEST).is_file()
 }
+
+/// The trees of the database in `dir` and the directory of each, read
+/// from its manifest without opening anything (a directory of the
+/// single-tree layout: its one tree, `default`, at `dir`). What a reader
+/// opens a tree read-only from: beside a running writer, a tree reads as
+/// its own log holds it, which may trail the journal by the applier's
+/// latency (and, after a crash, until the next writing open replays it).
+pub fn tree_dirs(dir: impl AsRef<Path>) -> Result<Vec<(String, PathBuf)>> {
+    let dir = dir.as_ref();
+    let path = dir.join(MANIFEST);
+    if !path.is_file() {
+        if !dir.is_dir() {
+            return Err(StoreError::Missing {
+                path: dir.to_owned(),
+            }
+            .into());
+        }
+        if !crate::is_database(dir) {
+            return Err(StoreError::NotAStore {
+                path: dir.to_owned(),
+            }
+            .into());
+        }
+        return Ok(vec![(DEFAULT_TREE.to_owned(), dir.to_owned())]);
+    }
+    let entries = manifest::decode(&read_all(&StdFs, &path)?)?;
+    Ok(entries
+        .into_iter()
+        .map(|e| (e.name, dir.join(e.dir)))
+        .collect())
+}
+
+/// The directory of tree `name` of the database in `dir`, or of the tree
+/// a front end means by no name: `default` if there is one, else the only
+/// tree.
+pub fn tree_dir(dir: impl AsRef<Path>, name: Option<&str>) -> Result<PathBuf> {
+    let trees = tree_dirs(dir)?;
+    let wanted = name.unwrap_or(DEFAULT_TREE);
+    if let Some((_, path)) = trees.iter().find(|(n, _)| n == wanted) {
+        return Ok(path.clone());
+    }
+    match (name, trees.as_slice()) {
+        (None, [(_, only)]) => Ok(only.clone()),
+        _ => Err(ForestError::UnknownTree {
+            name: wanted.to_owned(),
+            known: trees
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+        .into()),
+    }
+}
