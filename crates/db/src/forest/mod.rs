@@ -298,7 +298,7 @@ impl Forest {
         if !fs.exists(dir).map_err(|e| StoreError::io("stat", dir, e))? {
             fs.create_dir(dir)
                 .map_err(|e| StoreError::io("mkdir", dir, e))?;
-            if let Some(parent) = dir.parent() {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
                 fs.sync_dir(parent)
                     .map_err(|e| StoreError::io("fsync", parent, e))?;
             }
