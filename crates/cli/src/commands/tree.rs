@@ -29,9 +29,8 @@ written by an earlier build afterwards.
 --json prints {\"dir\":\"..\",\"tree\":\"NAME\",\"kind\":\"..\",\"arity\":N,\"hash\":\"..\",\"size\":S}.
 
 Examples:
-  cairn init state
-  cairn tree add state notes --arity 2 --hash poseidon
-  cairn tree add state nullifiers --kind indexed --arity 2 --hash poseidon";
+  cairn tree add db notes --arity 2 --hash poseidon
+  cairn tree add db nullifiers --kind indexed --arity 2 --hash poseidon";
 
 /// The long help of `cairn trees`.
 pub(crate) const TREES_ABOUT: &str = "\
@@ -44,8 +43,8 @@ One line per tree: `NAME kind K arity N hash H size S root 0x..|none`. --json pr
 {\"trees\":[{\"name\":\"..\",\"kind\":\"..\",\"arity\":N,\"hash\":\"..\",\"size\":S,\"root\":\"0x..\"|null},..]}.
 
 Examples:
-  cairn trees state
-  cairn trees state --json";
+  cairn trees db
+  cairn trees db --json";
 
 /// Manage a database's trees.
 #[derive(clap::Args, Debug)]

@@ -730,6 +730,34 @@ impl Forest {
         last_block(&state)
     }
 
+    /// The blocks a rollback or [`Forest::heads_at`] can still reach, oldest
+    /// first: the finalized one and every one after it (journaled
+    /// databases; the single-tree layout's tagged blocks otherwise).
+    pub fn blocks(&self) -> Vec<BlockId> {
+        let state = self.state.lock();
+        if state.journal.is_none() {
+            return self
+                .default_tree()
+                .and_then(|db| db.heads(0, usize::MAX))
+                .map(|heads| {
+                    heads
+                        .iter()
+                        .map(|h| BlockId {
+                            number: h.block,
+                            hash: h.block_hash.unwrap_or([0; 32]),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        state
+            .finalized
+            .iter()
+            .map(|(block, _)| *block)
+            .chain(state.blocks.iter().map(|b| b.block))
+            .collect()
+    }
+
     /// The last finalized block, if any (journaled databases).
     pub fn finalized_block(&self) -> Option<u64> {
         self.state.lock().finalized.as_ref().map(|(b, _)| b.number)
