@@ -36,7 +36,12 @@ fn block(number: usize) -> BlockId {
 /// Resident set size of this process, in bytes.
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
-    let pages: u64 = statm.split_whitespace().nth(1).expect("rss").parse().expect("rss");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .expect("rss")
+        .parse()
+        .expect("rss");
     pages * 4096
 }
 
@@ -95,14 +100,19 @@ fn open_many(dir: &Path) {
 fn forest_blocks(fs: Arc<dyn Fs>, path: &Path, data: &[Hash]) -> Duration {
     let forest = Forest::create_in(fs, path).expect("create");
     for name in ["a", "b", "c"] {
-        forest.add_tree(name, db_config(TreeKind::Lean)).expect("add");
+        forest
+            .add_tree(name, db_config(TreeKind::Lean))
+            .expect("add");
     }
     let started = Instant::now();
     for b in 0..BLOCKS {
         let at = b * 3 * PER_TREE;
         let part = |k: usize| &data[at + k * PER_TREE..at + (k + 1) * PER_TREE];
         forest
-            .commit_block(block(b + 1), &[("a", part(0)), ("b", part(1)), ("c", part(2))])
+            .commit_block(
+                block(b + 1),
+                &[("a", part(0)), ("b", part(1)), ("c", part(2))],
+            )
             .expect("block");
     }
     forest.apply().expect("apply");
@@ -174,7 +184,9 @@ fn blocks(dir: &Path) {
 fn reorg(fs: Arc<dyn Fs>, path: &Path, size: usize) -> Duration {
     let forest = Forest::create_in(fs, path).expect("create");
     for name in ["a", "b", "c"] {
-        forest.add_tree(name, db_config(TreeKind::Lean)).expect("add");
+        forest
+            .add_tree(name, db_config(TreeKind::Lean))
+            .expect("add");
     }
     let data = leaves(3 * size);
     let base = size - 64 * 4;
@@ -193,7 +205,10 @@ fn reorg(fs: Arc<dyn Fs>, path: &Path, size: usize) -> Duration {
         let at = base + b * 4;
         let part = |k: usize| &data[k * size + at..k * size + at + 4];
         forest
-            .commit_block(block(100 + b), &[("a", part(0)), ("b", part(1)), ("c", part(2))])
+            .commit_block(
+                block(100 + b),
+                &[("a", part(0)), ("b", part(1)), ("c", part(2))],
+            )
             .expect("block");
     }
     forest.apply().expect("apply");
@@ -229,7 +244,9 @@ fn reorg_counted(fs: Arc<dyn Fs>, sim: &SimFs) -> String {
     let size = 10_000;
     let forest = Forest::create_in(fs, Path::new("/r")).expect("create");
     for name in ["a", "b", "c"] {
-        forest.add_tree(name, db_config(TreeKind::Lean)).expect("add");
+        forest
+            .add_tree(name, db_config(TreeKind::Lean))
+            .expect("add");
     }
     let data = leaves(3 * size);
     let base = size - 256;
@@ -247,7 +264,10 @@ fn reorg_counted(fs: Arc<dyn Fs>, sim: &SimFs) -> String {
         let at = base + b * 4;
         let part = |k: usize| &data[k * size + at..k * size + at + 4];
         forest
-            .commit_block(block(100 + b), &[("a", part(0)), ("b", part(1)), ("c", part(2))])
+            .commit_block(
+                block(100 + b),
+                &[("a", part(0)), ("b", part(1)), ("c", part(2))],
+            )
             .expect("block");
     }
     forest.apply().expect("apply");

@@ -293,9 +293,11 @@ impl IngestCmd {
             && tree != cairn_db::DEFAULT_TREE
         {
             return Err(database::db_failure(
-                cairn_db::tree_dir(&self.dir, Some(tree)).err().unwrap_or_else(|| {
-                    cairn_db::DbError::Forest(cairn_db::ForestError::SingleTree)
-                }),
+                cairn_db::tree_dir(&self.dir, Some(tree))
+                    .err()
+                    .unwrap_or_else(|| {
+                        cairn_db::DbError::Forest(cairn_db::ForestError::SingleTree)
+                    }),
             ));
         }
         let db = database::open(
@@ -386,7 +388,9 @@ impl IngestCmd {
         loop {
             reader
                 .next_block(block_size, &mut block, &mut lines)
-                .map_err(|error| Failure::new(Code::Input, anyhow!("{}: {error}", source.name())))?;
+                .map_err(|error| {
+                    Failure::new(Code::Input, anyhow!("{}: {error}", source.name()))
+                })?;
             if block.is_empty() && (self.block.is_none() || first.is_some()) {
                 break;
             }

@@ -130,33 +130,33 @@ pub(crate) fn tree_config(
     no_unique: bool,
     explicit: bool,
 ) -> Result<(DbConfig, TreeConfig), Failure> {
-        let kind = kind_args.resolve(hash)?;
-        if let (TreeKind::Fixed { depth, .. }, Some(max_depth)) = (kind, max_depth) {
-            return Err(Failure::new(
-                Code::Usage,
-                anyhow!(
-                    "--max-depth {max_depth} is for lean trees: an imt's depth is fixed by --depth {depth}"
-                ),
-            ));
-        }
-        // An indexed tree refuses duplicates itself: it has no set to drop.
-        if no_unique && !kind.is_append_only() {
-            return Err(Failure::new(
-                Code::Usage,
-                anyhow!(
-                    "--no-unique is for lean and imt trees: an indexed tree refuses a value twice by construction"
-                ),
-            ));
-        }
-        let mut tree = TreeConfig::new(arity, hash).with_kind(kind);
-        if let Some(depth) = max_depth {
-            tree = tree.with_max_depth(depth);
-        }
-        let mut config = DbConfig::new(tree);
-        config.unique = !no_unique;
-        config.explicit_finality = explicit;
-        config.store.flush_interval = None;
-        config.store.checkpoint = Default::default();
+    let kind = kind_args.resolve(hash)?;
+    if let (TreeKind::Fixed { depth, .. }, Some(max_depth)) = (kind, max_depth) {
+        return Err(Failure::new(
+            Code::Usage,
+            anyhow!(
+                "--max-depth {max_depth} is for lean trees: an imt's depth is fixed by --depth {depth}"
+            ),
+        ));
+    }
+    // An indexed tree refuses duplicates itself: it has no set to drop.
+    if no_unique && !kind.is_append_only() {
+        return Err(Failure::new(
+            Code::Usage,
+            anyhow!(
+                "--no-unique is for lean and imt trees: an indexed tree refuses a value twice by construction"
+            ),
+        ));
+    }
+    let mut tree = TreeConfig::new(arity, hash).with_kind(kind);
+    if let Some(depth) = max_depth {
+        tree = tree.with_max_depth(depth);
+    }
+    let mut config = DbConfig::new(tree);
+    config.unique = !no_unique;
+    config.explicit_finality = explicit;
+    config.store.flush_interval = None;
+    config.store.checkpoint = Default::default();
     Ok((config, tree))
 }
 
@@ -226,7 +226,9 @@ impl InitCmd {
         let (Some(arity), Some(hash)) = (self.arity, self.hash) else {
             return self.create_forest();
         };
-        if self.sign_key.is_some() && !Operation::SignedCheckpoint.supported_by(self.kind.resolve(hash)?) {
+        if self.sign_key.is_some()
+            && !Operation::SignedCheckpoint.supported_by(self.kind.resolve(hash)?)
+        {
             return Err(Failure::new(
                 Code::Usage,
                 anyhow!(

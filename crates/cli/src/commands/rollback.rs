@@ -103,7 +103,9 @@ impl TruncateCmd {
     fn run_forest(&self) -> Result<(), Failure> {
         let block = forest_block(&self.target)?;
         let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
-        let trees = forest.truncate_to_block(block).map_err(database::db_failure);
+        let trees = forest
+            .truncate_to_block(block)
+            .map_err(database::db_failure);
         forest.close().map_err(database::db_failure)?;
         let trees = trees?;
         if self.json {
@@ -177,7 +179,9 @@ impl FinalizeCmd {
         if cairn_db::is_forest(&self.dir) {
             let block = forest_block(&self.target)?;
             let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
-            let finalized = forest.finalize_to_block(block).map_err(database::db_failure);
+            let finalized = forest
+                .finalize_to_block(block)
+                .map_err(database::db_failure);
             forest.close().map_err(database::db_failure)?;
             let finalized = finalized?;
             if self.json {

@@ -214,6 +214,8 @@ struct State {
 #[derive(Debug)]
 struct Writer {
     file: Box<dyn FsFile>,
+    /// Where the frames begin (the header's end).
+    start: u64,
     end: u64,
     seq: u64,
     prev: u32,
@@ -925,14 +927,28 @@ impl Forest {
     }
 
     fn trim(&self, state: &mut State) -> Result<()> {
+        let writer = state.journal.as_ref().expect("journaled");
+        if writer.end == writer.start {
+            // No frame since the header: every tree holds what it says.
+            return Ok(());
+        }
         let trees = self.trees.read().clone();
-        for (tree, &bound) in trees.iter().zip(&state.journaled) {
-            tree.db.flush_to(bound)?;
-            if let Some((_, sizes)) = &state.finalized
-                && let Some(&size) =
-                    sizes.get(trees.iter().position(|t| t.name == tree.name).unwrap_or(0))
-                && size > tree.db.finalized_size()
+        for (number, (tree, &bound)) in trees.iter().zip(&state.journaled).enumerate() {
+            let final_size = state
+                .finalized
+                .as_ref()
+                .and_then(|(_, sizes)| sizes.get(number).copied())
+                .filter(|&size| size > tree.db.finalized_size());
+            let stats = tree.db.stats().store;
+            if tree.db.durable_size() == bound
+                && stats.checkpoint_size == stats.size
+                && final_size.is_none()
             {
+                // Durable and checkpointed as it is: nothing to do.
+                continue;
+            }
+            tree.db.flush_to(bound)?;
+            if let Some(size) = final_size {
                 tree.db.finalize(size)?;
             }
             tree.db.checkpoint()?;
@@ -1134,6 +1150,7 @@ fn open_writer(fs: &dyn Fs, dir: &Path) -> Result<Writer> {
     }
     Ok(Writer {
         file,
+        start: at as u64,
         end: scanned.end as u64,
         seq: scanned.next_seq,
         prev: scanned.prev,
