@@ -295,9 +295,7 @@ impl IngestCmd {
             return Err(database::db_failure(
                 cairn_db::tree_dir(&self.dir, Some(tree))
                     .err()
-                    .unwrap_or_else(|| {
-                        cairn_db::DbError::Forest(cairn_db::ForestError::SingleTree)
-                    }),
+                    .unwrap_or(cairn_db::DbError::Forest(cairn_db::ForestError::SingleTree)),
             ));
         }
         let db = database::open(
