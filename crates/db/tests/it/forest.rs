@@ -423,3 +423,112 @@ fn a_block_across_three_trees_is_all_or_nothing_after_a_power_loss_anywhere() {
     }
     assert!(checked > 50, "{checked} states");
 }
+
+const KILL_DIR_ENV: &str = "CAIRN_FOREST_KILL_DIR";
+const KILL_ACKS_ENV: &str = "CAIRN_FOREST_KILL_ACKS";
+const KILL_TREES: [&str; 3] = ["notes", "groups", "nullifiers"];
+
+/// The child of the kill -9 test: blocks of two values for each of three
+/// trees, and every fifth write a rollback of two blocks, each
+/// acknowledged (`will S` before, `done S` after, S the size every tree
+/// has after it) in a file synced before it counts; runs until killed.
+#[test]
+fn forest_kill_child() {
+    let Ok(dir) = std::env::var(KILL_DIR_ENV) else {
+        return;
+    };
+    let mut acks = cairn_testkit::kill9::AckFile::open(std::env::var(KILL_ACKS_ENV).unwrap());
+    let forest = Forest::open(&dir).unwrap();
+    println!("opened");
+    let mut number = forest.last_block().unwrap_or(0) + 1;
+    let mut write = 0u64;
+    loop {
+        write += 1;
+        let size = forest.trees()[0].db.size();
+        if write % 5 == 0 && forest.blocks().len() > 3 {
+            let to = forest.blocks()[forest.blocks().len() - 3].number;
+            let sizes = forest.heads_at(to).unwrap();
+            acks.record(&format!("will {}\n", sizes[0].1));
+            forest.truncate_to_block(to).unwrap();
+            acks.record(&format!("done {}\n", sizes[0].1));
+            continue;
+        }
+        let values: Vec<Vec<Hash>> = (0..3).map(|k| values(number * 16 + k, 0, 2)).collect();
+        acks.record(&format!("will {}\n", size + 2));
+        forest
+            .commit_block(
+                block(number),
+                &[
+                    (KILL_TREES[0], &values[0][..]),
+                    (KILL_TREES[1], &values[1][..]),
+                    (KILL_TREES[2], &values[2][..]),
+                ],
+            )
+            .unwrap();
+        acks.record(&format!("done {}\n", size + 2));
+        number += 1;
+    }
+}
+
+/// kill -9 at random moments of blocks and rollbacks across three trees
+/// (lean trees, so every tree has the same size after every write): the
+/// database opens with every tree at the same size, the one after the last
+/// acknowledged write or after the write in flight.
+#[test]
+fn a_kill_9_leaves_every_tree_at_the_same_write() {
+    use rand::Rng;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let acks = dir.path().join("acks");
+    let forest = Forest::create(&path).unwrap();
+    for name in KILL_TREES {
+        forest
+            .add_tree(name, config_of(tree(2, HashKind::Blake3)))
+            .unwrap();
+    }
+    forest.close().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    let kills = cairn_testkit::env_u64("CAIRN_FOREST_KILLS", 12);
+    for kill in 0..kills {
+        let victim = cairn_testkit::kill9::Victim::start(
+            "forest::forest_kill_child",
+            [
+                (KILL_DIR_ENV, path.as_os_str()),
+                (KILL_ACKS_ENV, acks.as_os_str()),
+            ],
+        );
+        assert!(
+            victim.opened(std::time::Duration::from_secs(60)),
+            "kill {kill}: never opened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(rng.gen_range(20..300)));
+        victim.kill();
+        let lines = cairn_testkit::kill9::acknowledged_lines(&acks);
+        let last_done = lines
+            .iter()
+            .rev()
+            .find_map(|l| l.strip_prefix("done "))
+            .map(|s| s.parse::<u64>().unwrap());
+        let in_flight = lines
+            .last()
+            .and_then(|l| l.strip_prefix("will "))
+            .map(|s| s.parse::<u64>().unwrap());
+        let forest = Forest::open(&path).unwrap_or_else(|e| panic!("kill {kill}: {e}"));
+        let sizes: Vec<u64> = heads(&forest).iter().map(|h| h.1).collect();
+        assert!(
+            sizes.iter().all(|&s| s == sizes[0]),
+            "kill {kill}: trees at different writes: {sizes:?}"
+        );
+        let allowed = [last_done.unwrap_or(0), in_flight.unwrap_or(u64::MAX)];
+        assert!(
+            allowed.contains(&sizes[0]),
+            "kill {kill}: size {} is neither the acknowledged {:?} nor the one in flight {:?}",
+            sizes[0],
+            last_done,
+            in_flight
+        );
+        forest.close().unwrap();
+        // The next child starts after this open: acknowledgements restart.
+        std::fs::write(&acks, format!("done {}\n", sizes[0])).unwrap();
+    }
+}
