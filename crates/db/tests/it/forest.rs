@@ -445,7 +445,7 @@ fn forest_kill_child() {
     loop {
         write += 1;
         let size = forest.trees()[0].db.size();
-        if write % 5 == 0 && forest.blocks().len() > 3 {
+        if write.is_multiple_of(5) && forest.blocks().len() > 3 {
             let to = forest.blocks()[forest.blocks().len() - 3].number;
             let sizes = forest.heads_at(to).unwrap();
             acks.record(&format!("will {}\n", sizes[0].1));
