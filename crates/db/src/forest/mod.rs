@@ -245,7 +245,7 @@ impl Apply {
     /// still holds the values, and open replays them.
     fn run(&self) {
         loop {
-            let bounds = {
+            {
                 let mut work = self.work.lock();
                 while work.bounds.is_empty() && !work.stop {
                     self.signal.wait(&mut work);
@@ -253,9 +253,11 @@ impl Apply {
                 if work.stop {
                     return;
                 }
-                std::mem::take(&mut work.bounds)
-            };
+            }
+            // The bounds are taken under the shared lock: a rollback
+            // between the wait and the flush has lowered them already.
             let _shared = self.lock.read();
+            let bounds = std::mem::take(&mut self.work.lock().bounds);
             for (db, bound) in bounds.values() {
                 let _ = db.flush_to(*bound);
             }
