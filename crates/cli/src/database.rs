@@ -133,3 +133,13 @@ pub fn usage_json(bytes: &FileBytes) -> String {
         .field("total", bytes.total())
         .finish()
 }
+
+/// The directory of the tree `tree` names in the database `dir` (the
+/// default tree without a name): a database of several trees keeps each
+/// in its own directory, a database of one is its tree.
+pub fn tree_dir(dir: &Path, tree: Option<&str>) -> Result<std::path::PathBuf, Failure> {
+    if tree.is_none() && !cairn_db::is_forest(dir) {
+        return Ok(dir.to_owned());
+    }
+    cairn_db::tree_dir(dir, tree).map_err(db_failure)
+}

@@ -104,6 +104,9 @@ pub enum DbError {
         /// The size whose root changed.
         size: u64,
     },
+    /// A database of several trees refused (see [`crate::ForestError`]).
+    #[error(transparent)]
+    Forest(#[from] crate::forest::ForestError),
 }
 
 /// Up to this many duplicates are spelled out in the message (all are in
@@ -138,7 +141,12 @@ fn describe(batch: usize, duplicates: &[Duplicate]) -> String {
 impl DbError {
     /// Whether this is an I/O failure or a corruption.
     pub fn is_storage_fault(&self) -> bool {
+        use crate::forest::ForestError as Forest;
         matches!(self, DbError::Store(e) if e.is_storage_fault())
+            || matches!(
+                self,
+                DbError::Forest(Forest::CorruptManifest { .. } | Forest::CorruptJournal { .. })
+            )
     }
 
     /// What kind of failure this is: what a caller maps to an exit code
@@ -170,6 +178,22 @@ impl DbError {
             DbError::SetFull(_) => ErrorKind::Full,
             DbError::Unsupported { .. } => ErrorKind::Unsupported,
             DbError::HeadChanged { .. } => ErrorKind::RolledBack,
+            DbError::Forest(error) => {
+                use crate::forest::ForestError as Forest;
+                match error {
+                    Forest::BadName { .. } | Forest::TreeTwice { .. } => ErrorKind::InvalidBatch,
+                    Forest::UnknownTree { .. } | Forest::NoBlock { .. } => ErrorKind::NotFound,
+                    Forest::TreeExists { .. } | Forest::SingleTree => ErrorKind::Config,
+                    Forest::BlockOrder { .. } => ErrorKind::BlockOrder,
+                    Forest::BelowFinalized { finalized, .. } => ErrorKind::BelowFinalized {
+                        finalized: *finalized,
+                    },
+                    Forest::CorruptManifest { .. }
+                    | Forest::CorruptJournal { .. }
+                    | Forest::Poisoned { .. } => ErrorKind::Unavailable,
+                    _ => ErrorKind::Other,
+                }
+            }
             DbError::Tree(error) => match error {
                 Tree::EmptyBatch | Tree::NonCanonicalLeaf { .. } => ErrorKind::InvalidBatch,
                 Tree::CapacityExceeded { .. } => ErrorKind::Full,

@@ -489,6 +489,12 @@ impl IndexedDb {
         Ok(self.head())
     }
 
+    /// Makes the first `values` values durable, none past them; returns
+    /// the durable count of values (see [`crate::Database::flush_to`]).
+    pub(crate) fn flush_to(&self, values: u64) -> Result<u64> {
+        Ok(self.db.store.flush_to(values)?)
+    }
+
     /// Checkpoints the log (flushing first): open then recovers from it
     /// rather than from every frame. The tree is always rebuilt from the
     /// values.

@@ -42,6 +42,7 @@ mod db;
 #[doc(hidden)]
 pub mod decoders;
 mod error;
+mod forest;
 mod indexed;
 mod open;
 mod operation;
@@ -69,6 +70,10 @@ pub use database::{
 };
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
 pub use error::{DbError, ErrorKind, Result};
+pub use forest::{
+    BlockId, Committed, DEFAULT_TREE, Forest, ForestError, JOURNAL, JOURNAL_VERSION, MANIFEST,
+    MANIFEST_VERSION, TREES_DIR, Tree, TreeAt, check_name, is_forest, tree_dir, tree_dirs,
+};
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use open::{OpenOptions, is_database};
 pub use operation::Operation;

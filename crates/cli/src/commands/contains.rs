@@ -36,6 +36,9 @@ pub struct ContainsCmd {
     /// The database directory.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+    /// The tree of a database of several trees (default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// The value, 0x and 64 hex digits.
     #[arg(value_name = "0x..", value_parser = parse_root)]
     leaf: Hash,
@@ -46,7 +49,8 @@ pub struct ContainsCmd {
 
 impl ContainsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let db = database::open_read_only(&self.dir, Options::default())?;
+        let dir = database::tree_dir(&self.dir, self.tree.as_deref())?;
+        let db = database::open_read_only(&dir, Options::default())?;
         let found = db
             .lookup(std::slice::from_ref(&self.leaf))
             .map_err(database::db_failure)?;

@@ -29,6 +29,9 @@ pub struct ExportCmd {
     /// The database directory.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+    /// The tree of a database of several trees (default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// The first leaf index (a size S1).
     #[arg(long, value_name = "S1", default_value_t = 0)]
     from: u64,
@@ -55,7 +58,8 @@ impl ExportCmd {
         }
         // The values in the order they were appended (an indexed
         // database's in insertion order, not its sorted leaves).
-        let snapshot = database::values(&self.dir)?;
+        let dir = database::tree_dir(&self.dir, self.tree.as_deref())?;
+        let snapshot = database::values(&dir)?;
         if let Err(message) = self.format.check_hash(snapshot.config().hash) {
             return Err(Failure::new(
                 Code::Usage,

@@ -43,7 +43,64 @@ pub struct HeadsCmd {
 }
 
 impl HeadsCmd {
+    /// Every tree's head at each block of a database of several trees.
+    fn run_forest(&self) -> Result<(), Failure> {
+        let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
+        let mut rows = Vec::new();
+        let blocks = forest.blocks();
+        let result = blocks
+            .iter()
+            .filter(|b| b.number >= self.from_block)
+            .take(self.limit)
+            .try_for_each(|block| {
+                let heads = forest.heads_at(block.number)?;
+                rows.push((*block, heads));
+                Ok::<(), cairn_db::DbError>(())
+            });
+        let finalized = forest.finalized_block();
+        forest.close().map_err(database::db_failure)?;
+        result.map_err(database::db_failure)?;
+        if self.json {
+            let listed = array(rows.iter().map(|(block, heads)| {
+                let trees = array(heads.iter().map(|(name, size, root)| {
+                    Object::new()
+                        .field("tree", name.as_str())
+                        .field("size", *size)
+                        .hash("root", root.as_ref())
+                        .finish()
+                }));
+                Object::new()
+                    .field("block", block.number)
+                    .hash("block_hash", Some(&block.hash))
+                    .raw("trees", &trees)
+                    .finish()
+            }));
+            return output::line(
+                &Object::new()
+                    .raw("blocks", &listed)
+                    .field("finalized_block", finalized)
+                    .finish(),
+            );
+        }
+        let lines: Vec<String> = rows
+            .iter()
+            .flat_map(|(block, heads)| {
+                heads.iter().map(move |(name, size, root)| {
+                    let root = root.map_or_else(|| "none".to_owned(), |r| to_hex(&r));
+                    format!("block {} tree {name} size {size} root {root}", block.number)
+                })
+            })
+            .collect();
+        if lines.is_empty() {
+            return output::line("no blocks");
+        }
+        output::line(&lines.join("\n"))
+    }
+
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if cairn_db::is_forest(&self.dir) {
+            return self.run_forest();
+        }
         let db = database::open_read_only(&self.dir, Options::default())?;
         let heads = db
             .heads(self.from_block, self.limit)

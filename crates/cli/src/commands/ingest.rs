@@ -106,6 +106,9 @@ pub struct IngestCmd {
     /// The chain block these leaves belong to: one commit, tagged with it.
     #[arg(long, value_name = "N")]
     block: Option<u64>,
+    /// The tree of a database of several trees to append to (default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// The block's hash (with --block).
     #[arg(long, value_name = "0x..", requires = "block", value_parser = crate::args::parse_root)]
     block_hash: Option<Hash>,
@@ -283,6 +286,18 @@ impl IngestCmd {
             // Otherwise a bare `cairn ingest db` looks hung.
             eprintln!("{}", waiting_notice(self.format));
         }
+        if cairn_db::is_forest(&self.dir) {
+            return self.ingest_forest(&source, input);
+        }
+        if let Some(tree) = &self.tree
+            && tree != cairn_db::DEFAULT_TREE
+        {
+            return Err(database::db_failure(
+                cairn_db::tree_dir(&self.dir, Some(tree))
+                    .err()
+                    .unwrap_or(cairn_db::DbError::Forest(cairn_db::ForestError::SingleTree)),
+            ));
+        }
         let db = database::open(
             &self.dir,
             Options {
@@ -337,6 +352,103 @@ impl IngestCmd {
                 Err(failure)
             }
         }
+    }
+
+    /// An ingest into one tree of a database of several: each block read
+    /// is one write through the database's block journal (with --block,
+    /// the input is that chain block's values for this tree).
+    fn ingest_forest(
+        &self,
+        source: &Source,
+        input: Box<dyn std::io::BufRead>,
+    ) -> Result<(), Failure> {
+        let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
+        let tree = match &self.tree {
+            Some(name) => name.clone(),
+            None => {
+                let names = forest.names();
+                match names.iter().find(|n| *n == cairn_db::DEFAULT_TREE) {
+                    Some(name) => name.clone(),
+                    None if names.len() == 1 => names[0].clone(),
+                    None => {
+                        return Err(Failure::new(
+                            Code::Usage,
+                            anyhow!(
+                                "{} holds several trees ({}): name one with --tree",
+                                self.dir.display(),
+                                names.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        };
+        let db = forest.tree(&tree).map_err(database::db_failure)?;
+        if let Err(message) = self.format.check_hash(db.tree_config().hash) {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!("{}: {message}", self.dir.display()),
+            ));
+        }
+        let mut reader = BlockReader::new(input, self.format);
+        let block_size = usize::try_from(self.block_size).unwrap_or(usize::MAX);
+        let (mut block, mut lines) = (Vec::new(), Vec::new());
+        let (mut first, mut count) = (None, 0u64);
+        loop {
+            reader
+                .next_block(block_size, &mut block, &mut lines)
+                .map_err(|error| {
+                    Failure::new(Code::Input, anyhow!("{}: {error}", source.name()))
+                })?;
+            if block.is_empty() && (self.block.is_none() || first.is_some()) {
+                break;
+            }
+            let committed = match self.block {
+                Some(number) => {
+                    if first.is_some() {
+                        return Err(Failure::new(
+                            Code::Usage,
+                            anyhow!("with --block the input holds at most --block-size leaves"),
+                        ));
+                    }
+                    let id = cairn_db::BlockId {
+                        number,
+                        hash: self.block_hash.unwrap_or([0; 32]),
+                    };
+                    forest.commit_block(id, &[(tree.as_str(), &block[..])])
+                }
+                None => forest.append(&tree, &block),
+            }
+            .map_err(database::db_failure)?;
+            first.get_or_insert(committed.trees[0].first);
+            count += committed.trees[0].count;
+            if block.is_empty() {
+                break;
+            }
+        }
+        forest.apply().map_err(database::db_failure)?;
+        let head = db.head();
+        drop(db);
+        forest.close().map_err(database::db_failure)?;
+        let first = first.unwrap_or(head.size);
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("tree", tree.as_str())
+                    .field("first_index", first)
+                    .field("count", count)
+                    .field("size", head.size)
+                    .hash("root", head.root.as_ref())
+                    .finish(),
+            );
+        }
+        output::line(&format!(
+            "appended {count} lea{} to tree {tree} at indices {first}..{}: size {}, root {}",
+            if count == 1 { "f" } else { "ves" },
+            first + count,
+            head.size,
+            head.root.map_or_else(|| "none".to_owned(), |r| to_hex(&r))
+        ))
     }
 
     /// Reads and appends every block; returns whether it checkpointed, and

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use cairn_core::hex::to_hex;
 use cairn_core::{Arity, HashKind, TreeConfig, TreeKind};
-use cairn_db::{Database, DbConfig, Operation};
+use cairn_db::{Database, DbConfig, Forest, Operation};
 
 use crate::args::{KindArgs, parse_arity, parse_hash_kind};
 use crate::database;
@@ -52,8 +52,13 @@ mode 0600; `cairn sign-key` adds one later.
 \"depth\":D|null,\"zero\":\"0x..\"|null} (depth and zero: an imt's; format_version 2 for an imt's or an \
 indexed tree's cairn.meta).
 
+Without --arity and --hash, DIR becomes a database of several trees, none yet: `cairn tree add \
+DIR NAME --arity N --hash H` adds each (any kind, with its own arity, hash and nullifier set), \
+and `cairn trees DIR` lists them (README, \"Many trees\").
+
 Examples:
   cairn init db --arity 4 --hash blake3
+  cairn init state
   cairn init deposits --arity 2 --hash poseidon --max-depth 32
   cairn init commitments --arity 16 --hash keccak256 --no-unique
   cairn init follower --arity 2 --hash poseidon --finality explicit
@@ -89,12 +94,12 @@ pub struct InitCmd {
     /// The directory to create it in (created if missing; must be empty).
     #[arg(value_name = "DIR")]
     dir: PathBuf,
-    /// Children per internal node, 2 to 16.
-    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity)]
-    arity: Arity,
-    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge.
-    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind)]
-    hash: HashKind,
+    /// Children per internal node, 2 to 16 (with --hash; neither: a database of several trees).
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, requires = "hash")]
+    arity: Option<Arity>,
+    /// Node hash: blake3, sha256, keccak256, poseidon or mimcsponge (with --arity).
+    #[arg(long, value_name = "HASH", value_parser = parse_hash_kind, requires = "arity")]
+    hash: Option<HashKind>,
     /// Refuse appends that would make the tree deeper than D levels (1 to 64; lean trees).
     #[arg(long, value_name = "D", value_parser = clap::value_parser!(u32).range(1..=64))]
     max_depth: Option<u32>,
@@ -114,6 +119,47 @@ pub struct InitCmd {
     json: bool,
 }
 
+/// The configuration of a tree of `arity` and `hash` with these options
+/// (checked against each other: usage errors name the option), and its
+/// tree: what `cairn init` creates and `cairn tree add` adds.
+pub(crate) fn tree_config(
+    arity: Arity,
+    hash: HashKind,
+    max_depth: Option<u32>,
+    kind_args: &KindArgs,
+    no_unique: bool,
+    explicit: bool,
+) -> Result<(DbConfig, TreeConfig), Failure> {
+    let kind = kind_args.resolve(hash)?;
+    if let (TreeKind::Fixed { depth, .. }, Some(max_depth)) = (kind, max_depth) {
+        return Err(Failure::new(
+            Code::Usage,
+            anyhow!(
+                "--max-depth {max_depth} is for lean trees: an imt's depth is fixed by --depth {depth}"
+            ),
+        ));
+    }
+    // An indexed tree refuses duplicates itself: it has no set to drop.
+    if no_unique && !kind.is_append_only() {
+        return Err(Failure::new(
+            Code::Usage,
+            anyhow!(
+                "--no-unique is for lean and imt trees: an indexed tree refuses a value twice by construction"
+            ),
+        ));
+    }
+    let mut tree = TreeConfig::new(arity, hash).with_kind(kind);
+    if let Some(depth) = max_depth {
+        tree = tree.with_max_depth(depth);
+    }
+    let mut config = DbConfig::new(tree);
+    config.unique = !no_unique;
+    config.explicit_finality = explicit;
+    config.store.flush_interval = None;
+    config.store.checkpoint = Default::default();
+    Ok((config, tree))
+}
+
 /// The version of the `cairn.meta` a database of `tree` has: 1, or 2 for
 /// a tree of another kind than Lean.
 pub(crate) fn format_version(tree: &TreeConfig) -> u32 {
@@ -124,6 +170,43 @@ pub(crate) fn format_version(tree: &TreeConfig) -> u32 {
 }
 
 impl InitCmd {
+    /// An empty database of several trees.
+    fn create_forest(&self) -> Result<(), Failure> {
+        let given: Vec<&str> = [
+            self.max_depth.map(|_| "--max-depth"),
+            self.no_unique.then_some("--no-unique"),
+            (self.finality != Finality::Checkpoint).then_some("--finality"),
+            self.sign_key.as_ref().map(|_| "--sign-key"),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(self.kind.given())
+        .collect();
+        if let Some(option) = given.first() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{option} describes a tree: give --arity and --hash with it, or add the tree with `cairn tree add`"
+                ),
+            ));
+        }
+        Forest::create(&self.dir)
+            .and_then(Forest::close)
+            .map_err(database::db_failure)?;
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("dir", self.dir.display().to_string())
+                    .raw("trees", "[]")
+                    .finish(),
+            );
+        }
+        output::line(&format!(
+            "created {}: a database of several trees, none yet (cairn tree add)",
+            self.dir.display()
+        ))
+    }
+
     pub(crate) fn run(self) -> Result<(), Failure> {
         if database::is_database(&self.dir) {
             return Err(Failure::new(
@@ -140,16 +223,12 @@ impl InitCmd {
             .as_deref()
             .map(crate::signing::read_key)
             .transpose()?;
-        let kind = self.kind.resolve(self.hash)?;
-        if let (TreeKind::Fixed { depth, .. }, Some(max_depth)) = (kind, self.max_depth) {
-            return Err(Failure::new(
-                Code::Usage,
-                anyhow!(
-                    "--max-depth {max_depth} is for lean trees: an imt's depth is fixed by --depth {depth}"
-                ),
-            ));
-        }
-        if self.sign_key.is_some() && !Operation::SignedCheckpoint.supported_by(kind) {
+        let (Some(arity), Some(hash)) = (self.arity, self.hash) else {
+            return self.create_forest();
+        };
+        if self.sign_key.is_some()
+            && !Operation::SignedCheckpoint.supported_by(self.kind.resolve(hash)?)
+        {
             return Err(Failure::new(
                 Code::Usage,
                 anyhow!(
@@ -157,24 +236,15 @@ impl InitCmd {
                 ),
             ));
         }
-        // An indexed tree refuses duplicates itself: it has no set to drop.
-        if self.no_unique && !kind.is_append_only() {
-            return Err(Failure::new(
-                Code::Usage,
-                anyhow!(
-                    "--no-unique is for lean and imt trees: an indexed tree refuses a value twice by construction"
-                ),
-            ));
-        }
-        let mut tree = TreeConfig::new(self.arity, self.hash).with_kind(kind);
-        if let Some(depth) = self.max_depth {
-            tree = tree.with_max_depth(depth);
-        }
-        let mut config = DbConfig::new(tree);
-        config.unique = !self.no_unique;
-        config.explicit_finality = self.finality == Finality::Explicit;
-        config.store.flush_interval = None;
-        config.store.checkpoint = Default::default();
+        let (config, tree) = tree_config(
+            arity,
+            hash,
+            self.max_depth,
+            &self.kind,
+            self.no_unique,
+            self.finality == Finality::Explicit,
+        )?;
+        let kind = tree.kind;
         let log_file_leaves = 1u64 << config.store.log_shift;
         Database::create(&self.dir, config)
             .and_then(Database::close)
@@ -187,8 +257,8 @@ impl InitCmd {
             return output::line(
                 &Object::new()
                     .field("dir", self.dir.display().to_string())
-                    .field("arity", self.arity.as_u64())
-                    .field("hash", self.hash.name())
+                    .field("arity", arity.as_u64())
+                    .field("hash", hash.name())
                     .field("max_depth", self.max_depth)
                     .field("unique", unique)
                     .field("log_file_leaves", log_file_leaves)
@@ -220,8 +290,8 @@ impl InitCmd {
         output::line(&format!(
             "created {}: arity {}, hash {}, {shape}{set}{}",
             self.dir.display(),
-            self.arity,
-            self.hash,
+            arity,
+            hash,
             match self.finality {
                 Finality::Checkpoint => "",
                 Finality::Explicit => ", explicit finality",

@@ -39,6 +39,7 @@ mod serve;
 mod sign_key;
 mod signed_checkpoint;
 mod stats;
+mod tree;
 mod verify;
 mod verify_checkpoint;
 mod verify_consistency;
@@ -70,6 +71,7 @@ pub use serve::ServeCmd;
 pub use sign_key::SignKeyCmd;
 pub use signed_checkpoint::SignedCheckpointCmd;
 pub use stats::StatsCmd;
+pub use tree::{TreeCmd, TreesCmd};
 pub use verify::VerifyCmd;
 pub use verify_checkpoint::VerifyCheckpointCmd;
 pub use verify_consistency::VerifyConsistencyCmd;
@@ -80,6 +82,12 @@ pub enum Command {
     /// Create an empty database in a directory.
     #[command(long_about = init::LONG_ABOUT)]
     Init(InitCmd),
+    /// Add a named tree to a database.
+    #[command(long_about = tree::TREE_ABOUT)]
+    Tree(TreeCmd),
+    /// List a database's trees.
+    #[command(long_about = tree::TREES_ABOUT)]
+    Trees(TreesCmd),
     /// Append leaves to a database durably, block by block.
     #[command(long_about = ingest::LONG_ABOUT)]
     Ingest(IngestCmd),
@@ -171,6 +179,8 @@ impl Command {
     pub fn run(self) -> Result<(), Failure> {
         match self {
             Command::Init(cmd) => cmd.run(),
+            Command::Tree(cmd) => cmd.run(),
+            Command::Trees(cmd) => cmd.run(),
             Command::Ingest(cmd) => cmd.run(),
             Command::Root(cmd) => cmd.run(),
             Command::Stats(cmd) => cmd.run(),

@@ -81,6 +81,9 @@ pub struct ProveCmd {
     /// A cairn database directory (instead of --leaves, --arity and --hash).
     #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "kind", "depth", "zero", "format"])]
     dir: Option<PathBuf>,
+    /// The tree of a database of several trees (default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME", requires = "dir")]
+    tree: Option<String>,
     /// Published tiles to compute the proof from: a directory, file://PATH, http(s)://URL or s3://BUCKET/PREFIX.
     #[arg(long, value_name = "STORE", conflicts_with_all = ["dir", "leaves", "arity", "hash", "kind", "depth", "zero", "format", "leaf", "size", "root"])]
     tiles: Option<String>,
@@ -306,6 +309,7 @@ impl ProveCmd {
     /// The proof asked of a database: absence, or membership by value or
     /// index, against its durable head or an earlier one it names.
     fn prove_db(&self, dir: &std::path::Path) -> Result<Proof, Failure> {
+        let dir = &database::tree_dir(dir, self.tree.as_deref())?;
         let lookups = self.leaf.is_some() || self.absent.is_some();
         let db = if lookups {
             database::open_read_only(dir, database::Options::default())?

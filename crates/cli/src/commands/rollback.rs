@@ -86,8 +86,48 @@ pub struct FinalizeCmd {
     json: bool,
 }
 
+/// A database of several trees rolls back and finalizes by block only.
+fn forest_block(target: &Target) -> Result<u64, Failure> {
+    target.to_block.ok_or_else(|| {
+        Failure::new(
+            crate::failure::Code::Usage,
+            anyhow::anyhow!(
+                "a database of several trees rolls back and finalizes by block, every tree at once: use --to-block"
+            ),
+        )
+    })
+}
+
 impl TruncateCmd {
+    /// Every tree of a database of several back to a block.
+    fn run_forest(&self) -> Result<(), Failure> {
+        let block = forest_block(&self.target)?;
+        let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
+        let trees = forest
+            .truncate_to_block(block)
+            .map_err(database::db_failure);
+        forest.close().map_err(database::db_failure)?;
+        let trees = trees?;
+        if self.json {
+            let listed = crate::json::array(trees.iter().map(|t| {
+                Object::new()
+                    .field("tree", t.tree.as_str())
+                    .field("size", t.size)
+                    .finish()
+            }));
+            return output::line(&Object::new().raw("trees", &listed).finish());
+        }
+        let lines: Vec<String> = trees
+            .iter()
+            .map(|t| format!("tree {} size {}", t.tree, t.size))
+            .collect();
+        output::line(&lines.join("\n"))
+    }
+
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if cairn_db::is_forest(&self.dir) {
+            return self.run_forest();
+        }
         let db = database::open(&self.dir, Options::default())?;
         let before = db.size();
         let head = match (self.target.to, self.target.to_block) {
@@ -136,6 +176,19 @@ impl TruncateCmd {
 
 impl FinalizeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if cairn_db::is_forest(&self.dir) {
+            let block = forest_block(&self.target)?;
+            let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
+            let finalized = forest
+                .finalize_to_block(block)
+                .map_err(database::db_failure);
+            forest.close().map_err(database::db_failure)?;
+            let finalized = finalized?;
+            if self.json {
+                return output::line(&Object::new().field("finalized_block", finalized).finish());
+            }
+            return output::line(&format!("finalized every tree at block {finalized}"));
+        }
         let db = database::open(&self.dir, Options::default())?;
         let finalized = match (self.target.to, self.target.to_block) {
             (Some(size), _) => db.finalize(size),

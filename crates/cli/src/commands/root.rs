@@ -58,13 +58,17 @@ pub struct RootCmd {
     /// A leaf file (- or nothing reads stdin), or a database directory.
     #[arg(value_name = "FILE|DIR")]
     source: Option<PathBuf>,
+    /// The tree of a database of several trees (default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME", requires = "source")]
+    tree: Option<String>,
 }
 
 impl RootCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let (head, depth, config, name) = match &self.source {
-            Some(dir) if database::is_database(dir) => {
+            Some(dir) if database::is_database(dir) || cairn_db::is_forest(dir) => {
                 refuse_tree_options(dir, self.arity, self.hash, &self.kind, self.format)?;
+                let dir = &database::tree_dir(dir, self.tree.as_deref())?;
                 let db = database::read(dir)?;
                 let (head, config) = (db.head(), db.tree_config());
                 database::close(db)?;

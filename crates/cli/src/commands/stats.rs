@@ -47,6 +47,9 @@ pub struct StatsCmd {
     /// The database directory.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+    /// The tree of a database of several trees (default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// Print the figures as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -64,7 +67,8 @@ struct LevelFigures {
 
 impl StatsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let db = database::open_read_only(&self.dir, Options::default())?;
+        let dir = database::tree_dir(&self.dir, self.tree.as_deref())?;
+        let db = database::open_read_only(&dir, Options::default())?;
         // What there is to report differs by kind: an indexed tree's values
         // and guard; a lean or imt tree's levels, tiering and set.
         if db.kind() == TreeKind::Indexed {
@@ -74,7 +78,7 @@ impl StatsCmd {
         let stats = db.stats();
         let head = db.head();
         database::close(db)?;
-        let (disk, apparent) = database::usage(&self.dir)?;
+        let (disk, apparent) = database::usage(&dir)?;
         let tree = meta.tree();
         let depth = tree.depth_at(head.size);
         let levels: Vec<LevelFigures> = if head.size == 0 {

@@ -141,6 +141,20 @@ impl Database {
         }
     }
 
+    /// Makes the tree's first `size` leaves durable and writes none past
+    /// them (in the tree's sizes: an indexed tree's guard counts); returns
+    /// the durable size. What a database of several trees uses to make a
+    /// tree catch up with its block journal, which already holds the
+    /// leaves: a tree of such a database runs without background flushes
+    /// or automatic checkpoints, so nothing else writes leaves the
+    /// journal does not hold yet.
+    pub fn flush_to(&self, size: u64) -> Result<u64> {
+        match &self.kind {
+            Kind::AppendOnly(db) => Ok(db.store.flush_to(size)?),
+            Kind::Indexed(db) => Ok(db.flush_to(size.saturating_sub(1))? + 1),
+        }
+    }
+
     /// Writes a checkpoint (flushing first): the tree's upper levels and
     /// the nullifier set, or an indexed tree's log of values, so the next
     /// open replays less.

@@ -9,6 +9,7 @@ mod corruption;
 mod crash;
 mod durable_head;
 mod facade;
+mod forest;
 mod indexed;
 mod indexed_crash;
 mod pending;

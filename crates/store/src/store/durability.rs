@@ -317,6 +317,46 @@ impl Inner {
         )));
     }
 
+    /// Makes at least the first `limit` leaves durable (fewer if the tree
+    /// holds fewer), writing none past `limit`: one group commit of this
+    /// thread, or of another flushing meanwhile. Returns the durable size.
+    pub(crate) fn flush_to(&self, limit: u64) -> Result<u64> {
+        let mut durable = self.durable.lock();
+        loop {
+            if durable.end >= limit.min(self.size.load(Ordering::Acquire)) {
+                return Ok(durable.end);
+            }
+            if let Some(failure) = &durable.failure {
+                return Err(poisoned(failure));
+            }
+            if !durable.flushing {
+                durable.flushing = true;
+                drop(durable);
+                let result = self.flush_log_to(None, Some(limit));
+                durable = self.durable.lock();
+                durable.flushing = false;
+                return match result {
+                    Err(StoreError::Closed) => {
+                        self.notify_durable();
+                        Err(StoreError::Closed)
+                    }
+                    Err(error) => {
+                        self.record_flush(&mut durable, Err(error.clone()));
+                        Err(error)
+                    }
+                    result => {
+                        self.record_flush(&mut durable, result);
+                        Ok(durable.end)
+                    }
+                };
+            }
+            let changed = self.durable_changed.listen();
+            drop(durable);
+            changed.wait();
+            durable = self.durable.lock();
+        }
+    }
+
     /// Waits until what `want` names is durable, flushing if nobody is.
     fn wait_durable(&self, want: Want, deadline: Instant) -> Result<()> {
         let mut durable = self.durable.lock();
@@ -410,6 +450,20 @@ impl Inner {
     /// Tagged heads are made durable before the leaves they follow (see
     /// `heads.rs`).
     pub(crate) fn flush_log(&self, snapshot: Option<&mut Option<Taken>>) -> Result<Flushed> {
+        self.flush_log_to(snapshot, None)
+    }
+
+    /// [`Inner::flush_log`] of at most the first `limit` leaves (all of
+    /// them with `None`). A bounded flush takes no checkpoint snapshot and
+    /// writes no tagged head: it serves a caller whose own record (a
+    /// database's block journal) is the durable one for the leaves past
+    /// `limit`, and which never tags.
+    pub(crate) fn flush_log_to(
+        &self,
+        snapshot: Option<&mut Option<Taken>>,
+        limit: Option<u64>,
+    ) -> Result<Flushed> {
+        debug_assert!(limit.is_none() || snapshot.is_none());
         let mut log = self.log.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
@@ -428,8 +482,19 @@ impl Inner {
             }
             let pending = self.heads.lock().pending();
             let epoch = self.epoch.load(Ordering::Acquire);
-            (tree.share_leaves(), tree.size(), taken, epoch, pending)
+            let to = limit.map_or(tree.size(), |limit| limit.min(tree.size()));
+            (
+                tree.share_leaves(),
+                to.max(log.end()),
+                taken,
+                epoch,
+                pending,
+            )
         };
+        assert!(
+            limit.is_none() || pending.is_empty(),
+            "a bounded flush of a store with tagged heads"
+        );
         // The log's tail record names the heads records durable before this
         // commit's: those of a commit a crash tears are never named, so
         // recovery may drop them (as it drops the commit's leaves).

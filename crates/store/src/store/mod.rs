@@ -472,6 +472,16 @@ impl Store {
         Ok(self.durable_size())
     }
 
+    /// Makes the first `limit` leaves durable (all, if the tree holds
+    /// fewer) and writes none past them; returns the durable size. For a
+    /// caller whose own durable record (a database's block journal) covers
+    /// the leaves past `limit`: such a store never tags, never flushes in
+    /// the background and never checkpoints on its own, so nothing else
+    /// writes them (see docs/file-format.md, "Database directory").
+    pub fn flush_to(&self, limit: u64) -> Result<u64> {
+        self.inner.flush_to(limit)
+    }
+
     /// Leaves in the tree (visible to readers, not necessarily durable).
     pub fn size(&self) -> u64 {
         self.inner.size.load(Ordering::Acquire)
