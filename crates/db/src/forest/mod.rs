@@ -24,6 +24,8 @@
 //! - the first failed journal write or sync poisons the database: nothing
 //!   is written after it.
 
+mod error;
+mod files;
 mod journal;
 mod manifest;
 mod replay;
@@ -34,8 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_core::{Hash, TreeKind};
-use cairn_store::fs::{Fs, FsFile, OpenMode};
-use cairn_store::replace::replace_file;
+use cairn_store::fs::{Fs, FsFile};
 use cairn_store::{BlockTag, StdFs, StoreError};
 use parking_lot::{Condvar, Mutex, RwLock};
 
@@ -46,6 +47,10 @@ use crate::error::{DbError, Result};
 pub use journal::{BlockId, JOURNAL, JOURNAL_VERSION};
 pub use manifest::{MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name};
 
+pub use error::ForestError;
+pub use files::{is_forest, tree_dir, tree_dirs};
+
+use files::{journaled_config, open_writer, quiet, read_all, write_journal, write_manifest};
 use journal::{BlockSizes, Header, Part, Record};
 use manifest::Entry;
 
@@ -60,110 +65,6 @@ pub const JOURNAL_TRIM_BYTES: u64 = 64 << 20;
 /// How long a write waits for one tree's acknowledgement in the
 /// single-tree layout.
 const WAIT: Duration = Duration::from_secs(60);
-
-/// The errors of a database of several trees (beside its trees' own).
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum ForestError {
-    /// A tree name outside what a directory and a URL take.
-    #[error(
-        "tree name {name:?} refused: 1 to {MAX_NAME} bytes of a-z, 0-9, '-', '_' and '.', starting with a letter or digit"
-    )]
-    BadName {
-        /// The name.
-        name: String,
-    },
-    /// No tree of this name.
-    #[error("no tree named {name:?} in this database (it holds: {known})")]
-    UnknownTree {
-        /// The name asked for.
-        name: String,
-        /// The names it holds, comma separated.
-        known: String,
-    },
-    /// A tree of this name exists already.
-    #[error("a tree named {name:?} exists already")]
-    TreeExists {
-        /// The name.
-        name: String,
-    },
-    /// A tree named twice in one block.
-    #[error("tree {name:?} is named twice in one block")]
-    TreeTwice {
-        /// The name.
-        name: String,
-    },
-    /// The manifest does not decode.
-    #[error("cairn.trees is corrupt: {what}")]
-    CorruptManifest {
-        /// What is wrong.
-        what: String,
-    },
-    /// The journal does not decode, or contradicts the trees.
-    #[error("blocks.journal is corrupt at byte {offset}: {what}")]
-    CorruptJournal {
-        /// Where.
-        offset: u64,
-        /// What is wrong.
-        what: String,
-    },
-    /// A file of a format this build does not read.
-    #[error("{file} has format version {version}; this build reads version {supported}")]
-    UnsupportedVersion {
-        /// The file.
-        file: &'static str,
-        /// Its version.
-        version: u32,
-        /// The version this build reads.
-        supported: u32,
-    },
-    /// A block number at or below the last one.
-    #[error("block {block} does not follow the last block {last}")]
-    BlockOrder {
-        /// The block refused.
-        block: u64,
-        /// The last block written.
-        last: u64,
-    },
-    /// No block at or below this number is known (rolled back, before the
-    /// first block, or below the finalized block).
-    #[error("no block at or below {block} that a rollback or finalization can reach{}", finalized.map(|f| format!(" (block {f} is finalized)")).unwrap_or_default())]
-    NoBlock {
-        /// The block asked for.
-        block: u64,
-        /// The finalized block, if any.
-        finalized: Option<u64>,
-    },
-    /// A rollback below a tree's finalized size: nothing was rolled back.
-    #[error(
-        "rolling back to block {block} takes tree {tree:?} to {to} leaves, below its finalized size {finalized}: nothing rolled back"
-    )]
-    BelowFinalized {
-        /// The block asked for.
-        block: u64,
-        /// The tree.
-        tree: String,
-        /// The size it would have.
-        to: u64,
-        /// Its finalized size.
-        finalized: u64,
-    },
-    /// An earlier journal write or sync failed: nothing is written after
-    /// it (reopen to recover).
-    #[error(
-        "the block journal failed earlier ({cause}): nothing is written until the database is reopened"
-    )]
-    Poisoned {
-        /// The first failure.
-        cause: String,
-    },
-    /// A single-tree directory holds one tree and no journal: a block
-    /// naming another tree needs trees added first.
-    #[error(
-        "this database is one tree in the layout before several trees; a block can name only {DEFAULT_TREE:?} until a tree is added"
-    )]
-    SingleTree,
-}
 
 /// One tree of a [`Forest`].
 #[derive(Debug, Clone)]
@@ -1090,130 +991,4 @@ fn block_at(state: &State, block: u64) -> Option<BlockId> {
         .rev()
         .find(|b| b.block.number <= block)
         .map(|b| b.block)
-}
-
-/// The stored configuration of a tree of a journaled database, run with
-/// nothing in the background: only the database flushes its log.
-fn journaled_config(fs: &dyn Fs, dir: &Path) -> Result<DbConfig> {
-    let mut config = crate::db::resolve_config(fs, dir, None)?;
-    quiet(&mut config);
-    Ok(config)
-}
-
-fn quiet(config: &mut DbConfig) {
-    config.store.flush_interval = None;
-    config.store.seal_after = None;
-    config.store.checkpoint = cairn_store::CheckpointPolicy::default();
-}
-
-fn read_all(fs: &dyn Fs, path: &Path) -> Result<Vec<u8>> {
-    let file = fs
-        .open(path, OpenMode::ReadOnly)
-        .map_err(|e| StoreError::io("open", path, e))?;
-    let length = file.len().map_err(|e| StoreError::io("stat", path, e))?;
-    let mut bytes = vec![0; usize::try_from(length).expect("64-bit")];
-    file.read_exact_at(&mut bytes, 0)
-        .map_err(|e| StoreError::io("read", path, e))?;
-    Ok(bytes)
-}
-
-fn write_manifest(fs: &dyn Fs, dir: &Path, entries: &[Entry]) -> Result<()> {
-    let bytes = manifest::encode(entries);
-    replace_file(fs, dir, manifest::MANIFEST_TMP, MANIFEST, |file, path| {
-        file.write_at(&bytes, 0)
-            .map_err(|e| StoreError::io("write", path, e))
-    })?;
-    Ok(())
-}
-
-fn write_journal(fs: &dyn Fs, dir: &Path, header: &Header) -> Result<()> {
-    let bytes = journal::encode_header(header);
-    replace_file(fs, dir, journal::JOURNAL_TMP, JOURNAL, |file, path| {
-        file.write_at(&bytes, 0)
-            .map_err(|e| StoreError::io("write", path, e))
-    })?;
-    Ok(())
-}
-
-/// The journal opened for appending after its valid frames (a torn tail
-/// overwritten with zeros, so no stale byte follows the next frame).
-fn open_writer(fs: &dyn Fs, dir: &Path) -> Result<Writer> {
-    let path = dir.join(JOURNAL);
-    let bytes = read_all(fs, &path)?;
-    let (header, prev, at) = journal::decode_header(&bytes)?;
-    let scanned = journal::scan(&bytes, at, header.first_seq, prev)?;
-    let file = fs
-        .open(&path, OpenMode::Existing)
-        .map_err(|e| StoreError::io("open", &path, e))?;
-    if scanned.end < bytes.len() {
-        file.write_at(&vec![0; bytes.len() - scanned.end], scanned.end as u64)
-            .and_then(|()| file.sync_data())
-            .map_err(|e| StoreError::io("write", &path, e))?;
-    }
-    Ok(Writer {
-        file,
-        start: at as u64,
-        end: scanned.end as u64,
-        seq: scanned.next_seq,
-        prev: scanned.prev,
-    })
-}
-
-/// Whether `dir` holds a database of several trees (its manifest).
-pub fn is_forest(dir: impl AsRef<Path>) -> bool {
-    dir.as_ref().join(MANIFEST).is_file()
-}
-
-/// The trees of the database in `dir` and the directory of each, read
-/// from its manifest without opening anything (a directory of the
-/// single-tree layout: its one tree, `default`, at `dir`). What a reader
-/// opens a tree read-only from: beside a running writer, a tree reads as
-/// its own log holds it, which may trail the journal by the applier's
-/// latency (and, after a crash, until the next writing open replays it).
-pub fn tree_dirs(dir: impl AsRef<Path>) -> Result<Vec<(String, PathBuf)>> {
-    let dir = dir.as_ref();
-    let path = dir.join(MANIFEST);
-    if !path.is_file() {
-        if !dir.is_dir() {
-            return Err(StoreError::Missing {
-                path: dir.to_owned(),
-            }
-            .into());
-        }
-        if !crate::is_database(dir) {
-            return Err(StoreError::NotAStore {
-                path: dir.to_owned(),
-            }
-            .into());
-        }
-        return Ok(vec![(DEFAULT_TREE.to_owned(), dir.to_owned())]);
-    }
-    let entries = manifest::decode(&read_all(&StdFs, &path)?)?;
-    Ok(entries
-        .into_iter()
-        .map(|e| (e.name, dir.join(e.dir)))
-        .collect())
-}
-
-/// The directory of tree `name` of the database in `dir`, or of the tree
-/// a front end means by no name: `default` if there is one, else the only
-/// tree.
-pub fn tree_dir(dir: impl AsRef<Path>, name: Option<&str>) -> Result<PathBuf> {
-    let trees = tree_dirs(dir)?;
-    let wanted = name.unwrap_or(DEFAULT_TREE);
-    if let Some((_, path)) = trees.iter().find(|(n, _)| n == wanted) {
-        return Ok(path.clone());
-    }
-    match (name, trees.as_slice()) {
-        (None, [(_, only)]) => Ok(only.clone()),
-        _ => Err(ForestError::UnknownTree {
-            name: wanted.to_owned(),
-            known: trees
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        }
-        .into()),
-    }
 }

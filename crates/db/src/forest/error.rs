@@ -1,0 +1,107 @@
+//! The errors of a database of several trees, beside its trees' own.
+
+use super::{DEFAULT_TREE, MAX_NAME};
+
+/// The errors of a database of several trees (beside its trees' own).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ForestError {
+    /// A tree name outside what a directory and a URL take.
+    #[error(
+        "tree name {name:?} refused: 1 to {MAX_NAME} bytes of a-z, 0-9, '-', '_' and '.', starting with a letter or digit"
+    )]
+    BadName {
+        /// The name.
+        name: String,
+    },
+    /// No tree of this name.
+    #[error("no tree named {name:?} in this database (it holds: {known})")]
+    UnknownTree {
+        /// The name asked for.
+        name: String,
+        /// The names it holds, comma separated.
+        known: String,
+    },
+    /// A tree of this name exists already.
+    #[error("a tree named {name:?} exists already")]
+    TreeExists {
+        /// The name.
+        name: String,
+    },
+    /// A tree named twice in one block.
+    #[error("tree {name:?} is named twice in one block")]
+    TreeTwice {
+        /// The name.
+        name: String,
+    },
+    /// The manifest does not decode.
+    #[error("cairn.trees is corrupt: {what}")]
+    CorruptManifest {
+        /// What is wrong.
+        what: String,
+    },
+    /// The journal does not decode, or contradicts the trees.
+    #[error("blocks.journal is corrupt at byte {offset}: {what}")]
+    CorruptJournal {
+        /// Where.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A file of a format this build does not read.
+    #[error("{file} has format version {version}; this build reads version {supported}")]
+    UnsupportedVersion {
+        /// The file.
+        file: &'static str,
+        /// Its version.
+        version: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// A block number at or below the last one.
+    #[error("block {block} does not follow the last block {last}")]
+    BlockOrder {
+        /// The block refused.
+        block: u64,
+        /// The last block written.
+        last: u64,
+    },
+    /// No block at or below this number is known (rolled back, before the
+    /// first block, or below the finalized block).
+    #[error("no block at or below {block} that a rollback or finalization can reach{}", finalized.map(|f| format!(" (block {f} is finalized)")).unwrap_or_default())]
+    NoBlock {
+        /// The block asked for.
+        block: u64,
+        /// The finalized block, if any.
+        finalized: Option<u64>,
+    },
+    /// A rollback below a tree's finalized size: nothing was rolled back.
+    #[error(
+        "rolling back to block {block} takes tree {tree:?} to {to} leaves, below its finalized size {finalized}: nothing rolled back"
+    )]
+    BelowFinalized {
+        /// The block asked for.
+        block: u64,
+        /// The tree.
+        tree: String,
+        /// The size it would have.
+        to: u64,
+        /// Its finalized size.
+        finalized: u64,
+    },
+    /// An earlier journal write or sync failed: nothing is written after
+    /// it (reopen to recover).
+    #[error(
+        "the block journal failed earlier ({cause}): nothing is written until the database is reopened"
+    )]
+    Poisoned {
+        /// The first failure.
+        cause: String,
+    },
+    /// A single-tree directory holds one tree and no journal: a block
+    /// naming another tree needs trees added first.
+    #[error(
+        "this database is one tree in the layout before several trees; a block can name only {DEFAULT_TREE:?} until a tree is added"
+    )]
+    SingleTree,
+}
