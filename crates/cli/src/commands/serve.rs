@@ -266,7 +266,8 @@ fn server_failure(error: ServerError) -> Failure {
     match error {
         ServerError::Db(error) => database::db_failure(error),
         ServerError::SignerKey(error) => crate::signing::key_failure(error),
-        ServerError::TokenFile { .. } | ServerError::Bind { .. } | ServerError::Usage(_) => {
+        ServerError::Bind { .. } => Failure::new(Code::Listen, anyhow!("{error}")),
+        ServerError::TokenFile { .. } | ServerError::Usage(_) => {
             Failure::new(Code::Usage, anyhow!("{error}"))
         }
         error => Failure::new(Code::Input, anyhow!("{error}")),

@@ -43,9 +43,21 @@ fn no_command_prints_help_and_exits_2() {
 
 #[test]
 fn version_names_the_release_and_the_on_disk_format() {
-    let out = cairn(&["--version"]).success();
+    let short = cairn(&["-V"]).success();
     let want = format!("cairn {} (on-disk format 2)\n", env!("CARGO_PKG_VERSION"));
-    assert_eq!(out, want);
+    assert_eq!(short, want);
+    // --version adds the build, one `key: value` line each.
+    let long = cairn(&["--version"]).success();
+    let lines: Vec<&str> = long.lines().collect();
+    assert_eq!(lines.len(), 4, "{long}");
+    assert_eq!(format!("{}\n", lines[0]), want);
+    let commit = lines[1].strip_prefix("commit: ").expect(&long);
+    assert!(
+        commit == "unknown" || commit.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{long}"
+    );
+    assert!(lines[2].starts_with("target: ") && lines[2].len() > "target: ".len(), "{long}");
+    assert!(lines[3].starts_with("features: "), "{long}");
     // The same format a new database records.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
