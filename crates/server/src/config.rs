@@ -254,6 +254,15 @@ mod tests {
     }
 }
 
+/// How log lines are written (`--log-format`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// The command-line options of a server (`cairn serve` and the
 /// `cairn-server` binary share them).
 #[derive(clap::Args, Debug, Clone)]
@@ -267,6 +276,9 @@ pub struct ServeOptions {
     /// Listening beyond loopback without --token-file, accept writes from anyone who can reach the server (by default they are refused with 403).
     #[arg(long, conflicts_with = "token_file")]
     pub allow_open_writes: bool,
+    /// How log lines on stderr are written: text, or json (one JSON object per line, the schema in docs/operations.md) [default: json if CAIRN_LOG_FORMAT=json, else text].
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
     /// Refuse request bodies above this many bytes (413).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,

@@ -64,11 +64,12 @@ pub use companions::{DbTarget, MirrorSettings, PublishSettings, check_tiles, ope
 pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_HEADER_READ_TIMEOUT_SECONDS,
     DEFAULT_IDLE_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_LEAVES_PER_READ, DEFAULT_READY_MAX_STALENESS_SECONDS, DEFAULT_REFRESH_INTERVAL_MS, SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file,
+    DEFAULT_MAX_LEAVES_PER_READ, DEFAULT_READY_MAX_STALENESS_SECONDS, DEFAULT_REFRESH_INTERVAL_MS,
+    LogFormat, SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file,
     read_token_file, trusted_keys,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;
 pub use listener::{DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS_MIN, reserved_descriptors};
 pub use routes::{ROUTES, Route};
-pub use server::{Server, init_logging, run, run_db, serve};
+pub use server::{Server, init_logging, init_logging_as, run, run_db, serve};

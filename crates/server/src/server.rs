@@ -325,13 +325,22 @@ pub(crate) fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'sta
 /// the filter comes from `CAIRN_LOG` (default `info`; `debug` logs every
 /// request), JSON lines when `CAIRN_LOG_FORMAT=json`.
 pub fn init_logging() {
+    init_logging_as(None);
+}
+
+/// [`init_logging`] in `format` (`None`: as `CAIRN_LOG_FORMAT` says).
+pub fn init_logging_as(format: Option<crate::config::LogFormat>) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("CAIRN_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
-    let _ = if std::env::var("CAIRN_LOG_FORMAT").is_ok_and(|v| v == "json") {
+    let json = match format {
+        Some(format) => format == crate::config::LogFormat::Json,
+        None => std::env::var("CAIRN_LOG_FORMAT").is_ok_and(|v| v == "json"),
+    };
+    let _ = if json {
         builder.json().try_init()
     } else {
         builder.try_init()

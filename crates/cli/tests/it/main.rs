@@ -14,6 +14,7 @@ mod ingest;
 mod interop;
 mod leaves;
 mod notecheck;
+mod operations;
 mod plan;
 mod proofs;
 mod readme;
