@@ -6,6 +6,7 @@ mod boundary;
 mod consistency;
 mod damage;
 mod db;
+mod formats;
 mod demo;
 mod help_examples;
 mod imt;
