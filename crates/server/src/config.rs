@@ -268,10 +268,10 @@ pub enum LogFormat {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeOptions {
     /// The address to listen on (port 0 picks a free one).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878", env = "CAIRN_LISTEN")]
     pub listen: SocketAddr,
     /// A file holding the write token (one line; surrounding white space is ignored, a second line is refused): POST requests then need `Authorization: Bearer <token>`. Warns if other users can read it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "CAIRN_TOKEN_FILE")]
     pub token_file: Option<std::path::PathBuf>,
     /// Listening beyond loopback without --token-file, accept writes from anyone who can reach the server (by default they are refused with 403).
     #[arg(long, conflicts_with = "token_file")]
