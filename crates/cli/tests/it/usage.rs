@@ -121,6 +121,10 @@ fn man_prints_cairn_1_and_writes_a_page_per_command() {
     assert!(page.contains(".TH cairn 1"), "{page}");
     assert!(page.contains("on\\-disk format 2"), "{page}");
     assert!(page.contains("Exit status:"), "{page}");
+    // Examples and the exit status table are kept line for line, not
+    // filled into a paragraph.
+    assert!(page.contains("Examples:\n.nf\n  cairn init db"), "{page}");
+    assert!(page.contains("Exit status:\n.nf\n  0  success"), "{page}");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("man1");
     let listed = cairn(&["man", "--dir", out.to_str().unwrap()]).success();
@@ -132,4 +136,5 @@ fn man_prints_cairn_1_and_writes_a_page_per_command() {
     assert!(out.join("cairn.1").is_file() && out.join("cairn-serve.1").is_file());
     let ingest = std::fs::read_to_string(ingest).unwrap();
     assert!(ingest.contains("skip\\-duplicates"), "{ingest}");
+    assert!(ingest.contains(".nf\n  cairn ingest"), "{ingest}");
 }
