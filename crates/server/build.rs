@@ -19,7 +19,16 @@ fn main() {
     // Only the features that select a code path (SIMD kernels, hardware
     // CRC and AES), so the line stays readable.
     let wanted = [
-        "sse4.2", "avx", "avx2", "avx512f", "bmi2", "aes", "pclmulqdq", "sha", "neon", "crc",
+        "sse4.2",
+        "avx",
+        "avx2",
+        "avx512f",
+        "bmi2",
+        "aes",
+        "pclmulqdq",
+        "sha",
+        "neon",
+        "crc",
     ];
     let enabled = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
     let features: Vec<&str> = enabled

@@ -84,9 +84,14 @@ impl Manifest {
         );
         for (i, &size) in sizes.iter().enumerate() {
             let head = db.head_at(size)?;
-            let root = head.root.map_or_else(|| "null".to_owned(), |root| to_hex(&root));
+            let root = head
+                .root
+                .map_or_else(|| "null".to_owned(), |root| to_hex(&root));
             let separator = if i == 0 { "" } else { ", " };
-            let _ = write!(line, "{separator}{{\"size\": {size}, \"root\": \"{root}\"}}");
+            let _ = write!(
+                line,
+                "{separator}{{\"size\": {size}, \"root\": \"{root}\"}}"
+            );
         }
         line.push_str("]}");
         self.proofs.push(line);
@@ -135,20 +140,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write("lean-membership-7-at-100.json", old.to_json().as_bytes())?;
     manifest.proof(&db, "lean-membership-7.json", "lean", "membership", &[350])?;
     manifest.proof(&db, "lean-membership-7.bin", "lean", "membership", &[350])?;
-    manifest.proof(&db, "lean-membership-7-at-100.json",
+    manifest.proof(
+        &db,
+        "lean-membership-7-at-100.json",
         "lean",
         "membership",
         &[100],
     )?;
     let consistency = db.prove_consistency(100, None)?;
-    write("lean-consistency-100-350.json", consistency.to_json().as_bytes())?;
+    write(
+        "lean-consistency-100-350.json",
+        consistency.to_json().as_bytes(),
+    )?;
     write("lean-consistency-100-350.bin", &consistency.to_bytes())?;
-    manifest.proof(&db, "lean-consistency-100-350.json",
+    manifest.proof(
+        &db,
+        "lean-consistency-100-350.json",
         "lean",
         "consistency",
         &[100, 350],
     )?;
-    manifest.proof(&db, "lean-consistency-100-350.bin",
+    manifest.proof(
+        &db,
+        "lean-consistency-100-350.bin",
         "lean",
         "consistency",
         &[100, 350],
@@ -185,8 +199,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proof = db.prove_value(&value(5), At::Durable)?;
     write("indexed-membership.json", proof.to_json().as_bytes())?;
     write("indexed-membership.bin", &proof.to_bytes())?;
-    manifest.proof(&db, "indexed-membership.json", "indexed", "membership", &[size])?;
-    manifest.proof(&db, "indexed-membership.bin", "indexed", "membership", &[size])?;
+    manifest.proof(
+        &db,
+        "indexed-membership.json",
+        "indexed",
+        "membership",
+        &[size],
+    )?;
+    manifest.proof(
+        &db,
+        "indexed-membership.bin",
+        "indexed",
+        "membership",
+        &[size],
+    )?;
     let absent = {
         let mut v = value(5);
         v[31] ^= 0x80;

@@ -268,7 +268,12 @@ pub enum LogFormat {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeOptions {
     /// The address to listen on (port 0 picks a free one).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878", env = "CAIRN_LISTEN")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:7878",
+        env = "CAIRN_LISTEN"
+    )]
     pub listen: SocketAddr,
     /// A file holding the write token (one line; surrounding white space is ignored, a second line is refused): POST requests then need `Authorization: Bearer <token>`. Warns if other users can read it.
     #[arg(long, value_name = "FILE", env = "CAIRN_TOKEN_FILE")]

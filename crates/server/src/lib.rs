@@ -65,8 +65,8 @@ pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_HEADER_READ_TIMEOUT_SECONDS,
     DEFAULT_IDLE_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_LEAVES_PER_READ, DEFAULT_READY_MAX_STALENESS_SECONDS, DEFAULT_REFRESH_INTERVAL_MS,
-    LogFormat, SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file,
-    read_token_file, trusted_keys,
+    LogFormat, SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file, read_token_file,
+    trusted_keys,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;

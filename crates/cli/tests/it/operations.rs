@@ -52,7 +52,10 @@ fn a_read_only_server_runs_beside_the_writer_and_follows_its_durable_head() {
         if root == writer_root {
             break;
         }
-        assert!(Instant::now() < deadline, "reader {root}, writer {writer_root}");
+        assert!(
+            Instant::now() < deadline,
+            "reader {root}, writer {writer_root}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let (status, ready) = request(&reader_addr, "GET", "/readyz", &[], "");
@@ -115,6 +118,9 @@ fn json_logs_are_one_object_per_line_with_the_documented_fields() {
         messages.push(value["fields"]["message"].as_str().unwrap().to_owned());
     }
     for message in ["listening", "flushed", "closed: the directory is released"] {
-        assert!(messages.iter().any(|m| m == message), "{message} in {messages:?}");
+        assert!(
+            messages.iter().any(|m| m == message),
+            "{message} in {messages:?}"
+        );
     }
 }

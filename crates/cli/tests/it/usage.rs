@@ -56,7 +56,10 @@ fn version_names_the_release_and_the_on_disk_format() {
         commit == "unknown" || commit.bytes().all(|b| b.is_ascii_hexdigit()),
         "{long}"
     );
-    assert!(lines[2].starts_with("target: ") && lines[2].len() > "target: ".len(), "{long}");
+    assert!(
+        lines[2].starts_with("target: ") && lines[2].len() > "target: ".len(),
+        "{long}"
+    );
     assert!(lines[3].starts_with("features: "), "{long}");
     // The same format a new database records.
     let dir = tempfile::tempdir().unwrap();

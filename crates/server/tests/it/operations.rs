@@ -114,7 +114,9 @@ async fn a_read_only_server_beside_the_writer_follows_its_durable_head() {
         .await
         .ok();
     assert_eq!(found["index"], 7, "{found}");
-    client.verified_proof(tree(4, HashKind::Blake3), 7, &want).await;
+    client
+        .verified_proof(tree(4, HashKind::Blake3), 7, &want)
+        .await;
 
     let ready = client.get("/readyz").await.ok();
     assert_eq!(ready["ready"], true, "{ready}");
@@ -122,7 +124,11 @@ async fn a_read_only_server_beside_the_writer_follows_its_durable_head() {
     let health = client.get("/healthz").await.ok();
     assert_eq!(health["reader"]["size"], 8, "{health}");
     let metrics = client.get("/metrics").await;
-    assert!(metrics.text().contains("\ncairn_reader_size 8\n"), "{}", metrics.text());
+    assert!(
+        metrics.text().contains("\ncairn_reader_size 8\n"),
+        "{}",
+        metrics.text()
+    );
     assert!(metrics.text().contains("\ncairn_reader_refreshes_total "));
     server.stop().await.unwrap();
     writer.close().unwrap();
