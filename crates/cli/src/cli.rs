@@ -59,6 +59,8 @@ Exit status:
   4  I/O or corruption: an input file or database is missing, unreadable, locked by another
      writer or corrupt, a write or sync failed, or the input holds what the tree refuses (a
      leaf the hash refuses, more leaves than --max-depth allows)
+  5  serve cannot listen on its address: it is in use by another process, not an address of
+     this host, or a port that needs privileges
 
 Examples:
   cairn init db --arity 4 --hash blake3
@@ -69,14 +71,28 @@ Examples:
   cairn demo
   cairn completions bash > ~/.local/share/bash-completion/completions/cairn";
 
-/// What `cairn --version` prints after the name: the release and the
-/// on-disk format it reads and writes (a test keeps the two in step with
+/// What `cairn -V` prints after the name: the release and the on-disk
+/// format it reads and writes (a test keeps the two in step with
 /// `cairn_db::STORE_FORMAT`).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (on-disk format 2)");
 
+/// What `cairn --version` prints after the name: [`VERSION`], then the
+/// build (git commit, target, CPU features) on lines of their own, as
+/// `/metrics` exports them in `cairn_build_info`.
+pub fn long_version() -> &'static str {
+    static LINE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let build = cairn_server::BUILD;
+        format!(
+            "{VERSION}\ncommit: {}\ntarget: {}\nfeatures: {}",
+            build.commit, build.target, build.features
+        )
+    });
+    &LINE
+}
+
 /// The `cairn` command line.
 #[derive(clap::Parser, Debug)]
-#[command(name = "cairn", version = VERSION, about = ABOUT, long_about = LONG_ABOUT, arg_required_else_help = true)]
+#[command(name = "cairn", version = VERSION, long_version = long_version(), about = ABOUT, long_about = LONG_ABOUT, arg_required_else_help = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

@@ -21,6 +21,12 @@ pub enum Code {
     /// process or is corrupt, a write or sync failed, the input holds what
     /// the tree refuses, or stdout failed.
     Input = 4,
+    /// 5: `cairn serve` cannot listen on its address: another process
+    /// listens there (address in use), the address is not one of this
+    /// host's, or the port needs privileges. Distinct from 2 so that a
+    /// supervisor can tell "retry when the port is free" from "fix the
+    /// command line".
+    Listen = 5,
 }
 
 impl From<Code> for ExitCode {

@@ -148,6 +148,11 @@ impl IndexedDb {
         IndexedDb::open_read_only_in(Arc::new(StdFs), dir.as_ref(), None)
     }
 
+    /// Whether it was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.db.store.is_read_only()
+    }
+
     /// [`IndexedDb::open_read_only`] through a given file system.
     pub fn open_read_only_in(
         fs: Arc<dyn Fs>,

@@ -6,7 +6,16 @@
 use axum::http::{HeaderMap, StatusCode, header};
 use subtle::ConstantTimeEq as _;
 
+use crate::config::ServerConfig;
 use crate::error::ApiError;
+
+/// Whether writes are refused because the server listens beyond loopback
+/// with no write token (and `--allow-open-writes` was not given): a
+/// container's default address would otherwise let anyone append, roll
+/// back and finalize.
+pub(crate) fn open_writes_refused(config: &ServerConfig) -> bool {
+    config.token.is_none() && !config.allow_open_writes && !config.listen.ip().is_loopback()
+}
 
 /// Checks a write request against the configured token (`None`: every
 /// request may write).

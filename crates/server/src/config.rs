@@ -70,6 +70,15 @@ pub struct ServerConfig {
     pub publish: Option<PublishSettings>,
     /// Follow an upstream as a verifying mirror (`--mirror-from`).
     pub mirror: Option<MirrorSettings>,
+    /// Accept writes without a token on an address beyond loopback
+    /// (`--allow-open-writes`); by default such a server refuses them.
+    pub allow_open_writes: bool,
+    /// A database opened read-only (beside its writer): how often the
+    /// directory is looked at and, when it changed, opened again.
+    pub refresh_interval: Duration,
+    /// `/readyz` answers 503 while a mirror or a read-only opening has
+    /// not caught up within this long.
+    pub ready_max_staleness: Duration,
 }
 
 /// The file in a database directory that holds its signer key, if it has
@@ -86,6 +95,10 @@ pub const DEFAULT_DURABILITY_TIMEOUT_SECONDS: u64 = 30;
 pub const DEFAULT_HEADER_READ_TIMEOUT_SECONDS: u64 = 10;
 /// The default of [`ServerConfig::idle_timeout`], in seconds.
 pub const DEFAULT_IDLE_TIMEOUT_SECONDS: u64 = 30;
+/// The default of [`ServerConfig::refresh_interval`], in milliseconds.
+pub const DEFAULT_REFRESH_INTERVAL_MS: u64 = 1000;
+/// The default of [`ServerConfig::ready_max_staleness`], in seconds.
+pub const DEFAULT_READY_MAX_STALENESS_SECONDS: u64 = 60;
 
 impl ServerConfig {
     /// Defaults for `listen`: no token, 64 MiB bodies, batches of up to
@@ -111,6 +124,9 @@ impl ServerConfig {
             read_only: false,
             publish: None,
             mirror: None,
+            allow_open_writes: false,
+            refresh_interval: Duration::from_millis(DEFAULT_REFRESH_INTERVAL_MS),
+            ready_max_staleness: Duration::from_secs(DEFAULT_READY_MAX_STALENESS_SECONDS),
         }
     }
 }
@@ -135,6 +151,9 @@ impl fmt::Debug for ServerConfig {
             .field("read_only", &self.read_only)
             .field("publish", &self.publish)
             .field("mirror", &self.mirror)
+            .field("allow_open_writes", &self.allow_open_writes)
+            .field("refresh_interval", &self.refresh_interval)
+            .field("ready_max_staleness", &self.ready_max_staleness)
             .finish()
     }
 }
@@ -235,16 +254,36 @@ mod tests {
     }
 }
 
+/// How log lines are written (`--log-format`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// The command-line options of a server (`cairn serve` and the
 /// `cairn-server` binary share them).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeOptions {
     /// The address to listen on (port 0 picks a free one).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:7878",
+        env = "CAIRN_LISTEN"
+    )]
     pub listen: SocketAddr,
     /// A file holding the write token (one line; surrounding white space is ignored, a second line is refused): POST requests then need `Authorization: Bearer <token>`. Warns if other users can read it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "CAIRN_TOKEN_FILE")]
     pub token_file: Option<std::path::PathBuf>,
+    /// Listening beyond loopback without --token-file, accept writes from anyone who can reach the server (by default they are refused with 403).
+    #[arg(long, conflicts_with = "token_file")]
+    pub allow_open_writes: bool,
+    /// How log lines on stderr are written: text, or json (one JSON object per line, the schema in docs/operations.md) [default: json if CAIRN_LOG_FORMAT=json, else text].
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
     /// Refuse request bodies above this many bytes (413).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
@@ -278,9 +317,15 @@ pub struct ServeOptions {
     /// Sign the finalized head instead of the durable one (a chain follower's heads above the finalized size may be rolled back).
     #[arg(long)]
     pub sign_finalized: bool,
-    /// Refuse every write route with 403 (a mirror, or a copy served for reads).
+    /// Refuse every write route with 403 (a mirror, or a copy served for reads). Without --mirror-from and --publish the directory is opened read-only, without the writer's lock, so the server runs beside a writer of the same directory and follows it (--refresh-interval-ms).
     #[arg(long)]
     pub read_only: bool,
+    /// With --read-only: milliseconds between looks at the directory; when a file of it changed, it is opened again and the new opening serves (reads trail the writer's durable head by about this long).
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_REFRESH_INTERVAL_MS, requires = "read_only", value_parser = clap::value_parser!(u64).range(1..))]
+    pub refresh_interval_ms: u64,
+    /// GET /readyz answers 503 while a mirror (--mirror-from) or a read-only server beside its writer has not caught up within this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_READY_MAX_STALENESS_SECONDS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ready_max_staleness: u64,
     /// Publish tiles in the background to a directory, file://DIR or s3://BUCKET/PREFIX.
     #[arg(long, value_name = "STORE")]
     pub publish: Option<String>,
@@ -348,6 +393,9 @@ impl ServeOptions {
         config.checkpoint_on_shutdown = !self.no_checkpoint_on_shutdown;
         config.cors = CorsPolicy::from_origins(&self.cors_origin).map_err(ServerError::Usage)?;
         config.read_only = self.read_only;
+        config.allow_open_writes = self.allow_open_writes;
+        config.refresh_interval = Duration::from_millis(self.refresh_interval_ms);
+        config.ready_max_staleness = Duration::from_secs(self.ready_max_staleness);
         // Background work retries on its own: a request gives up sooner
         // than a one-shot command's would.
         let remote = cairn_tiles::RemoteOptions {

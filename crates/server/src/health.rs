@@ -31,6 +31,9 @@ struct HealthJson {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     unrestored: Vec<String>,
     connections: ConnectionsJson,
+    /// The lag of the publisher, the mirror or the read-only opening.
+    #[serde(flatten)]
+    lag: crate::ready::LagJson,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -73,6 +76,7 @@ pub(crate) fn answer(
     failure: Option<String>,
     store: &StoreHealth,
     connections: &ConnectionStats,
+    lag: crate::ready::LagJson,
 ) -> Response {
     let error = store
         .failure
@@ -121,6 +125,7 @@ pub(crate) fn answer(
             open: connections.open(),
             limit: connections.bound.load(std::sync::atomic::Ordering::Relaxed),
         },
+        lag,
     };
     json(code, &body)
 }

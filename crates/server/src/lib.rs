@@ -41,6 +41,7 @@
 mod api;
 mod auth;
 mod body;
+mod build_info;
 mod companions;
 mod config;
 mod cors;
@@ -50,21 +51,25 @@ mod listener;
 mod metrics;
 mod process;
 mod query;
+mod reader;
+mod ready;
 mod respond;
 mod routes;
 mod server;
 mod state;
 
 pub use api::service::OPENAPI_JSON;
+pub use build_info::{BUILD, BuildInfo};
 pub use companions::{DbTarget, MirrorSettings, PublishSettings, check_tiles, open_upstream};
 pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_HEADER_READ_TIMEOUT_SECONDS,
     DEFAULT_IDLE_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_LEAVES_PER_READ, SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file,
-    read_token_file, trusted_keys,
+    DEFAULT_MAX_LEAVES_PER_READ, DEFAULT_READY_MAX_STALENESS_SECONDS, DEFAULT_REFRESH_INTERVAL_MS,
+    LogFormat, SIGNER_KEY_FILE, ServeOptions, ServerConfig, read_signer_key_file, read_token_file,
+    trusted_keys,
 };
 pub use cors::CorsPolicy;
 pub use error::ServerError;
 pub use listener::{DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS_MIN, reserved_descriptors};
 pub use routes::{ROUTES, Route};
-pub use server::{Server, init_logging, run, run_db, serve};
+pub use server::{Server, init_logging, init_logging_as, run, run_db, serve};

@@ -110,6 +110,8 @@ pub(crate) struct Metrics {
     pub publisher: std::sync::OnceLock<Arc<cairn_tiles::PublisherStatus>>,
     /// The mirror follower's figures, when it runs.
     pub follower: std::sync::OnceLock<Arc<cairn_tiles::FollowerStatus>>,
+    /// A read-only server's refreshes, when it follows a writer.
+    pub reader: std::sync::OnceLock<Arc<crate::reader::ReaderStatus>>,
     /// The connections and the limits they are served within.
     pub connections: Arc<ConnectionStats>,
 }
@@ -212,8 +214,12 @@ impl Metrics {
         if let Some(status) = self.follower.get() {
             status.render(&mut out);
         }
+        if let Some(status) = self.reader.get() {
+            status.render(&mut out);
+        }
         self.render_server(&mut out, &db.health());
         crate::process::render(&mut out);
+        crate::build_info::BUILD.render(&mut out);
         out
     }
 
@@ -304,8 +310,12 @@ impl Metrics {
             stats.store.checkpoint_number,
         );
         self.render_histograms(&mut out);
+        if let Some(status) = self.reader.get() {
+            status.render(&mut out);
+        }
         self.render_server(&mut out, &db.health());
         crate::process::render(&mut out);
+        crate::build_info::BUILD.render(&mut out);
         out
     }
 

@@ -131,6 +131,13 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/readyz",
+        statuses: &[200, 503],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
         path: "/metrics",
         statuses: &[200],
         needs_token: false,
@@ -184,6 +191,7 @@ fn handler(route: &Route, kind: cairn_core::TreeKind) -> MethodRouter<AppState> 
         ("POST", "/v1/finalize") => post(writes::finalize),
         ("GET", "/v1/absence/{value}") => get(proofs::absence),
         ("GET", "/healthz") => get(service::health),
+        ("GET", "/readyz") => get(crate::ready::ready),
         ("GET", "/metrics") => get(service::metrics),
         ("GET", "/openapi.json") => get(service::openapi),
         ("GET", "/v1/checkpoint") => get(checkpoint::checkpoint),
@@ -262,17 +270,27 @@ impl RequestIds {
 }
 
 /// Refuses every write with 403 on a read-only server (`--read-only`),
-/// before the handler runs: nothing about the database changes. (`POST
-/// /v1/lookup` is a read with a body, not a write.)
+/// and on one listening beyond loopback without a write token, before the
+/// handler runs: nothing about the database changes. (`POST /v1/lookup`
+/// is a read with a body, not a write.)
 async fn read_only(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if state.shared().config.read_only
-        && request.method() == Method::POST
-        && request.uri().path() != "/v1/lookup"
-    {
-        return axum::response::IntoResponse::into_response(ApiError::new(
-            axum::http::StatusCode::FORBIDDEN,
-            "this server is read-only (--read-only): send writes to the primary",
-        ));
+    let config = &state.shared().config;
+    if request.method() == Method::POST && request.uri().path() != "/v1/lookup" {
+        let refusal = if config.read_only {
+            Some("this server is read-only (--read-only): send writes to the primary")
+        } else if crate::auth::open_writes_refused(config) {
+            Some(
+                "this server listens beyond loopback without a write token, so it refuses writes: start it with --token-file (or --allow-open-writes)",
+            )
+        } else {
+            None
+        };
+        if let Some(message) = refusal {
+            return axum::response::IntoResponse::into_response(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                message,
+            ));
+        }
     }
     next.run(request).await
 }

@@ -106,7 +106,12 @@ impl Server {
                 "signing checkpoints (GET /v1/checkpoint)"
             );
         }
-        if config.token.is_none() && !config.read_only && !local_addr.ip().is_loopback() {
+        if !config.read_only && crate::auth::open_writes_refused(config) {
+            tracing::warn!(
+                addr = %local_addr,
+                "listening beyond loopback without a write token: writes are refused (403); give --token-file, or --allow-open-writes to let anyone who can reach {local_addr} append, roll back and finalize"
+            );
+        } else if config.token.is_none() && !config.read_only && !local_addr.ip().is_loopback() {
             tracing::warn!(
                 addr = %local_addr,
                 "listening beyond loopback without a write token: anyone who can reach {local_addr} can append, roll back and finalize; give --token-file, or listen on 127.0.0.1"
@@ -123,9 +128,17 @@ impl Server {
         let watch = tokio::spawn(health::watch(move || {
             watched.upgrade().map(|db| db.health())
         }));
+        // A database opened read-only follows its writer: each request goes
+        // to the newest opening of the directory.
+        let (router, follow) = if shared.db.is_read_only() {
+            let reader = crate::reader::Reader::new(&state);
+            (reader.router(), Some(tokio::spawn(reader.follow())))
+        } else {
+            (routes::router(state.clone()), None)
+        };
         let serving = listener::serve(
             listener,
-            routes::router(state.clone()),
+            router,
             Limits::of(config),
             Arc::clone(&shared.metrics.connections),
             signal,
@@ -146,6 +159,10 @@ impl Server {
         watch.abort();
         // Awaited: once it is gone, nothing of it holds the database.
         let _ = watch.await;
+        if let Some(follow) = follow {
+            follow.abort();
+            let _ = follow.await;
+        }
         // The publisher's last round publishes the last durable size.
         tokio::task::spawn_blocking(move || companions.stop_and_join())
             .await
@@ -176,6 +193,10 @@ async fn finish(state: AppState) -> Result<(), ServerError> {
     let task = state.clone();
     tokio::task::spawn_blocking(move || {
         let shared = task.shared();
+        if shared.db.is_read_only() {
+            // Nothing was written: nothing to flush or checkpoint.
+            return Ok(());
+        }
         let durable = shared.db.flush()?;
         tracing::info!(durable, "flushed");
         if shared.config.checkpoint_on_shutdown {
@@ -240,18 +261,22 @@ pub fn run_db(
 ) -> Result<(), ServerError> {
     let runtime = runtime()?;
     let db = Arc::new(db);
+    // A read-only opening is replaced as the server follows its writer,
+    // and closing one writes nothing: it is not kept here to be closed.
+    let held = (!db.is_read_only()).then(|| Arc::clone(&db));
     let served = runtime.block_on(async {
         let signal = shutdown_signal()?;
-        let server = Server::bind(Arc::clone(&db), config).await?;
+        let server = Server::bind(db, config).await?;
         ready(server.local_addr());
         server.run(signal).await
     });
     // Dropping the runtime waits for blocking tasks still running (an
     // append whose client went away): after it nothing else holds `db`.
     drop(runtime);
-    let closed = match Arc::try_unwrap(db) {
-        Ok(db) => db.close().map_err(ServerError::from),
-        Err(_) => Err(ServerError::StillInUse),
+    let closed = match held.map(Arc::try_unwrap) {
+        Some(Ok(db)) => db.close().map_err(ServerError::from),
+        Some(Err(_)) => Err(ServerError::StillInUse),
+        None => Ok(()),
     };
     served?;
     closed?;
@@ -300,13 +325,22 @@ pub(crate) fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'sta
 /// the filter comes from `CAIRN_LOG` (default `info`; `debug` logs every
 /// request), JSON lines when `CAIRN_LOG_FORMAT=json`.
 pub fn init_logging() {
+    init_logging_as(None);
+}
+
+/// [`init_logging`] in `format` (`None`: as `CAIRN_LOG_FORMAT` says).
+pub fn init_logging_as(format: Option<crate::config::LogFormat>) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("CAIRN_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
-    let _ = if std::env::var("CAIRN_LOG_FORMAT").is_ok_and(|v| v == "json") {
+    let json = match format {
+        Some(format) => format == crate::config::LogFormat::Json,
+        None => std::env::var("CAIRN_LOG_FORMAT").is_ok_and(|v| v == "json"),
+    };
+    let _ = if json {
         builder.json().try_init()
     } else {
         builder.try_init()

@@ -42,7 +42,17 @@ pub(crate) struct AppState(Arc<Shared>);
 
 impl AppState {
     pub fn new(db: Arc<Database>, config: ServerConfig) -> AppState {
-        let metrics = Arc::new(Metrics::default());
+        AppState::with_metrics(db, config, &Arc::new(Metrics::default()))
+    }
+
+    /// [`AppState::new`] counting in `metrics` (a read-only server's
+    /// openings share one).
+    pub fn with_metrics(
+        db: Arc<Database>,
+        config: ServerConfig,
+        metrics: &Arc<Metrics>,
+    ) -> AppState {
+        let metrics = Arc::clone(metrics);
         // Every checkpoint written while serving, the store's automatic
         // ones included (not only the one at shutdown).
         let observed = Arc::clone(&metrics);

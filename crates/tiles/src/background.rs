@@ -263,6 +263,12 @@ pub struct FollowerStatus {
     pub refusals: AtomicU64,
     /// Looks at upstream that failed (unreachable).
     pub failures: AtomicU64,
+    /// The size of the newest upstream head seen (adopted or not).
+    pub upstream_size: AtomicU64,
+    /// When the mirror last held upstream's head (a look that adopted
+    /// everything upstream had), in milliseconds since the Unix epoch;
+    /// 0 before the first.
+    pub caught_up_unix_ms: AtomicU64,
     /// The last refusal or failure.
     pub last_error: Mutex<Option<String>>,
 }
@@ -303,7 +309,79 @@ impl FollowerStatus {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
             );
         }
+        let lag = [
+            (
+                "cairn_mirror_upstream_size",
+                "Leaves of the newest upstream head seen (adopted or not).",
+                load(&self.upstream_size),
+            ),
+            (
+                "cairn_mirror_lag_leaves",
+                "Leaves of the newest upstream head seen that the mirror has not adopted.",
+                self.lag_leaves(),
+            ),
+        ];
+        for (name, help, value) in lag {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        }
+        let name = "cairn_mirror_caught_up_timestamp_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} When the mirror last held upstream's newest head (Unix seconds; 0: not yet).\n# TYPE {name} gauge\n{name} {}",
+            load(&self.caught_up_unix_ms) as f64 / 1e3
+        );
     }
+
+    /// Leaves of the newest upstream head seen not adopted yet.
+    pub fn lag_leaves(&self) -> u64 {
+        let upstream = self.upstream_size.load(Ordering::Relaxed);
+        upstream.saturating_sub(self.adopted_size.load(Ordering::Relaxed))
+    }
+}
+
+/// An [`Upstream`] that records the size of every head it answers, so
+/// that the lag is known while a catch-up fails part of the way.
+struct Watched<'a> {
+    upstream: &'a mut dyn Upstream,
+    seen: &'a AtomicU64,
+}
+
+impl Upstream for Watched<'_> {
+    fn describe(&self) -> String {
+        self.upstream.describe()
+    }
+
+    fn head(&mut self) -> Result<crate::Checkpoint, MirrorError> {
+        let head = self.upstream.head()?;
+        self.seen.store(head.head.size, Ordering::Relaxed);
+        Ok(head)
+    }
+
+    fn leaves(
+        &mut self,
+        head: &crate::Checkpoint,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<cairn_core::Hash>, MirrorError> {
+        self.upstream.leaves(head, from, to)
+    }
+
+    fn prove_prefix(
+        &mut self,
+        new: &crate::Checkpoint,
+        old: &TreeHead,
+    ) -> Result<Result<(), crate::mirror::NotAPrefix>, MirrorError> {
+        self.upstream.prove_prefix(new, old)
+    }
+}
+
+fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Keeps a mirror up to date with its upstream.
@@ -339,9 +417,16 @@ impl Follower {
         let mut failures = 0u64;
         while !stop.wait(wait) {
             wait = self.interval;
-            match catch_up(&mut *self.upstream, &mut *self.target, self.chunk_leaves) {
+            let mut watched = Watched {
+                upstream: &mut *self.upstream,
+                seen: &self.status.upstream_size,
+            };
+            match catch_up(&mut watched, &mut *self.target, self.chunk_leaves) {
                 Ok(done) => {
                     failures = 0;
+                    self.status
+                        .caught_up_unix_ms
+                        .store(unix_ms_now(), Ordering::Relaxed);
                     self.status
                         .adopted_size
                         .store(done.head.size, Ordering::Relaxed);

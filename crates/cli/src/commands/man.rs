@@ -1,5 +1,8 @@
 //! `cairn man`: the manual pages, generated from the parser and its help
-//! texts (one source for `--help` and `man cairn`).
+//! texts (one source for `--help` and `man cairn`). The help texts hold
+//! preformatted blocks (examples, the exit status table), indented by two
+//! spaces; roff would fill them into one paragraph, so every such run of
+//! lines is kept as it is written (`.nf` .. `.fi`).
 
 use std::path::PathBuf;
 
@@ -35,7 +38,7 @@ impl ManCmd {
             clap_mangen::Man::new(cli)
                 .render(&mut page)
                 .map_err(|e| Failure::new(Code::Input, anyhow!("cannot render the manual: {e}")))?;
-            return output::binary(&page);
+            return output::binary(preformatted(&String::from_utf8_lossy(&page)).as_bytes());
         };
         let failed = |e: std::io::Error| {
             Failure::new(
@@ -52,9 +55,52 @@ impl ManCmd {
             .filter(|name| name.starts_with("cairn") && name.ends_with(".1"))
             .collect();
         pages.sort();
+        for page in &pages {
+            let path = dir.join(page);
+            let text = std::fs::read_to_string(&path).map_err(failed)?;
+            std::fs::write(&path, preformatted(&text)).map_err(failed)?;
+        }
         for page in pages {
             output::line(&dir.join(page).display().to_string())?;
         }
         Ok(())
+    }
+}
+
+/// `roff` with every run of text lines indented by two spaces or more
+/// (a help text's examples and tables) between `.nf` and `.fi`, so that
+/// `man` shows them line for line instead of filling them.
+fn preformatted(roff: &str) -> String {
+    let mut out = String::with_capacity(roff.len() + 256);
+    let mut in_block = false;
+    for line in roff.lines() {
+        let indented = line.starts_with("  ") && !line.trim().is_empty();
+        if indented && !in_block {
+            out.push_str(".nf\n");
+            in_block = true;
+        } else if !indented && in_block {
+            out.push_str(".fi\n");
+            in_block = false;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if in_block {
+        out.push_str(".fi\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::preformatted;
+
+    #[test]
+    fn indented_runs_are_kept_as_written_and_prose_is_filled() {
+        let roff = ".SH DESCRIPTION\nSome prose\nthat fills.\n\nExamples:\n  cairn a\n  cairn b\nAfter.\n  last\n";
+        assert_eq!(
+            preformatted(roff),
+            ".SH DESCRIPTION\nSome prose\nthat fills.\n\nExamples:\n.nf\n  cairn a\n  cairn b\n.fi\nAfter.\n.nf\n  last\n.fi\n"
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use cairn_core::{Arity, HashKind, TreeConfig};
 use cairn_db::{Database, DbConfig, Operation};
-use cairn_server::{ServeOptions, ServerError, init_logging, run_db};
+use cairn_server::{ServeOptions, ServerError, init_logging_as, run_db};
 
 use crate::args::{KindArgs, parse_arity, parse_hash_kind};
 use crate::commands::publish::RemoteArgs;
@@ -23,7 +23,9 @@ records; answers once the batch is durable; 409 lists duplicates), GET /v1/root,
 GET /v1/leaves/{0xhex}, GET /v1/proofs/{index}?size=S[&format=zkkit|circom|zkkit-circom], \
 GET /v1/consistency?from=S1&to=S2, GET /v1/checkpoint (the durable head as a signed note, with \
 a signer key: --sign-key FILE, else DIR/signer.key if the database has one; --sign-finalized \
-signs the finalized head instead), GET /healthz, GET /metrics (Prometheus), GET /openapi.json \
+signs the finalized head instead), GET /healthz (liveness), GET /readyz (readiness: 503 while \
+acknowledgements are stopped or a mirror or read-only server has not caught up within \
+--ready-max-staleness), GET /metrics (Prometheus, with cairn_build_info), GET /openapi.json \
 (the API document). Reads answer at the durable size, so nothing served can be lost by a crash. \
 A Poseidon database also takes leaves as decimal field elements (\"123\").
 
@@ -37,7 +39,10 @@ line, white space around it ignored; a file of more lines is refused, and one ot
 read is warned about); reads never do. On shutdown the server stops accepting, finishes in-flight requests, flushes, \
 checkpoints (unless --no-checkpoint-on-shutdown) and releases the directory. Prints \
 `listening on ADDR` on stdout once it accepts requests (--listen 127.0.0.1:0 picks a free \
-port); logs go to stderr (CAIRN_LOG=debug for every request, CAIRN_LOG_FORMAT=json).
+port); logs go to stderr (CAIRN_LOG=debug for every request; --log-format json or \
+CAIRN_LOG_FORMAT=json for one JSON object per line). Listening beyond loopback (0.0.0.0) without \
+--token-file, writes are refused with 403 unless --allow-open-writes. If the address cannot be \
+bound (in use by another process, say), the exit status is 5.
 
 Limits: --max-connections N connections at once (by default what the open-file limit, ulimit -n, \
 leaves after the descriptors open at start and those kept for the database's own files, an \
@@ -58,7 +63,11 @@ first (a database checkpoint per publication, unless it is final already), so no
 contradict the store. With a signer key (--sign-key FILE, else \
 DIR/signer.key) the store's checkpoint is the signed note GET /v1/checkpoint serves. /metrics \
 then shows cairn_publish_published_size, cairn_publish_durable_size, cairn_publish_lag_leaves and \
-cairn_publish_failures_total. --read-only answers every write with 403. --read-only \
+cairn_publish_failures_total. --read-only answers every write with 403; without --mirror-from and \
+--publish it opens DIR without the writer's lock, so it runs beside `cairn serve DIR` (or an \
+ingest) on the same directory: every --refresh-interval-ms (1000) it looks at DIR and, when a \
+file changed, opens it again and serves the new opening (reads trail the writer's durable head \
+by about that long; /metrics shows cairn_reader_size and cairn_reader_staleness_seconds). --read-only \
 --mirror-from URL makes the server a verifying mirror of a tile store or a cairn server (see \
 `cairn mirror --help`; --verify-key FILE trusts only checkpoints signed by its keys), creating \
 DIR from upstream's arity and hash if it holds no database; /metrics then shows \
@@ -113,7 +122,7 @@ pub struct ServeCmd {
 impl ServeCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         // First: reading the options warns (a token file others can read).
-        init_logging();
+        init_logging_as(self.options.log_format);
         if let Some(from) = &self.repair_from {
             self.repair_if_damaged(from)?;
         }
@@ -175,15 +184,22 @@ impl ServeCmd {
                 ));
             }
         }
-        // The store's background flush and automatic checkpoints run while
-        // serving.
-        let db = database::open(
-            &self.dir,
-            Options {
-                background: true,
-                verify: false,
-            },
-        )?;
+        // A read-only server that neither mirrors nor publishes writes
+        // nothing: it opens without the writer's lock, beside a writer of
+        // the same directory, and follows it by opening it again.
+        let db = if config.read_only && config.mirror.is_none() && config.publish.is_none() {
+            database::open_read_only(&self.dir, Options::default())?
+        } else {
+            // The store's background flush and automatic checkpoints run
+            // while serving.
+            database::open(
+                &self.dir,
+                Options {
+                    background: true,
+                    verify: false,
+                },
+            )?
+        };
         run_db(db, config, ready).map_err(server_failure)
     }
 }
@@ -266,7 +282,8 @@ fn server_failure(error: ServerError) -> Failure {
     match error {
         ServerError::Db(error) => database::db_failure(error),
         ServerError::SignerKey(error) => crate::signing::key_failure(error),
-        ServerError::TokenFile { .. } | ServerError::Bind { .. } | ServerError::Usage(_) => {
+        ServerError::Bind { .. } => Failure::new(Code::Listen, anyhow!("{error}")),
+        ServerError::TokenFile { .. } | ServerError::Usage(_) => {
             Failure::new(Code::Usage, anyhow!("{error}"))
         }
         error => Failure::new(Code::Input, anyhow!("{error}")),

@@ -43,9 +43,24 @@ fn no_command_prints_help_and_exits_2() {
 
 #[test]
 fn version_names_the_release_and_the_on_disk_format() {
-    let out = cairn(&["--version"]).success();
+    let short = cairn(&["-V"]).success();
     let want = format!("cairn {} (on-disk format 2)\n", env!("CARGO_PKG_VERSION"));
-    assert_eq!(out, want);
+    assert_eq!(short, want);
+    // --version adds the build, one `key: value` line each.
+    let long = cairn(&["--version"]).success();
+    let lines: Vec<&str> = long.lines().collect();
+    assert_eq!(lines.len(), 4, "{long}");
+    assert_eq!(format!("{}\n", lines[0]), want);
+    let commit = lines[1].strip_prefix("commit: ").expect(&long);
+    assert!(
+        commit == "unknown" || commit.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{long}"
+    );
+    assert!(
+        lines[2].starts_with("target: ") && lines[2].len() > "target: ".len(),
+        "{long}"
+    );
+    assert!(lines[3].starts_with("features: "), "{long}");
     // The same format a new database records.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
@@ -109,6 +124,10 @@ fn man_prints_cairn_1_and_writes_a_page_per_command() {
     assert!(page.contains(".TH cairn 1"), "{page}");
     assert!(page.contains("on\\-disk format 2"), "{page}");
     assert!(page.contains("Exit status:"), "{page}");
+    // Examples and the exit status table are kept line for line, not
+    // filled into a paragraph.
+    assert!(page.contains("Examples:\n.nf\n  cairn init db"), "{page}");
+    assert!(page.contains("Exit status:\n.nf\n  0  success"), "{page}");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("man1");
     let listed = cairn(&["man", "--dir", out.to_str().unwrap()]).success();
@@ -120,4 +139,5 @@ fn man_prints_cairn_1_and_writes_a_page_per_command() {
     assert!(out.join("cairn.1").is_file() && out.join("cairn-serve.1").is_file());
     let ingest = std::fs::read_to_string(ingest).unwrap();
     assert!(ingest.contains("skip\\-duplicates"), "{ingest}");
+    assert!(ingest.contains(".nf\n  cairn ingest"), "{ingest}");
 }

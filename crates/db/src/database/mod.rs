@@ -286,6 +286,15 @@ impl Database {
         matches!(&self.kind, Kind::AppendOnly(db) if db.config().unique)
     }
 
+    /// Whether it was opened read-only (no lock taken, nothing written:
+    /// it answers for what was durable when it opened).
+    pub fn is_read_only(&self) -> bool {
+        match &self.kind {
+            Kind::AppendOnly(db) => db.store.is_read_only(),
+            Kind::Indexed(db) => db.is_read_only(),
+        }
+    }
+
     /// Leaves appended so far, durable or not.
     pub fn size(&self) -> u64 {
         match &self.kind {

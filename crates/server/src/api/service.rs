@@ -19,6 +19,7 @@ pub(crate) async fn health(State(state): State<AppState>) -> Response {
         shared.failure(),
         &shared.db.health(),
         &shared.metrics.connections,
+        crate::ready::lag(shared),
     )
 }
 

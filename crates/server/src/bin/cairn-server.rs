@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use cairn_core::{Arity, HashKind, TreeConfig};
 use cairn_db::{Database, DbConfig};
-use cairn_server::{ServeOptions, init_logging, run_db};
+use cairn_server::{ServeOptions, init_logging_as, run_db};
 use clap::Parser;
 
 /// Serve a cairn database over HTTP.
@@ -48,7 +48,7 @@ fn open(args: &Args) -> anyhow::Result<Database> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_logging();
+    init_logging_as(args.options.log_format);
     let result = args
         .options
         .config_for(&args.dir)

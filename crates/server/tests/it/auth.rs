@@ -125,10 +125,16 @@ fn listening_beyond_loopback_without_a_token_logs_a_warning() {
     let log = log_of_a_server_on_every_interface(&[]);
     assert!(log.contains("WARN"), "{log}");
     assert!(
-        log.contains("listening beyond loopback without a write token"),
+        log.contains("listening beyond loopback without a write token: writes are refused"),
         "{log}"
     );
     assert!(log.contains("--token-file"), "{log}");
+    // Accepting them is a choice made explicitly, and warned about.
+    let log = log_of_a_server_on_every_interface(&["--allow-open-writes"]);
+    assert!(
+        log.contains("anyone who can reach") && !log.contains("writes are refused"),
+        "{log}"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");

@@ -14,6 +14,7 @@ mod indexed;
 mod limits;
 mod mirror;
 mod openapi;
+mod operations;
 mod pending;
 mod shutdown;
 mod store_faults;
