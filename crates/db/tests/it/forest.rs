@@ -203,6 +203,9 @@ fn single_tree_copy(to: &Path) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/single-tree");
     let path = to.join("single-tree");
     copy_dir(&source, &path);
+    // The fixture's `levels/` is empty (no checkpoint wrote a level), and
+    // git keeps no empty directory: the store made it, so the copy does.
+    std::fs::create_dir_all(path.join("levels")).unwrap();
     path
 }
 
