@@ -6,6 +6,7 @@
 // first (unlocked) account. Blocks are mined on demand: automine is off,
 // so a block holds every transaction sent since the last `mine`.
 import { spawn } from "node:child_process";
+import { request as httpRequest } from "node:http";
 import { createServer } from "node:net";
 import { Interface } from "ethers";
 import { contracts, root } from "./compile.mjs";
@@ -59,13 +60,23 @@ export class Node {
     this.id = 0;
   }
 
+  // One connection a request (`agent: false`): a kept-alive socket the node
+  // closes while idle would fail the next request at random ("fetch failed"),
+  // and a retried eth_sendTransaction could be sent twice.
   async rpc(method, params = []) {
-    const response = await fetch(this.url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: ++this.id, method, params }),
+    const payload = JSON.stringify({ jsonrpc: "2.0", id: ++this.id, method, params });
+    const text = await new Promise((resolve, reject) => {
+      const request = httpRequest(this.url, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } }, (response) => {
+        let data = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk) => (data += chunk));
+        response.on("end", () => resolve(data));
+        response.on("error", reject);
+      });
+      request.on("error", (error) => reject(new Error(`${method}: ${error.message}`)));
+      request.end(payload);
     });
-    const body = await response.json();
+    const body = JSON.parse(text);
     if (body.error) throw new Error(`${method}: ${body.error.message}`);
     return body.result;
   }
