@@ -31,19 +31,6 @@ fn manifests() -> Vec<(PathBuf, Value)> {
     found
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// The `--arity --hash [--kind ..]` options naming `database`'s tree.
 fn tree_args(database: &Value) -> Vec<String> {
     let mut args = vec![
@@ -93,7 +80,7 @@ fn snapshots_of_every_format_open_with_the_same_roots_and_pass_check() {
             let source = dir.join(database["dir"].as_str().unwrap());
             let temp = tempfile::tempdir().unwrap();
             let copy = temp.path().join("db");
-            copy_dir(&source, &copy);
+            crate::repair::copy_dir(&source, &copy);
             let copy = copy.to_str().unwrap().to_owned();
             let root = database["root"].as_str().unwrap();
             let size = database["size"].to_string();

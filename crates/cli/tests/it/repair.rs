@@ -106,7 +106,9 @@ fn setup() -> Setup {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// A copy of the directory tree `from` at `to` (also the format
+/// snapshots' working copies).
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
