@@ -79,6 +79,18 @@ pub enum AbiError {
         /// Its value, hex.
         value: String,
     },
+    /// A filter names no indexed value parameter of the event.
+    #[error(
+        "event {event} has no indexed value parameter named {name:?} to filter on (indexed value parameters: {names})"
+    )]
+    NoSuchFilter {
+        /// The event's name.
+        event: String,
+        /// The parameter asked for.
+        name: String,
+        /// The indexed value parameters' names, comma-separated.
+        names: String,
+    },
     /// A call's signature or arguments do not parse.
     #[error("call {call:?}: {reason}")]
     Call {
@@ -215,6 +227,10 @@ pub struct EventField {
     topics: usize,
     field: String,
     place: Place,
+    /// The indexed value parameters: name and topic index.
+    indexed: Vec<(String, usize)>,
+    /// Topic index and the word it must hold, for a log to count.
+    filters: Vec<(usize, Word)>,
 }
 
 impl EventField {
@@ -265,11 +281,17 @@ impl EventField {
         let (mut topic_index, mut head_word) = (1, 0);
         let mut place = None;
         let mut field_type = None;
+        let mut indexed = Vec::new();
         for param in &parsed {
             let here = if param.indexed {
                 topic_index += 1;
                 match param.ty {
-                    Type::Word(_) => Some(Place::Topic(topic_index - 1)),
+                    Type::Word(_) => {
+                        if !param.name.is_empty() {
+                            indexed.push((param.name.clone(), topic_index - 1));
+                        }
+                        Some(Place::Topic(topic_index - 1))
+                    }
                     _ => None,
                 }
             } else {
@@ -310,7 +332,42 @@ impl EventField {
             topics: topic_index,
             field: field.to_owned(),
             place,
+            indexed,
+            filters: Vec::new(),
         })
+    }
+
+    /// This event, counting only logs whose indexed parameter `name` is
+    /// `value` (as its topic word: a number big-endian, an address
+    /// left-padded); filters add up (all must hold).
+    pub fn with_filter(mut self, name: &str, value: Word) -> Result<EventField, AbiError> {
+        let Some(&(_, index)) = self.indexed.iter().find(|(n, _)| n == name) else {
+            return Err(AbiError::NoSuchFilter {
+                event: self.name.clone(),
+                name: name.to_owned(),
+                names: self
+                    .indexed
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        self.filters.push((index, value));
+        Ok(self)
+    }
+
+    /// The filters: topic index and the word it must hold.
+    pub fn filters(&self) -> &[(usize, Word)] {
+        &self.filters
+    }
+
+    /// Whether a log of this event (`topics[0]` matched) passes the
+    /// filters.
+    pub fn matches(&self, topics: &[Word]) -> bool {
+        self.filters
+            .iter()
+            .all(|(index, value)| topics.get(*index) == Some(value))
     }
 
     /// The event's name.
@@ -568,6 +625,29 @@ mod tests {
                 event: "Deposit".into(),
                 got: 1,
                 want: 2
+            })
+        );
+    }
+
+    #[test]
+    fn filters_name_indexed_value_parameters_and_select_logs() {
+        let event = EventField::parse(
+            "MemberAdded(uint256 indexed groupId, uint256 index, uint256 identityCommitment, uint256 merkleTreeRoot)",
+            "identityCommitment",
+        )
+        .unwrap();
+        assert!(event.matches(&[event.topic(), word(3)]));
+        let filtered = event.clone().with_filter("groupId", word(5)).unwrap();
+        assert_eq!(filtered.filters(), &[(1, word(5))]);
+        assert!(filtered.matches(&[event.topic(), word(5)]));
+        assert!(!filtered.matches(&[event.topic(), word(3)]));
+        assert!(!filtered.matches(&[event.topic()]));
+        assert_eq!(
+            event.clone().with_filter("index", word(5)),
+            Err(AbiError::NoSuchFilter {
+                event: "MemberAdded".into(),
+                name: "index".into(),
+                names: "groupId".into(),
             })
         );
     }

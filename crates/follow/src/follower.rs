@@ -121,7 +121,7 @@ pub enum FollowError {
     },
     /// The chain changed below what is final.
     #[error(
-        "the chain reorganised below final block {finalized}: block {block} was {stored}, the node now has {node}"
+        "the chain reorganised below final block {finalized}: block {block} was {stored}, the node now has {node} (a node restarted with another chain, or a reorganisation deeper than the finality followed)"
     )]
     BelowFinality {
         /// The last final block.
@@ -148,14 +148,47 @@ pub enum FollowError {
     },
     /// The chain changed at or below the first block followed.
     #[error(
-        "the chain reorganised at block {block}, at or below the first block followed ({first}): start again with a lower --from-block"
+        "the chain reorganised at block {block}, at or below the first block followed ({first}): block {block} was {stored}, the node now has {node} (a node restarted with another chain; if not, start again with a lower --from-block)"
     )]
     BeforeStart {
         /// The block.
         block: u64,
         /// The first block followed.
         first: u64,
+        /// The hash ingested.
+        stored: String,
+        /// The node's hash now.
+        node: String,
     },
+}
+
+/// A block hash for a message: hex, or why there is none.
+fn hash_text(hash: Option<Word>) -> String {
+    hash.map_or_else(|| "no block".to_owned(), |h| format!("0x{}", hex::encode(h)))
+}
+
+/// The `eth_getLogs` topic filter of `events`: any of their topics first,
+/// then at each indexed position the one word every event's filter asks
+/// for there (when they all ask for the same; otherwise any, and the logs
+/// are filtered as they are read).
+fn topic_filter(events: &[EventField]) -> Vec<Vec<Word>> {
+    let mut topics = vec![events.iter().map(EventField::topic).collect::<Vec<_>>()];
+    for index in 1..4 {
+        let mut asked = events.iter().map(|event| {
+            let mut words = event.filters().iter().filter(|(i, _)| *i == index);
+            match (words.next(), words.next()) {
+                (Some((_, word)), None) => Some(*word),
+                _ => None,
+            }
+        });
+        let first = asked.next().flatten();
+        let common = first.filter(|word| asked.all(|other| other == Some(*word)));
+        topics.push(common.into_iter().collect());
+    }
+    while topics.last().is_some_and(Vec::is_empty) {
+        topics.pop();
+    }
+    topics
 }
 
 fn db_error(what: impl Into<String>) -> impl FnOnce(DbError) -> FollowError {
@@ -206,7 +239,8 @@ pub struct Follower<'a> {
     rpc: Rpc,
     options: FollowOptions,
     metrics: Arc<Metrics>,
-    topics: Vec<Word>,
+    /// The `eth_getLogs` topic filter: per position, the words allowed.
+    topics: Vec<Vec<Word>>,
     /// Hashes of the blocks ingested above final history, by number.
     recent: BTreeMap<u64, Word>,
     /// The next block to ingest.
@@ -245,7 +279,7 @@ impl<'a> Follower<'a> {
                 db.dir().display()
             )));
         }
-        let topics = options.events.iter().map(EventField::topic).collect();
+        let topics = topic_filter(&options.events);
         let mut follower = Follower {
             db,
             rpc,
@@ -627,6 +661,9 @@ impl<'a> Follower<'a> {
             }
             .into());
         };
+        if !event.matches(&log.topics) {
+            return Ok(Vec::new());
+        }
         let values = event.values(&log.topics, &log.data).map_err(decode)?;
         for (position, value) in values.iter().enumerate() {
             self.db
@@ -695,7 +732,10 @@ impl<'a> Follower<'a> {
     /// database agree on, rolls the database back to it and goes on from
     /// the block after.
     fn reorganise(&mut self, from: u64) -> Result<Event, FollowError> {
-        let mut block = from;
+        // Below the final block nothing may change, and only tagged blocks
+        // have a hash to compare: a node whose head is below it (restarted
+        // with a shorter chain) is checked at the final block itself.
+        let mut block = from.max(self.final_block);
         let ancestor = loop {
             let stored = match self.recent.get(&block) {
                 Some(hash) => Some(*hash),
@@ -711,7 +751,7 @@ impl<'a> Follower<'a> {
                 Some(stored) => node == Some(stored),
                 // An untagged block at or below the final one is the
                 // node's; above it every block ingested has its hash kept.
-                None => block <= self.final_block,
+                None => block <= self.final_block && node.is_some(),
             };
             if agree {
                 break block;
@@ -720,18 +760,16 @@ impl<'a> Follower<'a> {
                 return Err(FollowError::BelowFinality {
                     finalized: self.final_block,
                     block,
-                    stored: stored
-                        .map_or_else(|| "unknown".to_owned(), |h| format!("0x{}", hex::encode(h))),
-                    node: node.map_or_else(
-                        || "no block".to_owned(),
-                        |h| format!("0x{}", hex::encode(h)),
-                    ),
+                    stored: stored.map_or_else(|| "not kept".to_owned(), |h| hash_text(Some(h))),
+                    node: hash_text(node),
                 });
             }
             if block <= self.first {
                 return Err(FollowError::BeforeStart {
                     block,
                     first: self.first,
+                    stored: stored.map_or_else(|| "not kept".to_owned(), |h| hash_text(Some(h))),
+                    node: hash_text(node),
                 });
             }
             block -= 1;

@@ -220,18 +220,19 @@ impl Rpc {
         Ok(Some(header))
     }
 
-    /// `eth_getLogs` of `address` with `topics[0]` one of `topics`, blocks
-    /// `from..=to`, in the node's order (block, then log index).
+    /// `eth_getLogs` of `address` whose topic `i` is one of `topics[i]`
+    /// (an empty list: any), blocks `from..=to`, in the node's order
+    /// (block, then log index).
     pub fn logs(
         &mut self,
         address: &Address,
-        topics: &[Word],
+        topics: &[Vec<Word>],
         from: u64,
         to: u64,
     ) -> Result<Vec<Log>, RpcError> {
         let filter = json!({
             "address": hex_bytes(address),
-            "topics": [topics.iter().map(|t| hex_bytes(t)).collect::<Vec<_>>()],
+            "topics": topic_filter(topics),
             "fromBlock": format!("{from:#x}"),
             "toBlock": format!("{to:#x}"),
         });
@@ -256,12 +257,12 @@ impl Rpc {
     pub fn logs_at(
         &mut self,
         address: &Address,
-        topics: &[Word],
+        topics: &[Vec<Word>],
         block: &Header,
     ) -> Result<Vec<Log>, RpcError> {
         let filter = json!({
             "address": hex_bytes(address),
-            "topics": [topics.iter().map(|t| hex_bytes(t)).collect::<Vec<_>>()],
+            "topics": topic_filter(topics),
             "blockHash": hex_bytes(&block.hash),
         });
         let logs = self.get_logs(filter)?;
@@ -447,6 +448,22 @@ fn word(method: &'static str, value: &Value) -> Result<Word, RpcError> {
     data.as_slice()
         .try_into()
         .map_err(|_| malformed(method, &format!("{value} is {} bytes, want 32", data.len())))
+}
+
+/// Topics as a filter: per position, null (any) or the words allowed.
+fn topic_filter(topics: &[Vec<Word>]) -> Value {
+    Value::Array(
+        topics
+            .iter()
+            .map(|words| {
+                if words.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Array(words.iter().map(|w| json!(hex_bytes(w))).collect())
+                }
+            })
+            .collect(),
+    )
 }
 
 fn hex_bytes(bytes: &[u8]) -> String {

@@ -32,7 +32,11 @@ SIG is the event as the contract declares it, with `indexed` and parameter names
 parameter holding one 32-byte word (bytes32, uintN, intN, address; from a topic when indexed, \
 from the data otherwise) or, unindexed, an array of them (uint256[]: one leaf per element). \
 Several --event/--field pairs follow several events of the contract (Semaphore's MemberAdded \
-and MembersAdded); their values are appended in log order.
+and MembersAdded); their values are appended in log order. --where NAME=VALUE keeps only the \
+logs whose indexed parameter NAME holds VALUE (decimal or 0x-hex, as its topic word), for a \
+contract that emits one event for several trees: Semaphore's groups, --where groupId=5. Every \
+--event must have an indexed parameter NAME; the filter is sent to the node with eth_getLogs and \
+checked again on every log read.
 
 Final history (at or below the node's `finalized` block, or --confirmations K below its head) \
 is read with eth_getLogs over ranges of at most --max-range blocks (halved when the node refuses \
@@ -40,7 +44,11 @@ a range, as providers do past their result limits) and finalized in the database
 it are read one by one; each block's parent hash is checked against the hash ingested for its \
 parent, and when they differ (a reorganisation) the database is rolled back to the last block \
 both branches share and the new branch is ingested. A reorganisation below what is final stops \
-the follower (exit 4).
+the follower (exit 4). A node restarted under the follower (a new chain at the same URL) is \
+handled alike: if its chain holds the blocks ingested up to some block above the final one, the \
+database is rolled back to that block and follows the new chain; if it lacks the final block (its \
+head is below it) or has another hash there or at the first block followed, the follower stops \
+with exit 4, naming the block and both hashes.
 
 Resuming needs no state besides the database: the last tagged block is where it restarts (after \
 a crash or kill -9 too), its hash checked against the node's first. The first block followed \
@@ -89,6 +97,9 @@ pub struct FollowCmd {
     /// The parameter of the matching --event whose values are leaves (one per --event).
     #[arg(long, value_name = "NAME", required = true)]
     field: Vec<String>,
+    /// Count only logs whose indexed parameter NAME is VALUE, decimal or 0x-hex (repeatable; every --event).
+    #[arg(long = "where", value_name = "NAME=VALUE")]
+    filters: Vec<String>,
     /// The first block to read, when the database has no tagged head yet.
     #[arg(long, value_name = "N", default_value_t = 0)]
     from_block: u64,
@@ -149,13 +160,21 @@ impl FollowCmd {
                 ),
             ));
         }
-        let events = self
+        let mut events = self
             .event
             .iter()
             .zip(&self.field)
             .map(|(event, field)| EventField::parse(event, field))
             .collect::<Result<Vec<_>, _>>()
             .map_err(usage)?;
+        for filter in &self.filters {
+            let (name, value) = parse_filter(filter)?;
+            events = events
+                .into_iter()
+                .map(|event| event.with_filter(name, value))
+                .collect::<Result<_, _>>()
+                .map_err(usage)?;
+        }
         let root_call = self
             .root_call
             .as_deref()
@@ -276,6 +295,16 @@ impl FollowCmd {
     }
 }
 
+/// `NAME=VALUE` of --where: the parameter's name and its topic word.
+pub(crate) fn parse_filter(text: &str) -> Result<(&str, cairn_follow::Word), Failure> {
+    let usage = |reason: String| Failure::new(Code::Usage, anyhow!("--where {text:?}: {reason}"));
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| usage("want NAME=VALUE (groupId=5)".to_owned()))?;
+    let word = cairn_follow::abi::parse_word(value.trim()).map_err(usage)?;
+    Ok((name.trim(), word))
+}
+
 /// One progress line.
 fn render(event: &Event, metrics: &Metrics, json: bool) -> String {
     let status = metrics.status();
@@ -368,13 +397,13 @@ fn render(event: &Event, metrics: &Metrics, json: bool) -> String {
 
 /// A follower's error as the CLI's exit code: a root mismatch is a failed
 /// check (1); a refusal of the database's a usage error (2) or what the
-/// database says; the node, a log or a reorganisation below finality 4.
+/// database says; the node, a log, a chain that no longer holds the blocks
+/// ingested (a reorganisation below finality or the first block followed,
+/// a node restarted with another chain) 4.
 fn follow_failure(error: FollowError) -> Failure {
     match error {
         FollowError::RootMismatch { .. } => Failure::new(Code::Invalid, error),
-        FollowError::Unsuitable(_) | FollowError::BeforeStart { .. } => {
-            Failure::new(Code::Usage, error)
-        }
+        FollowError::Unsuitable(_) => Failure::new(Code::Usage, error),
         FollowError::Db { ref source, .. } => Failure::new(database::db_code(source), error),
         other => Failure::new(Code::Input, other),
     }
