@@ -330,12 +330,16 @@ impl<'a> Follower<'a> {
             .map_err(db_error("reading the first tagged head"))?;
         self.first = first.first().map_or(last.block, |head| head.block);
         // The finalized size says which tagged blocks are final.
+        // Nothing finalized yet: no block is final (the first block
+        // followed, tagged empty, is not one either).
         let finalized = self.db.finalized_size();
-        let mut final_block = self.first;
+        let mut final_block = if finalized == 0 { 0 } else { self.first };
         for head in self
             .db
             .heads(0, usize::MAX)
             .map_err(db_error("reading the tagged heads"))?
+            .into_iter()
+            .take_while(|_| finalized > 0)
         {
             if head.size <= finalized {
                 final_block = head.block;

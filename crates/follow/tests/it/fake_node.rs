@@ -67,7 +67,7 @@ pub struct Chain {
     /// `eth_getLogs` ranges refused.
     pub ranges_refused: u64,
     /// Values made so far (every value is distinct).
-    made: u64,
+    pub made: u64,
 }
 
 /// A block hash: the branch (fork) and the number, distinct for each.
