@@ -10,6 +10,13 @@
 //! must resolve by root value to its size, and the same must hold after a
 //! reopen. Prints blocks per second with and without reorganisations.
 //!
+//! Then the same chain into one database of two trees, as a shielded pool
+//! keeps them: a note tree (the commitments) and an indexed nullifier tree
+//! (notes spent, refused twice). Each block writes both trees at once (one
+//! journal frame), a reorganisation rolls both back to the fork point, and
+//! after every reorganisation and at the end (and after a reopen) each tree
+//! must equal a tree rebuilt from the surviving blocks' values alone.
+//!
 //! ```sh
 //! cargo run --release -p cairn-db --example follower -- --blocks 10000
 //! cargo run --release -p cairn-db --example follower -- --blocks 10000 --wait-every 100
@@ -17,8 +24,9 @@
 
 use std::time::{Duration, Instant};
 
-use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig};
-use cairn_db::{BlockTag, Db, DbConfig};
+use cairn_core::indexed::IndexedTree;
+use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig, TreeKind};
+use cairn_db::{BlockId, BlockTag, Db, DbConfig, Forest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -242,11 +250,188 @@ fn check(db: &Db, canonical: &[Block], o: &Options) {
     );
 }
 
+const NOTES: &str = "notes";
+const NULLIFIERS: &str = "nullifiers";
+
+/// One block of the two-tree chain: notes created, notes spent (by the
+/// counters their values are made of).
+struct PoolBlock {
+    number: u64,
+    notes: Vec<u64>,
+    spent: Vec<u64>,
+}
+
+/// A note's nullifier: distinct from every note and every other nullifier
+/// (the value counter with its top bit set).
+fn nullifier_of(note: u64) -> Hash {
+    value_of(note | 1 << 63)
+}
+
+/// The chain into a [`Forest`] of a note tree and an indexed nullifier
+/// tree, checked against per-tree rebuilds after every reorganisation.
+fn follow_pool(o: &Options) -> Run {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let forest = Forest::create(dir.path()).expect("create");
+    let notes_config = TreeConfig::new(Arity::new(4).expect("arity"), HashKind::Blake3);
+    let nullifiers_config = TreeConfig::new(Arity::new(2).expect("arity"), HashKind::Blake3)
+        .with_kind(TreeKind::Indexed);
+    forest
+        .add_tree(NOTES, DbConfig::new(notes_config))
+        .expect("the note tree");
+    forest
+        .add_tree(NULLIFIERS, DbConfig::new(nullifiers_config))
+        .expect("the nullifier tree");
+    let mut rng = ChaCha8Rng::seed_from_u64(o.seed);
+    let mut canonical: Vec<PoolBlock> = Vec::new();
+    // Notes made on the canonical chain and not spent on it, by counter.
+    let mut unspent: Vec<u64> = Vec::new();
+    // Orphaned notes and spends, which the new branch mostly includes again.
+    let (mut orphaned_notes, mut orphaned_spends): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    let (mut made, mut fork) = (0u64, 0u64);
+    let (mut appended, mut reorg_count, mut deepest) = (0u64, 0u64, 0u64);
+    let (mut number, mut finalized_block) = (0u64, 0u64);
+    let started = Instant::now();
+    while number < o.blocks {
+        let head = canonical.last().map_or(0, |b| b.number);
+        if canonical.len() > 1 && rng.gen_bool(o.reorg_per_block) {
+            let depth = rng
+                .gen_range(1..=o.max_depth)
+                .min(head - finalized_block)
+                .min(canonical.len() as u64 - 1);
+            if depth > 0 {
+                let keep = canonical.len() - depth as usize;
+                let fork_point = canonical[keep - 1].number;
+                forest
+                    .truncate_to_block(fork_point)
+                    .expect("rollback above finality");
+                let mut dropped = std::collections::HashSet::new();
+                for block in canonical.drain(keep..) {
+                    dropped.extend(block.notes.iter().copied());
+                    orphaned_notes.extend(block.notes);
+                    orphaned_spends.extend(block.spent);
+                }
+                unspent.retain(|n| !dropped.contains(n));
+                // A spend is made again only if its note survived.
+                orphaned_spends.retain(|n| !dropped.contains(n));
+                unspent.extend(orphaned_spends.drain(..));
+                fork += 1;
+                number = fork_point + 1;
+                reorg_count += 1;
+                deepest = deepest.max(depth);
+                check_pool(&forest, &canonical, "after a reorganisation");
+            }
+        }
+        let mut notes = Vec::new();
+        for _ in 0..rng.gen_range(0..=o.max_leaves) {
+            let counter = match orphaned_notes.pop() {
+                Some(counter) if rng.gen_bool(0.8) => counter,
+                _ => {
+                    made += 1;
+                    made
+                }
+            };
+            notes.push(counter);
+        }
+        // Spend notes of earlier blocks only (never one of this block).
+        let mut spent = Vec::new();
+        for _ in 0..rng.gen_range(0..=o.max_leaves / 2).min(unspent.len()) {
+            let at = rng.gen_range(0..unspent.len());
+            spent.push(unspent.swap_remove(at));
+        }
+        unspent.extend(&notes);
+        let mut hash = [0u8; 32];
+        hash[..8].copy_from_slice(&number.to_le_bytes());
+        hash[8..16].copy_from_slice(&fork.to_le_bytes());
+        forest
+            .commit_block(
+                BlockId { number, hash },
+                &[
+                    (NOTES, &notes.iter().map(|&n| value_of(n)).collect::<Vec<_>>()),
+                    (NULLIFIERS, &spent.iter().map(|&n| nullifier_of(n)).collect::<Vec<_>>()),
+                ],
+            )
+            .expect("a block of both trees");
+        canonical.push(PoolBlock {
+            number,
+            notes,
+            spent,
+        });
+        appended += 1;
+        if number.is_multiple_of(16) && number > o.finality && number - o.finality > finalized_block
+        {
+            finalized_block = number - o.finality;
+            forest
+                .finalize_to_block(finalized_block)
+                .expect("finalize");
+        }
+        number += 1;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    check_pool(&forest, &canonical, "at the end");
+    forest.close().expect("close");
+    let forest = Forest::open(dir.path()).expect("reopen");
+    check_pool(&forest, &canonical, "after a reopen");
+    Run {
+        seconds,
+        blocks_appended: appended,
+        reorgs: reorg_count,
+        deepest,
+        leaves: canonical
+            .iter()
+            .map(|b| (b.notes.len() + b.spent.len()) as u64)
+            .sum(),
+    }
+}
+
+/// Each tree equals a tree rebuilt from the surviving blocks' values, and
+/// the last block is the chain's.
+fn check_pool(forest: &Forest, canonical: &[PoolBlock], when: &str) {
+    let notes: Vec<Hash> = canonical
+        .iter()
+        .flat_map(|b| b.notes.iter().map(|&n| value_of(n)))
+        .collect();
+    let nullifiers: Vec<Hash> = canonical
+        .iter()
+        .flat_map(|b| b.spent.iter().map(|&n| nullifier_of(n)))
+        .collect();
+    // The trees' own heads trail the journal until applied.
+    forest.apply().expect("the trees catch up with the journal");
+    let note_tree = forest.tree(NOTES).expect("the note tree");
+    let rebuilt = LeanImt::from_leaves(note_tree.config().tree(), &notes)
+        .expect("a note tree")
+        .head();
+    assert_eq!(note_tree.head(), rebuilt, "notes {when}");
+    let nullifier_tree = forest.tree(NULLIFIERS).expect("the nullifier tree");
+    let rebuilt = IndexedTree::from_values(nullifier_tree.config().tree(), &nullifiers)
+        .expect("a nullifier tree")
+        .head();
+    assert_eq!(nullifier_tree.head(), rebuilt, "nullifiers {when}");
+    assert_eq!(
+        forest.last_block(),
+        canonical.last().map(|b| b.number),
+        "the last block {when}"
+    );
+    if let Some(spent) = nullifiers.last() {
+        assert!(
+            nullifier_tree
+                .index_of(spent)
+                .expect("a lookup")
+                .is_some(),
+            "the last nullifier is in the tree {when}"
+        );
+    }
+}
+
 fn main() {
     let o = options();
     let plain = follow(&o, false);
     let forked = follow(&o, true);
-    for (name, run) in [("no reorgs", &plain), ("with reorgs", &forked)] {
+    let pool = follow_pool(&o);
+    for (name, run) in [
+        ("no reorgs", &plain),
+        ("with reorgs", &forked),
+        ("two trees", &pool),
+    ] {
         println!(
             "{name:>12}: {} blocks ({} appended, {} reorgs, deepest {}), {} leaves kept, {:.2} s, {:.0} blocks/s",
             o.blocks,
@@ -259,6 +444,6 @@ fn main() {
         );
     }
     println!(
-        "follower: roots, tagged heads and roots by value match the surviving chain, before and after a reopen"
+        "follower: roots, tagged heads and roots by value match the surviving chain, before and after a reopen; the note and nullifier trees match per-tree rebuilds after every reorganisation"
     );
 }
