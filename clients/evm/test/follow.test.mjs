@@ -8,7 +8,13 @@
 // once the follower has caught up, every tagged head of the database must
 // be a block of the node's chain whose contract root is the head's root.
 // A database built with the wrong hash must stop the follower with exit 1
-// and both roots named.
+// and both roots named. One Semaphore group of two is followed with
+// --where groupId=1 while both grow. Finality from the node's `finalized`
+// tag (Hardhat's is its head) finalizes what it ingests, and a revert
+// below it stops the follower (exit 4). A node restarted under the
+// follower with another chain (hardhat_reset on a node of its own: block
+// 0 again, a new history at the same URL) stops it with exit 4, naming the
+// final block and both hashes.
 //
 // CAIRN_FOLLOW_STEPS sets the number of random steps (default 12);
 // CAIRN_EVM_SEED repeats a run.
@@ -171,4 +177,98 @@ test("a database whose root is not the contract's stops the follower, naming the
   assert.equal(code, 1, follower.stderr);
   const contractRoot = BigInt(await contract.read("getLastRoot", [], block)).toString(16).padStart(64, "0");
   assert.match(follower.stderr, new RegExp(`^error: root mismatch at block ${block}: the contract's getLastRoot\\(\\) is 0x${contractRoot}, cairn's root of 1 leaves is 0x[0-9a-f]{64}\\n$`));
+});
+
+const MEMBER_ADDED = "MemberAdded(uint256 indexed groupId, uint256 index, uint256 identityCommitment, uint256 merkleTreeRoot)";
+const MEMBERS_ADDED = "MembersAdded(uint256 indexed groupId, uint256 startIndex, uint256[] identityCommitments, uint256 merkleTreeRoot)";
+
+test(`one Semaphore group of two (--where groupId=1) followed through reorgs and kill -9 (seed ${seed})`, { skip }, async () => {
+  const semaphore = await node.deploy("semaphore-contracts-v4/Semaphore.sol:Semaphore", ["0x0000000000000000000000000000000000000001"]);
+  await semaphore.send("createGroup(address)", node.from);
+  await semaphore.send("createGroup(address)", node.from);
+  await node.mine();
+  const [other, followed] = [0n, 1n];
+  const dir = join(work, "semaphore-group");
+  cairn("init", dir, "--arity", "2", "--hash", "poseidon", "--finality", "explicit");
+  const args = followArgs(semaphore, [
+    "--event", MEMBER_ADDED, "--field", "identityCommitment",
+    "--event", MEMBERS_ADDED, "--field", "identityCommitments",
+    "--where", `groupId=${followed}`,
+    "--root-call", "getMerkleTreeRoot(uint256 groupId)", "--root-arg", String(followed),
+  ]);
+  // Both groups grow in the same blocks; only the followed one's members count.
+  const insert = async (count, rng) => {
+    for (const group of [other, followed]) {
+      const n = group === followed ? count : rng.int(0, 2);
+      if (n === 0) continue;
+      if (n === 1 || rng.int(0, 1) === 0) {
+        for (let i = 0; i < n; i += 1) await semaphore.send("addMember", group, rng.field());
+      } else {
+        await semaphore.send("addMembers", group, Array.from({ length: n }, () => rng.field()));
+      }
+    }
+  };
+  const root = async (block) => BigInt(await semaphore.read("getMerkleTreeRoot", [followed], block));
+  await walk("Semaphore v4, group 1 of 2", dir, semaphore, args, insert, root);
+  const size = Number(await semaphore.read("getMerkleTreeSize", [followed]));
+  const { heads } = JSON.parse(cairn("heads", dir, "--json", "--limit", "1000000"));
+  assert.equal(heads.at(-1).size, size, "the database holds the followed group's members only");
+});
+
+test("finality from the node's finalized tag: what is ingested is finalized, and a revert below it stops the follower (exit 4)", { skip }, async () => {
+  const contract = await tornado();
+  const snapshot = await node.snapshot();
+  for (let i = 1n; i <= 3n; i += 1n) await contract.send("deposit", hex32(i));
+  const block = await node.mine();
+  const dir = join(work, "finalized-tag");
+  cairn("init", dir, "--kind", "imt", "--depth", "20", "--zero", TORNADO_ZERO, "--arity", "2", "--hash", "mimcsponge", "--finality", "explicit");
+  const args = ["--rpc", node.url, "--contract", contract.address, "--from-block", String(contract.block), "--finality-tag", "finalized", "--poll-ms", "20",
+    "--event", DEPOSIT, "--field", "commitment", "--root-call", "getLastRoot()"];
+  const first = new Follower(dir, [...args, "--exit-at-head"]);
+  const { code } = await first.exit;
+  assert.equal(code, 0, first.stderr);
+  assert.ok(first.lines.some((line) => line.event === "ingested" && line.to >= block), JSON.stringify(first.lines));
+  const heads = JSON.parse(cairn("heads", dir, "--json"));
+  assert.equal(heads.finalized_size, 3, JSON.stringify(heads));
+  // Another history from before the deposits: below what is final.
+  await node.revert(snapshot);
+  await contract.send("deposit", hex32(7n));
+  await node.mine();
+  await node.mineEmpty(3);
+  const second = new Follower(dir, [...args, "--exit-at-head"]);
+  const stopped = await second.exit;
+  assert.equal(stopped.code, 4, second.stderr);
+  assert.match(second.stderr, /^error: the chain reorganised below final block \d+: block \d+ was 0x[0-9a-f]{64}, the node now has 0x[0-9a-f]{64} \(a node restarted/);
+  assert.equal(JSON.parse(cairn("heads", dir, "--json")).finalized_size, 3, "nothing final was touched");
+});
+
+test("a node restarted under the follower with another chain stops it (exit 4), naming the final block and both hashes", { skip }, async () => {
+  const own = await Node.start();
+  try {
+    const hasher = await own.deployCode("MiMCSponge", mimcSpongecontract.createCode("mimcsponge", 220), mimcSpongecontract.abi);
+    const contract = await own.deploy("TornadoDepositHarness", [20, hasher.address]);
+    for (let i = 1n; i <= 4n; i += 1n) {
+      await contract.send("deposit", hex32(i));
+      await own.mine();
+    }
+    await own.mineEmpty(CONFIRMATIONS + 2);
+    const target = await own.blockNumber();
+    const dir = join(work, "restarted");
+    cairn("init", dir, "--kind", "imt", "--depth", "20", "--zero", TORNADO_ZERO, "--arity", "2", "--hash", "mimcsponge", "--finality", "explicit");
+    const follower = new Follower(dir, ["--rpc", own.url, "--contract", contract.address, "--from-block", String(contract.block), "--confirmations", String(CONFIRMATIONS),
+      "--poll-ms", "20", "--event", DEPOSIT, "--field", "commitment", "--root-call", "getLastRoot()"]);
+    await follower.caughtUp(target);
+    // Every block was there at its first poll: final up to K below that head.
+    const finalBlock = target - CONFIRMATIONS;
+    const stored = (await own.block(finalBlock)).hash;
+    const before = cairn("heads", dir);
+    // Block 0 again, another history: the follower's final block is gone.
+    await own.rpc("hardhat_reset", []);
+    const { code } = await follower.exit;
+    assert.equal(code, 4, follower.stderr);
+    assert.match(follower.stderr, new RegExp(`^error: the chain reorganised below final block ${finalBlock}: block ${finalBlock} was ${stored}, the node now has (no block|0x[0-9a-f]{64}) \\(a node restarted with another chain`));
+    assert.equal(cairn("heads", dir), before, "nothing was rolled back");
+  } finally {
+    await own.stop();
+  }
 });
