@@ -313,7 +313,7 @@ fn follow_pool(o: &Options) -> Run {
                 unspent.retain(|n| !dropped.contains(n));
                 // A spend is made again only if its note survived.
                 orphaned_spends.retain(|n| !dropped.contains(n));
-                unspent.extend(orphaned_spends.drain(..));
+                unspent.append(&mut orphaned_spends);
                 fork += 1;
                 number = fork_point + 1;
                 reorg_count += 1;
@@ -346,8 +346,14 @@ fn follow_pool(o: &Options) -> Run {
             .commit_block(
                 BlockId { number, hash },
                 &[
-                    (NOTES, &notes.iter().map(|&n| value_of(n)).collect::<Vec<_>>()),
-                    (NULLIFIERS, &spent.iter().map(|&n| nullifier_of(n)).collect::<Vec<_>>()),
+                    (
+                        NOTES,
+                        &notes.iter().map(|&n| value_of(n)).collect::<Vec<_>>(),
+                    ),
+                    (
+                        NULLIFIERS,
+                        &spent.iter().map(|&n| nullifier_of(n)).collect::<Vec<_>>(),
+                    ),
                 ],
             )
             .expect("a block of both trees");
@@ -360,9 +366,7 @@ fn follow_pool(o: &Options) -> Run {
         if number.is_multiple_of(16) && number > o.finality && number - o.finality > finalized_block
         {
             finalized_block = number - o.finality;
-            forest
-                .finalize_to_block(finalized_block)
-                .expect("finalize");
+            forest.finalize_to_block(finalized_block).expect("finalize");
         }
         number += 1;
     }
@@ -413,10 +417,7 @@ fn check_pool(forest: &Forest, canonical: &[PoolBlock], when: &str) {
     );
     if let Some(spent) = nullifiers.last() {
         assert!(
-            nullifier_tree
-                .index_of(spent)
-                .expect("a lookup")
-                .is_some(),
+            nullifier_tree.index_of(spent).expect("a lookup").is_some(),
             "the last nullifier is in the tree {when}"
         );
     }

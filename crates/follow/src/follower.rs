@@ -164,7 +164,10 @@ pub enum FollowError {
 
 /// A block hash for a message: hex, or why there is none.
 fn hash_text(hash: Option<Word>) -> String {
-    hash.map_or_else(|| "no block".to_owned(), |h| format!("0x{}", hex::encode(h)))
+    hash.map_or_else(
+        || "no block".to_owned(),
+        |h| format!("0x{}", hex::encode(h)),
+    )
 }
 
 /// The `eth_getLogs` topic filter of `events`: any of their topics first,

@@ -193,8 +193,8 @@ fn finality_follows_the_nodes_finalized_and_safe_tags() {
 
     // Above the finalized block a reorganisation is followed.
     node.chain().branch(24, 1, 8, 6);
-    let events = follow(&db, &node, options(Finality::Tag("finalized"), 0), |_| {})
-        .expect("followed");
+    let events =
+        follow(&db, &node, options(Finality::Tag("finalized"), 0), |_| {}).expect("followed");
     assert_eq!(reorgs(&events).len(), 1, "{events:?}");
     assert_equal_to_chain(&db, &node);
 
@@ -208,8 +208,7 @@ fn finality_follows_the_nodes_finalized_and_safe_tags() {
         .heads(0, usize::MAX)
         .expect("heads")
         .into_iter()
-        .filter(|h| h.size <= at_26)
-        .next_back()
+        .rfind(|h| h.size <= at_26)
         .expect("a final tagged block");
     let stored = node.chain().hash(last_final.block);
     node.chain().branch(15, 2, 20, 7);
@@ -248,8 +247,7 @@ fn a_restarted_node_is_rolled_back_to_the_shared_prefix_or_stops_the_follower() 
         .heads(0, usize::MAX)
         .expect("heads")
         .into_iter()
-        .filter(|h| h.size <= db.finalized_size())
-        .next_back()
+        .rfind(|h| h.size <= db.finalized_size())
         .expect("a final tagged block")
         .block;
 
@@ -260,7 +258,11 @@ fn a_restarted_node_is_rolled_back_to_the_shared_prefix_or_stops_the_follower() 
     let events = follow(&db, &node, options(finality, 0), |_| {}).expect("followed");
     let seen = reorgs(&events);
     assert_eq!(seen.len(), 1, "{events:?}");
-    assert!(seen[0] <= 27 && seen[0] >= final_block, "ancestor {}", seen[0]);
+    assert!(
+        seen[0] <= 27 && seen[0] >= final_block,
+        "ancestor {}",
+        seen[0]
+    );
     assert_equal_to_chain(&db, &node);
 
     // Restarted with another history from genesis: stops at the final
@@ -354,7 +356,10 @@ fn a_contract_root_other_than_the_databases_stops_the_follower() {
     let error = follow(&db, &node, options(Finality::Confirmations(3), 0), |_| {})
         .expect_err("a root mismatch");
     let FollowError::RootMismatch {
-        block, contract, cairn, ..
+        block,
+        contract,
+        cairn,
+        ..
     } = &error
     else {
         panic!("{error}");
