@@ -15,10 +15,11 @@ export const includes = ["node_modules/circomlib/circuits", "node_modules/@zk-ki
 
 /**
  * Writes build/<name>/<name>.circom holding `body` (after the pragma),
- * compiles it to R1CS and a witness-generator wasm, and returns the paths
+ * compiles it to R1CS and (unless `wasm` is false) a witness-generator
+ * wasm, and returns the paths
  * and the compiler's counts.
  */
-export function compile(name, body) {
+export function compile(name, body, { wasm = true } = {}) {
   const dir = `build/${name}`;
   mkdirSync(`${root}${dir}`, { recursive: true });
   // circom writes its witness calculator as CommonJS.
@@ -28,7 +29,7 @@ export function compile(name, body) {
   const run = () =>
     execFileSync(
       process.execPath,
-      [circom, `${dir}/${name}.circom`, "--r1cs", "--wasm", "-o", dir, ...includes.flatMap((l) => ["-l", l])],
+      [circom, `${dir}/${name}.circom`, "--r1cs", ...(wasm ? ["--wasm"] : []), "-o", dir, ...includes.flatMap((l) => ["-l", l])],
       { cwd: root, maxBuffer: 1 << 24, stdio: ["ignore", "pipe", "pipe"] },
     ).toString();
   // circom2's WASI shim reads a pointer past 2 GiB of wasm memory as a
@@ -71,3 +72,7 @@ export const absence = (arity, depth) =>
 /** zk-kit's BinaryMerkleRoot as a main component. */
 export const binaryMerkleRoot = (depth) =>
   `include "binary-merkle-root.circom";\ncomponent main = BinaryMerkleRoot(${depth});`;
+
+/** The batch-append template as a main component with its public inputs. */
+export const append = (k, depth) =>
+  `include "../../append.circom";\ncomponent main {public [oldRoot, newRoot, size, commitment]} = LeanIMTAppend(${k}, ${depth});`;

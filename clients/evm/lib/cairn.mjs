@@ -91,6 +91,11 @@ export class CairnTree {
     return JSON.parse(run("prove", this.dir, "--index", String(index), "--proof-format", "zkkit"));
   }
 
+  /** `cairn prove DIR --append-witness FROM..TO --circuit-depth D`: the batch-append circuit's inputs, parsed. */
+  appendWitness(from, to, depth) {
+    return JSON.parse(run("prove", this.dir, "--append-witness", `${from}..${to}`, "--circuit-depth", String(depth)));
+  }
+
   remove() {
     rmSync(this.work, { recursive: true, force: true });
   }

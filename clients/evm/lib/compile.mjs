@@ -103,3 +103,18 @@ function compile(compiler, folder) {
   if (errors.length > 0) throw new Error(`solc ${compiler.version()}:\n${errors.map((e) => e.formattedMessage).join("\n")}`);
   return output;
 }
+
+/**
+ * One generated contract (`content`, a whole .sol file that imports
+ * nothing, e.g. a verifier snarkjs exported) compiled with the current
+ * solc and the settings above: { name, abi, bytecode } of contract `name`.
+ */
+export function compileSource(file, content, name) {
+  const input = { language: "Solidity", sources: { [file]: { content } }, settings: SETTINGS };
+  const output = JSON.parse(solc.compile(JSON.stringify(input)));
+  const errors = (output.errors ?? []).filter((e) => e.severity === "error");
+  if (errors.length > 0) throw new Error(`solc ${solc.version()} on ${file}:\n${errors.map((e) => e.formattedMessage).join("\n")}`);
+  const contract = output.contracts[file]?.[name];
+  if (contract === undefined) throw new Error(`${file} has no contract ${name}`);
+  return { name, abi: contract.abi, bytecode: contract.evm.bytecode.object };
+}

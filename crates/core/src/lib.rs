@@ -35,6 +35,8 @@ pub use error::TreeError;
 pub use hash::{Hash, HashKind};
 pub use kind::{KindCodeError, KindError, TreeKind};
 pub use level::{NodeSource, TierError};
-pub use proof::{ConsistencyProof, DecodeError, MembershipProof, VerifyError};
+pub use proof::{
+    AppendWitness, AppendWitnessError, ConsistencyProof, DecodeError, MembershipProof, VerifyError,
+};
 pub use recompute::{Frontier, GroupRule, KnownNodes, RecomputeError};
 pub use tree::{LeanImt, Snapshot, TreeConfig, TreeHead, View};

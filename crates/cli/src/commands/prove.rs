@@ -59,6 +59,13 @@ current durable head: --size and --root do not apply. With --absent, --proof-for
 Poseidon database) prints the input JSON of cairn's IndexedAbsence(N, D) circom template in \
 circuits/indexed.circom instead (D = --circuit-depth, default the tree's depth).
 
+--append-witness FROM..TO (a binary Poseidon lean database) prints the input JSON of cairn's \
+LeanIMTAppend(K, D) circom template in circuits/append.circom, K = TO - FROM (a positive multiple \
+of 4): that the leaves FROM..TO appended to the tree of the first FROM leaves give the tree of the \
+first TO, from the old tree's frontier (docs/spec.md section 10.6). D = --circuit-depth, default \
+the depth of the tree of TO leaves. The witness is recomputed with the tree's own append before \
+it is printed.
+
 Examples:
   cairn prove --arity 3 --hash sha256 --format hex --leaves leaves.hex --index 4 > proof.json
   cairn prove db --index 4
@@ -72,6 +79,7 @@ Examples:
   cairn publish db --to public && cairn prove --tiles public --index 4
   cairn prove --tiles https://tiles.example.org/nullifiers --index 4
   cairn keygen --name example.org/db --out db.key > db.vkey && cairn publish db --to public --sign-key db.key && cairn prove --tiles public --index 4 --verify-key db.vkey
+  cairn prove db --append-witness 16..32 --circuit-depth 20 > input.json
   cairn prove spent --absent 0x000000000000000000000000000000000000000000000000000000000000000a
   cairn init nullifiers --kind indexed --arity 4 --hash poseidon && seq 1 9 | cairn ingest nullifiers --format dec && cairn prove nullifiers --absent 0x0000000000000000000000000000000000000000000000000000000000000010 --proof-format circom --circuit-depth 4";
 
@@ -111,7 +119,7 @@ pub struct ProveCmd {
     #[arg(
         long,
         value_name = "I",
-        required_unless_present_any = ["leaf", "absent"],
+        required_unless_present_any = ["leaf", "absent", "append_witness"],
         conflicts_with = "leaf"
     )]
     index: Option<u64>,
@@ -121,6 +129,9 @@ pub struct ProveCmd {
     /// Prove that this value is absent (an indexed database: its low leaf and path).
     #[arg(long, value_name = "0x..", value_parser = parse_root, requires = "dir", conflicts_with_all = ["index", "leaf", "size", "root"])]
     absent: Option<Hash>,
+    /// Print the inputs of the batch-append circuit for leaves FROM..TO (a binary Poseidon database).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_range, requires = "dir", conflicts_with_all = ["index", "leaf", "absent", "size", "root", "binary", "proof_format"])]
+    append_witness: Option<(u64, u64)>,
     /// Prove against the tree of the first S leaves (default: all of them).
     #[arg(long, value_name = "S", conflicts_with = "root")]
     size: Option<u64>,
@@ -149,6 +160,22 @@ pub enum ProofFormat {
     Circom,
     /// The inputs of zk-kit's BinaryMerkleRoot circom template (arity 2, Poseidon).
     ZkkitCircom,
+}
+
+/// `FROM..TO`: a range of leaf indices, FROM at most TO.
+fn parse_range(text: &str) -> Result<(u64, u64), String> {
+    let (from, to) = text
+        .split_once("..")
+        .ok_or_else(|| format!("want FROM..TO (two leaf counts, e.g. 16..32), got {text:?}"))?;
+    let number = |part: &str, what: &str| {
+        part.parse::<u64>()
+            .map_err(|error| format!("{what} in {text:?}: {error}"))
+    };
+    let (from, to) = (number(from, "FROM")?, number(to, "TO")?);
+    if from > to {
+        return Err(format!("FROM {from} is above TO {to} in {text:?}"));
+    }
+    Ok((from, to))
 }
 
 /// Where a leaf looked up by value is.
@@ -180,6 +207,7 @@ impl ProveCmd {
         }
         let format = self.proof_format.unwrap_or(ProofFormat::Json);
         if self.circuit_depth.is_some()
+            && self.append_witness.is_none()
             && !matches!(format, ProofFormat::Circom | ProofFormat::ZkkitCircom)
         {
             return Err(Failure::new(
@@ -191,6 +219,9 @@ impl ProveCmd {
                         .map_or("json".into(), |v| v.get_name().to_owned())
                 ),
             ));
+        }
+        if let (Some((from, to)), Some(dir)) = (self.append_witness, &self.dir) {
+            return self.print_append_witness(dir, from, to);
         }
         let proof = match (&self.dir, &self.tiles) {
             (Some(dir), _) => self.prove_db(dir)?,
@@ -214,6 +245,43 @@ impl ProveCmd {
             return output::binary(&bytes);
         }
         output::line(&String::from_utf8(bytes).expect("proof JSON is text"))
+    }
+
+    /// The inputs of the batch-append circuit for leaves `from..to` of the database in `dir`.
+    fn print_append_witness(
+        &self,
+        dir: &std::path::Path,
+        from: u64,
+        to: u64,
+    ) -> Result<(), Failure> {
+        let dir = &database::tree_dir(dir, self.tree.as_deref())?;
+        let db = database::read(dir)?;
+        let witness = db.append_witness(from, Some(to));
+        database::close(db)?;
+        let name = dir.display();
+        let witness = witness.map_err(|error| match error {
+            DbError::Tree(error) => Failure::new(
+                Code::Usage,
+                anyhow::Error::new(error).context(format!(
+                    "cannot make the append witness of leaves {from}..{to} of {name}"
+                )),
+            ),
+            error @ DbError::Unsupported { .. } => {
+                Failure::new(Code::Usage, anyhow!("--append-witness: {error}"))
+            }
+            error => database::db_failure(error),
+        })?;
+        let json = witness
+            .to_circom_json(self.circuit_depth)
+            .map_err(|error| {
+                Failure::new(
+                    Code::Usage,
+                    anyhow::Error::new(error).context(format!(
+                        "cannot print the append witness of leaves {from}..{to} of {name}"
+                    )),
+                )
+            })?;
+        output::line(&json)
     }
 
     /// Why `proof` cannot be printed as asked.

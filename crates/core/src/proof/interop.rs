@@ -60,6 +60,19 @@ pub enum InteropError {
         /// The fixed-depth tree's depth.
         depth: u32,
     },
+    /// The batch circuit commits to its leaves four at a time.
+    #[error(
+        "a batch of {leaves} leaves: the append circuit takes a positive multiple of {group} leaves, each a BN254 field element"
+    )]
+    BatchSize {
+        /// The batch's length.
+        leaves: u64,
+        /// What it must be a multiple of.
+        group: u64,
+    },
+    /// The append witness does not recompute its own heads.
+    #[error("the append witness does not hold: {0}")]
+    Witness(crate::proof::append::AppendWitnessError),
     /// A value the hash refuses (a Poseidon value at or above the modulus):
     /// the proof was not made by a tree.
     #[error("the proof holds {value}, which is not a BN254 field element")]

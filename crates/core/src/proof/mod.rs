@@ -7,6 +7,7 @@
 //! trusts a Lean tree; `verify_with(config, ..)` trusts the tree `config`
 //! describes, of either kind.
 
+pub mod append;
 mod binary;
 mod consistency;
 pub mod error;
@@ -15,6 +16,7 @@ pub(crate) mod interop;
 mod json;
 mod membership;
 
+pub use append::{AppendWitness, AppendWitnessError};
 pub use binary::{
     FORMAT_VERSION, FORMAT_VERSION_KINDS, KIND_ABSENCE, KIND_CONSISTENCY, KIND_INDEXED_MEMBERSHIP,
     KIND_INSERTION, KIND_MEMBERSHIP,

@@ -1,5 +1,6 @@
 //! Integration tests of cairn-core (one binary).
 
+mod append_witness;
 mod debug_serde;
 mod encoding;
 mod fixed;

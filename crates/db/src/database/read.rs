@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use cairn_core::indexed::{AbsenceProof, IndexedMembershipProof};
 use cairn_core::proof::InteropError;
-use cairn_core::{ConsistencyProof, Hash, MembershipProof, Snapshot, TreeError, TreeHead};
+use cairn_core::{
+    AppendWitness, ConsistencyProof, Hash, MembershipProof, Snapshot, TreeError, TreeHead,
+};
 use cairn_store::{RootAt, StoreError, TaggedHead};
 
 use super::{Database, Kind};
@@ -330,6 +332,24 @@ impl Database {
             .into());
         }
         Ok(head.snapshot.prove_consistency(from, to)?)
+    }
+
+    /// The witness that the leaves `from..to` (`to` default the durable
+    /// size) appended to the durable tree of `from` leaves give the tree
+    /// of `to`: both heads, the old tree's frontier and the leaves, as a
+    /// batch-update circuit takes them ([`Operation::HistoricalProof`]).
+    pub fn append_witness(&self, from: u64, to: Option<u64>) -> Result<AppendWitness> {
+        let db = self.append_only(Operation::HistoricalProof)?;
+        let head = db.durable_head();
+        let to = to.unwrap_or(head.size);
+        if to > head.size {
+            return Err(TreeError::SizeBeyondTree {
+                size: to,
+                tree_size: head.size,
+            }
+            .into());
+        }
+        Ok(head.snapshot.tree().append_witness(from, to)?)
     }
 
     /// The durable block-tagged heads from block `from_block` on, at most
