@@ -25,6 +25,7 @@
 //!   is written after it.
 
 mod error;
+mod family;
 mod files;
 mod journal;
 mod manifest;
@@ -45,10 +46,11 @@ use crate::database::Database;
 use crate::error::{DbError, Result};
 
 pub use journal::{BlockId, JOURNAL, JOURNAL_VERSION};
-pub use manifest::{MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name};
+pub use family::{Capacity, Located};
+pub use manifest::{Family, MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name, member_name};
 
 pub use error::ForestError;
-pub use files::{is_forest, tree_dir, tree_dirs};
+pub use files::{family_dirs, is_forest, tree_dir, tree_dirs};
 
 use files::{journaled_config, open_writer, quiet, read_all, write_journal, write_manifest};
 use journal::{BlockSizes, Header, Part, Record};
@@ -69,10 +71,25 @@ const WAIT: Duration = Duration::from_secs(60);
 /// One tree of a [`Forest`].
 #[derive(Debug, Clone)]
 pub struct Tree {
-    /// Its name.
+    /// Its name (`FAMILY/k` for member k >= 1 of a family).
     pub name: String,
     /// The tree.
     pub db: Arc<Database>,
+    /// Its family, if it was added with a capacity.
+    pub family: Option<Family>,
+}
+
+impl Tree {
+    /// The name of its family (its own name for a tree of none).
+    pub fn family_name(&self) -> &str {
+        match self.family {
+            Some(f) if f.member > 0 => self
+                .name
+                .rsplit_once('/')
+                .map_or(self.name.as_str(), |(family, _)| family),
+            _ => &self.name,
+        }
+    }
 }
 
 /// What one tree holds at a block, or got from one write.
@@ -248,6 +265,7 @@ impl Forest {
             let trees = vec![Tree {
                 name: DEFAULT_TREE.to_owned(),
                 db: Arc::new(db),
+                family: None,
             }];
             let state = State {
                 journal: None,
@@ -266,8 +284,9 @@ impl Forest {
             let config = journaled_config(&*fs, &tree_dir)?;
             let db = Database::open_in(Arc::clone(&fs), &tree_dir, Some(config))?;
             trees.push(Tree {
-                name: entry.name.clone(),
+                name: entry.full_name(),
                 db: Arc::new(db),
+                family: entry.family,
             });
         }
         let state = replay::recover(&*fs, dir, &trees)?;
@@ -337,18 +356,54 @@ impl Forest {
     /// Adding a tree to a single-tree directory makes it a database of
     /// several, its tree named [`DEFAULT_TREE`].
     pub fn add_tree(&self, name: &str, config: DbConfig) -> Result<Arc<Database>> {
+        self.add_tree_with(name, config, None)
+    }
+
+    /// [`Forest::add_tree`] of a tree that holds at most `capacity`
+    /// leaves: full, it refuses more, or (with a rollover) its next
+    /// values go to a new member `NAME/1`, `NAME/2`, ... of the same
+    /// config, made in the block that needs it (see [`Capacity`]).
+    pub fn add_tree_with(
+        &self,
+        name: &str,
+        config: DbConfig,
+        capacity: Option<Capacity>,
+    ) -> Result<Arc<Database>> {
         check_name(name)?;
         let mut state = self.state.lock();
         check_failure(&state)?;
-        if self.trees.read().iter().any(|t| t.name == name) {
+        if self
+            .trees
+            .read()
+            .iter()
+            .any(|t| t.name == name || t.family_name() == name)
+        {
             return Err(ForestError::TreeExists {
                 name: name.to_owned(),
             }
             .into());
         }
+        let family = match capacity {
+            Some(capacity) => Some(family::check_capacity(name, &config, capacity)?),
+            None => None,
+        };
         if state.journal.is_none() {
             self.convert(&mut state)?;
         }
+        self.create_member(&mut state, name, config, family)
+    }
+
+    /// Makes member `family.member` of `name` (or the plain tree `name`):
+    /// its directory, then the manifest naming it. A member made for a
+    /// block the journal never holds stays an empty member, which the
+    /// family's next rollover reuses.
+    fn create_member(
+        &self,
+        state: &mut State,
+        name: &str,
+        config: DbConfig,
+        family: Option<Family>,
+    ) -> Result<Arc<Database>> {
         let trees_dir = self.dir.join(TREES_DIR);
         if !self
             .fs
@@ -359,7 +414,8 @@ impl Forest {
                 .create_dir(&trees_dir)
                 .map_err(|e| StoreError::io("mkdir", &trees_dir, e))?;
         }
-        let relative = format!("{TREES_DIR}/{name}");
+        let member = family.map_or(0, |f| f.member);
+        let relative = manifest::member_dir(TREES_DIR, name, member);
         let tree_dir = self.dir.join(&relative);
         let mut config = config;
         config.explicit_finality = true;
@@ -376,6 +432,7 @@ impl Forest {
         entries.push(Entry {
             name: name.to_owned(),
             dir: relative,
+            family,
         });
         // The manifest names the tree once its directory is durable.
         write_manifest(&*self.fs, &self.dir, &entries)?;
@@ -383,8 +440,9 @@ impl Forest {
         state.journaled.push(db.size());
         state.dirty.insert(number);
         self.trees.write().push(Tree {
-            name: name.to_owned(),
+            name: member_name(name, member),
             db: Arc::clone(&db),
+            family,
         });
         Ok(db)
     }
@@ -394,7 +452,8 @@ impl Forest {
             .read()
             .iter()
             .map(|t| Entry {
-                name: t.name.clone(),
+                name: t.family_name().to_owned(),
+                family: t.family,
                 dir: match t.db.dir().strip_prefix(&self.dir) {
                     Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
                     Ok(relative) => relative.to_string_lossy().into_owned(),
@@ -425,6 +484,7 @@ impl Forest {
             &[Entry {
                 name: DEFAULT_TREE.to_owned(),
                 dir: ".".to_owned(),
+                family: None,
             }],
         )?;
         state.journal = Some(open_writer(&*self.fs, &self.dir)?);
@@ -460,16 +520,22 @@ impl Forest {
             }
             .into());
         }
-        let numbers = self.numbers(parts)?;
         if state.journal.is_none() {
+            self.numbers(parts)?;
             return self.commit_single(block, parts);
         }
+        // Names resolved to trees, a family's values split across its
+        // members (new members made now), strict families checked whole.
+        let planned = self.plan(&mut state, parts)?;
+        let numbers: Vec<usize> = planned.iter().map(|p| p.number).collect();
         let trees = self.trees.read().clone();
         // In memory first (each tree checks its values), undone on refusal.
         let mut done: Vec<(usize, u64)> = Vec::with_capacity(parts.len());
         let mut record_parts = Vec::with_capacity(parts.len());
         let mut out = Vec::with_capacity(parts.len());
-        for (&(name, values), &number) in parts.iter().zip(&numbers) {
+        for part in &planned {
+            let (number, values) = (part.number, &part.values[..]);
+            let name = trees[number].name.as_str();
             let db = &trees[number].db;
             let before = db.size();
             if !values.is_empty()
