@@ -415,7 +415,18 @@ impl Forest {
                 .map_err(|e| StoreError::io("mkdir", &trees_dir, e))?;
         }
         let member = family.map_or(0, |f| f.member);
-        let relative = manifest::member_dir(TREES_DIR, name, member);
+        let mut relative = manifest::member_dir(TREES_DIR, name, member);
+        // A directory the manifest does not name is what a crash left of
+        // an earlier attempt: the tree goes beside it (`~1`, `~2`, ...).
+        let mut attempt = 0;
+        while self
+            .fs
+            .exists(&self.dir.join(&relative))
+            .map_err(|e| StoreError::io("stat", &self.dir.join(&relative), e))?
+        {
+            attempt += 1;
+            relative = format!("{}~{attempt}", manifest::member_dir(TREES_DIR, name, member));
+        }
         let tree_dir = self.dir.join(&relative);
         let mut config = config;
         config.explicit_finality = true;
