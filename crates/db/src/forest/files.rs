@@ -120,29 +120,32 @@ pub fn tree_dirs(dir: impl AsRef<Path>) -> Result<Vec<(String, PathBuf)>> {
 
 /// The members of the family `name` names in the database in `dir`, each
 /// with its member number and directory, in member order (for a tree of
-/// no family, or a member named `NAME/k`: that tree alone, member 0 or
-/// k). Read from the manifest; a member a rollback emptied is listed
-/// (its directory holds an empty tree).
-pub fn family_dirs(dir: impl AsRef<Path>, name: &str) -> Result<Vec<(String, u32, PathBuf)>> {
+/// no family: that tree alone, with no member number; for a member named
+/// `NAME/k`: that member alone). Read from the manifest; a member a
+/// rollback emptied is listed (its directory holds an empty tree).
+pub fn family_dirs(
+    dir: impl AsRef<Path>,
+    name: &str,
+) -> Result<Vec<(String, Option<u32>, PathBuf)>> {
     let dir = dir.as_ref();
     let wanted = name.strip_suffix("/0").unwrap_or(name);
     let path = dir.join(MANIFEST);
     if !path.is_file() {
-        return Ok(vec![(wanted.to_owned(), 0, tree_dir(dir, Some(wanted))?)]);
+        return Ok(vec![(wanted.to_owned(), None, tree_dir(dir, Some(wanted))?)]);
     }
     let entries = manifest::decode(&read_all(&StdFs, &path)?)?;
     let Some(found) = entries.iter().find(|e| e.full_name() == wanted) else {
-        return Ok(vec![(wanted.to_owned(), 0, tree_dir(dir, Some(wanted))?)]);
+        return Ok(vec![(wanted.to_owned(), None, tree_dir(dir, Some(wanted))?)]);
     };
-    let member = found.family.map_or(0, |f| f.member);
-    if member > 0 || found.family.is_none() {
+    let member = found.family.map(|f| f.member);
+    if member.is_none_or(|m| m > 0) {
         return Ok(vec![(wanted.to_owned(), member, dir.join(&found.dir))]);
     }
-    let mut members: Vec<(String, u32, PathBuf)> = entries
+    let mut members: Vec<(String, Option<u32>, PathBuf)> = entries
         .iter()
         .filter(|e| e.name == found.name && e.family.is_some())
         .map(|e| {
-            let member = e.family.map_or(0, |f| f.member);
+            let member = e.family.map(|f| f.member);
             (e.full_name(), member, dir.join(&e.dir))
         })
         .collect();

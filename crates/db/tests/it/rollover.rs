@@ -161,7 +161,11 @@ fn a_block_past_a_capacity_goes_on_in_new_members_addressed_by_member_and_index(
             .iter()
             .map(|(name, member, _)| (name.as_str(), *member))
             .collect::<Vec<_>>(),
-        [("commitments", 0), ("commitments/1", 1), ("commitments/2", 2)]
+        [
+            ("commitments", Some(0)),
+            ("commitments/1", Some(1)),
+            ("commitments/2", Some(2))
+        ]
     );
     assert_eq!(
         cairn_db::tree_dir(dir.path(), Some("commitments/0")).unwrap(),
@@ -442,4 +446,78 @@ fn a_block_across_a_rollover_is_all_or_nothing_after_a_power_loss_anywhere() {
         }
     }
     assert!(checked > 30, "{checked} states");
+}
+
+/// Railgun's commitment trees across the rollover from tree 0 to tree 1
+/// (`test-vectors/railgun.json`, roots computed by
+/// `@railgun-community/engine`'s merkle tree): a family of depth-16
+/// Poseidon members with Railgun's zero value and a capacity of 65,536,
+/// fed the same leaves in the same batches, holds the same root in member
+/// k as the engine's tree k after every batch.
+#[test]
+fn a_railgun_family_matches_the_railgun_engines_roots_across_the_rollover() {
+    use cairn_testkit::vectors;
+    let railgun = vectors::load("railgun.json");
+    let depth = railgun["depth"].as_u64().unwrap() as u32;
+    let capacity = railgun["capacity"].as_u64().unwrap();
+    let zero = vectors::hash_or_null(&railgun["zero"]).unwrap();
+    let leaves: Vec<Hash> = (0..railgun["leaf_count"].as_u64().unwrap())
+        .map(vectors::rule_leaf)
+        .collect();
+    for (i, first) in railgun["first_leaves"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(vectors::hash_or_null(first), Some(leaves[i]), "leaf {i}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let forest = Forest::create(dir.path()).unwrap();
+    let mut config = config_of(tree(2, HashKind::Poseidon).with_kind(TreeKind::Fixed { depth, zero }));
+    config.store.log_shift = 16;
+    forest
+        .add_tree_with("railgun", config, rolling(capacity))
+        .unwrap();
+    assert_eq!(
+        forest.tree("railgun").unwrap().head().root,
+        vectors::hash_or_null(&railgun["empty_root"])
+    );
+    let mut written = 0u64;
+    let roots = railgun["roots"].as_array().unwrap();
+    for (number, entry) in roots.iter().enumerate() {
+        let member = entry["tree"].as_u64().unwrap();
+        let size = entry["size"].as_u64().unwrap();
+        let end = member * capacity + size;
+        forest
+            .commit_block(
+                block(number as u64 + 1),
+                &[("railgun", &leaves[written as usize..end as usize])],
+            )
+            .unwrap();
+        written = end;
+        forest.apply().unwrap();
+        let name = cairn_db::member_name("railgun", member as u32);
+        let head = forest.tree(&name).unwrap().head();
+        assert_eq!(head.size, size, "{name}");
+        assert_eq!(
+            head.root,
+            vectors::hash_or_null(&entry["root"]),
+            "{name} at size {size}"
+        );
+    }
+    assert!(roots.len() >= 6 && written > capacity, "the vectors cross a rollover");
+    // The same leaves in one block across the boundary: the same last
+    // root of each tree.
+    let last_root = |member: u64| {
+        roots
+            .iter()
+            .rev()
+            .find(|e| e["tree"].as_u64() == Some(member))
+            .and_then(|e| vectors::hash_or_null(&e["root"]))
+    };
+    forest.truncate_to_block(3).unwrap();
+    let from = roots[2]["size"].as_u64().unwrap() as usize;
+    forest
+        .commit_block(block(100), &[("railgun", &leaves[from..written as usize])])
+        .unwrap();
+    forest.apply().unwrap();
+    assert_eq!(forest.tree("railgun").unwrap().head().root, last_root(0));
+    assert_eq!(forest.tree("railgun/1").unwrap().head().root, last_root(1));
+    forest.close().unwrap();
 }
