@@ -146,7 +146,10 @@ impl TreeAddCmd {
         }
         let capacity = match self.capacity {
             Some(leaves) if self.rollover => {
-                format!(", capacity {leaves} then {}/1, {}/2, ...", self.name, self.name)
+                format!(
+                    ", capacity {leaves} then {}/1, {}/2, ...",
+                    self.name, self.name
+                )
             }
             Some(leaves) => format!(", capacity {leaves}"),
             None => String::new(),

@@ -182,8 +182,8 @@ impl Forest {
                 number: last,
                 values: head.to_vec(),
             });
-            let per_member = usize::try_from(family.capacity - empty_size(tree.db.kind()))
-                .unwrap_or(usize::MAX);
+            let per_member =
+                usize::try_from(family.capacity - empty_size(tree.db.kind())).unwrap_or(usize::MAX);
             let mut member = trees[last].family.map_or(0, |f| f.member);
             while !rest.is_empty() {
                 member += 1;

@@ -131,11 +131,19 @@ pub fn family_dirs(
     let wanted = name.strip_suffix("/0").unwrap_or(name);
     let path = dir.join(MANIFEST);
     if !path.is_file() {
-        return Ok(vec![(wanted.to_owned(), None, tree_dir(dir, Some(wanted))?)]);
+        return Ok(vec![(
+            wanted.to_owned(),
+            None,
+            tree_dir(dir, Some(wanted))?,
+        )]);
     }
     let entries = manifest::decode(&read_all(&StdFs, &path)?)?;
     let Some(found) = entries.iter().find(|e| e.full_name() == wanted) else {
-        return Ok(vec![(wanted.to_owned(), None, tree_dir(dir, Some(wanted))?)]);
+        return Ok(vec![(
+            wanted.to_owned(),
+            None,
+            tree_dir(dir, Some(wanted))?,
+        )]);
     };
     let member = found.family.map(|f| f.member);
     if member.is_none_or(|m| m > 0) {

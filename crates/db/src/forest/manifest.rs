@@ -366,7 +366,13 @@ mod tests {
         let names: Vec<String> = decoded.iter().map(Entry::full_name).collect();
         assert_eq!(
             names,
-            ["default", "notes", "commitments", "commitments/1", "commitments/2"]
+            [
+                "default",
+                "notes",
+                "commitments",
+                "commitments/1",
+                "commitments/2"
+            ]
         );
         for bit in 0..bytes.len() * 8 {
             let mut flipped = bytes.clone();
@@ -380,7 +386,12 @@ mod tests {
         let mut entries = family();
         entries.remove(3);
         let error = decode(&encode_unchecked(&entries)).unwrap_err();
-        assert!(error.to_string().contains("commitments/2 without its predecessor"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("commitments/2 without its predecessor"),
+            "{error}"
+        );
     }
 
     /// [`encode`] without its pair assertion, for manifests it refuses.

@@ -45,8 +45,8 @@ use crate::config::DbConfig;
 use crate::database::Database;
 use crate::error::{DbError, Result};
 
-pub use journal::{BlockId, JOURNAL, JOURNAL_VERSION};
 pub use family::{Capacity, Located};
+pub use journal::{BlockId, JOURNAL, JOURNAL_VERSION};
 pub use manifest::{Family, MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name, member_name};
 
 pub use error::ForestError;
@@ -425,7 +425,10 @@ impl Forest {
             .map_err(|e| StoreError::io("stat", &self.dir.join(&relative), e))?
         {
             attempt += 1;
-            relative = format!("{}~{attempt}", manifest::member_dir(TREES_DIR, name, member));
+            relative = format!(
+                "{}~{attempt}",
+                manifest::member_dir(TREES_DIR, name, member)
+            );
         }
         let tree_dir = self.dir.join(&relative);
         let mut config = config;

@@ -118,13 +118,20 @@ fn a_block_past_a_capacity_goes_on_in_new_members_addressed_by_member_and_index(
         .collect();
     assert_eq!(
         written,
-        [("notes", 0, 1), ("commitments", 5, 3), ("commitments/1", 0, 3)]
+        [
+            ("notes", 0, 1),
+            ("commitments", 5, 3),
+            ("commitments/1", 0, 3)
+        ]
     );
     // One block filling member 1 and half of member 2.
     forest
         .commit_block(block(3), &[("commitments", &all[11..23])])
         .unwrap();
-    assert_eq!(members(&forest, "commitments"), expected("commitments", &all));
+    assert_eq!(
+        members(&forest, "commitments"),
+        expected("commitments", &all)
+    );
     for (i, v) in all.iter().enumerate() {
         let member = (i / 8) as u32;
         assert_eq!(
@@ -154,7 +161,10 @@ fn a_block_past_a_capacity_goes_on_in_new_members_addressed_by_member_and_index(
     forest.close().unwrap();
     let forest = Forest::open(dir.path()).unwrap();
     assert_eq!(forest.names(), names);
-    assert_eq!(members(&forest, "commitments"), expected("commitments", &all));
+    assert_eq!(
+        members(&forest, "commitments"),
+        expected("commitments", &all)
+    );
     assert_eq!(
         cairn_db::family_dirs(dir.path(), "commitments")
             .unwrap()
@@ -181,8 +191,12 @@ fn a_block_past_a_capacity_goes_on_in_new_members_addressed_by_member_and_index(
 fn a_strict_family_refuses_a_value_any_member_holds_or_one_a_write_repeats() {
     let dir = tempfile::tempdir().unwrap();
     let forest = Forest::create(dir.path()).unwrap();
-    forest.add_tree_with("strict", imt(true), rolling(8)).unwrap();
-    forest.add_tree_with("loose", imt(false), rolling(8)).unwrap();
+    forest
+        .add_tree_with("strict", imt(true), rolling(8))
+        .unwrap();
+    forest
+        .add_tree_with("loose", imt(false), rolling(8))
+        .unwrap();
     let first = values(1, 0, 10);
     forest
         .commit_block(block(1), &[("strict", &first), ("loose", &first)])
@@ -237,7 +251,9 @@ fn a_rollback_across_a_boundary_empties_the_member_its_blocks_made_and_the_next_
     forest.add_tree_with("c", imt(true), rolling(8)).unwrap();
     let all = values(1, 0, 12);
     forest.commit_block(block(1), &[("c", &all[..6])]).unwrap();
-    forest.commit_block(block(2), &[("c", &all[6..12])]).unwrap();
+    forest
+        .commit_block(block(2), &[("c", &all[6..12])])
+        .unwrap();
     assert_eq!(forest.family("c").unwrap().len(), 2);
     forest.truncate_to_block(1).unwrap();
     assert_eq!(members(&forest, "c"), expected("c", &all[..6]));
@@ -315,7 +331,9 @@ fn an_indexed_family_counts_its_guard_in_each_members_capacity() {
     forest.commit_block(block(1), &[("n", &all)]).unwrap();
     let sizes: Vec<u64> = members(&forest, "n").iter().map(|m| m.1).collect();
     assert_eq!(sizes, [4, 4, 3]);
-    let refused = forest.commit_block(block(2), &[("n", &all[..1])]).unwrap_err();
+    let refused = forest
+        .commit_block(block(2), &[("n", &all[..1])])
+        .unwrap_err();
     assert!(
         matches!(refused, DbError::Forest(ForestError::InFamily { .. })),
         "{refused}"
@@ -464,12 +482,18 @@ fn a_railgun_family_matches_the_railgun_engines_roots_across_the_rollover() {
     let leaves: Vec<Hash> = (0..railgun["leaf_count"].as_u64().unwrap())
         .map(vectors::rule_leaf)
         .collect();
-    for (i, first) in railgun["first_leaves"].as_array().unwrap().iter().enumerate() {
+    for (i, first) in railgun["first_leaves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
         assert_eq!(vectors::hash_or_null(first), Some(leaves[i]), "leaf {i}");
     }
     let dir = tempfile::tempdir().unwrap();
     let forest = Forest::create(dir.path()).unwrap();
-    let mut config = config_of(tree(2, HashKind::Poseidon).with_kind(TreeKind::Fixed { depth, zero }));
+    let mut config =
+        config_of(tree(2, HashKind::Poseidon).with_kind(TreeKind::Fixed { depth, zero }));
     config.store.log_shift = 16;
     forest
         .add_tree_with("railgun", config, rolling(capacity))
@@ -501,7 +525,10 @@ fn a_railgun_family_matches_the_railgun_engines_roots_across_the_rollover() {
             "{name} at size {size}"
         );
     }
-    assert!(roots.len() >= 6 && written > capacity, "the vectors cross a rollover");
+    assert!(
+        roots.len() >= 6 && written > capacity,
+        "the vectors cross a rollover"
+    );
     // The same leaves in one block across the boundary: the same last
     // root of each tree.
     let last_root = |member: u64| {
