@@ -92,7 +92,7 @@ impl Forest {
         while self
             .fs
             .exists(&self.dir.join(&relative))
-            .map_err(|e| StoreError::io("stat", &self.dir.join(&relative), e))?
+            .map_err(|e| StoreError::io("stat", self.dir.join(&relative), e))?
         {
             attempt += 1;
             relative = format!(
