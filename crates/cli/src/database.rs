@@ -143,3 +143,37 @@ pub fn tree_dir(dir: &Path, tree: Option<&str>) -> Result<std::path::PathBuf, Fa
     }
     cairn_db::tree_dir(dir, tree).map_err(db_failure)
 }
+
+/// Where `value` is in the family (or tree) `tree` names in the database
+/// `dir`: the member's name, its member number (`None` for a tree of no
+/// family), its directory and the value's index; `None` if no member
+/// holds it. Each member is read as its own files hold it.
+#[allow(clippy::type_complexity)]
+pub fn locate(
+    dir: &Path,
+    tree: &str,
+    value: &cairn_core::Hash,
+) -> Result<Option<(String, Option<u32>, std::path::PathBuf, u64)>, Failure> {
+    for (name, member, path) in cairn_db::family_dirs(dir, tree).map_err(db_failure)? {
+        let db = open_read_only(&path, Options::default())?;
+        let found = db.lookup(std::slice::from_ref(value)).map_err(db_failure);
+        close(db)?;
+        if let Some(index) = found?.indices[0] {
+            return Ok(Some((name, member, path, index)));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `tree` names a family with more than one member (or a member
+/// of one), so that answers say which member.
+pub fn is_family(dir: &Path, tree: Option<&str>) -> Result<bool, Failure> {
+    let Some(tree) = tree else {
+        return Ok(false);
+    };
+    if !cairn_db::is_forest(dir) {
+        return Ok(false);
+    }
+    let members = cairn_db::family_dirs(dir, tree).map_err(db_failure)?;
+    Ok(members.iter().any(|(_, member, _)| member.is_some()))
+}

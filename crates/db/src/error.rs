@@ -182,6 +182,10 @@ impl DbError {
                 use crate::forest::ForestError as Forest;
                 match error {
                     Forest::BadName { .. } | Forest::TreeTwice { .. } => ErrorKind::InvalidBatch,
+                    Forest::MemberWrite { .. } => ErrorKind::InvalidBatch,
+                    Forest::BadCapacity { .. } => ErrorKind::Config,
+                    Forest::Full { .. } => ErrorKind::Full,
+                    Forest::InFamily { .. } => ErrorKind::Duplicate,
                     Forest::UnknownTree { .. } | Forest::NoBlock { .. } => ErrorKind::NotFound,
                     Forest::TreeExists { .. } | Forest::SingleTree => ErrorKind::Config,
                     Forest::BlockOrder { .. } => ErrorKind::BlockOrder,

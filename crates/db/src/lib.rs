@@ -71,8 +71,9 @@ pub use database::{
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
 pub use error::{DbError, ErrorKind, Result};
 pub use forest::{
-    BlockId, Committed, DEFAULT_TREE, Forest, ForestError, JOURNAL, JOURNAL_VERSION, MANIFEST,
-    MANIFEST_VERSION, TREES_DIR, Tree, TreeAt, check_name, is_forest, tree_dir, tree_dirs,
+    BlockId, Capacity, Committed, DEFAULT_TREE, Family, Forest, ForestError, JOURNAL,
+    JOURNAL_VERSION, Located, MANIFEST, MANIFEST_VERSION, TREES_DIR, Tree, TreeAt, check_name,
+    family_dirs, is_forest, member_name, tree_dir, tree_dirs,
 };
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use open::{OpenOptions, is_database};

@@ -38,3 +38,16 @@ pub fn hash_or_null(value: &serde_json::Value) -> Option<Hash> {
         .as_str()
         .map(|s| parse_hash(s).unwrap_or_else(|e| panic!("bad hash in vectors: {e}")))
 }
+
+/// Leaf `index` of `leaves.json`'s rule, for streams longer than its
+/// 1,100 leaves: SHA-256 of `cairn/test-vector-leaf/v1` and the index as a
+/// big-endian u64, with the top three bits cleared (a BN254 scalar).
+pub fn rule_leaf(index: u64) -> Hash {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(b"cairn/test-vector-leaf/v1");
+    hasher.update(index.to_be_bytes());
+    let mut out: Hash = hasher.finalize().into();
+    out[0] &= 0x1f;
+    out
+}

@@ -25,6 +25,11 @@ created with --no-unique keeps no set and cannot answer (exit 2).
 --json prints {\"leaf\":\"0x..\",\"present\":true|false,\"index\":I|null,\"size\":S} on stdout in \
 both cases (exit 0 present, 1 absent, nothing on stderr).
 
+With --tree NAME naming a family (a tree added with --capacity), every member is searched and \
+the answer is `K I`: the member (Railgun's tree number; `NAME/K` is its name) and the index in \
+it; --json prints {\"leaf\",\"present\",\"tree\":\"NAME/K\",\"member\":K,\"index\":I}. \
+--tree NAME/K looks in that member alone.
+
 Examples:
   cairn contains db 0x0000000000000000000000000000000000000000000000000000000000000005
   cairn contains db \"$NULLIFIER\" 2>/dev/null && echo spent
@@ -49,6 +54,11 @@ pub struct ContainsCmd {
 
 impl ContainsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if let Some(tree) = &self.tree
+            && database::is_family(&self.dir, Some(tree))?
+        {
+            return self.run_family(tree);
+        }
         let dir = database::tree_dir(&self.dir, self.tree.as_deref())?;
         let db = database::open_read_only(&dir, Options::default())?;
         let found = db
@@ -90,6 +100,44 @@ impl ContainsCmd {
                     } else {
                         String::new()
                     }
+                ),
+            )),
+        }
+    }
+
+    /// A family (a tree added with a capacity): every member searched,
+    /// the answer naming the member (Railgun's tree number) and index.
+    fn run_family(&self, tree: &str) -> Result<(), Failure> {
+        let found = database::locate(&self.dir, tree, &self.leaf)?;
+        if self.json {
+            let (name, member, index) = match &found {
+                Some((name, member, _, index)) => (Some(name.as_str()), *member, Some(*index)),
+                None => (None, None, None),
+            };
+            output::line(
+                &Object::new()
+                    .hash("leaf", Some(&self.leaf))
+                    .field("present", found.is_some())
+                    .field("tree", name)
+                    .field("member", member.map(u64::from))
+                    .field("index", index)
+                    .finish(),
+            )?;
+            return match found {
+                Some(_) => Ok(()),
+                None => Err(Failure::quiet(Code::Invalid, anyhow!("absent"))),
+            };
+        }
+        match found {
+            Some((_, member, _, index)) => {
+                output::line(&format!("{} {index}", member.unwrap_or(0)))
+            }
+            None => Err(Failure::verdict(
+                "absent",
+                anyhow!(
+                    "{} is in no member of {tree} in {}",
+                    Hex(&self.leaf),
+                    self.dir.display()
                 ),
             )),
         }

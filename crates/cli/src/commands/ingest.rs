@@ -394,6 +394,7 @@ impl IngestCmd {
         let block_size = usize::try_from(self.block_size).unwrap_or(usize::MAX);
         let (mut block, mut lines) = (Vec::new(), Vec::new());
         let (mut first, mut count) = (None, 0u64);
+        let mut last_tree = tree.clone();
         loop {
             reader
                 .next_block(block_size, &mut block, &mut lines)
@@ -421,12 +422,22 @@ impl IngestCmd {
             }
             .map_err(database::db_failure)?;
             first.get_or_insert(committed.trees[0].first);
-            count += committed.trees[0].count;
+            count += committed.trees.iter().map(|t| t.count).sum::<u64>();
+            // A family's values may go on in a new member (rollover).
+            if let Some(last) = committed.trees.last() {
+                last_tree.clone_from(&last.tree);
+            }
             if block.is_empty() {
                 break;
             }
         }
         forest.apply().map_err(database::db_failure)?;
+        let rolled = last_tree != tree;
+        let db = if rolled {
+            forest.tree(&last_tree).map_err(database::db_failure)?
+        } else {
+            db
+        };
         let head = db.head();
         drop(db);
         forest.close().map_err(database::db_failure)?;
@@ -435,12 +446,21 @@ impl IngestCmd {
             return output::line(
                 &Object::new()
                     .field("tree", tree.as_str())
+                    .field("last_tree", last_tree.as_str())
                     .field("first_index", first)
                     .field("count", count)
                     .field("size", head.size)
                     .hash("root", head.root.as_ref())
                     .finish(),
             );
+        }
+        if rolled {
+            return output::line(&format!(
+                "appended {count} lea{} to tree {tree}, rolling over to {last_tree}: size {}, root {}",
+                if count == 1 { "f" } else { "ves" },
+                head.size,
+                head.root.map_or_else(|| "none".to_owned(), |r| to_hex(&r))
+            ));
         }
         output::line(&format!(
             "appended {count} lea{} to tree {tree} at indices {first}..{}: size {}, root {}",

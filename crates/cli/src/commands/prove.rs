@@ -27,6 +27,10 @@ The leaf is chosen by --index I (counting from 0) or by value with --leaf 0x.. (
 occurrence in a leaf file; in a database, found through the nullifier set, so the database must \
 keep one). A value that is not there exits 1; an index the tree does not reach exits 2.
 
+With --tree NAME naming a family (a tree added with --capacity), --leaf finds the member \
+holding the value and proves it there, printing `tree NAME/K member K index I` on stderr; \
+--tree NAME/K proves in member K (--index counts in it).
+
 With --size S the proof is against the tree as it was with its first S leaves (a historical \
 proof, for a verifier that trusts that older root). With --root 0x.. (a database only) it is \
 against the tree whose root that is: a root of a block-tagged head (`cairn heads`) or the \
@@ -377,7 +381,21 @@ impl ProveCmd {
     /// The proof asked of a database: absence, or membership by value or
     /// index, against its durable head or an earlier one it names.
     fn prove_db(&self, dir: &std::path::Path) -> Result<Proof, Failure> {
-        let dir = &database::tree_dir(dir, self.tree.as_deref())?;
+        // A family asked by value: the member holding it, named on stderr
+        // with the index (the proof is that member's).
+        let member = match (&self.tree, &self.leaf) {
+            (Some(tree), Some(value)) if database::is_family(dir, Some(tree))? => {
+                database::locate(dir, tree, value)?.map(|(name, member, path, index)| {
+                    eprintln!("tree {} member {} index {index}", name, member.unwrap_or(0));
+                    path
+                })
+            }
+            _ => None,
+        };
+        let dir = &match member {
+            Some(path) => path,
+            None => database::tree_dir(dir, self.tree.as_deref())?,
+        };
         let lookups = self.leaf.is_some() || self.absent.is_some();
         let db = if lookups {
             database::open_read_only(dir, database::Options::default())?

@@ -28,16 +28,25 @@ written by an earlier build afterwards.
 
 --json prints {\"dir\":\"..\",\"tree\":\"NAME\",\"kind\":\"..\",\"arity\":N,\"hash\":\"..\",\"size\":S}.
 
+With --capacity LEAVES the tree holds at most that many leaves (an indexed tree's guard counted; \
+an imt at most N^depth): full, it refuses more, or with --rollover the next values (of the same \
+block, which stays one atomic write) go to a new member NAME/1, then NAME/2, ..., each of the \
+same config (Railgun's tree numbers). Writes name the family NAME; reads take NAME (every \
+member: `cairn contains` and `cairn prove --leaf` say which) or NAME/K (one member). A family \
+with a nullifier set refuses a value any member holds.
+
 Examples:
   cairn tree add db notes --arity 2 --hash poseidon
-  cairn tree add db nullifiers --kind indexed --arity 2 --hash poseidon";
+  cairn tree add db nullifiers --kind indexed --arity 2 --hash poseidon
+  cairn tree add db railgun --kind imt --depth 16 --arity 2 --hash poseidon --capacity 65536 --rollover";
 
 /// The long help of `cairn trees`.
 pub(crate) const TREES_ABOUT: &str = "\
 List the trees of the cairn database DIR, in the order they were added: name, kind, arity, \
 hash, size and root, each read-only from its own files (beside a running writer, a tree may \
 trail the last block by the writer's catch-up). A database of one tree made before several \
-lists one tree, `default`.
+lists one tree, `default`. The members of a family follow it as NAME/1, NAME/2, ... (a member \
+a rollback emptied is not listed).
 
 One line per tree: `NAME kind K arity N hash H size S root 0x..|none`. --json prints \
 {\"trees\":[{\"name\":\"..\",\"kind\":\"..\",\"arity\":N,\"hash\":\"..\",\"size\":S,\"root\":\"0x..\"|null},..]}.
@@ -82,6 +91,12 @@ struct TreeAddCmd {
     /// Keep no nullifier set: repeated values are accepted, nothing is looked up by value.
     #[arg(long)]
     no_unique: bool,
+    /// The most leaves the tree holds (an indexed tree's guard counted; an imt's at most N^depth): a full tree refuses more, or rolls over with --rollover.
+    #[arg(long, value_name = "LEAVES")]
+    capacity: Option<u64>,
+    /// When full, the next values go to a new member NAME/1, NAME/2, ... of the same config (needs --capacity).
+    #[arg(long, requires = "capacity")]
+    rollover: bool,
     /// Print what was added as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -106,7 +121,11 @@ impl TreeAddCmd {
             true,
         )?;
         let forest = Forest::open(&self.dir).map_err(database::db_failure)?;
-        let added = forest.add_tree(&self.name, config);
+        let capacity = self.capacity.map(|leaves| cairn_db::Capacity {
+            leaves,
+            rollover: self.rollover,
+        });
+        let added = forest.add_tree_with(&self.name, config, capacity);
         let size = added.as_ref().map(|db| db.size()).unwrap_or(0);
         let closed = forest.close();
         added.map_err(database::db_failure)?;
@@ -120,11 +139,23 @@ impl TreeAddCmd {
                     .field("arity", self.arity.as_u64())
                     .field("hash", self.hash.name())
                     .field("size", size)
+                    .field("capacity", self.capacity)
+                    .field("rollover", self.rollover)
                     .finish(),
             );
         }
+        let capacity = match self.capacity {
+            Some(leaves) if self.rollover => {
+                format!(
+                    ", capacity {leaves} then {}/1, {}/2, ...",
+                    self.name, self.name
+                )
+            }
+            Some(leaves) => format!(", capacity {leaves}"),
+            None => String::new(),
+        };
         output::line(&format!(
-            "added tree {} to {}: {}, arity {}, hash {}",
+            "added tree {} to {}: {}, arity {}, hash {}{capacity}",
             self.name,
             self.dir.display(),
             tree.kind.name(),
@@ -154,6 +185,12 @@ impl TreesCmd {
             let config = db.tree_config();
             let head = db.head();
             database::close(db)?;
+            // A member past a family's first that holds nothing was made
+            // for a block that a crash or a rollback took away: no member.
+            let empty = u64::from(config.kind == cairn_core::TreeKind::Indexed);
+            if name.contains('/') && head.size <= empty {
+                continue;
+            }
             rows.push((name, config, head));
         }
         if self.json {

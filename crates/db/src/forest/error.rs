@@ -1,5 +1,8 @@
 //! The errors of a database of several trees, beside its trees' own.
 
+use cairn_core::Hash;
+use cairn_core::hex::to_hex;
+
 use super::{DEFAULT_TREE, MAX_NAME};
 
 /// The errors of a database of several trees (beside its trees' own).
@@ -104,4 +107,55 @@ pub enum ForestError {
         "this database is one tree in the layout before several trees; a block can name only {DEFAULT_TREE:?} until a tree is added"
     )]
     SingleTree,
+    /// A capacity a tree of this config cannot have.
+    #[error(
+        "tree {name:?} cannot have a capacity of {capacity} leaves: at least {least}{}",
+        most.map(|m| format!(", at most {m} (its fixed depth)")).unwrap_or_default()
+    )]
+    BadCapacity {
+        /// The tree.
+        name: String,
+        /// The capacity asked for.
+        capacity: u64,
+        /// The least it can be (one more than the empty tree's size).
+        least: u64,
+        /// The most, for a fixed-depth tree.
+        most: Option<u64>,
+    },
+    /// A write naming a member of a family rather than the family.
+    #[error("{name:?} is a member of family {family:?}: writes name the family")]
+    MemberWrite {
+        /// The member named.
+        name: String,
+        /// Its family.
+        family: String,
+    },
+    /// A full tree without a rollover.
+    #[error(
+        "tree {tree:?} holds {size} of its capacity of {capacity} leaves and rolls over to no other: {values} values refused"
+    )]
+    Full {
+        /// The tree.
+        tree: String,
+        /// Its capacity.
+        capacity: u64,
+        /// Its size.
+        size: u64,
+        /// The values refused.
+        values: u64,
+    },
+    /// A value a member of a strict family holds, or one a write to the
+    /// family repeats.
+    #[error("value {} is {}: the family refuses it", to_hex(value), match (tree, index) {
+        (Some(tree), Some(index)) => format!("at index {index} of member {tree:?}"),
+        _ => "twice in one write to the family".to_owned(),
+    })]
+    InFamily {
+        /// The value.
+        value: Hash,
+        /// The member holding it, `None` for a value the write repeats.
+        tree: Option<String>,
+        /// Its index there.
+        index: Option<u64>,
+    },
 }

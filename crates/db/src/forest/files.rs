@@ -114,8 +114,51 @@ pub fn tree_dirs(dir: impl AsRef<Path>) -> Result<Vec<(String, PathBuf)>> {
     let entries = manifest::decode(&read_all(&StdFs, &path)?)?;
     Ok(entries
         .into_iter()
-        .map(|e| (e.name, dir.join(e.dir)))
+        .map(|e| (e.full_name(), dir.join(e.dir)))
         .collect())
+}
+
+/// The members of the family `name` names in the database in `dir`, each
+/// with its member number and directory, in member order (for a tree of
+/// no family: that tree alone, with no member number; for a member named
+/// `NAME/k`: that member alone). Read from the manifest; a member a
+/// rollback emptied is listed (its directory holds an empty tree).
+pub fn family_dirs(
+    dir: impl AsRef<Path>,
+    name: &str,
+) -> Result<Vec<(String, Option<u32>, PathBuf)>> {
+    let dir = dir.as_ref();
+    let wanted = name.strip_suffix("/0").unwrap_or(name);
+    let path = dir.join(MANIFEST);
+    if !path.is_file() {
+        return Ok(vec![(
+            wanted.to_owned(),
+            None,
+            tree_dir(dir, Some(wanted))?,
+        )]);
+    }
+    let entries = manifest::decode(&read_all(&StdFs, &path)?)?;
+    let Some(found) = entries.iter().find(|e| e.full_name() == wanted) else {
+        return Ok(vec![(
+            wanted.to_owned(),
+            None,
+            tree_dir(dir, Some(wanted))?,
+        )]);
+    };
+    let member = found.family.map(|f| f.member);
+    if member.is_none_or(|m| m > 0) {
+        return Ok(vec![(wanted.to_owned(), member, dir.join(&found.dir))]);
+    }
+    let mut members: Vec<(String, Option<u32>, PathBuf)> = entries
+        .iter()
+        .filter(|e| e.name == found.name && e.family.is_some())
+        .map(|e| {
+            let member = e.family.map(|f| f.member);
+            (e.full_name(), member, dir.join(&e.dir))
+        })
+        .collect();
+    members.sort_by_key(|(_, member, _)| *member);
+    Ok(members)
 }
 
 /// The directory of tree `name` of the database in `dir`, or of the tree
@@ -124,6 +167,8 @@ pub fn tree_dirs(dir: impl AsRef<Path>) -> Result<Vec<(String, PathBuf)>> {
 pub fn tree_dir(dir: impl AsRef<Path>, name: Option<&str>) -> Result<PathBuf> {
     let trees = tree_dirs(dir)?;
     let wanted = name.unwrap_or(DEFAULT_TREE);
+    // Member 0 of a family is the family's own tree.
+    let wanted = wanted.strip_suffix("/0").unwrap_or(wanted);
     if let Some((_, path)) = trees.iter().find(|(n, _)| n == wanted) {
         return Ok(path.clone());
     }

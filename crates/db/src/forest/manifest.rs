@@ -3,6 +3,12 @@
 //! the block journal is its position here, so trees are only ever
 //! appended). Replaced whole by tmp + fdatasync + rename + directory
 //! fsync, checked by its CRC before anything in it is used.
+//!
+//! Version 2 adds to each tree its family: the member number and the
+//! capacity and successor rule of a tree that rolls over (member `k` of
+//! family `NAME` is the tree `NAME/k`; member 0 is `NAME` itself). A
+//! manifest without a capacity is still written as version 1, which
+//! builds before families read.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used)]
 
 use crate::forest::ForestError;
@@ -12,8 +18,11 @@ pub const MANIFEST: &str = "cairn.trees";
 /// Its temporary while it is replaced.
 pub(crate) const MANIFEST_TMP: &str = "cairn.trees.tmp";
 const MAGIC: &[u8; 8] = b"CAIRNTRS";
-/// The manifest format this build writes and reads.
-pub const MANIFEST_VERSION: u32 = 1;
+/// The newest manifest format this build writes and reads (it reads
+/// version 1 too, and writes it while no tree has a capacity).
+pub const MANIFEST_VERSION: u32 = 2;
+/// The manifest format before families.
+const MANIFEST_VERSION_PLAIN: u32 = 1;
 /// The longest tree name, in bytes.
 pub const MAX_NAME: usize = 64;
 /// The most trees one database holds.
@@ -27,6 +36,50 @@ pub(crate) struct Entry {
     /// Its directory, relative to the database's (`.` for a tree that
     /// was the whole directory before it held several).
     pub(crate) dir: String,
+    /// Its family, if it has a capacity (`name` is then the family's).
+    pub(crate) family: Option<Family>,
+}
+
+/// What the manifest says of a tree with a capacity: a member of a
+/// family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Family {
+    /// The member's number: 0 for the tree added, `k` for the `k`-th
+    /// successor (Railgun's tree number).
+    pub member: u32,
+    /// The most leaves a member holds (an indexed tree's guard counted).
+    pub capacity: u64,
+    /// Whether a full member is followed by a new one (`true`), or
+    /// refuses what does not fit (`false`).
+    pub rollover: bool,
+}
+
+impl Entry {
+    /// The tree's name: the family's for member 0, `NAME/k` for member k.
+    pub(crate) fn full_name(&self) -> String {
+        member_name(&self.name, self.family.map_or(0, |f| f.member))
+    }
+}
+
+/// The name of member `member` of family `family`: the family's own for
+/// member 0, else `FAMILY/member`.
+pub fn member_name(family: &str, member: u32) -> String {
+    if member == 0 {
+        family.to_owned()
+    } else {
+        format!("{family}/{member}")
+    }
+}
+
+/// The directory of member `member` of family `family`, relative to the
+/// database's: `trees/FAMILY` for member 0, `trees/FAMILY@k` after (`@`
+/// is in no tree name, so no tree's directory is a member's).
+pub(crate) fn member_dir(trees_dir: &str, family: &str, member: u32) -> String {
+    if member == 0 {
+        format!("{trees_dir}/{family}")
+    } else {
+        format!("{trees_dir}/{family}@{member}")
+    }
 }
 
 /// Whether `name` may name a tree: 1 to 64 bytes of `a-z`, `0-9`, `-`,
@@ -54,7 +107,13 @@ pub fn check_name(name: &str) -> Result<(), ForestError> {
 pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(20 + entries.len() * 40);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
+    let families = entries.iter().any(|e| e.family.is_some());
+    let version = if families {
+        MANIFEST_VERSION
+    } else {
+        MANIFEST_VERSION_PLAIN
+    };
+    out.extend_from_slice(&version.to_le_bytes());
     let count = u32::try_from(entries.len()).expect("at most MAX_TREES trees");
     out.extend_from_slice(&count.to_le_bytes());
     for entry in entries {
@@ -64,6 +123,17 @@ pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
         let dir = u16::try_from(entry.dir.len()).expect("directories are short");
         out.extend_from_slice(&dir.to_le_bytes());
         out.extend_from_slice(entry.dir.as_bytes());
+        if families {
+            // member u32, capacity u64 (0: none), rollover u8.
+            let family = entry.family.unwrap_or(Family {
+                member: 0,
+                capacity: 0,
+                rollover: false,
+            });
+            out.extend_from_slice(&family.member.to_le_bytes());
+            out.extend_from_slice(&family.capacity.to_le_bytes());
+            out.push(u8::from(family.rollover));
+        }
     }
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -94,7 +164,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
         return Err(corrupt("no cairn.trees magic".into()));
     }
     let version = reader.u32()?;
-    if version != MANIFEST_VERSION {
+    if version != MANIFEST_VERSION && version != MANIFEST_VERSION_PLAIN {
         return Err(ForestError::UnsupportedVersion {
             file: MANIFEST,
             version,
@@ -117,10 +187,60 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
                 .map_err(|_| corrupt("short".into()))?,
         ));
         let dir = reader.text(length)?;
-        if entries.iter().any(|e| e.name == name || e.dir == dir) {
-            return Err(corrupt(format!("tree {name} or directory {dir} twice")));
+        let family = if version == MANIFEST_VERSION_PLAIN {
+            None
+        } else {
+            let member = reader.u32()?;
+            let capacity = reader.u64()?;
+            let rollover = match reader.take(1)?.first().copied() {
+                Some(0) => false,
+                Some(1) => true,
+                other => return Err(corrupt(format!("tree {name}: rollover flag {other:?}"))),
+            };
+            if capacity == 0 {
+                if member != 0 || rollover {
+                    return Err(corrupt(format!(
+                        "tree {name}: member {member} or a rollover without a capacity"
+                    )));
+                }
+                None
+            } else {
+                Some(Family {
+                    member,
+                    capacity,
+                    rollover,
+                })
+            }
+        };
+        if let Some(f) = family
+            && f.member > 0
+        {
+            // A member follows its predecessor, with the family's rule.
+            let before = entries
+                .iter()
+                .find(|e| e.name == name && e.family.map(|g| g.member) == Some(f.member - 1));
+            match before.and_then(|e| e.family) {
+                Some(g) if g.capacity == f.capacity && g.rollover && f.rollover => {}
+                _ => {
+                    return Err(corrupt(format!(
+                        "tree {name}/{} without its predecessor of the same capacity and rollover",
+                        f.member
+                    )));
+                }
+            }
         }
-        entries.push(Entry { name, dir });
+        let entry = Entry { name, dir, family };
+        let full = entry.full_name();
+        if entries
+            .iter()
+            .any(|e| e.full_name() == full || e.dir == entry.dir)
+        {
+            return Err(corrupt(format!(
+                "tree {full} or directory {} twice",
+                entry.dir
+            )));
+        }
+        entries.push(entry);
     }
     if reader.at != body.len() {
         return Err(corrupt(format!(
@@ -162,6 +282,15 @@ impl<'a> Reader<'a> {
         })?))
     }
 
+    fn u64(&mut self) -> Result<u64, ForestError> {
+        let bytes = self.take(8)?;
+        Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| {
+            ForestError::CorruptManifest {
+                what: "short".into(),
+            }
+        })?))
+    }
+
     fn text(&mut self, n: usize) -> Result<String, ForestError> {
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| ForestError::CorruptManifest {
             what: "a name that is not UTF-8".into(),
@@ -179,12 +308,114 @@ mod tests {
             Entry {
                 name: "default".into(),
                 dir: ".".into(),
+                family: None,
             },
             Entry {
                 name: "notes".into(),
                 dir: "trees/notes".into(),
+                family: None,
             },
         ]
+    }
+
+    fn family() -> Vec<Entry> {
+        let mut entries = entries();
+        for member in 0..3 {
+            entries.push(Entry {
+                name: "commitments".into(),
+                dir: member_dir("trees", "commitments", member),
+                family: Some(Family {
+                    member,
+                    capacity: 65_536,
+                    rollover: true,
+                }),
+            });
+        }
+        entries
+    }
+
+    /// A version 1 manifest as builds before families wrote it.
+    fn version_1(entries: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = b"CAIRNTRS".to_vec();
+        out.extend_from_slice(&1u32.to_le_bytes());
+        out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        for (name, dir) in entries {
+            out.push(name.len() as u8);
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(&(dir.len() as u16).to_le_bytes());
+            out.extend_from_slice(dir.as_bytes());
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn a_manifest_without_capacities_is_written_as_version_1_and_version_1_still_reads() {
+        let old = version_1(&[("default", "."), ("notes", "trees/notes")]);
+        assert_eq!(decode(&old).unwrap(), entries());
+        assert_eq!(encode(&entries()), old);
+    }
+
+    #[test]
+    fn a_family_is_written_as_version_2_and_reads_back_with_its_members() {
+        let bytes = encode(&family());
+        assert_eq!(bytes[8..12], 2u32.to_le_bytes());
+        let decoded = decode(&bytes).unwrap();
+        assert_eq!(decoded, family());
+        let names: Vec<String> = decoded.iter().map(Entry::full_name).collect();
+        assert_eq!(
+            names,
+            [
+                "default",
+                "notes",
+                "commitments",
+                "commitments/1",
+                "commitments/2"
+            ]
+        );
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert!(decode(&flipped).is_err(), "bit {bit}");
+        }
+    }
+
+    #[test]
+    fn a_member_without_its_predecessor_is_refused() {
+        let mut entries = family();
+        entries.remove(3);
+        let error = decode(&encode_unchecked(&entries)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("commitments/2 without its predecessor"),
+            "{error}"
+        );
+    }
+
+    /// [`encode`] without its pair assertion, for manifests it refuses.
+    fn encode_unchecked(entries: &[Entry]) -> Vec<u8> {
+        let mut out = b"CAIRNTRS".to_vec();
+        out.extend_from_slice(&2u32.to_le_bytes());
+        out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        for entry in entries {
+            out.push(entry.name.len() as u8);
+            out.extend_from_slice(entry.name.as_bytes());
+            out.extend_from_slice(&(entry.dir.len() as u16).to_le_bytes());
+            out.extend_from_slice(entry.dir.as_bytes());
+            let f = entry.family.unwrap_or(Family {
+                member: 0,
+                capacity: 0,
+                rollover: false,
+            });
+            out.extend_from_slice(&f.member.to_le_bytes());
+            out.extend_from_slice(&f.capacity.to_le_bytes());
+            out.push(u8::from(f.rollover));
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
     }
 
     #[test]

@@ -24,7 +24,9 @@
 //! - the first failed journal write or sync poisons the database: nothing
 //!   is written after it.
 
+mod add;
 mod error;
+mod family;
 mod files;
 mod journal;
 mod manifest;
@@ -40,19 +42,18 @@ use cairn_store::fs::{Fs, FsFile};
 use cairn_store::{BlockTag, StdFs, StoreError};
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::config::DbConfig;
 use crate::database::Database;
 use crate::error::{DbError, Result};
 
+pub use family::{Capacity, Located};
 pub use journal::{BlockId, JOURNAL, JOURNAL_VERSION};
-pub use manifest::{MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name};
+pub use manifest::{Family, MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name, member_name};
 
 pub use error::ForestError;
-pub use files::{is_forest, tree_dir, tree_dirs};
+pub use files::{family_dirs, is_forest, tree_dir, tree_dirs};
 
-use files::{journaled_config, open_writer, quiet, read_all, write_journal, write_manifest};
+use files::{journaled_config, open_writer, read_all, write_journal, write_manifest};
 use journal::{BlockSizes, Header, Part, Record};
-use manifest::Entry;
 
 /// The name of the one tree of a directory made before databases held
 /// several.
@@ -69,10 +70,25 @@ const WAIT: Duration = Duration::from_secs(60);
 /// One tree of a [`Forest`].
 #[derive(Debug, Clone)]
 pub struct Tree {
-    /// Its name.
+    /// Its name (`FAMILY/k` for member k >= 1 of a family).
     pub name: String,
     /// The tree.
     pub db: Arc<Database>,
+    /// Its family, if it was added with a capacity.
+    pub family: Option<Family>,
+}
+
+impl Tree {
+    /// The name of its family (its own name for a tree of none).
+    pub fn family_name(&self) -> &str {
+        match self.family {
+            Some(f) if f.member > 0 => self
+                .name
+                .rsplit_once('/')
+                .map_or(self.name.as_str(), |(family, _)| family),
+            _ => &self.name,
+        }
+    }
 }
 
 /// What one tree holds at a block, or got from one write.
@@ -248,6 +264,7 @@ impl Forest {
             let trees = vec![Tree {
                 name: DEFAULT_TREE.to_owned(),
                 db: Arc::new(db),
+                family: None,
             }];
             let state = State {
                 journal: None,
@@ -266,8 +283,9 @@ impl Forest {
             let config = journaled_config(&*fs, &tree_dir)?;
             let db = Database::open_in(Arc::clone(&fs), &tree_dir, Some(config))?;
             trees.push(Tree {
-                name: entry.name.clone(),
+                name: entry.full_name(),
                 db: Arc::new(db),
+                family: entry.family,
             });
         }
         let state = replay::recover(&*fs, dir, &trees)?;
@@ -331,109 +349,6 @@ impl Forest {
         }
     }
 
-    /// Adds a tree named `name` of `config` (any kind, arity, hash, set)
-    /// in `trees/NAME`, and returns it. A tree of a database of several
-    /// trees finalizes only explicitly (by block: [`Forest::finalize_to_block`]).
-    /// Adding a tree to a single-tree directory makes it a database of
-    /// several, its tree named [`DEFAULT_TREE`].
-    pub fn add_tree(&self, name: &str, config: DbConfig) -> Result<Arc<Database>> {
-        check_name(name)?;
-        let mut state = self.state.lock();
-        check_failure(&state)?;
-        if self.trees.read().iter().any(|t| t.name == name) {
-            return Err(ForestError::TreeExists {
-                name: name.to_owned(),
-            }
-            .into());
-        }
-        if state.journal.is_none() {
-            self.convert(&mut state)?;
-        }
-        let trees_dir = self.dir.join(TREES_DIR);
-        if !self
-            .fs
-            .exists(&trees_dir)
-            .map_err(|e| StoreError::io("stat", &trees_dir, e))?
-        {
-            self.fs
-                .create_dir(&trees_dir)
-                .map_err(|e| StoreError::io("mkdir", &trees_dir, e))?;
-        }
-        let relative = format!("{TREES_DIR}/{name}");
-        let tree_dir = self.dir.join(&relative);
-        let mut config = config;
-        config.explicit_finality = true;
-        quiet(&mut config);
-        let db = Arc::new(Database::create_in(
-            Arc::clone(&self.fs),
-            &tree_dir,
-            config,
-        )?);
-        self.fs
-            .sync_dir(&trees_dir)
-            .map_err(|e| StoreError::io("fsync", &trees_dir, e))?;
-        let mut entries = self.entries();
-        entries.push(Entry {
-            name: name.to_owned(),
-            dir: relative,
-        });
-        // The manifest names the tree once its directory is durable.
-        write_manifest(&*self.fs, &self.dir, &entries)?;
-        let number = u32::try_from(state.journaled.len()).expect("at most MAX_TREES trees");
-        state.journaled.push(db.size());
-        state.dirty.insert(number);
-        self.trees.write().push(Tree {
-            name: name.to_owned(),
-            db: Arc::clone(&db),
-        });
-        Ok(db)
-    }
-
-    fn entries(&self) -> Vec<Entry> {
-        self.trees
-            .read()
-            .iter()
-            .map(|t| Entry {
-                name: t.name.clone(),
-                dir: match t.db.dir().strip_prefix(&self.dir) {
-                    Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
-                    Ok(relative) => relative.to_string_lossy().into_owned(),
-                    Err(_) => ".".to_owned(),
-                },
-            })
-            .collect()
-    }
-
-    /// Makes a single-tree directory a database of several trees: its
-    /// tree made durable, a journal holding it as the base, then the
-    /// manifest (the switch: a crash before it leaves the old layout, and
-    /// the journal is written afresh next time).
-    fn convert(&self, state: &mut State) -> Result<()> {
-        let tree = self.default_tree()?;
-        tree.flush()?;
-        let size = tree.durable_size();
-        let header = Header {
-            first_seq: 1,
-            base: vec![size],
-            finalized: None,
-            blocks: Vec::new(),
-        };
-        write_journal(&*self.fs, &self.dir, &header)?;
-        write_manifest(
-            &*self.fs,
-            &self.dir,
-            &[Entry {
-                name: DEFAULT_TREE.to_owned(),
-                dir: ".".to_owned(),
-            }],
-        )?;
-        state.journal = Some(open_writer(&*self.fs, &self.dir)?);
-        state.journaled = vec![size];
-        state.dirty = BTreeSet::from([0]);
-        self.start_applier();
-        Ok(())
-    }
-
     /// Appends `values` to tree `name`, not as part of a block.
     pub fn append(&self, name: &str, values: &[Hash]) -> Result<Committed> {
         self.commit(None, &[(name, values)])
@@ -460,16 +375,22 @@ impl Forest {
             }
             .into());
         }
-        let numbers = self.numbers(parts)?;
         if state.journal.is_none() {
+            self.numbers(parts)?;
             return self.commit_single(block, parts);
         }
+        // Names resolved to trees, a family's values split across its
+        // members (new members made now), strict families checked whole.
+        let planned = self.plan(&mut state, parts)?;
+        let numbers: Vec<usize> = planned.iter().map(|p| p.number).collect();
         let trees = self.trees.read().clone();
         // In memory first (each tree checks its values), undone on refusal.
         let mut done: Vec<(usize, u64)> = Vec::with_capacity(parts.len());
         let mut record_parts = Vec::with_capacity(parts.len());
         let mut out = Vec::with_capacity(parts.len());
-        for (&(name, values), &number) in parts.iter().zip(&numbers) {
+        for part in &planned {
+            let (number, values) = (part.number, &part.values[..]);
+            let name = trees[number].name.as_str();
             let db = &trees[number].db;
             let before = db.size();
             if !values.is_empty()

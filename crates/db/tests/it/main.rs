@@ -15,5 +15,6 @@ mod indexed_crash;
 mod pending;
 mod read_only;
 mod rollback;
+mod rollover;
 mod setfile;
 mod support;
