@@ -26,8 +26,8 @@
 
 mod error;
 mod files;
-mod journal;
-mod manifest;
+pub(crate) mod journal;
+pub(crate) mod manifest;
 mod replay;
 
 use std::collections::BTreeSet;
