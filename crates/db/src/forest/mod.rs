@@ -702,8 +702,11 @@ impl Forest {
         {
             let _exclusive = self.apply.lock.write();
             for (number, (tree, &to)) in trees.iter().zip(&targets).enumerate() {
+                // The frame is the commit point: each tree rolls back in
+                // memory, its files at its next write (open replays the
+                // frame into a tree a crash left before it).
                 if (state.journaled[number] > to || tree.db.size() > to)
-                    && let Err(error) = tree.db.truncate(to)
+                    && let Err(error) = tree.db.truncate_deferred(to)
                 {
                     state.failure = Some(error.to_string());
                     return Err(error);
@@ -837,6 +840,9 @@ impl Forest {
         }
         let trees = self.trees.read().clone();
         for (number, (tree, &bound)) in trees.iter().zip(&state.journaled).enumerate() {
+            // A rollback the journal holds reaches the tree's files before
+            // the journal forgets it.
+            tree.db.settle_rollback()?;
             let final_size = state
                 .finalized
                 .as_ref()

@@ -191,7 +191,8 @@ impl NullifierSet {
     #[inline]
     pub fn find(&self, value: &Hash, leaf: impl Fn(u64) -> Option<Hash>) -> Option<u64> {
         let slot = self.slot(value);
-        self.tables()[slot.shard]
+        // An idle set answers without allocating its tables.
+        self.shards.get()?[slot.shard]
             .read()
             .find(slot.tag, |index| leaf(index).as_ref() == Some(value))
     }
@@ -631,6 +632,31 @@ mod tests {
 
     fn lookup(set: &NullifierSet, leaves: &[Hash], v: &Hash) -> Option<u64> {
         set.find(v, |i| leaves.get(i as usize).copied())
+    }
+
+    #[test]
+    fn an_empty_set_allocates_no_tables_until_a_value_comes() {
+        let set = NullifierSet::new(Key(1, 2));
+        assert!(set.shards.get().is_none());
+        assert_eq!(set.stats().memory_bytes, 0);
+        assert_eq!(set.max_probe(), 0);
+        assert_eq!(set.with_shard(7, |t| t.len()), 0);
+        // Read from empty tables too: an idle set written to its file
+        // keeps nothing allocated.
+        let restored = NullifierSet::from_tables(
+            Key(1, 2),
+            TagHash::Folded,
+            (0..SHARDS).map(|_| Table::default()).collect(),
+        );
+        assert!(restored.shards.get().is_none());
+        let leaves = vec![value(0)];
+        assert_eq!(lookup(&restored, &leaves, &value(0)), None);
+        assert!(restored.shards.get().is_none(), "a lookup allocates nothing");
+        let leaf = |i: u64| leaves.get(i as usize).copied();
+        assert!(restored.insert_batch(&leaves, 0, &leaf).unwrap().is_empty());
+        assert!(restored.shards.get().is_some());
+        assert_eq!(lookup(&restored, &leaves, &value(0)), Some(0));
+        assert!(restored.stats().memory_bytes > 0);
     }
 
     #[test]
