@@ -106,8 +106,7 @@ pub struct Journal {
 pub fn forest_journal(bytes: &[u8]) -> Result<Journal, String> {
     use crate::forest::journal;
     let (header, prev, at) = journal::decode_header(bytes).map_err(|e| e.to_string())?;
-    let scanned =
-        journal::scan(bytes, at, header.first_seq, prev).map_err(|e| e.to_string())?;
+    let scanned = journal::scan(bytes, at, header.first_seq, prev).map_err(|e| e.to_string())?;
     // Pair check: every frame accepted encodes back to its bytes.
     let mut chain = prev;
     let mut encoded = Vec::new();
@@ -121,7 +120,10 @@ pub fn forest_journal(bytes: &[u8]) -> Result<Journal, String> {
         Some(encoded.as_slice()),
         "accepted frames are exactly their encoding"
     );
-    assert_eq!(chain, scanned.prev, "the chain ends at the last frame's sum");
+    assert_eq!(
+        chain, scanned.prev,
+        "the chain ends at the last frame's sum"
+    );
     Ok(Journal {
         frames_start: at,
         frames_end: scanned.end,

@@ -397,10 +397,7 @@ impl Inner {
             finalized: Inner::finalized(checkpoints),
             epoch: self.heads_writer.lock().epoch() + 1,
             heads: 0,
-            rollback_floor: self
-                .rollback_floor
-                .load(Ordering::Acquire)
-                .min(pending.to),
+            rollback_floor: self.rollback_floor.load(Ordering::Acquire).min(pending.to),
         };
         match self.publish_rollback(checkpoints, log, &pending.snapshot, &pending.leaves, marks) {
             Ok(stale) => {

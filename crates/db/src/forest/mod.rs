@@ -2,9 +2,11 @@
 //! of any kind, written together by blocks. One write (a block's values
 //! for any number of trees, a rollback or a finalization by block) is one
 //! frame of the block journal and one `fdatasync`; the trees' own logs
-//! catch up behind it, bounded by what the journal holds, and open
+//! catch up behind it, bounded by what the journal holds (a rollback's
+//! trees roll back in memory, their files at their next write), and open
 //! replays into each tree what it lacks (or removes what the journal
-//! never held). So after a crash a block is in every tree or in none.
+//! never held, or took back). So after a crash a block is in every tree
+//! or in none.
 //!
 //! A directory made before databases held several trees (its `cairn.meta`
 //! at the top, no manifest) opens as one tree named `default`, written

@@ -151,11 +151,8 @@ impl NullifierSet {
     /// The shard tables, allocated empty at the first call.
     #[inline]
     fn tables(&self) -> &[RwLock<Table>] {
-        self.shards.get_or_init(|| {
-            (0..SHARDS)
-                .map(|_| RwLock::new(Table::default()))
-                .collect()
-        })
+        self.shards
+            .get_or_init(|| (0..SHARDS).map(|_| RwLock::new(Table::default())).collect())
     }
 
     pub fn key(&self) -> Key {
@@ -651,7 +648,10 @@ mod tests {
         assert!(restored.shards.get().is_none());
         let leaves = vec![value(0)];
         assert_eq!(lookup(&restored, &leaves, &value(0)), None);
-        assert!(restored.shards.get().is_none(), "a lookup allocates nothing");
+        assert!(
+            restored.shards.get().is_none(),
+            "a lookup allocates nothing"
+        );
         let leaf = |i: u64| leaves.get(i as usize).copied();
         assert!(restored.insert_batch(&leaves, 0, &leaf).unwrap().is_empty());
         assert!(restored.shards.get().is_some());

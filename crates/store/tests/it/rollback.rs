@@ -224,18 +224,18 @@ fn a_deferred_rollback_reaches_the_files_at_the_next_write_all_or_nothing() {
         explicit(4, 10),
     )
     .unwrap();
-    let root = |values: &[cairn_core::Hash]| {
-        LeanImt::from_leaves(tree_config(4), values)
-            .unwrap()
-            .head()
-    };
+    let root =
+        |values: &[cairn_core::Hash]| LeanImt::from_leaves(tree_config(4), values).unwrap().head();
     store.append_batch(&leaves(0..1500)).unwrap();
     store.checkpoint().unwrap();
     store.append_batch(&leaves(1500..2100)).unwrap();
     store.flush().unwrap();
     let old = root(&leaves(0..2100));
     let start = fs.op_count();
-    assert_eq!(store.truncate_deferred(1700).unwrap(), root(&leaves(0..1700)));
+    assert_eq!(
+        store.truncate_deferred(1700).unwrap(),
+        root(&leaves(0..1700))
+    );
     let head = store.truncate_deferred(1200).unwrap();
     // A higher one after keeps the lower size for the files.
     store.append_batch(&leaves(1200..1300)).unwrap();
