@@ -3,7 +3,8 @@
 //! three trees against the same leaves appended to one tree as tagged
 //! blocks (throughput, and fsyncs counted on the simulated file system),
 //! and a 64-block rollback across three trees at two tree sizes.
-//! Run: `cargo run --release -p cairn-bench --example forest -- [--dir DIR]`.
+//! Run: `cargo run --release -p cairn-bench --example forest -- [--dir DIR]
+//! [--part open|blocks|reorg]` (every part without `--part`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -284,15 +285,29 @@ fn reorg_counted(fs: Arc<dyn Fs>, sim: &SimFs) -> String {
 
 fn main() {
     let mut dir = std::env::temp_dir();
+    let mut part = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--dir" => dir = args.next().expect("--dir DIR").into(),
+            "--part" => part = Some(args.next().expect("--part open|blocks|reorg")),
             other => panic!("unknown argument {other}"),
         }
     }
+    let run = |name: &str| part.as_deref().is_none_or(|p| p == name);
+    if let Some(p) = part.as_deref()
+        && !["open", "blocks", "reorg"].contains(&p)
+    {
+        panic!("unknown part {p}: open, blocks or reorg");
+    }
     let temp = tempfile::tempdir_in(&dir).expect("temporary directory");
-    open_many(temp.path());
-    blocks(temp.path());
-    reorgs(temp.path());
+    if run("open") {
+        open_many(temp.path());
+    }
+    if run("blocks") {
+        blocks(temp.path());
+    }
+    if run("reorg") {
+        reorgs(temp.path());
+    }
 }

@@ -20,7 +20,19 @@ impl Db {
     /// the finalized size; the removed values can be appended again, and
     /// snapshots taken before keep answering as before (lookups included).
     pub fn truncate(&self, to: u64) -> Result<TreeHead> {
-        self.rollback(to, None)
+        self.rollback(to, None, false)
+    }
+
+    /// [`Db::truncate`] whose files catch up at the next write (see
+    /// [`cairn_store::Store::truncate_deferred`]): for a caller whose own
+    /// durable record holds the rollback.
+    pub fn truncate_deferred(&self, to: u64) -> Result<TreeHead> {
+        self.rollback(to, None, true)
+    }
+
+    /// Publishes a rollback [`Db::truncate_deferred`] left to the files.
+    pub fn settle_rollback(&self) -> Result<()> {
+        Ok(self.store.settle_rollback()?)
     }
 
     /// Rolls back to the end of the last append tagged at or below `block`,
@@ -30,10 +42,10 @@ impl Db {
             .store
             .head_at_block(block)
             .ok_or(cairn_store::StoreError::NoHeadAtBlock { block })?;
-        self.rollback(head.size, Some(block))
+        self.rollback(head.size, Some(block), false)
     }
 
-    fn rollback(&self, to: u64, block: Option<u64>) -> Result<TreeHead> {
+    fn rollback(&self, to: u64, block: Option<u64>, defer: bool) -> Result<TreeHead> {
         let _writer = self.writer.lock();
         let from = self.store.size();
         let finalized = self.store.finalized_size();
@@ -63,6 +75,7 @@ impl Db {
         }
         let head = match block {
             Some(block) => self.store.truncate_to_block(block)?,
+            None if defer => self.store.truncate_deferred(to)?,
             None => self.store.truncate(to)?,
         };
         if let Some(set) = &self.set

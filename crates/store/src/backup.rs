@@ -69,12 +69,13 @@ impl Inner {
     /// A snapshot of exactly the durable leaves, the tagged heads within
     /// it and the finalized size, taken together (no rollback between).
     fn durable_state(&self) -> Result<(Arc<Snapshot>, Vec<TaggedHead>, u64)> {
-        let checkpoints = self.checkpoints.lock();
+        let mut checkpoints = self.checkpoints.lock();
         let finalized = Inner::finalized(&checkpoints);
         if self.read_only {
             let tags = self.heads.lock().tags().to_vec();
             return Ok((self.published.load_full(), tags, finalized));
         }
+        self.settle(&mut checkpoints)?;
         let mut taken = None;
         let result = self.flush_log(Some(&mut taken));
         {

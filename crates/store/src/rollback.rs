@@ -34,7 +34,33 @@ impl Store {
     /// before; the next append reuses index `to`. Refused below the
     /// finalized size. Returns the new head.
     pub fn truncate(&self, to: u64) -> Result<TreeHead> {
-        self.inner.rollback(to, None)
+        self.inner.rollback(to, None, false)
+    }
+
+    /// [`Store::truncate`] for a caller whose own durable record (a
+    /// database's block journal) already holds the rollback: memory
+    /// answers as after it at once, and the store's files are brought
+    /// there at its next write (the next flush, checkpoint or close
+    /// publishes the rollback first, as [`Store::truncate`] would have),
+    /// so the call itself syncs nothing. Until then the files still hold
+    /// the removed leaves: a crash reopens the store as before the call,
+    /// and the caller must roll it back again from its record. A store
+    /// with block-tagged heads is rolled back durably at once.
+    pub fn truncate_deferred(&self, to: u64) -> Result<TreeHead> {
+        self.inner.rollback(to, None, true)
+    }
+
+    /// Whether a [`Store::truncate_deferred`] still waits to reach the
+    /// files.
+    pub fn rollback_pending(&self) -> bool {
+        self.inner.deferred.lock().is_some()
+    }
+
+    /// Publishes a rollback [`Store::truncate_deferred`] left to the
+    /// files now (nothing if none is pending).
+    pub fn settle_rollback(&self) -> Result<()> {
+        self.inner.writable("roll back")?;
+        self.inner.settle_locking()
     }
 
     /// Rolls back to the end of the last append tagged at or below `block`
@@ -43,7 +69,7 @@ impl Store {
         let head = self
             .head_at_block(block)
             .ok_or(StoreError::NoHeadAtBlock { block })?;
-        self.inner.rollback(head.size, Some(block))
+        self.inner.rollback(head.size, Some(block), false)
     }
 
     /// Marks the first `size` leaves final: a rollback below them is
@@ -145,6 +171,16 @@ impl Store {
     }
 }
 
+/// A rollback made in memory only ([`Store::truncate_deferred`]): the
+/// tree as it left it, which its publication writes.
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    /// The size rolled back to (the lowest, if several were deferred).
+    pub(crate) to: u64,
+    pub(crate) snapshot: Arc<Snapshot>,
+    pub(crate) leaves: Level,
+}
+
 /// Clears a store's rollback floor (see [`Store::rollback_floor`]).
 #[derive(Debug, Clone)]
 pub struct RollbackFloor(Arc<AtomicU64>);
@@ -171,13 +207,23 @@ impl Inner {
     /// failed log write, or a failure once the new checkpoint has its name
     /// (it may or may not be durable, and the log is rewound for it), stops
     /// acknowledgements.
-    pub(crate) fn rollback(&self, to: u64, max_block: Option<u64>) -> Result<TreeHead> {
+    pub(crate) fn rollback(
+        &self,
+        to: u64,
+        max_block: Option<u64>,
+        defer: bool,
+    ) -> Result<TreeHead> {
         self.writable("roll back")?;
         // Lock order: checkpoints -> log -> tree (-> heads, durable).
         let mut checkpoints = self.checkpoints.lock();
         let mut log = self.log.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
+        }
+        if !defer {
+            // A durable rollback starts from files that say what memory
+            // says.
+            self.settle_with(&mut checkpoints, &mut log)?;
         }
         let finalized = Inner::finalized(&checkpoints);
         let mut tree = self.tree.lock();
@@ -212,12 +258,27 @@ impl Inner {
         let written = self.heads_writer.lock().written() as u64;
         let written_kept = (kept as u64).min(written);
         let reaches_disk = to < log.end() || written_kept < written;
+        // Deferred: only a store without tagged heads (no heads file to
+        // rewind), whose log holds leaves from `to` on.
+        let defer = defer && reaches_disk && tags_before == 0 && written == 0;
         // The leaves to put back if the publication fails (shared, not
         // copied).
-        let removed = reaches_disk.then(|| tree.share_leaves());
+        let removed = (reaches_disk && !defer).then(|| tree.share_leaves());
         tree.truncate(to)?;
         // One `Arc`: cloning a `Snapshot` would deep-copy its levels.
         let snapshot = Arc::new(tree.snapshot());
+        if defer {
+            let mut deferred = self.deferred.lock();
+            // The lowest size rolled back to is the one the files go to;
+            // leaves appended since are written after it.
+            if deferred.as_ref().is_none_or(|d| to < d.to) {
+                *deferred = Some(Deferred {
+                    to,
+                    snapshot: Arc::clone(&snapshot),
+                    leaves: tree.share_leaves(),
+                });
+            }
+        }
         let mut failure = None;
         let mut stale = Vec::new();
         if let Some(removed) = removed {
@@ -261,7 +322,7 @@ impl Inner {
             let mut durable = self.durable.lock();
             let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
             durable.cuts.push((epoch, to, kept as u64));
-            if reaches_disk {
+            if reaches_disk && !defer {
                 durable.end = to;
                 durable.tags = written_kept;
             } else {
@@ -289,6 +350,79 @@ impl Inner {
             self.note_checkpoint::<()>(&Err(error));
         }
         Ok(head)
+    }
+
+    /// [`Inner::settle_with`] taking the locks (checkpoints -> log); the
+    /// caller holds neither.
+    pub(crate) fn settle_locking(&self) -> Result<()> {
+        if self.deferred.lock().is_none() {
+            return Ok(());
+        }
+        let mut checkpoints = self.checkpoints.lock();
+        let mut log = self.log.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
+        self.settle_with(&mut checkpoints, &mut log)
+    }
+
+    /// [`Inner::settle_with`] under the checkpoint lock the caller holds.
+    pub(crate) fn settle(&self, checkpoints: &mut Checkpoints) -> Result<()> {
+        if self.deferred.lock().is_none() {
+            return Ok(());
+        }
+        let mut log = self.log.lock();
+        self.settle_with(checkpoints, &mut log)
+    }
+
+    /// Publishes a deferred rollback (see [`Store::truncate_deferred`]):
+    /// the log rewound to its size and its checkpoint published, exactly
+    /// as the rollback would have at once; memory says so already. On a
+    /// failure before the checkpoint has its name nothing changed and it
+    /// stays pending; after, the store is poisoned (as a failed rollback
+    /// publication leaves it).
+    pub(crate) fn settle_with(
+        &self,
+        checkpoints: &mut Checkpoints,
+        log: &mut LogWriter,
+    ) -> Result<()> {
+        let Some(pending) = self.deferred.lock().take() else {
+            return Ok(());
+        };
+        if pending.to >= log.end() {
+            return Ok(());
+        }
+        let marks = Marks {
+            chain: log.chain(),
+            finalized: Inner::finalized(checkpoints),
+            epoch: self.heads_writer.lock().epoch() + 1,
+            heads: 0,
+            rollback_floor: self.rollback_floor.load(Ordering::Acquire).min(pending.to),
+        };
+        match self.publish_rollback(checkpoints, log, &pending.snapshot, &pending.leaves, marks) {
+            Ok(stale) => {
+                self.note_checkpoint::<()>(&Ok(()));
+                if let Err(error) = log.remove_files(&stale) {
+                    self.note_checkpoint::<()>(&Err(error));
+                }
+                Ok(())
+            }
+            Err(Unpublished { error, log_failed }) => {
+                *self.deferred.lock() = Some(pending);
+                if log_failed {
+                    let mut durable = self.durable.lock();
+                    self.record_flush(&mut durable, Err(error.clone()));
+                } else {
+                    self.note_checkpoint::<()>(&Err(error.clone()));
+                }
+                Err(error)
+            }
+            Err(Published(error)) => {
+                let mut durable = self.durable.lock();
+                self.record_flush(&mut durable, Err(error.clone()));
+                Err(error)
+            }
+        }
     }
 
     /// The durable part of a rollback to `snapshot`'s size: the log rewound

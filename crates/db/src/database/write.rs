@@ -19,6 +19,8 @@ use crate::operation::Operation;
 enum Target {
     Size(u64),
     Block(u64),
+    /// A size, the files brought there at the next write.
+    Deferred(u64),
 }
 
 /// What a checkpoint did, in the tree's sizes.
@@ -51,6 +53,25 @@ impl Database {
         self.roll_back(Target::Block(block))
     }
 
+    /// [`Database::truncate`] for a caller whose own durable record (a
+    /// database's block journal) holds the rollback: memory and reads
+    /// answer as after it at once, the tree's files are brought there at
+    /// its next write, and nothing is synced here. After a crash before
+    /// then the tree reopens as before the call: the caller rolls it back
+    /// again. An indexed tree is rolled back durably at once.
+    pub fn truncate_deferred(&self, size: u64) -> Result<TreeHead> {
+        self.roll_back(Target::Deferred(size))
+    }
+
+    /// Writes a rollback [`Database::truncate_deferred`] left to the
+    /// tree's files now (nothing if none waits).
+    pub fn settle_rollback(&self) -> Result<()> {
+        match &self.kind {
+            Kind::AppendOnly(db) => db.settle_rollback(),
+            Kind::Indexed(_) => Ok(()),
+        }
+    }
+
     fn roll_back(&self, target: Target) -> Result<TreeHead> {
         // No append meanwhile: the flush below leaves nothing pending.
         let mut last = self.appends.lock();
@@ -64,7 +85,14 @@ impl Database {
         let result = match (&self.kind, target) {
             (Kind::AppendOnly(db), Target::Size(size)) => db.truncate(size),
             (Kind::AppendOnly(db), Target::Block(block)) => db.truncate_to_block(block),
-            (Kind::Indexed(db), Target::Size(size)) => {
+            (Kind::AppendOnly(db), Target::Deferred(size)) => {
+                let head = db.truncate_deferred(size);
+                // Nothing to flush: the caller's record is the durable one.
+                *last = None;
+                drop(window);
+                return head;
+            }
+            (Kind::Indexed(db), Target::Size(size) | Target::Deferred(size)) => {
                 let finalized = db.finalized_size();
                 if size < finalized {
                     // The guard is always final: size 0 too.

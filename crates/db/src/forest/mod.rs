@@ -2,9 +2,11 @@
 //! of any kind, written together by blocks. One write (a block's values
 //! for any number of trees, a rollback or a finalization by block) is one
 //! frame of the block journal and one `fdatasync`; the trees' own logs
-//! catch up behind it, bounded by what the journal holds, and open
+//! catch up behind it, bounded by what the journal holds (a rollback's
+//! trees roll back in memory, their files at their next write), and open
 //! replays into each tree what it lacks (or removes what the journal
-//! never held). So after a crash a block is in every tree or in none.
+//! never held, or took back). So after a crash a block is in every tree
+//! or in none.
 //!
 //! A directory made before databases held several trees (its `cairn.meta`
 //! at the top, no manifest) opens as one tree named `default`, written
@@ -28,8 +30,8 @@ mod add;
 mod error;
 mod family;
 mod files;
-mod journal;
-mod manifest;
+pub(crate) mod journal;
+pub(crate) mod manifest;
 mod replay;
 
 use std::collections::BTreeSet;
@@ -623,8 +625,11 @@ impl Forest {
         {
             let _exclusive = self.apply.lock.write();
             for (number, (tree, &to)) in trees.iter().zip(&targets).enumerate() {
+                // The frame is the commit point: each tree rolls back in
+                // memory, its files at its next write (open replays the
+                // frame into a tree a crash left before it).
                 if (state.journaled[number] > to || tree.db.size() > to)
-                    && let Err(error) = tree.db.truncate(to)
+                    && let Err(error) = tree.db.truncate_deferred(to)
                 {
                     state.failure = Some(error.to_string());
                     return Err(error);
@@ -758,6 +763,9 @@ impl Forest {
         }
         let trees = self.trees.read().clone();
         for (number, (tree, &bound)) in trees.iter().zip(&state.journaled).enumerate() {
+            // A rollback the journal holds reaches the tree's files before
+            // the journal forgets it.
+            tree.db.settle_rollback()?;
             let final_size = state
                 .finalized
                 .as_ref()

@@ -1,11 +1,12 @@
 //! Open of a journaled database: the journal replayed into what every
-//! tree must hold, and each tree brought there. A tree holds a prefix of
-//! what the journal says (its log trails the journal and never passes
-//! it), except after a rollback whose frame is the journal's last, whose
-//! truncation the crash may have cut short; so a tree past its journaled
-//! size is truncated to it, and a tree short of it gets the journal's
-//! values from its own size on. Both are idempotent: a crash during open
-//! is replayed the same way by the next.
+//! tree must hold, and each tree brought there. A tree's log trails the
+//! journal and never passes it, except where a rollback frame took the
+//! tree back: a rollback reaches a tree's files only at its next write,
+//! so after a crash they may still hold the leaves it removed, or some of
+//! them under leaves written since. So a tree's leaves from the lowest
+//! size any rollback frame took it to are removed, and the journal's
+//! values are written from the tree's size on. Both are idempotent: a
+//! crash during open is replayed the same way by the next.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -75,6 +76,11 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
         *size = base;
     }
     let mut values: Vec<(u64, Vec<Hash>)> = sizes.iter().map(|&s| (s, Vec::new())).collect();
+    // Per tree, the lowest size a rollback frame took it to from above:
+    // its files may still hold the leaves removed there (a rollback
+    // reaches them at the tree's next write), and leaves written at those
+    // indices since.
+    let mut floors: Vec<Option<u64>> = vec![None; trees.len()];
     let mut finalized = header.finalized.clone();
     let mut blocks = header.blocks.clone();
     for record in scanned.records {
@@ -116,6 +122,9 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
                             sizes[number]
                         )));
                     }
+                    if to < sizes[number] {
+                        floors[number] = Some(floors[number].map_or(to, |f| f.min(to)));
+                    }
                     sizes[number] = to;
                     if to < *start {
                         *start = to;
@@ -141,7 +150,7 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
         }
     }
     for (number, tree) in trees.iter().enumerate() {
-        bring(tree, sizes[number], &values[number])?;
+        bring(tree, sizes[number], &values[number], floors[number])?;
     }
     Ok(State {
         journal: Some(open_writer(fs, dir)?),
@@ -153,9 +162,24 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
     })
 }
 
-/// Brings `tree` to `size`, with `values` (from `start`) for what it lacks.
-fn bring(tree: &Tree, size: u64, (start, values): &(u64, Vec<Hash>)) -> Result<()> {
-    let held = tree.db.durable_size();
+/// Brings `tree` to `size`, with `values` (from `start`) for what it
+/// lacks. Its leaves from `floor` on (the lowest size a rollback frame
+/// took it to) are not trusted: they may be ones the rollback removed,
+/// so they go and the journal's are written again (`start <= floor`).
+fn bring(
+    tree: &Tree,
+    size: u64,
+    (start, values): &(u64, Vec<Hash>),
+    floor: Option<u64>,
+) -> Result<()> {
+    let mut held = tree.db.durable_size();
+    if let Some(floor) = floor
+        && held > floor
+    {
+        debug_assert!(*start <= floor);
+        tree.db.truncate(floor)?;
+        held = tree.db.durable_size();
+    }
     if held > size {
         tree.db.truncate(size)?;
     } else if held < size {

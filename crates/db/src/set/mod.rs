@@ -29,6 +29,7 @@ pub(crate) mod file;
 pub(crate) mod table;
 
 use std::hash::Hasher as _;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_core::Hash;
@@ -108,7 +109,10 @@ impl TagHash {
 pub(crate) struct NullifierSet {
     key: Key,
     hash: TagHash,
-    shards: Box<[RwLock<Table>]>,
+    /// Allocated at the first use that needs a table (a set that never
+    /// holds a value, as an idle tree's, costs no shard memory: the
+    /// tables' locks and headers alone are tens of KiB).
+    shards: OnceLock<Box<[RwLock<Table>]>>,
     values: AtomicU64,
 }
 
@@ -132,12 +136,23 @@ impl NullifierSet {
     pub fn from_tables(key: Key, hash: TagHash, tables: Vec<Table>) -> NullifierSet {
         assert_eq!(tables.len(), SHARDS);
         let values = tables.iter().map(|t| t.len() as u64).sum();
+        let shards = OnceLock::new();
+        if tables.iter().any(|t| t.capacity() > 0) {
+            let _ = shards.set(tables.into_iter().map(RwLock::new).collect());
+        }
         NullifierSet {
             key,
             hash,
-            shards: tables.into_iter().map(RwLock::new).collect(),
+            shards,
             values: AtomicU64::new(values),
         }
+    }
+
+    /// The shard tables, allocated empty at the first call.
+    #[inline]
+    fn tables(&self) -> &[RwLock<Table>] {
+        self.shards
+            .get_or_init(|| (0..SHARDS).map(|_| RwLock::new(Table::default())).collect())
     }
 
     pub fn key(&self) -> Key {
@@ -173,7 +188,8 @@ impl NullifierSet {
     #[inline]
     pub fn find(&self, value: &Hash, leaf: impl Fn(u64) -> Option<Hash>) -> Option<u64> {
         let slot = self.slot(value);
-        self.shards[slot.shard]
+        // An idle set answers without allocating its tables.
+        self.shards.get()?[slot.shard]
             .read()
             .find(slot.tag, |index| leaf(index).as_ref() == Some(value))
     }
@@ -204,7 +220,7 @@ impl NullifierSet {
         // window may share a shard (a plain read lock could wait behind a
         // writer queued in between, while this thread holds the first).
         let lock = |slot: &Slot| {
-            let table = self.shards[slot.shard].read_recursive();
+            let table = self.tables()[slot.shard].read_recursive();
             table.prefetch(slot.tag);
             table
         };
@@ -286,7 +302,7 @@ impl NullifierSet {
             // for it to pay.
             const AHEAD: usize = 8;
             let slots: Vec<Slot> = values.iter().map(|v| self.slot(v)).collect();
-            let prefetch = |slot: &Slot| self.shards[slot.shard].read().prefetch(slot.tag);
+            let prefetch = |slot: &Slot| self.tables()[slot.shard].read().prefetch(slot.tag);
             let ahead = if values.len() >= 2 * AHEAD { AHEAD } else { 0 };
             slots.iter().take(ahead).for_each(prefetch);
             for (position, &slot) in slots.iter().enumerate() {
@@ -297,7 +313,7 @@ impl NullifierSet {
                 }
                 let record = (u64::from(slot.tag) << 32) | position as u64;
                 let mut refused = Vec::new();
-                if !self.shards[slot.shard].write().insert_run(
+                if !self.tables()[slot.shard].write().insert_run(
                     &mut [record],
                     first,
                     same,
@@ -335,7 +351,7 @@ impl NullifierSet {
             const SHORT: usize = 16;
             let prefetch = |shard: usize, run: &[u64]| {
                 if !run.is_empty() && run.len() < SHORT {
-                    let table = self.shards[shard].read();
+                    let table = self.tables()[shard].read();
                     for &record in run {
                         table.prefetch((record >> 32) as u32);
                     }
@@ -359,7 +375,7 @@ impl NullifierSet {
                         }
                         let shard = chunk * RUN + k;
                         let mut refused = Vec::new();
-                        if !self.shards[shard]
+                        if !self.tables()[shard]
                             .write()
                             .insert_run(run, first, same, &mut refused)
                         {
@@ -388,7 +404,7 @@ impl NullifierSet {
     pub fn reserve(&self, additional: u64) -> Result<(), String> {
         let mean = additional as f64 / SHARDS as f64;
         let per_shard = (mean + 4.0 * mean.sqrt()).ceil() as usize + 8;
-        self.shards
+        self.tables()
             .par_iter()
             .enumerate()
             .try_for_each(|(shard, table)| {
@@ -413,7 +429,7 @@ impl NullifierSet {
                 continue;
             }
             let slot = self.slot(value);
-            let gone = self.shards[slot.shard]
+            let gone = self.tables()[slot.shard]
                 .write()
                 .remove(slot.tag, first + position as u64);
             assert!(gone, "removing an entry that was inserted");
@@ -436,7 +452,7 @@ impl NullifierSet {
             let from = first + position as u64;
             if from != next {
                 let slot = self.slot(value);
-                let moved = self.shards[slot.shard]
+                let moved = self.tables()[slot.shard]
                     .write()
                     .renumber(slot.tag, from, next);
                 assert!(moved, "renumbering an entry that was inserted");
@@ -448,7 +464,10 @@ impl NullifierSet {
     /// Calls `f` with shard `shard` under its read lock (for a checkpoint:
     /// one shard at a time, so appends go on).
     pub fn with_shard<R>(&self, shard: usize, f: impl FnOnce(&Table) -> R) -> R {
-        f(&self.shards[shard].read())
+        match self.shards.get() {
+            Some(tables) => f(&tables[shard].read()),
+            None => f(&Table::default()),
+        }
     }
 
     pub fn shard_count(&self) -> usize {
@@ -456,8 +475,15 @@ impl NullifierSet {
     }
 
     pub fn stats(&self) -> SetStats {
+        let Some(tables) = self.shards.get() else {
+            return SetStats {
+                values: self.len(),
+                slots: 0,
+                memory_bytes: 0,
+            };
+        };
         let mut slots = 0u64;
-        for shard in self.shards.iter() {
+        for shard in tables.iter() {
             slots += shard.read().capacity() as u64;
         }
         SetStats {
@@ -469,7 +495,10 @@ impl NullifierSet {
 
     /// The longest probe sequence of any entry, over all shards.
     pub fn max_probe(&self) -> usize {
-        self.shards
+        let Some(tables) = self.shards.get() else {
+            return 0;
+        };
+        tables
             .par_iter()
             .map(|s| s.read().max_probe())
             .max()
@@ -600,6 +629,34 @@ mod tests {
 
     fn lookup(set: &NullifierSet, leaves: &[Hash], v: &Hash) -> Option<u64> {
         set.find(v, |i| leaves.get(i as usize).copied())
+    }
+
+    #[test]
+    fn an_empty_set_allocates_no_tables_until_a_value_comes() {
+        let set = NullifierSet::new(Key(1, 2));
+        assert!(set.shards.get().is_none());
+        assert_eq!(set.stats().memory_bytes, 0);
+        assert_eq!(set.max_probe(), 0);
+        assert_eq!(set.with_shard(7, |t| t.len()), 0);
+        // Read from empty tables too: an idle set written to its file
+        // keeps nothing allocated.
+        let restored = NullifierSet::from_tables(
+            Key(1, 2),
+            TagHash::Folded,
+            (0..SHARDS).map(|_| Table::default()).collect(),
+        );
+        assert!(restored.shards.get().is_none());
+        let leaves = vec![value(0)];
+        assert_eq!(lookup(&restored, &leaves, &value(0)), None);
+        assert!(
+            restored.shards.get().is_none(),
+            "a lookup allocates nothing"
+        );
+        let leaf = |i: u64| leaves.get(i as usize).copied();
+        assert!(restored.insert_batch(&leaves, 0, &leaf).unwrap().is_empty());
+        assert!(restored.shards.get().is_some());
+        assert_eq!(lookup(&restored, &leaves, &value(0)), Some(0));
+        assert!(restored.stats().memory_bytes > 0);
     }
 
     #[test]

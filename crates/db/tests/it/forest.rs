@@ -295,7 +295,8 @@ fn small(kind: Option<TreeKind>) -> DbConfig {
     })
 }
 
-/// Blocks across three trees and rollbacks between them, a power loss
+/// Blocks across three trees and rollbacks between them (each tree's
+/// files catching up with a rollback only at its next write), a power loss
 /// after every file-system operation in every untorn mode and some torn
 /// last writes: the database opens at the state after some write, the
 /// same one in every tree, at or after the last acknowledged write and at
@@ -371,6 +372,35 @@ fn a_block_across_three_trees_is_all_or_nothing_after_a_power_loss_anywhere() {
                 .map(drop)
                 .unwrap()
         }),
+        // A rollback whose trees' files still hold the removed leaves when
+        // other values are written at the same indices, then one below
+        // it, and a checkpoint that must publish both before the journal
+        // forgets them.
+        Box::new(|f| {
+            f.commit_block(block(3), &[("notes", &values(1, 20, 23))])
+                .map(drop)
+                .unwrap()
+        }),
+        Box::new(|f| f.apply().unwrap()),
+        Box::new(|f| f.truncate_to_block(2).map(drop).unwrap()),
+        Box::new(|f| {
+            f.commit_block(
+                block(3),
+                &[
+                    ("notes", &values(1, 30, 32)),
+                    ("nullifiers", &values(3, 30, 31)),
+                ],
+            )
+            .map(drop)
+            .unwrap()
+        }),
+        Box::new(|f| f.truncate_to_block(1).map(drop).unwrap()),
+        Box::new(|f| {
+            f.commit_block(block(2), &[("notes", &values(1, 40, 41))])
+                .map(drop)
+                .unwrap()
+        }),
+        Box::new(|f| f.checkpoint().unwrap()),
     ];
     for write in &writes {
         write(&forest);

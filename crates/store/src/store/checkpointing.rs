@@ -67,6 +67,7 @@ impl Inner {
     ) -> Result<Option<CheckpointMeta>> {
         let started = Instant::now();
         let mut checkpoints = self.checkpoints.lock();
+        self.settle(&mut checkpoints)?;
         // Flush and snapshot at one size, under the flush lock only.
         let mut taken = None;
         let appends = self.appends.load(Ordering::Relaxed);

@@ -465,6 +465,14 @@ impl Inner {
     ) -> Result<Flushed> {
         debug_assert!(limit.is_none() || snapshot.is_none());
         let mut log = self.log.lock();
+        // A deferred rollback reaches the files before anything more is
+        // written to them. Callers holding the checkpoint lock settled it
+        // under that lock, so none can be pending here for them.
+        while self.deferred.lock().is_some() {
+            drop(log);
+            self.settle_locking()?;
+            log = self.log.lock();
+        }
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
         }

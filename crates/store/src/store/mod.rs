@@ -124,6 +124,10 @@ pub(crate) struct Inner {
     pub(crate) checkpoints: Mutex<Checkpoints>,
     /// See [`CheckpointMeta::rollback_floor`] (`u64::MAX`: none).
     pub(crate) rollback_floor: Arc<AtomicU64>,
+    /// A rollback made in memory whose files still hold the leaves it
+    /// removed (see [`Store::truncate_deferred`]): settled before the log
+    /// is written again.
+    pub(crate) deferred: Mutex<Option<crate::rollback::Deferred>>,
     shutdown: Mutex<bool>,
     shutdown_signal: Condvar,
     /// Set when the store is dropped: no more log writes.
@@ -280,6 +284,7 @@ impl Store {
                     .as_ref()
                     .map_or(u64::MAX, |c| c.rollback_floor),
             )),
+            deferred: Mutex::new(None),
             checkpoints: Mutex::new(checkpoints),
             shutdown: Mutex::new(false),
             shutdown_signal: Condvar::new(),
@@ -624,7 +629,11 @@ impl Store {
     pub fn close(mut self) -> Result<()> {
         self.stop_background();
         self.inner.stop_commit();
-        let result = self.flush().and_then(|_| self.inner.seal());
+        let result = self
+            .inner
+            .settle_locking()
+            .and_then(|()| self.flush())
+            .and_then(|_| self.inner.seal());
         if result.is_ok() {
             // Advisory: a close that cannot write it still succeeded.
             let _ = self.inner.record_verified();

@@ -206,3 +206,133 @@ fn finality_refuses_a_rollback_below_it() {
     assert_eq!(store.finalized_size(), 800);
     assert_eq!(store.size(), 1000);
 }
+
+/// A rollback deferred to the store's next write: memory and the durable
+/// head answer as after it at once and no file changes (a reopen finds
+/// the store as before it: the caller's own record holds the rollback);
+/// the next flush publishes it before writing the leaves appended since,
+/// and a power loss anywhere in that flush opens the store as before the
+/// rollback, at its size, or with every leaf since.
+#[test]
+fn a_deferred_rollback_reaches_the_files_at_the_next_write_all_or_nothing() {
+    use cairn_testkit::sim::CrashMode;
+    use rand::SeedableRng;
+    let fs = SimFs::new();
+    let store = Store::create(
+        Arc::new(fs.clone()) as Arc<dyn Fs>,
+        Path::new("/db"),
+        explicit(4, 10),
+    )
+    .unwrap();
+    let root =
+        |values: &[cairn_core::Hash]| LeanImt::from_leaves(tree_config(4), values).unwrap().head();
+    store.append_batch(&leaves(0..1500)).unwrap();
+    store.checkpoint().unwrap();
+    store.append_batch(&leaves(1500..2100)).unwrap();
+    store.flush().unwrap();
+    let old = root(&leaves(0..2100));
+    let start = fs.op_count();
+    assert_eq!(
+        store.truncate_deferred(1700).unwrap(),
+        root(&leaves(0..1700))
+    );
+    let head = store.truncate_deferred(1200).unwrap();
+    // A higher one after keeps the lower size for the files.
+    store.append_batch(&leaves(1200..1300)).unwrap();
+    store.truncate_deferred(1250).unwrap();
+    store.truncate_deferred(1200).unwrap();
+    assert_eq!(fs.op_count(), start, "a deferred rollback touches no file");
+    let rolled = root(&leaves(0..1200));
+    assert_eq!(head, rolled);
+    assert_eq!(store.head(), rolled);
+    assert_eq!(store.durable_head().size, 1200);
+    assert!(store.rollback_pending());
+    // Not yet in the files: a copy of them opens as before.
+    let copy = fs.replay();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    {
+        let mut copy = copy;
+        copy.seek(fs.op_count());
+        let crashed = copy.crash(&CrashMode::KeepUnsynced, &mut rng);
+        let reopened = Store::open(
+            Arc::new(crashed) as Arc<dyn Fs>,
+            Path::new("/db"),
+            explicit(4, 10),
+        )
+        .unwrap();
+        assert_eq!(reopened.head(), old);
+    }
+    let again = leaves(10_000..10_300);
+    store.append_batch(&again).unwrap();
+    let flush_start = fs.op_count();
+    store.flush().unwrap();
+    let end = fs.op_count();
+    assert!(!store.rollback_pending());
+    let mut all = leaves(0..1200);
+    all.extend_from_slice(&again);
+    let new = root(&all);
+    assert_eq!(store.head(), new);
+    drop(store);
+    assert_eq!(open(&fs, 10).head(), new);
+    let mut replay = fs.replay();
+    let mut checked = 0;
+    for k in flush_start..=end {
+        replay.seek(k);
+        for mode in [
+            CrashMode::DropUnsynced,
+            CrashMode::KeepUnsynced,
+            CrashMode::UndoDirOps,
+            CrashMode::GrowthLost,
+        ] {
+            let crashed = replay.crash(&mode, &mut rng);
+            let reopened = Store::open(
+                Arc::new(crashed) as Arc<dyn Fs>,
+                Path::new("/db"),
+                explicit(4, 10),
+            )
+            .unwrap_or_else(|e| panic!("boundary {k}, {mode:?}: {e}"));
+            let got = reopened.head();
+            assert!(
+                got == old || got == rolled || got == new,
+                "boundary {k}, {mode:?}: {got:?}"
+            );
+            if k == end {
+                assert_eq!(got, new, "boundary {k}, {mode:?}: after the flush");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 8, "{checked} states");
+}
+
+/// An explicit settle publishes a deferred rollback with nothing
+/// appended after it, and a durable rollback settles one first.
+#[test]
+fn a_deferred_rollback_settles_alone_and_under_a_durable_one() {
+    let fs = SimFs::new();
+    let store = Store::create(
+        Arc::new(fs.clone()) as Arc<dyn Fs>,
+        Path::new("/db"),
+        explicit(4, 10),
+    )
+    .unwrap();
+    store.append_batch(&leaves(0..900)).unwrap();
+    store.flush().unwrap();
+    store.truncate_deferred(600).unwrap();
+    store.settle_rollback().unwrap();
+    assert!(!store.rollback_pending());
+    drop(store);
+    let store = open(&fs, 10);
+    assert_eq!(store.size(), 600);
+    store.truncate_deferred(500).unwrap();
+    store.append_batch(&leaves(5000..5050)).unwrap();
+    // Above the deferred size: the files go to 500 first, then to 520.
+    store.truncate(520).unwrap();
+    assert!(!store.rollback_pending());
+    let mut all = leaves(0..500);
+    all.extend_from_slice(&leaves(5000..5020));
+    let want = LeanImt::from_leaves(tree_config(4), &all).unwrap().head();
+    assert_eq!(store.head(), want);
+    drop(store);
+    assert_eq!(open(&fs, 10).head(), want);
+}
