@@ -46,6 +46,7 @@ mod companions;
 mod config;
 mod cors;
 mod error;
+mod forest;
 mod health;
 mod listener;
 mod metrics;
@@ -72,4 +73,6 @@ pub use cors::CorsPolicy;
 pub use error::ServerError;
 pub use listener::{DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS_MIN, reserved_descriptors};
 pub use routes::{ROUTES, Route};
-pub use server::{Server, init_logging, init_logging_as, run, run_db, serve};
+pub use server::{
+    Server, init_logging, init_logging_as, run, run_db, run_forest, run_read_only_forest, serve,
+};
