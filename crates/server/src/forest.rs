@@ -238,13 +238,18 @@ pub(crate) fn router(trees: Arc<Trees>) -> Router {
     routes::finish(router, front).with_state(trees)
 }
 
-/// Hands a request to `router` as `uri`.
-async fn call(router: &Router, mut request: Request, uri: Option<Uri>) -> Response {
-    if let Some(uri) = uri {
-        *request.uri_mut() = uri;
-    }
+/// Hands a request to `router` as `uri`: a new request of the same
+/// method, headers and body, without the outer router's extensions (its
+/// path parameters would be taken for the inner route's).
+async fn call(router: &Router, request: Request, uri: Option<Uri>) -> Response {
+    let (parts, body) = request.into_parts();
+    let mut inner = Request::new(body);
+    *inner.method_mut() = parts.method;
+    *inner.uri_mut() = uri.unwrap_or(parts.uri);
+    *inner.version_mut() = parts.version;
+    *inner.headers_mut() = parts.headers;
     let mut router = router.clone();
-    match tower_service::Service::call(&mut router, request).await {
+    match tower_service::Service::call(&mut router, inner).await {
         Ok(response) => response,
         Err(never) => match never {},
     }
