@@ -1,6 +1,8 @@
 //! cairn's HTTP server: durable appends, membership, absence and
 //! consistency proofs and nullifier lookups over one
-//! [`cairn_db::Database`] of any tree kind, on tokio and axum.
+//! [`cairn_db::Database`] of any tree kind, or every tree of a
+//! [`cairn_db::Forest`] (`/v1/trees/{name}/...`, `POST /v1/blocks`: see
+//! `forest.rs`), on tokio and axum.
 //!
 //! - **Writes are durable when acknowledged**: `POST /v1/leaves` appends a
 //!   batch (all or nothing, duplicates refused once durable) and answers
