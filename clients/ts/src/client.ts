@@ -28,6 +28,62 @@ export interface ClientOptions {
   readonly headers?: Record<string, string>;
   /** Refuse response bodies above this many bytes; default 1 MiB (a proof is at most tens of KiB). */
   readonly maxResponseBytes?: number;
+  /** Ask every tree route of the tree of this name in a database of several (`/v1/trees/{name}/...`); default: the server's default tree. */
+  readonly treeName?: string;
+}
+
+/** One tree of a server's database, as the server reports it (`GET /v1/trees`): information, not trust. */
+export interface TreeInfo {
+  readonly name: string;
+  readonly kind: string;
+  readonly arity: number;
+  readonly hash: string;
+  /** The durable size. */
+  readonly size: bigint;
+  readonly root: Uint8Array | null;
+  readonly finalized: bigint;
+}
+
+/** The trees of a server's database (`GET /v1/trees`). */
+export interface TreesInfo {
+  readonly trees: readonly TreeInfo[];
+  /** The tree the routes without a tree name answer for, if any. */
+  readonly defaultTree: string | null;
+  /** Whether blocks of several trees go through the database's block journal. */
+  readonly journaled: boolean;
+  readonly lastBlock: bigint | null;
+  readonly finalizedBlock: bigint | null;
+}
+
+/** One block of values for several trees (`POST /v1/blocks`). */
+export interface BlockInput {
+  readonly number: bigint | number;
+  /** The block hash (32 bytes or 0x-hex); default all zeros. */
+  readonly hash?: Uint8Array | string;
+  /** Per tree name, its values for the block (possibly none). */
+  readonly trees: Readonly<Record<string, ReadonlyArray<Uint8Array | string>>>;
+}
+
+/** Where a block's values went, per tree named, as the server reports it. */
+export interface BlockAppended {
+  readonly block: { readonly number: bigint; readonly hash: Uint8Array };
+  readonly trees: ReadonlyArray<{
+    readonly name: string;
+    readonly firstIndex: bigint;
+    readonly count: bigint;
+    readonly size: bigint;
+    readonly root: Uint8Array | null;
+  }>;
+}
+
+/** A tree name as `cairn tree add` takes it: the server's rule, checked before a request names it. */
+const TREE_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+function treeName(name: unknown): string {
+  if (typeof name !== "string" || !TREE_NAME.test(name)) {
+    throw inputError(`tree name ${JSON.stringify(name)}: want 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit`);
+  }
+  return name;
 }
 
 function fetchError(kind: "Network" | "Http" | "NotFound" | "Conflict" | "BadResponse", message: string, status?: number): CairnError {
@@ -45,9 +101,12 @@ function statusKind(status: number): "Http" | "NotFound" | "Conflict" {
 export class CairnClient {
   readonly baseUrl: string;
   readonly tree: TrustedTree;
+  /** The tree of the server's database this client asks, or null for the default tree. */
+  readonly treeName: string | null;
   private readonly fetcher: typeof fetch;
   private readonly headers: Record<string, string>;
   private readonly maxResponseBytes: number;
+  private readonly options: ClientOptions;
 
   /** `baseUrl` as `http://host:port` (a path prefix is kept); `tree` is what the caller trusts. */
   constructor(baseUrl: string, tree: TrustedTree, options: ClientOptions = {}) {
@@ -58,30 +117,56 @@ export class CairnClient {
     this.fetcher = fetcher;
     this.headers = { accept: "application/json", ...options.headers };
     this.maxResponseBytes = options.maxResponseBytes ?? 1 << 20;
+    this.treeName = options.treeName === undefined ? null : treeName(options.treeName);
+    this.options = options;
+  }
+
+  /**
+   * A client of the tree `name` of the same server's database
+   * (`/v1/trees/{name}/...`), trusting `tree` (default: this client's
+   * trusted tree). (`tree` is the trusted tree's property, so the method
+   * is `forTree`.)
+   */
+  forTree(name: string, tree: TrustedTree = this.tree): CairnClient {
+    return new CairnClient(this.baseUrl, tree, { ...this.options, treeName: treeName(name) });
+  }
+
+  /** A tree route's path for this client's tree. */
+  private scoped(path: string): string {
+    if (this.treeName === null || !path.startsWith("/v1/")) return path;
+    return `/v1/trees/${this.treeName}/${path.slice(4)}`;
   }
 
   /** GETs a path; resolves to the body text of a 2xx answer, or null for a 404 when `absentOk`. */
   protected async get(path: string, absentOk = false): Promise<string | null> {
+    return this.send("GET", this.scoped(path), undefined, absentOk);
+  }
+
+  private async send(method: "GET" | "POST", path: string, json: string | undefined, absentOk: boolean): Promise<string | null> {
     let response: Response;
     try {
-      response = await this.fetcher.call(globalThis, this.baseUrl + path, { headers: this.headers });
+      const init: RequestInit =
+        json === undefined
+          ? { headers: this.headers }
+          : { method, headers: { ...this.headers, "content-type": "application/json" }, body: json };
+      response = await this.fetcher.call(globalThis, this.baseUrl + path, init);
     } catch (error) {
-      throw fetchError("Network", `GET ${path}: ${error instanceof Error ? error.message : String(error)}`);
+      throw fetchError("Network", `${method} ${path}: ${error instanceof Error ? error.message : String(error)}`);
     }
     const declared = Number(response.headers.get("content-length") ?? "0");
     if (declared > this.maxResponseBytes) {
-      throw fetchError("BadResponse", `GET ${path}: response of ${declared} bytes exceeds ${this.maxResponseBytes}`, response.status);
+      throw fetchError("BadResponse", `${method} ${path}: response of ${declared} bytes exceeds ${this.maxResponseBytes}`, response.status);
     }
     let body: string;
     try {
       const bytes = new Uint8Array(await response.arrayBuffer());
       if (bytes.length > this.maxResponseBytes) {
-        throw fetchError("BadResponse", `GET ${path}: response of ${bytes.length} bytes exceeds ${this.maxResponseBytes}`, response.status);
+        throw fetchError("BadResponse", `${method} ${path}: response of ${bytes.length} bytes exceeds ${this.maxResponseBytes}`, response.status);
       }
       body = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
     } catch (error) {
       if (error instanceof CairnError) throw error;
-      throw fetchError("BadResponse", `GET ${path}: unreadable body: ${error instanceof Error ? error.message : String(error)}`, response.status);
+      throw fetchError("BadResponse", `${method} ${path}: unreadable body: ${error instanceof Error ? error.message : String(error)}`, response.status);
     }
     if (response.status === 404 && absentOk) return null;
     if (!response.ok) {
@@ -93,9 +178,101 @@ export class CairnClient {
       } catch {
         // not JSON: keep the text
       }
-      throw fetchError(statusKind(response.status), `GET ${path}: HTTP ${response.status}: ${reason}`, response.status);
+      throw fetchError(statusKind(response.status), `${method} ${path}: HTTP ${response.status}: ${reason}`, response.status);
     }
     return body;
+  }
+
+  /** Parses a JSON object answer of `what`, or fails with BadResponse. */
+  private document(body: string, what: string): Map<string, JsonValue> {
+    let document: JsonValue;
+    try {
+      document = parseJson(body);
+    } catch {
+      throw fetchError("BadResponse", `${what}: body is not JSON`);
+    }
+    if (!(document instanceof Map)) throw fetchError("BadResponse", `${what}: want an object`);
+    return document;
+  }
+
+  /** The trees of the server's database and their durable heads (`GET /v1/trees`): the server's word. */
+  async trees(): Promise<TreesInfo> {
+    const what = "GET /v1/trees";
+    const document = this.document((await this.send("GET", "/v1/trees", undefined, false))!, what);
+    const bad = (why: string): never => {
+      throw fetchError("BadResponse", `${what}: ${why}`);
+    };
+    const list = document.get("trees");
+    if (!Array.isArray(list)) return bad("trees is not a list");
+    const trees = list.map((entry): TreeInfo => {
+      if (!(entry instanceof Map)) return bad("a tree is not an object");
+      const name = entry.get("name");
+      const kind = entry.get("kind");
+      const hash = entry.get("hash");
+      if (typeof name !== "string" || typeof kind !== "string" || typeof hash !== "string") return bad("name, kind or hash is not a string");
+      const arity = asUnsigned(entry.get("arity"), 16n) ?? bad(`tree ${name}: arity is not an integer`);
+      const size = asUnsigned(entry.get("size"), U64_MAX) ?? bad(`tree ${name}: size is not a u64`);
+      const finalized = asUnsigned(entry.get("finalized"), U64_MAX) ?? bad(`tree ${name}: finalized is not a u64`);
+      return { name, kind, arity: Number(arity), hash, size, root: this.optionalHash(entry.get("root"), `${what}: tree ${name}: root`), finalized };
+    });
+    const defaultTree = document.get("default");
+    if (defaultTree !== null && typeof defaultTree !== "string") return bad("default is neither null nor a string");
+    const optional = (key: string): bigint | null => {
+      const value = document.get(key);
+      return value === null ? null : (asUnsigned(value, U64_MAX) ?? bad(`${key} is neither null nor a u64`));
+    };
+    return { trees, defaultTree, journaled: document.get("journaled") === true, lastBlock: optional("last_block"), finalizedBlock: optional("finalized_block") };
+  }
+
+  /**
+   * Writes one block of values for several trees (`POST /v1/blocks`): all
+   * or nothing, resolved once durable. A refusal (an unknown tree, a value a
+   * tree holds, a block number that does not follow the last) rejects with
+   * a CairnError (NotFound, Conflict, Http) and writes nothing. A server
+   * with a write token needs it in `options.headers` (`authorization`).
+   */
+  async appendBlock(block: BlockInput): Promise<BlockAppended> {
+    const what = "POST /v1/blocks";
+    const number = u64Argument(block?.number, "block number");
+    if (block.trees === null || typeof block.trees !== "object") throw inputError("block trees: want an object of tree names to lists of values");
+    const trees: Record<string, string[]> = {};
+    for (const [name, values] of Object.entries(block.trees)) {
+      if (!Array.isArray(values)) throw inputError(`block trees.${name}: want a list of values`);
+      trees[treeName(name)] = values.map((value, position) => toHex(hashArgument(value, `tree ${name} value ${position}`)));
+    }
+    if (number > BigInt(Number.MAX_SAFE_INTEGER)) throw inputError(`block number ${number} is beyond what JSON numbers carry exactly`);
+    const request: Record<string, unknown> = { number: Number(number), trees };
+    if (block.hash !== undefined) request.hash = toHex(hashArgument(block.hash, "block hash"));
+    const document = this.document((await this.send("POST", "/v1/blocks", JSON.stringify(request), false))!, what);
+    const bad = (why: string): never => {
+      throw fetchError("BadResponse", `${what}: ${why}`);
+    };
+    const head = document.get("block");
+    if (!(head instanceof Map)) return bad("block is not an object");
+    const hashText = head.get("hash");
+    const hash = typeof hashText === "string" ? parseHashOrReason(hashText) : "block hash is not a string";
+    if (typeof hash === "string") return bad(hash);
+    const answered = asUnsigned(head.get("number"), U64_MAX) ?? bad("block number is not a u64");
+    if (answered !== number) bad(`asked for block ${number}, the server wrote block ${answered}`);
+    const list = document.get("trees");
+    if (!Array.isArray(list)) return bad("trees is not a list");
+    return {
+      block: { number: answered, hash },
+      trees: list.map((entry) => {
+        if (!(entry instanceof Map)) return bad("a tree is not an object");
+        const name = entry.get("name");
+        if (typeof name !== "string") return bad("a tree's name is not a string");
+        const u64 = (key: string): bigint => asUnsigned(entry.get(key), U64_MAX) ?? bad(`tree ${name}: ${key} is not a u64`);
+        return { name, firstIndex: u64("first_index"), count: u64("count"), size: u64("size"), root: this.optionalHash(entry.get("root"), `${what}: tree ${name}: root`) };
+      }),
+    };
+  }
+
+  private optionalHash(value: JsonValue | undefined, what: string): Uint8Array | null {
+    if (value === null) return null;
+    const parsed = typeof value === "string" ? parseHashOrReason(value) : "not a string";
+    if (typeof parsed === "string") throw fetchError("BadResponse", `${what}: ${parsed}`);
+    return parsed;
   }
 
   /**

@@ -65,6 +65,9 @@ pub(crate) struct ApiError {
     pub duplicates: Option<Vec<DuplicateJson>>,
     /// The finalized size, on a refusal to roll back below it.
     pub finalized: Option<u64>,
+    /// The tree the refusal is about, in a database of several (an
+    /// unknown name, a value refused in a block).
+    pub tree: Option<String>,
 }
 
 /// One refused value of a 409 answer.
@@ -104,6 +107,8 @@ struct ErrorJson<'a> {
     duplicates: Option<&'a [DuplicateJson]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     finalized: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tree: Option<&'a str>,
 }
 
 impl ApiError {
@@ -113,7 +118,14 @@ impl ApiError {
             message: message.into(),
             duplicates: None,
             finalized: None,
+            tree: None,
         }
+    }
+
+    /// The refusal, naming the tree it is about.
+    pub fn for_tree(mut self, name: &str) -> ApiError {
+        self.tree = Some(name.to_owned());
+        self
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {
@@ -146,6 +158,7 @@ impl ApiError {
                     message,
                     duplicates: Some(duplicates.iter().map(DuplicateJson::from).collect()),
                     finalized: None,
+                    tree: None,
                 };
             }
             (ErrorKind::BelowFinalized { finalized }, _) => {
@@ -154,6 +167,7 @@ impl ApiError {
                     message,
                     duplicates: None,
                     finalized: Some(finalized),
+                    tree: None,
                 };
             }
             (ErrorKind::InvalidBatch | ErrorKind::Unsupported, _) => StatusCode::BAD_REQUEST,
@@ -195,6 +209,7 @@ impl IntoResponse for ApiError {
             error: &self.message,
             duplicates: self.duplicates.as_deref(),
             finalized: self.finalized,
+            tree: self.tree.as_deref(),
         })
         .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"));
         let mut response = (self.status, body).into_response();

@@ -1,6 +1,8 @@
 //! cairn's HTTP server: durable appends, membership, absence and
 //! consistency proofs and nullifier lookups over one
-//! [`cairn_db::Database`] of any tree kind, on tokio and axum.
+//! [`cairn_db::Database`] of any tree kind, or every tree of a
+//! [`cairn_db::Forest`] (`/v1/trees/{name}/...`, `POST /v1/blocks`: see
+//! `forest.rs`), on tokio and axum.
 //!
 //! - **Writes are durable when acknowledged**: `POST /v1/leaves` appends a
 //!   batch (all or nothing, duplicates refused once durable) and answers
@@ -46,6 +48,7 @@ mod companions;
 mod config;
 mod cors;
 mod error;
+mod forest;
 mod health;
 mod listener;
 mod metrics;
@@ -72,4 +75,6 @@ pub use cors::CorsPolicy;
 pub use error::ServerError;
 pub use listener::{DEFAULT_MAX_CONNECTIONS, RESERVED_DESCRIPTORS_MIN, reserved_descriptors};
 pub use routes::{ROUTES, Route};
-pub use server::{Server, init_logging, init_logging_as, run, run_db, serve};
+pub use server::{
+    Server, init_logging, init_logging_as, run, run_db, run_forest, run_read_only_forest, serve,
+};

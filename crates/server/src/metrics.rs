@@ -117,6 +117,15 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
+    /// Metrics of another tree of the same server: its own counters, the
+    /// server's connections.
+    pub fn sharing_connections(front: &Metrics) -> Metrics {
+        Metrics {
+            connections: Arc::clone(&front.connections),
+            ..Metrics::default()
+        }
+    }
+
     /// One checkpoint written (the database's observer calls this).
     pub fn observe_checkpoint(&self, elapsed: Duration) {
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
@@ -564,9 +573,158 @@ fn gauge(out: &mut String, name: &str, help: &str, value: u64) {
     );
 }
 
+/// The families of the server as a whole, not of one tree: a server of
+/// several trees renders them once, from the front tree's metrics, without
+/// a `tree` label.
+const SERVER_FAMILIES: &[&str] = &[
+    "cairn_http_",
+    "cairn_reserved_descriptors",
+    "cairn_durability_timeout_seconds",
+    "cairn_max_",
+    "cairn_build_info",
+    "cairn_reader_",
+    "cairn_publish",
+    "cairn_mirror_",
+    "process_",
+];
+
+fn is_server_family(name: &str) -> bool {
+    SERVER_FAMILIES
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+}
+
+/// Several trees' expositions merged into one: each family once (its
+/// `HELP` and `TYPE` lines, then every tree's samples labelled
+/// `tree="name"`), the server's own families once, unlabelled.
+#[derive(Debug, Default)]
+pub(crate) struct Families {
+    /// Family name, its HELP and TYPE lines, its samples; in first-seen
+    /// order.
+    families: Vec<(String, String, Vec<String>)>,
+}
+
+impl Families {
+    /// Adds one tree's exposition; `front` is the tree whose metrics hold
+    /// the server's own families.
+    pub fn add(&mut self, text: &str, tree: &str, front: bool) {
+        let mut current: Option<usize> = None;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let name = rest.split(' ').next().unwrap_or_default();
+                current = self.family(name);
+                if let Some(index) = current
+                    && self.families[index].1.is_empty()
+                {
+                    self.families[index].1.push_str(line);
+                    self.families[index].1.push('\n');
+                }
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap_or_default();
+                current = self.family(name);
+                if let Some(index) = current
+                    && !self.families[index].1.contains("# TYPE ")
+                {
+                    self.families[index].1.push_str(line);
+                    self.families[index].1.push('\n');
+                }
+                continue;
+            }
+            let Some(index) = current else { continue };
+            let server = is_server_family(&self.families[index].0);
+            if server {
+                if front {
+                    self.families[index].2.push(line.to_owned());
+                }
+                continue;
+            }
+            self.families[index].2.push(labelled(line, tree));
+        }
+    }
+
+    fn family(&mut self, name: &str) -> Option<usize> {
+        if let Some(index) = self.families.iter().position(|(n, _, _)| n == name) {
+            return Some(index);
+        }
+        self.families
+            .push((name.to_owned(), String::new(), Vec::new()));
+        Some(self.families.len() - 1)
+    }
+
+    /// The merged exposition.
+    pub fn finish(self) -> String {
+        let mut out = String::with_capacity(32 << 10);
+        for (_, header, samples) in self.families {
+            if samples.is_empty() && header.is_empty() {
+                continue;
+            }
+            out.push_str(&header);
+            for sample in samples {
+                out.push_str(&sample);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// A sample line with `tree="name"` as its first label (tree names are
+/// `[a-z0-9._-]`: nothing to escape).
+fn labelled(line: &str, tree: &str) -> String {
+    match line.find(['{', ' ']) {
+        Some(at) if line[at..].starts_with('{') => {
+            let (name, rest) = line.split_at(at);
+            let rest = &rest[1..];
+            if rest.starts_with('}') {
+                format!("{name}{{tree=\"{tree}\"{rest}")
+            } else {
+                format!("{name}{{tree=\"{tree}\",{rest}")
+            }
+        }
+        Some(at) => {
+            let (name, rest) = line.split_at(at);
+            format!("{name}{{tree=\"{tree}\"}}{rest}")
+        }
+        None => line.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_families_label_tree_samples_and_keep_server_families_once() {
+        let one = "# HELP cairn_tree_size Leaves.\n# TYPE cairn_tree_size gauge\ncairn_tree_size 3\n# HELP cairn_append_seconds S.\n# TYPE cairn_append_seconds histogram\ncairn_append_seconds_bucket{le=\"0.1\"} 1\ncairn_append_seconds_sum 0.5\n# HELP process_open_fds F.\n# TYPE process_open_fds gauge\nprocess_open_fds 9\n";
+        let two = one.replace("cairn_tree_size 3", "cairn_tree_size 4");
+        let mut families = Families::default();
+        families.add(one, "notes", true);
+        families.add(&two, "nullifiers", false);
+        let out = families.finish();
+        assert_eq!(
+            out.matches("# TYPE cairn_tree_size gauge").count(),
+            1,
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "cairn_tree_size{tree=\"notes\"} 3\ncairn_tree_size{tree=\"nullifiers\"} 4\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("cairn_append_seconds_bucket{tree=\"nullifiers\",le=\"0.1\"} 1\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("cairn_append_seconds_sum{tree=\"notes\"} 0.5\n"),
+            "{out}"
+        );
+        assert_eq!(out.matches("process_open_fds").count(), 3, "{out}");
+        assert!(out.contains("\nprocess_open_fds 9\n"), "{out}");
+    }
 
     #[test]
     fn histogram_buckets_are_cumulative_and_agree_with_the_count() {

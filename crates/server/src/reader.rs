@@ -23,6 +23,7 @@ use cairn_db::{Database, OpenOptions};
 use parking_lot::RwLock;
 
 use crate::config::ServerConfig;
+use crate::forest::Trees;
 use crate::metrics::Metrics;
 use crate::routes;
 use crate::state::AppState;
@@ -99,14 +100,19 @@ fn unix_ms_now() -> u64 {
 pub(crate) struct Reader {
     current: RwLock<Router>,
     dir: PathBuf,
+    /// Whether `dir` is a database of several trees (each tree's
+    /// directory opened again).
+    forest: bool,
     config: ServerConfig,
     metrics: Arc<Metrics>,
     status: Arc<ReaderStatus>,
 }
 
 impl Reader {
-    /// A reader serving `state` (a read-only opening) first.
-    pub fn new(state: &AppState) -> Arc<Reader> {
+    /// A reader serving `trees` (read-only openings) first; `forest_dir`
+    /// is the database's directory when it holds several trees.
+    pub fn new(trees: &Arc<Trees>, forest_dir: Option<PathBuf>) -> Arc<Reader> {
+        let state = &trees.front;
         let shared = state.shared();
         let status = Arc::new(ReaderStatus::default());
         status
@@ -117,8 +123,9 @@ impl Reader {
             .store(unix_ms_now(), Ordering::Relaxed);
         let _ = shared.metrics.reader.set(Arc::clone(&status));
         Arc::new(Reader {
-            current: RwLock::new(routes::router(state.clone())),
-            dir: shared.db.dir().to_owned(),
+            current: RwLock::new(crate::forest::router(Arc::clone(trees))),
+            forest: forest_dir.is_some(),
+            dir: forest_dir.unwrap_or_else(|| shared.db.dir().to_owned()),
             config: shared.config.clone(),
             metrics: Arc::clone(&shared.metrics),
             status,
@@ -160,15 +167,19 @@ impl Reader {
                 continue;
             }
             let dir = self.dir.clone();
-            let opened = tokio::task::spawn_blocking(move || open(&dir)).await;
+            let (forest, config, metrics) =
+                (self.forest, self.config.clone(), Arc::clone(&self.metrics));
+            let opened =
+                tokio::task::spawn_blocking(move || open_router(&dir, forest, config, &metrics))
+                    .await;
             match opened {
-                Ok(Ok(db)) => {
+                Ok(Ok((router, size))) => {
                     if failing {
                         tracing::info!(dir = %self.dir.display(), "the directory opens again");
                     }
                     failing = false;
                     seen = now;
-                    self.swap(db);
+                    self.swap(router, size);
                 }
                 Ok(Err(error)) => {
                     self.status.failures.fetch_add(1, Ordering::Relaxed);
@@ -186,10 +197,7 @@ impl Reader {
         }
     }
 
-    fn swap(&self, db: Database) {
-        let size = db.durable_size();
-        let state = AppState::with_metrics(Arc::new(db), self.config.clone(), &self.metrics);
-        let router = routes::router(state);
+    fn swap(&self, router: Router, size: u64) {
         *self.current.write() = router;
         self.status.size.store(size, Ordering::Relaxed);
         self.status.refreshes.fetch_add(1, Ordering::Relaxed);
@@ -198,6 +206,25 @@ impl Reader {
             .store(unix_ms_now(), Ordering::Relaxed);
         tracing::debug!(size, "serving a new opening of the directory");
     }
+}
+
+/// The router of a new read-only opening of `dir` (each tree's directory
+/// when `forest`), and the durable size of its front tree.
+fn open_router(
+    dir: &Path,
+    forest: bool,
+    config: ServerConfig,
+    metrics: &Arc<Metrics>,
+) -> Result<(Router, u64), cairn_db::DbError> {
+    if forest {
+        let trees = Trees::of_read_only(dir, &config, metrics)?;
+        let size = trees.front.shared().db.durable_size();
+        return Ok((crate::forest::router(Arc::new(trees)), size));
+    }
+    let db = open(dir)?;
+    let size = db.durable_size();
+    let state = AppState::with_metrics(Arc::new(db), config, metrics);
+    Ok((routes::router(state), size))
 }
 
 /// Opens `dir` read-only, as `cairn serve --read-only` does at start.

@@ -48,7 +48,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "POST",
         path: "/v1/leaves",
-        statuses: &[200, 400, 401, 403, 409, 413, 415, 500, 503, 507],
+        statuses: &[200, 400, 401, 403, 404, 409, 413, 415, 500, 503, 507],
         needs_token: true,
         needs: None,
     },
@@ -62,7 +62,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "GET",
         path: "/v1/root",
-        statuses: &[200],
+        statuses: &[200, 404],
         needs_token: false,
         needs: None,
     },
@@ -160,11 +160,149 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "POST",
         path: "/v1/lookup",
-        statuses: &[200, 400, 413, 415, 501],
+        statuses: &[200, 400, 404, 413, 415, 501],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/trees/{name}/leaves",
+        statuses: &[200, 400, 401, 403, 404, 409, 413, 415, 500, 503, 507],
+        needs_token: true,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/leaves",
+        statuses: &[200, 400, 404],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/root",
+        statuses: &[200, 404],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/leaves/{value}",
+        statuses: &[200, 400, 404, 501],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/proofs/{index}",
+        statuses: &[200, 304, 400, 404],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/consistency",
+        statuses: &[200, 304, 400, 404],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/roots/{root}",
+        statuses: &[200, 400, 404],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/heads",
+        statuses: &[200, 400, 404],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/trees/{name}/rollback",
+        statuses: &[200, 400, 401, 403, 404, 409, 413, 500, 503],
+        needs_token: true,
+        needs: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/trees/{name}/finalize",
+        statuses: &[200, 400, 401, 403, 404, 413, 500, 503],
+        needs_token: true,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/absence/{value}",
+        statuses: &[200, 400, 404, 409],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees/{name}/checkpoint",
+        statuses: &[200, 404],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/trees/{name}/lookup",
+        statuses: &[200, 400, 404, 413, 415, 501],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/trees",
+        statuses: &[200],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/blocks",
+        statuses: &[200, 400, 401, 403, 404, 409, 413, 415, 500, 503, 507],
+        needs_token: true,
+        needs: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/blocks",
+        statuses: &[200, 400, 404],
         needs_token: false,
         needs: None,
     },
 ];
+
+/// Which part of the server a route belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// A tree's route without a prefix: the default tree's.
+    Tree,
+    /// A tree's route under `/v1/trees/{name}`.
+    Named,
+    /// The database's own: `/v1/trees`, `/v1/blocks`.
+    Forest,
+    /// The server's: health, readiness, metrics, the document.
+    Service,
+}
+
+/// The scope of a route's path.
+pub(crate) fn scope(path: &str) -> Scope {
+    if path.starts_with("/v1/trees/") {
+        Scope::Named
+    } else if path == "/v1/trees" || path == "/v1/blocks" {
+        Scope::Forest
+    } else if path.starts_with("/v1/") {
+        Scope::Tree
+    } else {
+        Scope::Service
+    }
+}
 
 /// The handler of a table entry for a database of `kind`: the route's
 /// own, or the refusal of what it needs. A table entry without a handler
@@ -200,26 +338,49 @@ fn handler(route: &Route, kind: cairn_core::TreeKind) -> MethodRouter<AppState> 
     }
 }
 
-/// The router of [`ROUTES`] for the state's database, with JSON answers
-/// for unknown routes and methods, and the observing middleware around
-/// everything.
-pub(crate) fn router(state: AppState) -> Router {
+/// The router of one tree's routes (the single-tree routes without a
+/// prefix, and the service routes) for the state's database: what a
+/// server of several trees hands each tree's requests to. Not observed:
+/// the server's router around it records the request.
+pub(crate) fn tree_router(state: AppState) -> Router {
     let kind = state.shared().db.kind();
     let mut router = Router::new();
-    for route in ROUTES {
+    for route in ROUTES
+        .iter()
+        .filter(|r| matches!(scope(r.path), Scope::Tree | Scope::Service))
+    {
         router = router.route(route.path, handler(route, kind));
     }
+    router
+        .fallback(service::no_route)
+        .method_not_allowed_fallback(service::method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), read_only))
+        .with_state(state)
+}
+
+/// The router of [`ROUTES`] for one database, served as the tree
+/// `default` (see `forest.rs`).
+pub(crate) fn router(state: AppState) -> Router {
+    crate::forest::router(Arc::new(crate::forest::Trees::of_database(state)))
+}
+
+/// A server's router: JSON answers for unknown routes and methods, the
+/// read-only refusal, and the observing middleware around everything
+/// (`front`'s configuration and metrics).
+pub(crate) fn finish<S>(router: Router<S>, front: AppState) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
     let router = router
         .fallback(service::no_route)
         .method_not_allowed_fallback(service::method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), read_only));
-    let shared = state.shared();
+        .layer(middleware::from_fn_with_state(front.clone(), read_only));
+    let shared = front.shared();
     observed(
         router,
         shared.config.cors.clone(),
         Arc::clone(&shared.metrics),
     )
-    .with_state(state)
 }
 
 /// `router` inside the middleware: the CORS policy, then (outermost, so
@@ -275,7 +436,10 @@ impl RequestIds {
 /// is a read with a body, not a write.)
 async fn read_only(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let config = &state.shared().config;
-    if request.method() == Method::POST && request.uri().path() != "/v1/lookup" {
+    let path = request.uri().path();
+    let lookup =
+        path == "/v1/lookup" || (path.starts_with("/v1/trees/") && path.ends_with("/lookup"));
+    if request.method() == Method::POST && !lookup {
         let refusal = if config.read_only {
             Some("this server is read-only (--read-only): send writes to the primary")
         } else if crate::auth::open_writes_refused(config) {

@@ -11,14 +11,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use cairn_db::Database;
+use cairn_db::{Database, Forest};
 use tokio::net::TcpListener;
 
 use crate::config::ServerConfig;
 use crate::error::ServerError;
+use crate::forest::Trees;
 use crate::listener::{ConnectionStats, Limits};
+use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::{health, listener, routes};
+use crate::{health, listener};
 
 /// A bound server, not yet serving: [`Server::local_addr`] tells which
 /// port a `:0` listen address got.
@@ -27,19 +29,62 @@ pub struct Server {
     listener: TcpListener,
     local_addr: SocketAddr,
     state: AppState,
+    trees: Arc<Trees>,
+    /// Where a read-only server of several trees reopens them from.
+    read_only_dir: Option<std::path::PathBuf>,
 }
 
 impl Server {
-    /// Binds `config.listen` for `db` (of any kind).
+    /// Binds `config.listen` for `db` (of any kind), served as the tree
+    /// `default`.
     pub async fn bind(db: Arc<Database>, config: ServerConfig) -> Result<Server, ServerError> {
-        let addr = config.listen;
+        let state = AppState::new(db, config);
+        let trees = Arc::new(Trees::of_database(state));
+        Server::bind_trees(trees, None).await
+    }
+
+    /// Binds `config.listen` for every tree of `forest` (a database of
+    /// several trees, or one directory in the layout before). Publishing
+    /// and mirroring serve one tree: refused for a database of several.
+    pub async fn bind_forest(
+        forest: Arc<Forest>,
+        config: ServerConfig,
+    ) -> Result<Server, ServerError> {
+        if forest.is_journaled() && (config.publish.is_some() || config.mirror.is_some()) {
+            return Err(ServerError::Usage(format!(
+                "{} holds several trees: --publish and --mirror-from serve a database of one tree",
+                forest.dir().display()
+            )));
+        }
+        let front = Arc::new(Metrics::default());
+        let trees = Arc::new(Trees::of_forest(forest, &config, &front)?);
+        Server::bind_trees(trees, None).await
+    }
+
+    /// Binds `config.listen` for the database of several trees in `dir`,
+    /// opened read-only beside its writer (each tree's directory opened
+    /// again as the writer's files change).
+    pub async fn bind_read_only_forest(
+        dir: &Path,
+        config: ServerConfig,
+    ) -> Result<Server, ServerError> {
+        let front = Arc::new(Metrics::default());
+        let trees = Arc::new(Trees::of_read_only(dir, &config, &front)?);
+        Server::bind_trees(trees, Some(dir.to_owned())).await
+    }
+
+    async fn bind_trees(
+        trees: Arc<Trees>,
+        read_only_dir: Option<std::path::PathBuf>,
+    ) -> Result<Server, ServerError> {
+        let state = trees.front.clone();
+        let addr = state.shared().config.listen;
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| ServerError::Bind { addr, source })?;
         let local_addr = listener
             .local_addr()
             .map_err(|source| ServerError::Bind { addr, source })?;
-        let state = AppState::new(db, config);
         let shared = state.shared();
         shared
             .metrics
@@ -50,6 +95,8 @@ impl Server {
             listener,
             local_addr,
             state,
+            trees,
+            read_only_dir,
         })
     }
 
@@ -70,6 +117,8 @@ impl Server {
             listener,
             local_addr,
             state,
+            trees,
+            read_only_dir,
         } = self;
         let shared = state.shared();
         let config = &shared.config;
@@ -86,18 +135,22 @@ impl Server {
         if let Some(status) = &companions.follower {
             let _ = shared.metrics.follower.set(Arc::clone(status));
         }
-        let tree = shared.db.tree_config();
-        tracing::info!(
-            addr = %local_addr,
-            dir = %shared.db.dir().display(),
-            kind = tree.kind.name(),
-            arity = tree.arity.as_u64(),
-            hash = tree.hash.name(),
-            size = shared.db.size(),
-            write_token = config.token.is_some(),
-            read_only = config.read_only,
-            "listening"
-        );
+        for served in &trees.trees {
+            let db = &served.state.shared().db;
+            let tree = db.tree_config();
+            tracing::info!(
+                addr = %local_addr,
+                dir = %db.dir().display(),
+                tree = served.name,
+                kind = tree.kind.name(),
+                arity = tree.arity.as_u64(),
+                hash = tree.hash.name(),
+                size = db.size(),
+                write_token = config.token.is_some(),
+                read_only = config.read_only,
+                "listening"
+            );
+        }
         log_limits(&shared.metrics.connections);
         if let Some(signer) = &config.signer {
             tracing::info!(
@@ -131,10 +184,10 @@ impl Server {
         // A database opened read-only follows its writer: each request goes
         // to the newest opening of the directory.
         let (router, follow) = if shared.db.is_read_only() {
-            let reader = crate::reader::Reader::new(&state);
+            let reader = crate::reader::Reader::new(&trees, read_only_dir);
             (reader.router(), Some(tokio::spawn(reader.follow())))
         } else {
-            (routes::router(state.clone()), None)
+            (crate::forest::router(Arc::clone(&trees)), None)
         };
         let serving = listener::serve(
             listener,
@@ -170,7 +223,7 @@ impl Server {
                 what: "stopping the companions",
                 source: std::io::Error::other(e.to_string()),
             })?;
-        finish(state).await
+        finish(trees).await
     }
 }
 
@@ -189,12 +242,27 @@ pub(crate) fn log_limits(connections: &ConnectionStats) {
 }
 
 /// Flushes, and checkpoints if configured (on the blocking pool).
-async fn finish(state: AppState) -> Result<(), ServerError> {
-    let task = state.clone();
+async fn finish(trees: Arc<Trees>) -> Result<(), ServerError> {
     tokio::task::spawn_blocking(move || {
-        let shared = task.shared();
+        let shared = trees.front.shared();
         if shared.db.is_read_only() {
             // Nothing was written: nothing to flush or checkpoint.
+            return Ok(());
+        }
+        if let Some(forest) = trees.forest.as_ref().filter(|f| f.is_journaled()) {
+            // Every tree's log catches up with the block journal; a
+            // checkpoint makes each tree durable in its own files and
+            // rewrites the journal.
+            forest.apply()?;
+            tracing::info!(trees = trees.trees.len(), "flushed");
+            if shared.config.checkpoint_on_shutdown {
+                let start = Instant::now();
+                forest.checkpoint()?;
+                tracing::info!(
+                    millis = start.elapsed().as_millis() as u64,
+                    "checkpoint written"
+                );
+            }
             return Ok(());
         }
         let durable = shared.db.flush()?;
@@ -236,8 +304,56 @@ where
 /// default log subscriber ([`init_logging`]) unless one is set.
 pub fn run(dir: &Path, config: ServerConfig) -> Result<(), ServerError> {
     init_logging();
+    if cairn_db::is_forest(dir) {
+        return run_forest(Forest::open(dir)?, config, |_| {});
+    }
     let db = Database::open(dir)?;
     run_db(db, config, |_| {})
+}
+
+/// [`run`] for an opened database of several trees: every tree served
+/// (`/v1/trees/{name}/...`, the routes without a prefix for the default
+/// tree, `POST /v1/blocks`), then the database closed.
+pub fn run_forest(
+    forest: Forest,
+    config: ServerConfig,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServerError> {
+    let runtime = runtime()?;
+    let forest = Arc::new(forest);
+    let served = runtime.block_on(async {
+        let signal = shutdown_signal()?;
+        let server = Server::bind_forest(Arc::clone(&forest), config).await?;
+        ready(server.local_addr());
+        server.run(signal).await
+    });
+    drop(runtime);
+    let closed = match Arc::try_unwrap(forest) {
+        Ok(forest) => forest.close().map_err(ServerError::from),
+        Err(_) => Err(ServerError::StillInUse),
+    };
+    served?;
+    closed?;
+    tracing::info!("closed: the directory is released");
+    Ok(())
+}
+
+/// Serves the database of several trees in `dir` read-only beside its
+/// writer (see [`Server::bind_read_only_forest`]) until SIGTERM or SIGINT.
+pub fn run_read_only_forest(
+    dir: &Path,
+    config: ServerConfig,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServerError> {
+    let runtime = runtime()?;
+    let served = runtime.block_on(async {
+        let signal = shutdown_signal()?;
+        let server = Server::bind_read_only_forest(dir, config).await?;
+        ready(server.local_addr());
+        server.run(signal).await
+    });
+    drop(runtime);
+    served
 }
 
 /// The multi-threaded runtime a server runs on.

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use cairn_db::{Database, DbError};
+use cairn_db::{Database, DbError, Forest};
 use parking_lot::Mutex;
 
 use crate::config::ServerConfig;
@@ -30,10 +30,32 @@ pub(crate) struct Shared {
     failure: Mutex<Option<String>>,
     /// Held shared by appends and by reads made between rollbacks, and
     /// exclusively by a rollback (an async lock: waiters hold no thread).
-    pub rollbacks: tokio::sync::RwLock<()>,
+    /// One lock for every tree of a database of several: a rollback there
+    /// acts on them all.
+    pub rollbacks: Arc<tokio::sync::RwLock<()>>,
     /// Serialises rollbacks and finalizations (each checks the durable
-    /// size, then acts on it).
-    pub writes: Mutex<()>,
+    /// size, then acts on it); shared like `rollbacks`.
+    pub writes: Arc<Mutex<()>>,
+    /// The database of several trees this tree is one of, and its name
+    /// there, when its writes go through that database's block journal.
+    pub forest: Option<TreeOf>,
+}
+
+/// A tree of a journaled database of several trees: every write to it is
+/// made through the database (one journal frame each), never to the tree
+/// alone.
+#[derive(Clone, Debug)]
+pub(crate) struct TreeOf {
+    pub forest: Arc<Forest>,
+    pub name: String,
+}
+
+/// What the trees of one server share: the rollback lock and the writes
+/// lock (a rollback of a database of several trees acts on all of them).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Locks {
+    pub rollbacks: Arc<tokio::sync::RwLock<()>>,
+    pub writes: Arc<Mutex<()>>,
 }
 
 /// The handlers' state.
@@ -52,6 +74,18 @@ impl AppState {
         config: ServerConfig,
         metrics: &Arc<Metrics>,
     ) -> AppState {
+        AppState::of_tree(db, config, metrics, None, &Locks::default())
+    }
+
+    /// The state of one tree of a server of several: its own metrics,
+    /// the locks every tree shares, and the database it is part of.
+    pub fn of_tree(
+        db: Arc<Database>,
+        config: ServerConfig,
+        metrics: &Arc<Metrics>,
+        forest: Option<TreeOf>,
+        locks: &Locks,
+    ) -> AppState {
         let metrics = Arc::clone(metrics);
         // Every checkpoint written while serving, the store's automatic
         // ones included (not only the one at shutdown).
@@ -64,8 +98,9 @@ impl AppState {
             config,
             metrics,
             failure: Mutex::new(None),
-            rollbacks: tokio::sync::RwLock::new(()),
-            writes: Mutex::new(()),
+            rollbacks: Arc::clone(&locks.rollbacks),
+            writes: Arc::clone(&locks.writes),
+            forest,
         }))
     }
 

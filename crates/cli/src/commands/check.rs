@@ -43,6 +43,9 @@ pub struct CheckCmd {
     /// The database directory.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+    /// The tree of a database of several trees (default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -77,7 +80,7 @@ fn children(mismatch: &NodeMismatch) -> String {
 
 impl CheckCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let outcome = self.check();
+        let outcome = self.check(&database::tree_dir(&self.dir, self.tree.as_deref())?);
         let error = outcome.error.as_ref().map(|(code, error)| {
             let what = if *code == Code::Invalid {
                 "check failed"
@@ -131,7 +134,7 @@ impl CheckCmd {
         }
     }
 
-    fn check(&self) -> Outcome {
+    fn check(&self, tree_dir: &std::path::Path) -> Outcome {
         let mut outcome = Outcome {
             size: None,
             depth: None,
@@ -144,7 +147,7 @@ impl CheckCmd {
             background: false,
             verify: true,
         };
-        let db = match database::open_read_only_raw(&self.dir, verify) {
+        let db = match database::open_read_only_raw(tree_dir, verify) {
             Ok(db) => db,
             Err(error) => {
                 // A node the verification found wrong (1), or a database

@@ -31,6 +31,9 @@ pub struct CheckpointCmd {
     /// The database directory.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+    /// The tree of a database of several trees whose checkpoint is reported (every tree is checkpointed with the block journal; default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -38,9 +41,34 @@ pub struct CheckpointCmd {
 
 impl CheckpointCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let db = database::open(&self.dir, Options::default())?;
-        let checkpointed = db.checkpoint().map_err(database::db_failure)?;
-        database::close(db)?;
+        let checkpointed = if cairn_db::is_forest(&self.dir) {
+            // Every tree made durable in its own files and checkpointed,
+            // the block journal rewritten; the named tree reported.
+            let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
+            let db = match &self.tree {
+                Some(name) => forest.tree(name),
+                None => forest.default_tree(),
+            }
+            .map_err(database::db_failure)?;
+            let before = db.stats().store.checkpoint_number;
+            forest.checkpoint().map_err(database::db_failure)?;
+            // The tree's own checkpoint call writes nothing more now; it
+            // reports what the database's checkpoint left.
+            let mut checkpointed = db.checkpoint().map_err(database::db_failure)?;
+            checkpointed.written = checkpointed.number != before;
+            drop(db);
+            forest.close().map_err(database::db_failure)?;
+            checkpointed
+        } else {
+            if let Some(name) = &self.tree {
+                // One tree in the layout before several: only `default`.
+                database::tree_dir(&self.dir, Some(name))?;
+            }
+            let db = database::open(&self.dir, Options::default())?;
+            let checkpointed = db.checkpoint().map_err(database::db_failure)?;
+            database::close(db)?;
+            checkpointed
+        };
         let (number, size) = (checkpointed.number, checkpointed.size);
         if self.json {
             return output::line(

@@ -33,6 +33,9 @@ pub struct ConsistencyCmd {
     /// A cairn database directory (instead of --leaves, --arity and --hash).
     #[arg(value_name = "DIR", conflicts_with_all = ["leaves", "arity", "hash", "kind", "depth", "zero", "format"])]
     dir: Option<PathBuf>,
+    /// With DIR: the tree of a database of several trees (default: the one named default, or the only one).
+    #[arg(long, value_name = "NAME", requires = "dir")]
+    tree: Option<String>,
     /// Children per internal node, 2 to 16 (for a leaf file).
     #[arg(long, short = 'n', value_name = "N", value_parser = parse_arity, required_unless_present = "dir")]
     arity: Option<Arity>,
@@ -65,7 +68,7 @@ impl ConsistencyCmd {
         }
         let (proof, to, name) = match &self.dir {
             Some(dir) => {
-                let db = database::read(dir)?;
+                let db = database::read(&database::tree_dir(dir, self.tree.as_deref())?)?;
                 let to = self.to.unwrap_or(db.durable_size());
                 let proof = db.prove_consistency(self.from, Some(to));
                 database::close(db)?;

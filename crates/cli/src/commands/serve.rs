@@ -162,6 +162,9 @@ impl ServeCmd {
             let _ = writeln!(stdout, "listening on {addr}");
             let _ = stdout.flush();
         };
+        if cairn_db::is_forest(&self.dir) {
+            return self.serve_forest(config, ready);
+        }
         // What the database's kind cannot serve, refused before it opens.
         let kind = database::stored(&self.dir)?.tree().kind;
         let needs = [
@@ -201,6 +204,30 @@ impl ServeCmd {
             )?
         };
         run_db(db, config, ready).map_err(server_failure)
+    }
+
+    /// Serves every tree of a database of several: `/v1/trees/{name}/...`,
+    /// the routes without a prefix for the default tree, `POST /v1/blocks`.
+    fn serve_forest(
+        &self,
+        config: cairn_server::ServerConfig,
+        ready: impl FnOnce(std::net::SocketAddr),
+    ) -> Result<(), Failure> {
+        if config.publish.is_some() || config.mirror.is_some() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{} holds several trees: --publish and --mirror-from serve a database of one tree",
+                    self.dir.display()
+                ),
+            ));
+        }
+        if config.read_only {
+            return cairn_server::run_read_only_forest(&self.dir, config, ready)
+                .map_err(server_failure);
+        }
+        let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
+        cairn_server::run_forest(forest, config, ready).map_err(server_failure)
     }
 }
 

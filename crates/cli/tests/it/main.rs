@@ -30,4 +30,5 @@ mod support;
 mod tidy;
 mod tiles;
 mod tiles_signed;
+mod trees;
 mod usage;

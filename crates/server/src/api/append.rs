@@ -126,6 +126,40 @@ pub(crate) async fn append(
     let block = batch.block;
     // No rollback removes this append before it is answered.
     let _no_rollback = shared.rollbacks.read().await;
+    if let Some(tree) = &shared.forest {
+        if witness {
+            return Err(ApiError::bad_request(
+                "insertion witnesses are not given for a tree of a database of several trees: append without ?witness",
+            ));
+        }
+        let tree = tree.clone();
+        let task = state.clone();
+        let committed = tokio::task::spawn_blocking(move || {
+            crate::forest::commit(task.shared(), &tree, block, &batch.leaves)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("the append task failed: {e}")))?
+        .map_err(|error| refused(shared, None, error))?;
+        let metrics = &shared.metrics;
+        metrics.appends.fetch_add(1, Ordering::Relaxed);
+        metrics.leaves.fetch_add(committed.count, Ordering::Relaxed);
+        return Ok(json(
+            StatusCode::OK,
+            &AppendedJson {
+                first_index: committed.first,
+                count: committed.count,
+                size: committed.size,
+                root: db
+                    .head_at(committed.size)
+                    .ok()
+                    .and_then(|h| h.root)
+                    .as_ref()
+                    .map(hex),
+                block: block.map(BlockJson::from),
+                witness: None,
+            },
+        ));
+    }
     let start = Instant::now();
     // A small untagged batch is appended on this worker: the append does
     // no I/O, so it is microseconds, and handing it to the blocking pool
@@ -183,7 +217,7 @@ fn answer(acked: Acked) -> AppendedJson {
 /// A refused or failed append as an answer, counted. `appended` is where
 /// the values went if they were appended (then refused by a rollback
 /// before they were acknowledged, or not durable in time).
-fn refused(shared: &Shared, appended: Option<(u64, u64)>, error: DbError) -> ApiError {
+pub(crate) fn refused(shared: &Shared, appended: Option<(u64, u64)>, error: DbError) -> ApiError {
     let metrics = &shared.metrics;
     let kind = error.kind();
     match &error {

@@ -130,10 +130,19 @@ pub(crate) async fn heads(
     // One more than asked for: whether there is a next page.
     let mut heads = {
         let _no_rollback = shared.rollbacks.read().await;
-        shared
-            .db
-            .heads(from, limit + 1)
-            .map_err(ApiError::from_db)?
+        match &shared.forest {
+            // A tree of a journaled database: its head at each block.
+            Some(tree) => {
+                let tree = tree.clone();
+                tokio::task::spawn_blocking(move || {
+                    crate::forest::tree_heads(&tree, from, limit + 1)
+                })
+                .await
+                .map_err(|e| ApiError::internal(format!("the heads task failed: {e}")))?
+            }
+            None => shared.db.heads(from, limit + 1),
+        }
+        .map_err(ApiError::from_db)?
     };
     let next_from_block = (heads.len() > limit).then(|| heads[limit].block);
     heads.truncate(limit);

@@ -76,12 +76,17 @@ fn roll_back(shared: &Shared, target: Target) -> Result<(TreeHead, u64), ApiErro
     let db = &shared.db;
     let start = Instant::now();
     let durable = db.durable_size();
-    let result = match target {
-        Target::Size(size) => {
+    let result = match (target, &shared.forest) {
+        (Target::Size(size), None) => {
             query::check_size(size, durable, "to_size")?;
             db.truncate(size)
         }
-        Target::Block(block) => db.truncate_to_block(block),
+        (Target::Block(block), None) => db.truncate_to_block(block),
+        (Target::Size(_), Some(_)) => return Err(by_block("rolls back", "to_block")),
+        // Every tree of the database, in one journal frame.
+        (Target::Block(block), Some(tree)) => {
+            tree.forest.truncate_to_block(block).map(|_| db.head())
+        }
     };
     let head = result.map_err(|error| {
         shared.record_failure(&error);
@@ -95,6 +100,14 @@ fn roll_back(shared: &Shared, target: Target) -> Result<(TreeHead, u64), ApiErro
     metrics.rollback_seconds.observe(start.elapsed());
     tracing::info!(to = head.size, from = durable, "rolled back");
     Ok((head, db.finalized_size()))
+}
+
+/// The refusal of a size target in a database of several trees, which
+/// rolls back and finalizes by block, every tree at once.
+fn by_block(what: &str, field: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "a database of several trees {what} by block, every tree at once: give {{\"{field}\": N}}"
+    ))
 }
 
 #[derive(Serialize)]
@@ -120,12 +133,24 @@ pub(crate) async fn finalize(
         let shared = task.shared();
         let _writes = shared.writes.lock();
         let db = &shared.db;
-        let result = match target {
-            Target::Size(size) => {
+        let result = match (target, &shared.forest) {
+            (Target::Size(size), None) => {
                 query::check_size(size, db.durable_size(), "size")?;
                 db.finalize(size)
             }
-            Target::Block(block) => db.finalize_to_block(block),
+            (Target::Block(block), None) => db.finalize_to_block(block),
+            (Target::Size(_), Some(_)) => return Err(by_block("finalizes", "block")),
+            // Every tree of the database, in one journal frame; the answer
+            // is this tree's size at the block finalized.
+            (Target::Block(block), Some(tree)) => {
+                tree.forest.finalize_to_block(block).and_then(|at| {
+                    let heads = tree.forest.heads_at(at)?;
+                    Ok(heads
+                        .into_iter()
+                        .find(|(name, _, _)| *name == tree.name)
+                        .map_or(0, |(_, size, _)| size))
+                })
+            }
         };
         result.map_err(|error| {
             shared.record_failure(&error);

@@ -54,6 +54,18 @@ fn main() -> ExitCode {
         .config_for(&args.dir)
         .map_err(anyhow::Error::from)
         .and_then(|config| {
+            if cairn_db::is_forest(&args.dir) {
+                // A database of several trees: every tree served.
+                let served = if config.read_only {
+                    cairn_server::run_read_only_forest(&args.dir, config, announce)
+                } else {
+                    let forest = cairn_db::Forest::open(&args.dir).with_context(|| {
+                        format!("cannot open the database in {}", args.dir.display())
+                    })?;
+                    cairn_server::run_forest(forest, config, announce)
+                };
+                return served.with_context(|| describe(&args.dir));
+            }
             let db = open(&args)?;
             run_db(db, config, announce).with_context(|| describe(&args.dir))
         });

@@ -10,6 +10,7 @@ mod checkpoint;
 mod concurrency;
 mod connections;
 mod crash;
+mod forest;
 mod indexed;
 mod limits;
 mod mirror;

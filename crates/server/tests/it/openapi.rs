@@ -97,7 +97,8 @@ async fn every_route_is_served_and_the_document_is_the_committed_one() {
             .path
             .replace("{value}", &value)
             .replace("{root}", &value)
-            .replace("{index}", "0");
+            .replace("{index}", "0")
+            .replace("{name}", "default");
         let method: Method = route.method.parse().unwrap();
         let reply = client.request(method, &path, &[], Vec::new()).await;
         // Whatever the route answers to an empty request, it is the
