@@ -56,8 +56,10 @@ fuzz_target!(|data: &[u8]| {
             assert!(
                 trees[..i]
                     .iter()
-                    .all(|t: &ManifestTree| t.name != tree.name && t.dir != tree.dir),
-                "a name or directory twice"
+                    .all(|t: &ManifestTree| (t.name != tree.name
+                        || t.family.map(|f| f.member) != tree.family.map(|f| f.member))
+                        && t.dir != tree.dir),
+                "a tree (name and member) or directory twice"
             );
         }
     }

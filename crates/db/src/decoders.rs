@@ -53,6 +53,20 @@ pub struct ManifestTree {
     pub name: String,
     /// Its directory, relative to the database's.
     pub dir: String,
+    /// Its family, for a tree added with a capacity (`name` is then the
+    /// family's).
+    pub family: Option<ManifestFamily>,
+}
+
+/// What a manifest says of a tree with a capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ManifestFamily {
+    /// The member's number (0 for the tree added).
+    pub member: u32,
+    /// The most leaves a member holds.
+    pub capacity: u64,
+    /// Whether a full member is followed by a new one.
+    pub rollover: bool,
 }
 
 /// Reads `bytes` as `cairn.trees`, as open does.
@@ -64,6 +78,11 @@ pub fn forest_manifest(bytes: &[u8]) -> Result<Vec<ManifestTree>, String> {
                 .map(|e| ManifestTree {
                     name: e.name,
                     dir: e.dir,
+                    family: e.family.map(|f| ManifestFamily {
+                        member: f.member,
+                        capacity: f.capacity,
+                        rollover: f.rollover,
+                    }),
                 })
                 .collect()
         })
@@ -78,6 +97,11 @@ pub fn encode_forest_manifest(trees: &[ManifestTree]) -> Vec<u8> {
         .map(|t| crate::forest::manifest::Entry {
             name: t.name.clone(),
             dir: t.dir.clone(),
+            family: t.family.map(|f| crate::forest::manifest::Family {
+                member: f.member,
+                capacity: f.capacity,
+                rollover: f.rollover,
+            }),
         })
         .collect();
     crate::forest::manifest::encode(&entries)
@@ -134,13 +158,17 @@ pub fn forest_journal(bytes: &[u8]) -> Result<Journal, String> {
     })
 }
 
+/// A block a journal header keeps: its number, the byte its hash
+/// repeats, and (tree number, size) per tree.
+pub type HeaderBlock = (u64, u8, Vec<(u32, u64)>);
+
 /// The bytes of a journal header: `first_seq`, `base` sizes, no
 /// finalized block, `blocks` (number, hash byte, sizes per tree), as the
 /// database writes it; and the chain value its first frame follows.
 pub fn encode_journal_header(
     first_seq: u64,
     base: &[u64],
-    blocks: &[(u64, u8, Vec<(u32, u64)>)],
+    blocks: &[HeaderBlock],
 ) -> (Vec<u8>, u32) {
     use crate::forest::journal::{BlockSizes, Header, encode_header};
     let header = Header {
