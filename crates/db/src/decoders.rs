@@ -134,13 +134,17 @@ pub fn forest_journal(bytes: &[u8]) -> Result<Journal, String> {
     })
 }
 
+/// A retained block of a journal header: its number, the byte its hash
+/// repeats, and (tree number, size at its end) pairs.
+pub type HeaderBlock = (u64, u8, Vec<(u32, u64)>);
+
 /// The bytes of a journal header: `first_seq`, `base` sizes, no
 /// finalized block, `blocks` (number, hash byte, sizes per tree), as the
 /// database writes it; and the chain value its first frame follows.
 pub fn encode_journal_header(
     first_seq: u64,
     base: &[u64],
-    blocks: &[(u64, u8, Vec<(u32, u64)>)],
+    blocks: &[HeaderBlock],
 ) -> (Vec<u8>, u32) {
     use crate::forest::journal::{BlockSizes, Header, encode_header};
     let header = Header {
