@@ -158,8 +158,8 @@ pub fn forest_journal(bytes: &[u8]) -> Result<Journal, String> {
     })
 }
 
-/// A block a journal header keeps: its number, the byte its hash
-/// repeats, and (tree number, size) per tree.
+/// A retained block of a journal header: its number, the byte its hash
+/// repeats, and (tree number, size at its end) pairs.
 pub type HeaderBlock = (u64, u8, Vec<(u32, u64)>);
 
 /// The bytes of a journal header: `first_seq`, `base` sizes, no
