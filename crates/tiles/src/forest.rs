@@ -599,10 +599,10 @@ impl ForestHead {
             want,
         };
         const BLOCK: &str = "block N 0x<64 lowercase hex>";
-        let (number, hash) = line(1, "block", BLOCK)?
+        let (block_text, hash) = line(1, "block", BLOCK)?
             .split_once(' ')
             .ok_or_else(|| bad(1, BLOCK))?;
-        let block = number.parse().ok().filter(|_| number_ok(number));
+        let block = number(block_text);
         let block_hash = hex(hash);
         let (Some(block), Some(block_hash)) = (block, block_hash) else {
             return Err(bad(1, BLOCK));
@@ -621,10 +621,6 @@ impl ForestHead {
             root,
         })
     }
-}
-
-fn number_ok(text: &str) -> bool {
-    number(text).is_some()
 }
 
 fn neither(text: &str, error: &dyn std::fmt::Display) -> Error {
@@ -648,12 +644,9 @@ fn from_note_text(text: &str) -> Result<ForestHead, String> {
         .and_then(|rest| rest.strip_prefix(" block="))
         .and_then(|rest| rest.split_once(" hash="))
         .ok_or_else(|| format!("extension line {extension:?}, want \"{FOREST_EXTENSION} block=N hash=0x..\""))?;
-    let (number, hash) = fields;
-    let block = number
-        .parse()
-        .ok()
-        .filter(|_| number_ok(number))
-        .ok_or_else(|| format!("block {number:?} is not a decimal number"))?;
+    let (block_text, hash) = fields;
+    let block = number(block_text)
+        .ok_or_else(|| format!("block {block_text:?} is not a decimal number"))?;
     let block_hash = hex(hash).ok_or_else(|| format!("block hash {hash:?} is not 0x and 64 lowercase digits"))?;
     if checkpoint.size == 0 {
         return Err("a forest checkpoint names at least one tree".into());
@@ -712,7 +705,6 @@ pub struct ForestRead {
 
 /// Why a forest store could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ForestReadError {
     /// An object could not be fetched.
     #[error(transparent)]
