@@ -98,7 +98,9 @@ pub enum ForestCheckpointError {
         why: String,
     },
     /// Entries out of order or repeated.
-    #[error("entry {line}: {name:?} is not after {previous:?}: entries are sorted by name, each once")]
+    #[error(
+        "entry {line}: {name:?} is not after {previous:?}: entries are sorted by name, each once"
+    )]
     Order {
         /// The line's number (1-based).
         line: usize,
@@ -109,7 +111,11 @@ pub enum ForestCheckpointError {
     },
     /// The entries do not hash to the checkpoint's root, or are not as
     /// many.
-    #[error("{got} entries hashing to {}, the checkpoint names {want} trees and root {}", to_hex(got_root), to_hex(want_root))]
+    #[error(
+        "{got} entries hashing to {}, the checkpoint names {want} trees and root {}",
+        to_hex(got_root),
+        to_hex(want_root)
+    )]
     Root {
         /// Entries read.
         got: u64,
@@ -121,7 +127,10 @@ pub enum ForestCheckpointError {
         want_root: Hash,
     },
     /// An inclusion proof that does not lead to the root.
-    #[error("the entry of {name:?} with its inclusion proof (index {index} of {trees}) does not hash to the root {}", to_hex(root))]
+    #[error(
+        "the entry of {name:?} with its inclusion proof (index {index} of {trees}) does not hash to the root {}",
+        to_hex(root)
+    )]
     Inclusion {
         /// The tree.
         name: String,
@@ -283,7 +292,10 @@ impl ForestEntry {
         if let Some(root) = root
             && !hash.accepts(&root)
         {
-            return Err(format!("root {} is not canonical for {hash}", to_hex(&root)));
+            return Err(format!(
+                "root {} is not canonical for {hash}",
+                to_hex(&root)
+            ));
         }
         if kind.is_append_only() {
             // The checkpoint's own checks: a root exactly where the tree
@@ -625,7 +637,13 @@ impl ForestHead {
 
 fn neither(text: &str, error: &dyn std::fmt::Display) -> Error {
     Error::Neither {
-        first: text.split('\n').next().unwrap_or_default().chars().take(80).collect(),
+        first: text
+            .split('\n')
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(80)
+            .collect(),
         error: error.to_string(),
     }
 }
@@ -643,11 +661,14 @@ fn from_note_text(text: &str) -> Result<ForestHead, String> {
         .strip_prefix(FOREST_EXTENSION)
         .and_then(|rest| rest.strip_prefix(" block="))
         .and_then(|rest| rest.split_once(" hash="))
-        .ok_or_else(|| format!("extension line {extension:?}, want \"{FOREST_EXTENSION} block=N hash=0x..\""))?;
+        .ok_or_else(|| {
+            format!("extension line {extension:?}, want \"{FOREST_EXTENSION} block=N hash=0x..\"")
+        })?;
     let (block_text, hash) = fields;
     let block = number(block_text)
         .ok_or_else(|| format!("block {block_text:?} is not a decimal number"))?;
-    let block_hash = hex(hash).ok_or_else(|| format!("block hash {hash:?} is not 0x and 64 lowercase digits"))?;
+    let block_hash = hex(hash)
+        .ok_or_else(|| format!("block hash {hash:?} is not 0x and 64 lowercase digits"))?;
     if checkpoint.size == 0 {
         return Err("a forest checkpoint names at least one tree".into());
     }

@@ -167,8 +167,8 @@ fn publish_open(
     }
     pin(&TreeHead::EMPTY).map_err(|e| Failure::new(Code::Input, anyhow!("{e}")))?;
     let head = ForestHead::of(&entries, block.number, block.hash);
-    let bytes = write_forest(to, &entries, &head, signer)
-        .map_err(|e| Failure::new(Code::Input, e))?;
+    let bytes =
+        write_forest(to, &entries, &head, signer).map_err(|e| Failure::new(Code::Input, e))?;
     Ok(ForestPublished {
         block,
         head,
@@ -297,10 +297,7 @@ fn adopt(
 ) -> Result<ForestMirrored, Failure> {
     let head = read.head;
     let names = forest.names();
-    if let Some(extra) = names
-        .iter()
-        .find(|n| read.entries.get(n).is_err())
-    {
+    if let Some(extra) = names.iter().find(|n| read.entries.get(n).is_err()) {
         return Err(refused(
             checkpoint_object.to_owned(),
             format!("it names no tree {extra}, which the mirror holds: another database's store?"),
@@ -447,7 +444,10 @@ impl Upstream for ForestTreeUpstream {
             object: self.describe(),
             reason,
         };
-        let entry = read.entries.get(&self.name).map_err(|e| refused(e.to_string()))?;
+        let entry = read
+            .entries
+            .get(&self.name)
+            .map_err(|e| refused(e.to_string()))?;
         entry.checkpoint().ok_or_else(|| {
             refused(format!(
                 "tree {} is indexed: an indexed tree has no tiles to mirror",

@@ -157,7 +157,8 @@ impl MirrorCmd {
         let keys = trusted.map(|k| k.keys());
         let mut adopted = 0;
         let done = loop {
-            match forest_tiles::mirror_forest(Arc::clone(&source), &self.dir, keys, self.no_unique) {
+            match forest_tiles::mirror_forest(Arc::clone(&source), &self.dir, keys, self.no_unique)
+            {
                 Ok(done) => {
                     adopted += done.adopted;
                     if !self.follow {
@@ -209,10 +210,8 @@ impl MirrorCmd {
                     ),
                 ));
             }
-            (None, None) => {
-                open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
-                    .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?
-            }
+            (None, None) => open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
+                .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?,
         };
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
         let db = Arc::new(database::open(

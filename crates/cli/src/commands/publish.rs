@@ -136,7 +136,11 @@ impl PublishCmd {
         if cairn_db::is_forest(&self.dir) {
             return self.run_forest(&*to, signer.as_ref());
         }
-        if let Some(tree) = self.tree.as_deref().filter(|t| *t != cairn_db::DEFAULT_TREE) {
+        if let Some(tree) = self
+            .tree
+            .as_deref()
+            .filter(|t| *t != cairn_db::DEFAULT_TREE)
+        {
             return Err(Failure::new(
                 Code::Usage,
                 anyhow!(
@@ -207,7 +211,11 @@ impl PublishCmd {
 
     /// A database of several trees: every tree and the forest checkpoint,
     /// or the one tree --tree names as a store of one tree.
-    fn run_forest(&self, to: &dyn TileSink, signer: Option<&cairn_note::Signer>) -> Result<(), Failure> {
+    fn run_forest(
+        &self,
+        to: &dyn TileSink,
+        signer: Option<&cairn_note::Signer>,
+    ) -> Result<(), Failure> {
         let signed_by = signer.map(|s| format!("{}+{:08x}", s.name(), s.id()));
         if let Some(name) = &self.tree {
             let (published, head) =

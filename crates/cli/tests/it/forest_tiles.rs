@@ -20,9 +20,25 @@ fn values(seed: u64, count: usize) -> Vec<Hash> {
 fn forest(dir: &Dir, name: &str, blocks: &[(u64, [usize; 3])]) -> (String, [Vec<Hash>; 3]) {
     let db = dir.path(name);
     cairn(&["init", &db]).success();
-    cairn(&["tree", "add", &db, "notes", "--arity", "2", "--hash", "blake3"]).success();
-    cairn(&["tree", "add", &db, "deposits", "--arity", "4", "--hash", "sha256"]).success();
-    cairn(&["tree", "add", &db, "wide", "--arity", "16", "--hash", "keccak256"]).success();
+    cairn(&[
+        "tree", "add", &db, "notes", "--arity", "2", "--hash", "blake3",
+    ])
+    .success();
+    cairn(&[
+        "tree", "add", &db, "deposits", "--arity", "4", "--hash", "sha256",
+    ])
+    .success();
+    cairn(&[
+        "tree",
+        "add",
+        &db,
+        "wide",
+        "--arity",
+        "16",
+        "--hash",
+        "keccak256",
+    ])
+    .success();
     let mut held: [Vec<Hash>; 3] = Default::default();
     append(&db, &mut held, blocks);
     (db, held)
@@ -80,7 +96,11 @@ fn heads(db: &str) -> Vec<(String, u64, String)> {
 }
 
 fn want_heads(held: &[Vec<Hash>; 3]) -> Vec<(String, u64, String)> {
-    let params = [(2, HashKind::Blake3), (4, HashKind::Sha256), (16, HashKind::Keccak256)];
+    let params = [
+        (2, HashKind::Blake3),
+        (4, HashKind::Sha256),
+        (16, HashKind::Keccak256),
+    ];
     let mut want: Vec<(String, u64, String)> = NAMES
         .iter()
         .zip(held)
@@ -107,13 +127,22 @@ fn a_forest_publishes_and_mirrors_whole_and_damage_is_refused_by_name() {
     assert_eq!(json["block"].as_u64(), Some(11));
     assert_eq!(json["trees"].as_array().unwrap().len(), 3);
     // Every tree's prefix is a store of one tree: proofs come from it.
-    let proof = cairn(&["prove", "--tiles", &format!("{public}/trees/notes"), "--index", "2999"])
-        .success();
+    let proof = cairn(&[
+        "prove",
+        "--tiles",
+        &format!("{public}/trees/notes"),
+        "--index",
+        "2999",
+    ])
+    .success();
     assert!(proof.contains("\"index\""), "{proof}");
     let replica = dir.path("replica");
     let mirrored = cairn(&["mirror", "--from", &public, &replica, "--json"]).json();
     assert_eq!(mirrored["block"].as_u64(), Some(11));
-    assert_eq!(mirrored["adopted"].as_u64(), Some(3_000 + 1 + 700 + 300 + 5));
+    assert_eq!(
+        mirrored["adopted"].as_u64(),
+        Some(3_000 + 1 + 700 + 300 + 5)
+    );
     assert_eq!(heads(&replica), want_heads(&held));
     // Again: nothing new.
     let again = cairn(&["mirror", "--from", &public, &replica, "--json"]).json();
@@ -143,10 +172,8 @@ fn a_forest_publishes_and_mirrors_whole_and_damage_is_refused_by_name() {
     bytes[40] ^= 1;
     std::fs::write(&tile, bytes).unwrap();
     let fresh = dir.path("fresh");
-    cairn(&["mirror", "--from", &damaged, &fresh]).error(
-        1,
-        &["trees/notes", "tile/0/005", "leaves 1280..1536"],
-    );
+    cairn(&["mirror", "--from", &damaged, &fresh])
+        .error(1, &["trees/notes", "tile/0/005", "leaves 1280..1536"]);
     // The fresh mirror holds no leaf of any tree.
     for (_, size, _) in heads(&fresh) {
         assert_eq!(size, 0);
@@ -157,8 +184,7 @@ fn a_forest_publishes_and_mirrors_whole_and_damage_is_refused_by_name() {
     let checkpoint = format!("{forged}/checkpoint");
     let text = std::fs::read_to_string(&checkpoint).unwrap();
     std::fs::write(&checkpoint, text.replace("trees 3", "trees 2")).unwrap();
-    cairn(&["mirror", "--from", &forged, &dir.path("fresh2")])
-        .error(1, &["forest/", "2 trees"]);
+    cairn(&["mirror", "--from", &forged, &dir.path("fresh2")]).error(1, &["forest/", "2 trees"]);
     std::fs::write(&checkpoint, text.replace("\nroot 0x", "\nroot 0x0")).unwrap();
     cairn(&["mirror", "--from", &forged, &dir.path("fresh3")]).error(1, &["checkpoint"]);
     // An entries object changed: it no longer hashes to the root.
@@ -173,8 +199,13 @@ fn a_forest_publishes_and_mirrors_whole_and_damage_is_refused_by_name() {
     std::fs::write(&entries, lines.replacen("size=", "size=1", 1)).unwrap();
     cairn(&["mirror", "--from", &forged, &dir.path("fresh4")]).error(1, &["forest/"]);
     // A store of one tree is not mirrored as a forest, nor the reverse.
-    cairn(&["mirror", "--from", &format!("{public}/trees/notes"), &replica])
-        .error(2, &["one tree"]);
+    cairn(&[
+        "mirror",
+        "--from",
+        &format!("{public}/trees/notes"),
+        &replica,
+    ])
+    .error(2, &["not empty"]);
 }
 
 #[test]
@@ -185,8 +216,22 @@ fn a_signed_forest_checkpoint_is_checked_against_the_key() {
     let vkey_text = cairn(&["keygen", "--name", "example.org/forest", "--out", &key]).success();
     let vkey = dir.file("db.vkey", vkey_text);
     let public = dir.path("public");
-    let json = cairn(&["publish", &db, "--to", &public, "--sign-key", &key, "--json"]).json();
-    assert!(json["signed_by"].as_str().unwrap().starts_with("example.org/forest+"));
+    let json = cairn(&[
+        "publish",
+        &db,
+        "--to",
+        &public,
+        "--sign-key",
+        &key,
+        "--json",
+    ])
+    .json();
+    assert!(
+        json["signed_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("example.org/forest+")
+    );
     let replica = dir.path("replica");
     cairn(&["mirror", "--from", &public, &replica, "--verify-key", &vkey]).success();
     assert_eq!(heads(&replica), want_heads(&held));
@@ -195,23 +240,51 @@ fn a_signed_forest_checkpoint_is_checked_against_the_key() {
     let text = std::fs::read_to_string(&checkpoint).unwrap();
     assert!(text.contains("cairn-forest block=1 hash=0x"), "{text}");
     std::fs::write(&checkpoint, text.replace("block=1 ", "block=2 ")).unwrap();
-    cairn(&["mirror", "--from", &public, &dir.path("r2"), "--verify-key", &vkey])
-        .error(1, &["checkpoint", "signature"]);
+    cairn(&[
+        "mirror",
+        "--from",
+        &public,
+        &dir.path("r2"),
+        "--verify-key",
+        &vkey,
+    ])
+    .error(1, &["checkpoint", "signature"]);
     // Another key's checkpoint.
     let other = dir.path("other.key");
     cairn(&["keygen", "--name", "example.org/forest", "--out", &other]).success();
     std::fs::write(&checkpoint, &text).unwrap();
     let elsewhere = dir.path("elsewhere");
     cairn(&["publish", &db, "--to", &elsewhere, "--sign-key", &other]).success();
-    cairn(&["mirror", "--from", &elsewhere, &dir.path("r3"), "--verify-key", &vkey])
-        .error(1, &["signature"]);
+    cairn(&[
+        "mirror",
+        "--from",
+        &elsewhere,
+        &dir.path("r3"),
+        "--verify-key",
+        &vkey,
+    ])
+    .error(1, &["signature"]);
     // One tree's mirror checks its entry against the signed checkpoint too.
     cairn(&[
-        "mirror", "--from", &elsewhere, "--tree", "notes", &dir.path("r4"), "--verify-key", &vkey,
+        "mirror",
+        "--from",
+        &elsewhere,
+        "--tree",
+        "notes",
+        &dir.path("r4"),
+        "--verify-key",
+        &vkey,
     ])
     .error(1, &["signature"]);
     cairn(&[
-        "mirror", "--from", &public, "--tree", "notes", &dir.path("r5"), "--verify-key", &vkey,
+        "mirror",
+        "--from",
+        &public,
+        "--tree",
+        "notes",
+        &dir.path("r5"),
+        "--verify-key",
+        &vkey,
     ])
     .success();
 }
@@ -226,10 +299,23 @@ fn a_forest_publishes_to_s3_and_mirrors_from_it() {
     let dir = Dir::new();
     let (db, held) = forest(&dir, "db", &[(5, [2_000, 10, 600])]);
     let to = "s3://tiles/forest";
-    cairn_env(&["publish", &db, "--to", to, "--s3-endpoint", &endpoint], b"", &env).success();
+    cairn_env(
+        &["publish", &db, "--to", to, "--s3-endpoint", &endpoint],
+        b"",
+        &env,
+    )
+    .success();
     let replica = dir.path("replica");
     let out = cairn_env(
-        &["mirror", "--from", to, &replica, "--s3-endpoint", &endpoint, "--json"],
+        &[
+            "mirror",
+            "--from",
+            to,
+            &replica,
+            "--s3-endpoint",
+            &endpoint,
+            "--json",
+        ],
         b"",
         &env,
     )

@@ -62,13 +62,25 @@ fn the_vector_hashes_as_the_spec_says() {
 fn every_inclusion_proof_verifies_and_no_other() {
     for count in 1..=9usize {
         let all: Vec<ForestEntry> = (0..count)
-            .map(|i| entry(&format!("t{i}"), TreeKind::Lean, i as u64 + 1, Some([i as u8; 32])))
+            .map(|i| {
+                entry(
+                    &format!("t{i}"),
+                    TreeKind::Lean,
+                    i as u64 + 1,
+                    Some([i as u8; 32]),
+                )
+            })
             .collect();
         let entries = ForestEntries::new(all.clone()).unwrap();
         let head = ForestHead::of(&entries, 7, [9; 32]);
         for e in &all {
             let (index, proof) = entries.prove(&e.name).unwrap();
-            assert_eq!(verify_entry(&head, e, index, &proof), Ok(()), "{count} {}", e.name);
+            assert_eq!(
+                verify_entry(&head, e, index, &proof),
+                Ok(()),
+                "{count} {}",
+                e.name
+            );
             let mut other = e.clone();
             other.head.size += 1;
             assert!(verify_entry(&head, &other, index, &proof).is_err());
@@ -113,11 +125,17 @@ fn checkpoints_round_trip_in_both_forms_and_damage_is_refused() {
     let signer = Signer::from_seed("example.org/forest", &[5; 32]).unwrap();
     let signed = head.encode_signed(&signer).unwrap();
     assert!(
-        signed.contains(&format!("\ncairn-forest block=42 hash=0x{}\n\n", "ab".repeat(32))),
+        signed.contains(&format!(
+            "\ncairn-forest block=42 hash=0x{}\n\n",
+            "ab".repeat(32)
+        )),
         "{signed}"
     );
     assert_eq!(ForestHead::decode(signed.as_bytes()), Ok(head));
-    assert_eq!(verify_signed(signed.as_bytes(), &[signer.verifier()]), Ok(head));
+    assert_eq!(
+        verify_signed(signed.as_bytes(), &[signer.verifier()]),
+        Ok(head)
+    );
     assert!(is_forest_checkpoint(signed.as_bytes()) && is_forest_checkpoint(text.as_bytes()));
     let other = Signer::from_seed("example.org/forest", &[6; 32]).unwrap();
     for (bytes, want) in [
@@ -136,7 +154,9 @@ fn checkpoints_round_trip_in_both_forms_and_damage_is_refused() {
         head: TreeHead::new(3, [1; 32]),
     };
     assert!(!is_forest_checkpoint(tree.encode().as_bytes()));
-    assert!(!is_forest_checkpoint(tree.encode_signed(&signer).unwrap().as_bytes()));
+    assert!(!is_forest_checkpoint(
+        tree.encode_signed(&signer).unwrap().as_bytes()
+    ));
     assert!(Checkpoint::decode(signed.as_bytes()).is_err());
 }
 
@@ -157,7 +177,9 @@ fn entries_objects_are_refused_unless_sorted_canonical_and_complete() {
         (text.trim_end().to_owned(), "newline"),
         (format!("{text}{}\n", lines[2]), "sorted"),
     ] {
-        let error = ForestEntries::decode(bad.as_bytes()).unwrap_err().to_string();
+        let error = ForestEntries::decode(bad.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains(want), "{bad:?}: {error}");
     }
     // A valid object of other entries does not match the head.
@@ -184,8 +206,12 @@ fn tree_names_stay_inside_the_store() {
 /// the entries, leaves, root, proofs and checkpoint are cairn's.
 #[test]
 fn the_shared_vector_agrees() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../test-vectors/forest.json");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../test-vectors/forest.json"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let entries = ForestEntries::decode(v["entries"].as_str().unwrap().as_bytes()).unwrap();
     assert_eq!(entries, vector());
     let leaves: Vec<String> = entries.leaves().iter().map(to_hex).collect();
@@ -199,7 +225,10 @@ fn the_shared_vector_agrees() {
     assert_eq!(to_hex(&entries.root()), v["root"].as_str().unwrap());
     let head = ForestHead::of(&entries, 42, [0xab; 32]);
     assert_eq!(head.encode(), v["checkpoint"].as_str().unwrap());
-    assert_eq!(entries_path(&head.root), v["entries_object"].as_str().unwrap());
+    assert_eq!(
+        entries_path(&head.root),
+        v["entries_object"].as_str().unwrap()
+    );
     for proof in v["proofs"].as_array().unwrap() {
         let name = proof["name"].as_str().unwrap();
         let (index, path) = entries.prove(name).unwrap();
