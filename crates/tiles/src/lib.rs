@@ -22,6 +22,7 @@
 mod background;
 mod checkpoint;
 mod client;
+mod forest;
 mod layout;
 mod mirror;
 mod publish;
@@ -34,10 +35,16 @@ pub use checkpoint::{Checkpoint, CheckpointError, MAGIC, MAGIC_KINDS, signers};
 pub use client::{
     DEFAULT_CACHED_TILES, TileError, TileTree, read_checkpoint, read_checkpoint_checked,
 };
+pub use forest::{
+    ENTRIES_MAX_BYTES, ENTRIES_PREFIX, FOREST_EXTENSION, FOREST_MAGIC, ForestCheckpointError,
+    ForestEntries, ForestEntry, ForestHead, ForestRead, ForestReadError, Prefixed, TREES_PREFIX,
+    WriteForestError, check_tree_name, entries_path, is_forest_checkpoint, read_forest,
+    tree_prefix, verify_entry, verify_signed, write_forest,
+};
 pub use layout::{Layout, MAX_TILE_NODES, TileId};
 pub use mirror::{
     CaughtUp, DEFAULT_CHUNK_LEAVES, DEFAULT_POLL, MirrorError, MirrorTarget, NotAPrefix,
-    ServerUpstream, TargetError, TilesUpstream, Upstream, catch_up,
+    ServerUpstream, TargetError, TilesUpstream, Upstream, catch_up, verify_leaves,
 };
 pub use publish::{
     CHECKPOINT, Foreign, PinError, PinHead, PublishError, PublishOptions, Published, publish,

@@ -237,6 +237,34 @@ pub fn catch_up(
     })
 }
 
+/// Checks that `leaves`, appended to the tree of `snapshot`, make exactly
+/// the head `new` (the last chunk of [`catch_up`], all at once): the
+/// root they hash to from the snapshot's frontier must be `new`'s root,
+/// which also proves the snapshot a prefix of `new`. When they do not,
+/// the first bad leaf tile is found by bisection with consistency proofs
+/// from `upstream` and named. For a caller that adopts several trees'
+/// leaves in one write (a forest mirror), after verifying each.
+pub fn verify_leaves(
+    upstream: &mut dyn Upstream,
+    new: &Checkpoint,
+    snapshot: &Snapshot,
+    leaves: &[Hash],
+) -> Result<(), MirrorError> {
+    if snapshot.size() + leaves.len() as u64 != new.head.size {
+        return Err(MirrorError::Refused {
+            object: upstream.describe(),
+            reason: format!(
+                "{} leaves after {} make {}, the head has {}",
+                leaves.len(),
+                snapshot.size(),
+                snapshot.size() + leaves.len() as u64,
+                new.head.size
+            ),
+        });
+    }
+    verify_chunk(upstream, new, snapshot, leaves)
+}
+
 fn show(head: &TreeHead) -> String {
     show_root(head.root.as_ref())
 }

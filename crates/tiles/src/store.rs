@@ -107,6 +107,30 @@ impl<T: TileSource + ?Sized> TileSource for Box<T> {
     }
 }
 
+impl<T: TileSink + ?Sized> TileSink for &T {
+    fn put(&self, path: &str, bytes: &[u8]) -> Result<(), ObjectError> {
+        (**self).put(path, bytes)
+    }
+    fn put_many(&self, objects: &[(String, Vec<u8>)]) -> Result<(), ObjectError> {
+        (**self).put_many(objects)
+    }
+    fn sync(&self) -> Result<(), ObjectError> {
+        (**self).sync()
+    }
+}
+
+impl<T: TileSource + ?Sized> TileSource for std::sync::Arc<T> {
+    fn get(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, ObjectError> {
+        (**self).get(path, max_bytes)
+    }
+    fn location(&self) -> String {
+        (**self).location()
+    }
+    fn get_many(&self, paths: &[String], max_bytes: u64) -> Vec<Result<Vec<u8>, ObjectError>> {
+        (**self).get_many(paths, max_bytes)
+    }
+}
+
 /// A directory of objects (`file://` stores).
 #[derive(Debug, Clone)]
 pub struct DirStore {

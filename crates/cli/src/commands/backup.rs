@@ -48,19 +48,19 @@ pub struct BackupCmd {
     /// Copy the database's signer key too (by default a backup leaves the secret out).
     #[arg(long)]
     with_sign_key: bool,
+    /// Of a database of several trees: copy only this tree, as a database of one tree.
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
 }
 
 impl BackupCmd {
-    pub(crate) fn run(self) -> Result<(), Failure> {
-        let started = Instant::now();
-        let db = database::open_read_only(&self.dir, Options::default())?;
-        let backup = db.backup_to(&self.dest).map_err(database::db_failure)?;
-        database::close(db)?;
+    /// The signer key: copied, left out, or none to copy.
+    fn signer_key(&self) -> Result<Option<&'static str>, Failure> {
         let key = signing::database_key_path(&self.dir);
-        let signer_key = if !key.exists() {
+        Ok(if !key.exists() {
             None
         } else if self.with_sign_key {
             let signer = signing::read_key(&key)?;
@@ -68,7 +68,89 @@ impl BackupCmd {
             Some("copied")
         } else {
             Some("left out")
+        })
+    }
+
+    /// A database of several trees, whole.
+    fn run_forest(&self, started: Instant) -> Result<(), Failure> {
+        let backup = crate::commands::forest_tiles::backup_forest(&self.dir, &self.dest)?;
+        let signer_key = self.signer_key()?;
+        let seconds = started.elapsed().as_secs_f64();
+        if self.json {
+            let trees: Vec<String> = backup
+                .trees
+                .iter()
+                .map(|(name, head)| {
+                    Object::new()
+                        .field("tree", name.as_str())
+                        .field("size", head.size)
+                        .field("root", head.root.map(|r| to_hex(&r)))
+                        .finish()
+                })
+                .collect();
+            return output::line(
+                &Object::new()
+                    .field("dest", self.dest.display().to_string())
+                    .field("block", backup.block)
+                    .raw("trees", &format!("[{}]", trees.join(",")))
+                    .field("bytes", backup.bytes)
+                    .field("seconds", seconds)
+                    .field("signer_key", signer_key)
+                    .finish(),
+            );
+        }
+        output::line(&format!(
+            "backed up {} trees to {}{}: {} bytes written",
+            backup.trees.len(),
+            self.dest.display(),
+            backup
+                .block
+                .map_or_else(String::new, |b| format!(" at block {b}")),
+            group(backup.bytes)
+        ))?;
+        for (name, head) in &backup.trees {
+            output::line(&format!(
+                "  {name}: size {}, root {}",
+                head.size,
+                head.root.map_or_else(|| "none".to_owned(), |r| to_hex(&r))
+            ))?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn run(self) -> Result<(), Failure> {
+        let started = Instant::now();
+        if cairn_db::is_forest(&self.dir) && self.tree.is_none() {
+            return self.run_forest(started);
+        }
+        let backup = match &self.tree {
+            Some(name) if cairn_db::is_forest(&self.dir) => {
+                let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
+                let result = forest
+                    .checkpoint()
+                    .and_then(|()| forest.tree(name))
+                    .and_then(|db| db.backup_to(&self.dest));
+                forest.close().map_err(database::db_failure)?;
+                result.map_err(database::db_failure)?
+            }
+            Some(name) if name != cairn_db::DEFAULT_TREE => {
+                return Err(Failure::new(
+                    crate::failure::Code::Usage,
+                    anyhow::anyhow!(
+                        "--tree {name}: {} holds one tree, named {}",
+                        self.dir.display(),
+                        cairn_db::DEFAULT_TREE
+                    ),
+                ));
+            }
+            _ => {
+                let db = database::open_read_only(&self.dir, Options::default())?;
+                let backup = db.backup_to(&self.dest).map_err(database::db_failure)?;
+                database::close(db)?;
+                backup
+            }
         };
+        let signer_key = self.signer_key()?;
         let seconds = started.elapsed().as_secs_f64();
         let root = backup.head.root.map(|r| to_hex(&r));
         if self.json {

@@ -9,6 +9,7 @@ use cairn_db::{Database, DbConfig, Operation};
 use cairn_server::{DbTarget, open_upstream};
 use cairn_tiles::{DEFAULT_CHUNK_LEAVES, MirrorError, Upstream, catch_up};
 
+use crate::commands::forest_tiles;
 use crate::commands::publish::RemoteArgs;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
@@ -78,6 +79,9 @@ pub struct MirrorCmd {
     /// How remote stores are reached.
     #[command(flatten)]
     remote: RemoteArgs,
+    /// Of a store of several trees: mirror only this tree, into a database of one tree.
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -95,6 +99,24 @@ pub(crate) fn trusted_keys(paths: &[PathBuf]) -> Result<Option<cairn_tiles::Sign
             _ => Failure::new(Code::Usage, error),
         }
     })
+}
+
+/// The store at `from` if it is a tile store whose checkpoint is a forest
+/// checkpoint (a cairn server, a missing or single-tree checkpoint: `None`).
+fn forest_store(
+    from: &str,
+    remote: &RemoteArgs,
+) -> Result<Option<Arc<dyn cairn_tiles::TileSource>>, Failure> {
+    let Ok(location) = cairn_tiles::Location::parse(from) else {
+        return Ok(None);
+    };
+    let Ok(source) = cairn_tiles::open_source(&location, &remote.options()) else {
+        return Ok(None);
+    };
+    match source.get(cairn_tiles::CHECKPOINT, cairn_tiles::CHECKPOINT_MAX_BYTES) {
+        Ok(bytes) if cairn_tiles::is_forest_checkpoint(&bytes) => Ok(Some(Arc::from(source))),
+        _ => Ok(None),
+    }
 }
 
 /// Maps a mirror's error to an exit code: refused is a failed check (1),
@@ -126,10 +148,71 @@ pub(crate) fn create_for(
 }
 
 impl MirrorCmd {
+    /// A store of several trees into a database of several trees.
+    fn run_forest(
+        &self,
+        source: Arc<dyn cairn_tiles::TileSource>,
+        trusted: Option<&cairn_tiles::SignedBy>,
+    ) -> Result<(), Failure> {
+        let keys = trusted.map(|k| k.keys());
+        let mut adopted = 0;
+        let done = loop {
+            match forest_tiles::mirror_forest(Arc::clone(&source), &self.dir, keys, self.no_unique)
+            {
+                Ok(done) => {
+                    adopted += done.adopted;
+                    if !self.follow {
+                        break done;
+                    }
+                }
+                Err(error) if !self.follow => return Err(error),
+                Err(error) => eprintln!("warning: {error}"),
+            }
+            std::thread::sleep(std::time::Duration::from_secs_f64(self.interval.max(0.01)));
+        };
+        if self.json {
+            return output::line(
+                &Object::new()
+                    .field("block", done.head.block)
+                    .field("trees", done.head.trees)
+                    .hash("root", Some(&done.head.root))
+                    .field("adopted", adopted)
+                    .field("from", self.from.clone())
+                    .finish(),
+            );
+        }
+        output::line(&format!(
+            "mirrored {} leaves of {} trees from {}: block {}, root of roots {}",
+            crate::units::group(adopted),
+            done.head.trees,
+            self.from,
+            done.head.block,
+            cairn_core::hex::to_hex(&done.head.root)
+        ))
+    }
+
     pub(crate) fn run(self) -> Result<(), Failure> {
         let trusted = trusted_keys(&self.verify_key)?;
-        let mut upstream = open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
-            .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?;
+        let forest = forest_store(&self.from, &self.remote)?;
+        let mut upstream: Box<dyn Upstream> = match (forest, &self.tree) {
+            (Some(source), None) => return self.run_forest(source, trusted.as_ref()),
+            (Some(source), Some(name)) => Box::new(forest_tiles::ForestTreeUpstream::new(
+                source,
+                trusted.as_ref().map(|k| k.keys().to_vec()),
+                name,
+            )),
+            (None, Some(name)) => {
+                return Err(Failure::new(
+                    Code::Usage,
+                    anyhow!(
+                        "--tree {name}: {} is not a store of several trees (its checkpoint is no forest checkpoint)",
+                        self.from
+                    ),
+                ));
+            }
+            (None, None) => open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
+                .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?,
+        };
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
         let db = Arc::new(database::open(
             &self.dir,

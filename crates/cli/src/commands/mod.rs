@@ -23,6 +23,7 @@ mod contains;
 pub mod demo;
 mod export;
 mod follow;
+mod forest_tiles;
 mod heads;
 mod ingest;
 mod init;

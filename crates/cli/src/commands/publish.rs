@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use cairn_tiles::{Location, PublishOptions, RemoteOptions, TileSink, TileSource, publish_with};
 
+use crate::commands::forest_tiles;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
 use crate::json::Object;
@@ -69,6 +70,9 @@ pub struct PublishCmd {
     /// Sign the checkpoint with this signer key file (default: DIR/signer.key, if the database has one).
     #[arg(long, value_name = "FILE")]
     sign_key: Option<PathBuf>,
+    /// Of a database of several trees: publish only this tree, as a store of one tree.
+    #[arg(long, value_name = "NAME")]
+    tree: Option<String>,
     /// Print the result as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -129,6 +133,23 @@ impl PublishCmd {
                     .transpose()?
             }
         };
+        if cairn_db::is_forest(&self.dir) {
+            return self.run_forest(&*to, signer.as_ref());
+        }
+        if let Some(tree) = self
+            .tree
+            .as_deref()
+            .filter(|t| *t != cairn_db::DEFAULT_TREE)
+        {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "--tree {tree}: {} holds one tree, named {}",
+                    self.dir.display(),
+                    cairn_db::DEFAULT_TREE
+                ),
+            ));
+        }
         let db = database::open(&self.dir, Options::default())?;
         let tree = db.tree_snapshot().map_err(database::db_failure)?;
         let size = if self.finalized {
@@ -186,6 +207,94 @@ impl PublishCmd {
                 .map_or_else(|| "none".to_owned(), |r| cairn_core::hex::to_hex(&r)),
             signed_by.map_or_else(String::new, |key| format!(", signed by {key}"))
         ))
+    }
+
+    /// A database of several trees: every tree and the forest checkpoint,
+    /// or the one tree --tree names as a store of one tree.
+    fn run_forest(
+        &self,
+        to: &dyn TileSink,
+        signer: Option<&cairn_note::Signer>,
+    ) -> Result<(), Failure> {
+        let signed_by = signer.map(|s| format!("{}+{:08x}", s.name(), s.id()));
+        if let Some(name) = &self.tree {
+            let (published, head) =
+                forest_tiles::publish_one_tree(&self.dir, name, to, signer, self.finalized)?;
+            let signed_by = signed_by.filter(|_| head.root.is_some());
+            if self.json {
+                return output::line(
+                    &Object::new()
+                        .field("tree", name.as_str())
+                        .field("size", head.size)
+                        .hash("root", head.root.as_ref())
+                        .field("objects", published.objects)
+                        .field("bytes", published.bytes)
+                        .field("skipped", published.skipped)
+                        .field("signed_by", signed_by)
+                        .finish(),
+                );
+            }
+            return output::line(&format!(
+                "published tree {name}: {} objects ({} bytes) to {}: size {}, root {}{}",
+                group(published.objects),
+                group(published.bytes),
+                to.location(),
+                head.size,
+                head.root
+                    .map_or_else(|| "none".to_owned(), |r| cairn_core::hex::to_hex(&r)),
+                signed_by.map_or_else(String::new, |key| format!(", signed by {key}"))
+            ));
+        }
+        let done = forest_tiles::publish_forest(&self.dir, to, signer, self.finalized)?;
+        if self.json {
+            let trees: Vec<String> = done
+                .entries
+                .entries()
+                .iter()
+                .map(|e| {
+                    Object::new()
+                        .field("tree", e.name.as_str())
+                        .field("kind", e.tree.kind.name())
+                        .field("size", e.head.size)
+                        .hash("root", e.head.root.as_ref())
+                        .finish()
+                })
+                .collect();
+            return output::line(
+                &Object::new()
+                    .field("block", done.block.number)
+                    .hash("block_hash", Some(&done.block.hash))
+                    .hash("root", Some(&done.head.root))
+                    .raw("trees", &format!("[{}]", trees.join(",")))
+                    .field("objects", done.objects)
+                    .field("bytes", done.bytes)
+                    .field("skipped", done.skipped)
+                    .field("signed_by", signed_by)
+                    .finish(),
+            );
+        }
+        output::line(&format!(
+            "published {} trees at block {} to {}: {} objects ({} bytes), root of roots {}{}",
+            done.head.trees,
+            done.block.number,
+            to.location(),
+            group(done.objects),
+            group(done.bytes),
+            cairn_core::hex::to_hex(&done.head.root),
+            signed_by.map_or_else(String::new, |key| format!(", signed by {key}"))
+        ))?;
+        for e in done.entries.entries() {
+            output::line(&format!(
+                "  {} ({}): size {}, root {}",
+                e.name,
+                e.tree.kind.name(),
+                e.head.size,
+                e.head
+                    .root
+                    .map_or_else(|| "none".to_owned(), |r| cairn_core::hex::to_hex(&r))
+            ))?;
+        }
+        Ok(())
     }
 
     fn publish(

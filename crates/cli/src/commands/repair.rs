@@ -116,6 +116,15 @@ const DURABLE_WITHIN: Duration = Duration::from_secs(3600);
 
 impl RepairCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
+        if cairn_db::is_forest(&self.dir) {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "{} holds several trees: repair rebuilds one tree from a replica, which would take it out of step with the database's block journal (a block is in every tree or in none); restore the database from a `cairn backup` of it, or rebuild it with `cairn mirror` from its published store",
+                    self.dir.display()
+                ),
+            ));
+        }
         if let Some(head) = intact(&self.dir) {
             return self.report_intact(head);
         }

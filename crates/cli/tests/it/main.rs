@@ -7,6 +7,7 @@ mod consistency;
 mod damage;
 mod db;
 mod demo;
+mod forest_tiles;
 mod formats;
 mod help_examples;
 mod imt;
