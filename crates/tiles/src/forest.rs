@@ -876,4 +876,5 @@ fn hex(text: &str) -> Option<Hash> {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 mod tests;
