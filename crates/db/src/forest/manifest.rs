@@ -142,6 +142,22 @@ pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
     out
 }
 
+/// Whether `dir` is a directory a manifest may name: the database's own
+/// (`.`) or one directory under `trees/`, so that no manifest opens a tree
+/// outside the database.
+fn inside_database(dir: &str) -> bool {
+    dir == "."
+        || dir
+            .strip_prefix(super::TREES_DIR)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|leaf| {
+                !leaf.is_empty()
+                    && leaf != "."
+                    && leaf != ".."
+                    && !leaf.contains(['/', '\\', '\0'])
+            })
+}
+
 /// Decodes a manifest, refusing anything but exactly one valid encoding.
 pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
     let corrupt = |what: String| ForestError::CorruptManifest { what };
@@ -187,6 +203,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
                 .map_err(|_| corrupt("short".into()))?,
         ));
         let dir = reader.text(length)?;
+        if !inside_database(&dir) {
+            return Err(corrupt(format!(
+                "tree {name}: directory {dir:?} is neither . nor one directory under {}/",
+                super::TREES_DIR
+            )));
+        }
         let family = if version == MANIFEST_VERSION_PLAIN {
             None
         } else {
@@ -355,6 +377,20 @@ mod tests {
         let old = version_1(&[("default", "."), ("notes", "trees/notes")]);
         assert_eq!(decode(&old).unwrap(), entries());
         assert_eq!(encode(&entries()), old);
+    }
+
+    #[test]
+    fn a_directory_outside_the_database_is_refused() {
+        for dir in ["..", "/tmp/x", "trees", "trees/", "trees/..", "trees/a/b", "other/a"] {
+            let bytes = version_1(&[("notes", dir)]);
+            assert!(
+                matches!(decode(&bytes), Err(ForestError::CorruptManifest { .. })),
+                "{dir}"
+            );
+        }
+        for dir in [".", "trees/notes", "trees/notes@2", "trees/notes~1"] {
+            assert!(decode(&version_1(&[("notes", dir)])).is_ok(), "{dir}");
+        }
     }
 
     #[test]
