@@ -125,6 +125,24 @@ pub(crate) fn publish_forest(
     result
 }
 
+/// What runs before a checkpoint is written: makes `block` final (unless
+/// the finalized block is what is published), so that no rollback can
+/// contradict a published store.
+fn pin_block(
+    forest: &Forest,
+    block: u64,
+    finalized: bool,
+) -> impl Fn(&TreeHead) -> Result<(), cairn_tiles::PinError> + '_ {
+    move |_| {
+        if !finalized {
+            forest
+                .finalize_to_block(block)
+                .map_err(|e| format!("making block {block} final before publishing it: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
 fn publish_open(
     forest: &Forest,
     dir: &Path,
@@ -135,17 +153,7 @@ fn publish_open(
     let block = block_of(forest, finalized, dir)?;
     let entries = ForestEntries::new(entries_at(forest, block.number)?)
         .map_err(|e| Failure::new(Code::Usage, anyhow!("{}: {e}", dir.display())))?;
-    let pin = |_: &TreeHead| -> Result<(), cairn_tiles::PinError> {
-        if !finalized {
-            forest.finalize_to_block(block.number).map_err(|e| {
-                format!(
-                    "making block {} final before publishing it: {e}",
-                    block.number
-                )
-            })?;
-        }
-        Ok(())
-    };
+    let pin = pin_block(forest, block.number, finalized);
     let options = PublishOptions {
         signer,
         before_checkpoint: Some(&pin),
@@ -197,17 +205,7 @@ pub(crate) fn publish_one_tree(
         let db = forest.tree(name).map_err(database::db_failure)?;
         let entry = entry.ok_or_else(|| Failure::new(Code::Usage, anyhow!("no tree {name}")))?;
         let snapshot = db.tree_snapshot().map_err(database::db_failure)?;
-        let pin = |_: &TreeHead| -> Result<(), cairn_tiles::PinError> {
-            if !finalized {
-                forest.finalize_to_block(block.number).map_err(|e| {
-                    format!(
-                        "making block {} final before publishing it: {e}",
-                        block.number
-                    )
-                })?;
-            }
-            Ok(())
-        };
+        let pin = pin_block(&forest, block.number, finalized);
         let options = PublishOptions {
             signer,
             before_checkpoint: Some(&pin),

@@ -151,10 +151,7 @@ fn inside_database(dir: &str) -> bool {
             .strip_prefix(super::TREES_DIR)
             .and_then(|rest| rest.strip_prefix('/'))
             .is_some_and(|leaf| {
-                !leaf.is_empty()
-                    && leaf != "."
-                    && leaf != ".."
-                    && !leaf.contains(['/', '\\', '\0'])
+                !leaf.is_empty() && leaf != "." && leaf != ".." && !leaf.contains(['/', '\\', '\0'])
             })
 }
 
@@ -381,7 +378,15 @@ mod tests {
 
     #[test]
     fn a_directory_outside_the_database_is_refused() {
-        for dir in ["..", "/tmp/x", "trees", "trees/", "trees/..", "trees/a/b", "other/a"] {
+        for dir in [
+            "..",
+            "/tmp/x",
+            "trees",
+            "trees/",
+            "trees/..",
+            "trees/a/b",
+            "other/a",
+        ] {
             let bytes = version_1(&[("notes", dir)]);
             assert!(
                 matches!(decode(&bytes), Err(ForestError::CorruptManifest { .. })),
