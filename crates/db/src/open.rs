@@ -10,6 +10,8 @@ use cairn_core::Snapshot;
 use cairn_store::{CheckpointPolicy, StdFs, Store, StoredChildren, names};
 
 use crate::config::DbConfig;
+use cairn_store::fs::Fs;
+
 use crate::db::{Db, check_kind, is_indexed, resolve_config};
 use crate::error::Result;
 
@@ -73,7 +75,12 @@ impl OpenOptions {
     /// The configuration these options open `dir`'s database with: the
     /// stored one, with this open's runtime settings.
     pub fn config(&self, dir: impl AsRef<Path>) -> Result<DbConfig> {
-        let mut config = DbConfig::stored(dir)?;
+        self.config_in(&StdFs, dir.as_ref())
+    }
+
+    /// [`OpenOptions::config`] through a given file system.
+    pub(crate) fn config_in(&self, fs: &dyn Fs, dir: &Path) -> Result<DbConfig> {
+        let mut config = resolve_config(fs, dir, None)?;
         config.store.verify_on_open = self.verify;
         if !self.background {
             config.store.flush_interval = None;
@@ -109,8 +116,13 @@ impl DbConfig {
 /// The log of the database in `dir` as durable now, read-only (beside a
 /// writer, if one runs): its leaves are the values appended, in order.
 pub(crate) fn read_log(dir: &Path) -> Result<Arc<Snapshot>> {
-    let config = OpenOptions::new().background(false).config(dir)?;
-    let store = Store::open_read_only(Arc::new(StdFs), dir, config.store_config())?;
+    read_log_in(Arc::new(StdFs), dir)
+}
+
+/// [`read_log`] through a given file system.
+pub(crate) fn read_log_in(fs: Arc<dyn Fs>, dir: &Path) -> Result<Arc<Snapshot>> {
+    let config = OpenOptions::new().background(false).config_in(&*fs, dir)?;
+    let store = Store::open_read_only(fs, dir, config.store_config())?;
     let snapshot = store.snapshot();
     store.close()?;
     Ok(snapshot)

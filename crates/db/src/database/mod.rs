@@ -98,9 +98,12 @@ impl OpenOptions {
     /// Opens the database in `dir` with these options, of the kind it was
     /// created as.
     pub fn open(&self, dir: impl AsRef<Path>) -> Result<Database> {
-        let dir = dir.as_ref();
-        let config = self.config(dir)?;
-        let fs = Arc::new(StdFs);
+        self.open_in(Arc::new(StdFs), dir.as_ref())
+    }
+
+    /// [`OpenOptions::open`] through a given file system.
+    pub fn open_in(&self, fs: Arc<dyn Fs>, dir: &Path) -> Result<Database> {
+        let config = self.config_in(&*fs, dir)?;
         match (self.read_only, self.lookups) {
             (true, false) => Database::open_tree_only(fs, dir, config),
             (true, true) => Database::open_read_only_in(fs, dir, Some(config)),

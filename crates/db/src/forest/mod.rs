@@ -32,6 +32,7 @@ mod family;
 mod files;
 pub(crate) mod journal;
 pub(crate) mod manifest;
+mod read;
 mod replay;
 
 use std::collections::BTreeSet;
@@ -53,6 +54,7 @@ pub use manifest::{Family, MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name, mem
 
 pub use error::ForestError;
 pub use files::{family_dirs, is_forest, tree_dir, tree_dirs};
+pub use read::{ReadTree, open_tree, open_trees};
 
 use files::{journaled_config, open_writer, read_all, write_journal, write_manifest};
 use journal::{BlockSizes, Header, Part, Record};

@@ -52,26 +52,49 @@ pub(crate) fn sizes_at(
     Ok(sizes)
 }
 
-/// Replays the journal of `dir` into `trees` and returns the writer's
-/// state.
-pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> {
+/// What the journal says every tree must hold: per tree number its size,
+/// the values from some size on that the frames carry, and the lowest
+/// size a rollback frame took it to (its files may hold the leaves
+/// removed there, or leaves written at those indices since); and the
+/// finality and retained blocks it leaves.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) sizes: Vec<u64>,
+    pub(crate) values: Vec<(u64, Vec<Hash>)>,
+    pub(crate) floors: Vec<Option<u64>>,
+    finalized: Option<(BlockId, Vec<u64>)>,
+    blocks: Vec<BlockSizes>,
+}
+
+impl Plan {
+    /// Whether a tree whose files hold `held` leaves holds, as far as the
+    /// journal can tell without reading them, what it must: its size,
+    /// and no rollback frame took it below that since the journal's
+    /// header (whose leaves the files may then hold stale).
+    pub(crate) fn settled(&self, number: usize, held: u64) -> bool {
+        self.sizes.get(number) == Some(&held) && self.floors[number].is_none_or(|f| f >= held)
+    }
+}
+
+/// Reads the journal of `dir`, a database of trees whose empty sizes are
+/// `empty` (per tree number), into what every tree must hold.
+pub(crate) fn plan(fs: &dyn Fs, dir: &Path, empty: &[u64]) -> Result<Plan> {
     let bytes = read_all(fs, &dir.join(JOURNAL))?;
     let (header, prev, at) = journal::decode_header(&bytes)?;
     let scanned = journal::scan(&bytes, at, header.first_seq, prev)?;
-    let empty: Vec<u64> = trees.iter().map(|t| empty_size(t.db.kind())).collect();
-    if header.base.len() > trees.len() {
+    if header.base.len() > empty.len() {
         return Err(ForestError::CorruptJournal {
             offset: 0,
             what: format!(
                 "it holds {} trees, the manifest {}",
                 header.base.len(),
-                trees.len()
+                empty.len()
             ),
         }
         .into());
     }
     // Per tree: its journaled size and the values from `start` to it.
-    let mut sizes = empty.clone();
+    let mut sizes = empty.to_vec();
     for (size, &base) in sizes.iter_mut().zip(&header.base) {
         *size = base;
     }
@@ -80,7 +103,7 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
     // its files may still hold the leaves removed there (a rollback
     // reaches them at the tree's next write), and leaves written at those
     // indices since.
-    let mut floors: Vec<Option<u64>> = vec![None; trees.len()];
+    let mut floors: Vec<Option<u64>> = vec![None; empty.len()];
     let mut finalized = header.finalized.clone();
     let mut blocks = header.blocks.clone();
     for record in scanned.records {
@@ -92,7 +115,7 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
                     let Some(size) = sizes.get_mut(number) else {
                         return Err(corrupt(format!(
                             "a frame names tree {number} of {}",
-                            trees.len()
+                            empty.len()
                         )));
                     };
                     if part.before != *size {
@@ -113,7 +136,7 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
                 }
             }
             Record::Rollback { block } => {
-                let targets = sizes_at(&finalized, &blocks, block, &empty)?;
+                let targets = sizes_at(&finalized, &blocks, block, empty)?;
                 for (number, &to) in targets.iter().enumerate() {
                     let (start, held) = &mut values[number];
                     if to > sizes[number] {
@@ -136,7 +159,7 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
                 blocks.retain(|b| b.block.number <= block);
             }
             Record::Finalize { block } => {
-                let at_sizes = sizes_at(&finalized, &blocks, block, &empty)?;
+                let at_sizes = sizes_at(&finalized, &blocks, block, empty)?;
                 if let Some(at) = blocks
                     .iter()
                     .rev()
@@ -149,15 +172,34 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> 
             }
         }
     }
+    Ok(Plan {
+        sizes,
+        values,
+        floors,
+        finalized,
+        blocks,
+    })
+}
+
+/// Replays the journal of `dir` into `trees` and returns the writer's
+/// state.
+pub(crate) fn recover(fs: &dyn Fs, dir: &Path, trees: &[Tree]) -> Result<State> {
+    let empty: Vec<u64> = trees.iter().map(|t| empty_size(t.db.kind())).collect();
+    let plan = plan(fs, dir, &empty)?;
     for (number, tree) in trees.iter().enumerate() {
-        bring(tree, sizes[number], &values[number], floors[number])?;
+        bring(
+            tree,
+            plan.sizes[number],
+            &plan.values[number],
+            plan.floors[number],
+        )?;
     }
     Ok(State {
         journal: Some(open_writer(fs, dir)?),
-        journaled: sizes,
+        journaled: plan.sizes,
         dirty: (0..trees.len() as u32).collect::<BTreeSet<u32>>(),
-        finalized,
-        blocks,
+        finalized: plan.finalized,
+        blocks: plan.blocks,
         failure: None,
     })
 }

@@ -18,8 +18,10 @@ use std::sync::Arc;
 
 use cairn_core::Hash;
 
+pub mod overlay;
 pub mod real;
 
+pub use overlay::OverlayFs;
 pub use real::StdFs;
 
 /// How to open a file.
