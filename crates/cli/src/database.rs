@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use cairn_core::Snapshot;
-use cairn_db::{Database, DbConfig, DbError, DiskUsage, ErrorKind, FileBytes, OpenOptions};
+use cairn_db::{
+    Database, DbConfig, DbError, DiskUsage, ErrorKind, FileBytes, OpenOptions, ReadTree,
+};
 pub use cairn_db::{META_FILE, is_database};
 
 use crate::failure::{Code, Failure};
@@ -73,6 +75,32 @@ pub fn read(dir: &Path) -> Result<Database, Failure> {
 /// of a tree (read-only, without building anything else).
 pub fn values(dir: &Path) -> Result<Arc<Snapshot>, Failure> {
     Database::read_values(dir).map_err(db_failure)
+}
+
+/// Tree `tree` of the database in `dir` (no name: the default tree, or
+/// the only one) opened read-only, beside a writer if one runs, as the
+/// database's block journal says it is: a tree whose own files trail the
+/// journal (a crash before they caught up) or still hold leaves a
+/// rollback removed is read from the journal's replay in memory. A
+/// directory of one tree is that tree.
+pub fn open_tree(dir: &Path, tree: Option<&str>, options: Options) -> Result<ReadTree, Failure> {
+    cairn_db::open_tree(dir, tree, options.open_options()).map_err(db_failure)
+}
+
+/// [`open_tree`] without the nullifier set: for roots and proofs by
+/// index (see [`read`]).
+pub fn read_tree(dir: &Path, tree: Option<&str>) -> Result<ReadTree, Failure> {
+    cairn_db::open_tree(dir, tree, Options::default().open_options().lookups(false))
+        .map_err(db_failure)
+}
+
+/// The values appended to tree `tree` of the database in `dir`, in order,
+/// as the leaves of a tree (see [`values`] and [`open_tree`]).
+pub fn tree_values(dir: &Path, tree: Option<&str>) -> Result<Arc<Snapshot>, Failure> {
+    let opened = read_tree(dir, tree)?;
+    let values = opened.values().map_err(db_failure);
+    close(opened.db)?;
+    values
 }
 
 /// Closes `db`, as a failure with its exit code.
@@ -147,7 +175,7 @@ pub fn tree_dir(dir: &Path, tree: Option<&str>) -> Result<std::path::PathBuf, Fa
 /// Where `value` is in the family (or tree) `tree` names in the database
 /// `dir`: the member's name, its member number (`None` for a tree of no
 /// family), its directory and the value's index; `None` if no member
-/// holds it. Each member is read as its own files hold it.
+/// holds it. Each member is read as the block journal says it is.
 #[allow(clippy::type_complexity)]
 pub fn locate(
     dir: &Path,
@@ -155,9 +183,16 @@ pub fn locate(
     value: &cairn_core::Hash,
 ) -> Result<Option<(String, Option<u32>, std::path::PathBuf, u64)>, Failure> {
     for (name, member, path) in cairn_db::family_dirs(dir, tree).map_err(db_failure)? {
-        let db = open_read_only(&path, Options::default())?;
-        let found = db.lookup(std::slice::from_ref(value)).map_err(db_failure);
-        close(db)?;
+        let opened = if cairn_db::is_forest(dir) {
+            open_tree(dir, Some(&name), Options::default())?
+        } else {
+            open_tree(&path, None, Options::default())?
+        };
+        let found = opened
+            .db
+            .lookup(std::slice::from_ref(value))
+            .map_err(db_failure);
+        close(opened.db)?;
         if let Some(index) = found?.indices[0] {
             return Ok(Some((name, member, path, index)));
         }

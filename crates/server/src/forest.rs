@@ -83,27 +83,31 @@ impl Trees {
         }
     }
 
-    /// The trees of the database in `dir` opened read-only, each tree's
-    /// directory on its own (no lock taken, nothing written): what a
-    /// read-only server beside the writer serves. A tree serves what its
-    /// own log holds, which trails the writer's block journal by at most
-    /// the writer's catch-up.
+    /// The trees of the database in `dir` opened read-only (no lock
+    /// taken, nothing written): what a read-only server beside the writer
+    /// serves. Each tree serves what the block journal held when it was
+    /// opened: where a tree's own files trail the journal or still hold
+    /// what a rollback removed, the journal's replay in memory (see
+    /// [`cairn_db::open_trees`]).
     pub fn of_read_only(
         dir: &std::path::Path,
         config: &ServerConfig,
         front: &Arc<Metrics>,
     ) -> Result<Trees, DbError> {
-        let dirs = cairn_db::tree_dirs(dir)?;
-        let names: Vec<&str> = dirs.iter().map(|(name, _)| name.as_str()).collect();
-        let default = names
+        let opened = cairn_db::open_trees(
+            dir,
+            cairn_db::OpenOptions::new()
+                .read_only(true)
+                .background(false),
+        )?;
+        let default = opened
             .iter()
-            .position(|n| *n == cairn_db::DEFAULT_TREE)
-            .or((names.len() == 1).then_some(0));
+            .position(|t| t.name == cairn_db::DEFAULT_TREE)
+            .or((opened.len() == 1).then_some(0));
         let front_index = default.unwrap_or(0);
         let locks = Locks::default();
-        let mut served = Vec::with_capacity(dirs.len());
-        for (index, (name, tree_dir)) in dirs.iter().enumerate() {
-            let db = crate::reader::open(tree_dir)?;
+        let mut served = Vec::with_capacity(opened.len());
+        for (index, cairn_db::ReadTree { name, db, .. }) in opened.into_iter().enumerate() {
             let metrics = if index == front_index {
                 Arc::clone(front)
             } else {
@@ -111,7 +115,7 @@ impl Trees {
             };
             let state = AppState::of_tree(Arc::new(db), config.clone(), &metrics, None, &locks);
             served.push(Served {
-                name: name.clone(),
+                name,
                 router: routes::tree_router(state.clone()),
                 state,
             });

@@ -68,7 +68,7 @@ impl ConsistencyCmd {
         }
         let (proof, to, name) = match &self.dir {
             Some(dir) => {
-                let db = database::read(&database::tree_dir(dir, self.tree.as_deref())?)?;
+                let db = database::read_tree(dir, self.tree.as_deref())?.db;
                 let to = self.to.unwrap_or(db.durable_size());
                 let proof = db.prove_consistency(self.from, Some(to));
                 database::close(db)?;

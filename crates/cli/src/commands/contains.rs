@@ -59,8 +59,7 @@ impl ContainsCmd {
         {
             return self.run_family(tree);
         }
-        let dir = database::tree_dir(&self.dir, self.tree.as_deref())?;
-        let db = database::open_read_only(&dir, Options::default())?;
+        let db = database::open_tree(&self.dir, self.tree.as_deref(), Options::default())?.db;
         let found = db
             .lookup(std::slice::from_ref(&self.leaf))
             .map_err(database::db_failure)?;

@@ -58,8 +58,7 @@ impl ExportCmd {
         }
         // The values in the order they were appended (an indexed
         // database's in insertion order, not its sorted leaves).
-        let dir = database::tree_dir(&self.dir, self.tree.as_deref())?;
-        let snapshot = database::values(&dir)?;
+        let snapshot = database::tree_values(&self.dir, self.tree.as_deref())?;
         if let Err(message) = self.format.check_hash(snapshot.config().hash) {
             return Err(Failure::new(
                 Code::Usage,

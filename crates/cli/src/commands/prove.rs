@@ -258,8 +258,8 @@ impl ProveCmd {
         from: u64,
         to: u64,
     ) -> Result<(), Failure> {
-        let dir = &database::tree_dir(dir, self.tree.as_deref())?;
-        let db = database::read(dir)?;
+        let opened = database::read_tree(dir, self.tree.as_deref())?;
+        let (dir, db) = (&opened.dir, opened.db);
         let witness = db.append_witness(from, Some(to));
         database::close(db)?;
         let name = dir.display();
@@ -385,23 +385,21 @@ impl ProveCmd {
         // with the index (the proof is that member's).
         let member = match (&self.tree, &self.leaf) {
             (Some(tree), Some(value)) if database::is_family(dir, Some(tree))? => {
-                database::locate(dir, tree, value)?.map(|(name, member, path, index)| {
+                database::locate(dir, tree, value)?.map(|(name, member, _, index)| {
                     eprintln!("tree {} member {} index {index}", name, member.unwrap_or(0));
-                    path
+                    name
                 })
             }
             _ => None,
         };
-        let dir = &match member {
-            Some(path) => path,
-            None => database::tree_dir(dir, self.tree.as_deref())?,
-        };
+        let tree = member.as_deref().or(self.tree.as_deref());
         let lookups = self.leaf.is_some() || self.absent.is_some();
-        let db = if lookups {
-            database::open_read_only(dir, database::Options::default())?
+        let opened = if lookups {
+            database::open_tree(dir, tree, database::Options::default())?
         } else {
-            database::read(dir)?
+            database::read_tree(dir, tree)?
         };
+        let (dir, db) = (&opened.dir, opened.db);
         let at = match (self.root, self.size) {
             (Some(root), _) => At::Root(root),
             (None, Some(size)) => At::Size(size),

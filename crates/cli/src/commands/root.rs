@@ -68,8 +68,8 @@ impl RootCmd {
         let (head, depth, config, name) = match &self.source {
             Some(dir) if database::is_database(dir) || cairn_db::is_forest(dir) => {
                 refuse_tree_options(dir, self.arity, self.hash, &self.kind, self.format)?;
-                let dir = &database::tree_dir(dir, self.tree.as_deref())?;
-                let db = database::read(dir)?;
+                let opened = database::read_tree(dir, self.tree.as_deref())?;
+                let (dir, db) = (&opened.dir, opened.db);
                 let (head, config) = (db.head(), db.tree_config());
                 database::close(db)?;
                 (

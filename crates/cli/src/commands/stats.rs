@@ -67,8 +67,8 @@ struct LevelFigures {
 
 impl StatsCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let dir = database::tree_dir(&self.dir, self.tree.as_deref())?;
-        let db = database::open_read_only(&dir, Options::default())?;
+        let opened = database::open_tree(&self.dir, self.tree.as_deref(), Options::default())?;
+        let (dir, db) = (opened.dir, opened.db);
         // What there is to report differs by kind: an indexed tree's values
         // and guard; a lean or imt tree's levels, tiering and set.
         if db.kind() == TreeKind::Indexed {

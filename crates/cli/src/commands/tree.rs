@@ -8,7 +8,7 @@ use cairn_core::{Arity, HashKind};
 use cairn_db::Forest;
 
 use crate::args::{KindArgs, parse_arity, parse_hash_kind};
-use crate::database::{self, Options};
+use crate::database;
 use crate::failure::Failure;
 use crate::json::{Object, array};
 use crate::output;
@@ -178,10 +178,10 @@ pub struct TreesCmd {
 
 impl TreesCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
-        let trees = cairn_db::tree_dirs(&self.dir).map_err(database::db_failure)?;
+        let trees = cairn_db::open_trees(&self.dir, cairn_db::OpenOptions::new().lookups(false))
+            .map_err(database::db_failure)?;
         let mut rows = Vec::with_capacity(trees.len());
-        for (name, dir) in trees {
-            let db = database::open_read_only(&dir, Options::default())?;
+        for cairn_db::ReadTree { name, db, .. } in trees {
             let config = db.tree_config();
             let head = db.head();
             database::close(db)?;

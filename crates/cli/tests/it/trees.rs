@@ -47,3 +47,120 @@ fn consistency_check_and_checkpoint_take_the_tree_they_act_on() {
     let root = cairn(&["root", &db, "--tree", "notes"]).success();
     assert_eq!(root.trim(), root_hex(2, HashKind::Blake3, &notes));
 }
+
+/// Every file under `dir` with its bytes.
+fn contents(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut all = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                let name = entry
+                    .path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .display()
+                    .to_string();
+                all.insert(name, std::fs::read(entry.path()).unwrap());
+            }
+        }
+    }
+    all
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn read_only_commands_answer_as_the_journal_after_a_crash_before_the_trees_caught_up() {
+    use cairn_core::{Arity, TreeConfig};
+    use cairn_db::{BlockId, DbConfig, Forest};
+    let dir = Dir::new();
+    let db = dir.path("db");
+    let path = std::path::Path::new(&db);
+    let all = leaves(30);
+    let (notes, nulls) = (&all[..18], &all[18..]);
+    let block = |n: u64| BlockId {
+        number: n,
+        hash: [n as u8; 32],
+    };
+    let forest = Forest::create(path).unwrap();
+    let lean = TreeConfig::new(Arity::new(2).unwrap(), HashKind::Blake3);
+    forest.add_tree("notes", DbConfig::new(lean)).unwrap();
+    forest
+        .add_tree(
+            "nulls",
+            DbConfig::new(lean.with_kind(cairn_core::TreeKind::Indexed)),
+        )
+        .unwrap();
+    let commit = |forest: &Forest, n: u64| {
+        let (a, b) = (n as usize * 6 - 6, n as usize * 4 - 4);
+        forest
+            .commit_block(
+                block(n),
+                &[("notes", &notes[a..a + 6]), ("nulls", &nulls[b..b + 4])],
+            )
+            .unwrap();
+    };
+    commit(&forest, 1);
+    forest.close().unwrap();
+    let saved = std::path::Path::new(&dir.path("saved")).to_owned();
+    copy_dir(&path.join(cairn_db::TREES_DIR), &saved);
+    let forest = Forest::open(path).unwrap();
+    commit(&forest, 2);
+    commit(&forest, 3);
+    let journal = std::fs::read(path.join(cairn_db::JOURNAL)).unwrap();
+    forest.close().unwrap();
+    // The state a crash leaves after block 3's journal frame, before
+    // either tree's log caught up with blocks 2 and 3.
+    std::fs::remove_dir_all(path.join(cairn_db::TREES_DIR)).unwrap();
+    copy_dir(&saved, &path.join(cairn_db::TREES_DIR));
+    std::fs::write(path.join(cairn_db::JOURNAL), journal).unwrap();
+    let before = contents(path);
+
+    let trees = cairn(&["trees", &db, "--json"]).json();
+    let sizes: Vec<u64> = trees["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [18, 13], "{trees}");
+    let root = cairn(&["root", &db, "--tree", "notes"]).success();
+    assert_eq!(root.trim(), root_hex(2, HashKind::Blake3, notes));
+    let found = cairn(&[
+        "contains",
+        &db,
+        "--tree",
+        "notes",
+        &cairn_core::hex::to_hex(&notes[15]),
+        "--json",
+    ])
+    .json();
+    assert_eq!(found["index"], 15, "{found}");
+    let proof: serde_json::Value =
+        serde_json::from_str(&cairn(&["prove", &db, "--tree", "notes", "--index", "16"]).success())
+            .unwrap();
+    assert_eq!(proof["size"], 18, "{proof}");
+    let exported = cairn(&["export", &db, "--tree", "nulls", "--format", "hex"]).success();
+    assert_eq!(exported.lines().count(), 12, "the values of three blocks");
+    assert!(contents(path) == before, "read-only commands write nothing");
+    // A writer's open replays the same.
+    let heads = cairn(&["heads", &db, "--json"]).success();
+    assert!(heads.contains("\"block\":3"), "{heads}");
+    let root = cairn(&["root", &db, "--tree", "notes"]).success();
+    assert_eq!(root.trim(), root_hex(2, HashKind::Blake3, notes));
+}

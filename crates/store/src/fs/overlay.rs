@@ -419,7 +419,7 @@ mod tests {
 
     fn read(fs: &dyn Fs, path: &Path) -> Vec<u8> {
         let file = fs.open(path, OpenMode::ReadOnly).unwrap();
-        let mut bytes = vec![0; file.len().unwrap() as usize];
+        let mut bytes = vec![0; usize::try_from(file.len().unwrap()).unwrap()];
         file.read_exact_at(&mut bytes, 0).unwrap();
         bytes
     }
