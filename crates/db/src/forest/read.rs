@@ -168,7 +168,7 @@ fn read_journaled(
     let plan = replay::plan(&*real, dir, &empty)?;
     let settled = opened
         .iter()
-        .all(|(number, _, _, db)| plan.settled(*number, db.durable_size()));
+        .all(|(number, _, _, db)| settled(&plan, *number, db));
     if settled {
         return Ok(opened
             .into_iter()
@@ -200,4 +200,27 @@ fn read_journaled(
             })
         })
         .collect()
+}
+
+/// Whether `db`, tree `number`, holds what the journal says: its size,
+/// and, where a rollback frame took it below that since the journal's
+/// header, the journal's values from there on (a tree's files settle a
+/// rollback at its next write, so a tree that grew again after one holds
+/// them; one that did not, or an indexed tree, whose leaves are not read
+/// here, is replayed).
+fn settled(plan: &replay::Plan, number: usize, db: &Database) -> bool {
+    let held = db.durable_size();
+    if plan.settled(number, held) {
+        return true;
+    }
+    let (Some(&size), Some(Some(floor))) = (plan.sizes.get(number), plan.floors.get(number)) else {
+        return false;
+    };
+    let (start, values) = &plan.values[number];
+    if size != held || db.kind() == cairn_core::TreeKind::Indexed || *floor < *start {
+        return false;
+    }
+    let from = usize::try_from(floor - start).expect("64-bit");
+    db.leaves(*floor, Some(held))
+        .is_ok_and(|leaves| values.get(from..) == Some(&leaves[..]))
 }
