@@ -78,7 +78,7 @@ function encodeBase64(bytes: Uint8Array): string {
 }
 
 /** Decodes standard base64, or returns why not; only the canonical spelling of the bytes is accepted. */
-function decodeBase64(text: string): Uint8Array | string {
+export function decodeBase64(text: string): Uint8Array | string {
   if (text.length === 0 || text.length % 4 !== 0) return `${JSON.stringify(text)} is not standard base64 (its length is not a multiple of 4)`;
   const padding = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
   const body = text.slice(0, text.length - padding);
@@ -152,7 +152,7 @@ interface SignatureLine {
 }
 
 /** Splits a note into its text and its well-formed signature lines, verifying nothing. */
-function parseNote(note: string): { text: string; signatures: SignatureLine[] } {
+export function parseNote(note: string): { text: string; signatures: SignatureLine[] } {
   if (note.length > MAX_NOTE_LENGTH) throw malformed("Note", `malformed note: ${note.length} characters, want at most ${MAX_NOTE_LENGTH}`);
   for (let i = 0; i < note.length; i++) {
     const code = note.charCodeAt(i);

@@ -53,3 +53,21 @@ export {
   type InsertionStep,
   type InsertionWitness,
 } from "./indexed.js";
+export {
+  FOREST_EXTENSION,
+  FOREST_MAGIC,
+  fetchForest,
+  forestInclusion,
+  forestLeaf,
+  forestRoot,
+  forestTree,
+  parseForestCheckpoint,
+  parseForestEntries,
+  parseForestEntry,
+  verifyForestCheckpoint,
+  verifyForestEntry,
+  type Forest,
+  type ForestEntry,
+  type ForestHead,
+  type ForestOptions,
+} from "./forest.js";

@@ -361,7 +361,8 @@ function fromHex(text: string): Uint8Array {
   return Uint8Array.from(text.slice(2).match(/../g)!, (pair) => parseInt(pair, 16));
 }
 
-async function getObject(
+/** GET of one object of a store, with the retries and the size bound of tiles. */
+export async function getObject(
   fetcher: typeof fetch,
   url: string,
   maxBytes: number,
