@@ -146,15 +146,16 @@ impl FollowConfig {
             }
             let mut events = Vec::with_capacity(source.events.len());
             for (j, event) in source.events.iter().enumerate() {
-                let mut parsed = EventField::parse(&event.signature, &event.field).map_err(
-                    |error| ConfigError::Field {
-                        field: match error {
-                            AbiError::Signature { .. } => at(&format!("events[{j}].signature")),
-                            _ => at(&format!("events[{j}].field")),
-                        },
-                        reason: error.to_string(),
-                    },
-                )?;
+                let mut parsed =
+                    EventField::parse(&event.signature, &event.field).map_err(|error| {
+                        ConfigError::Field {
+                            field: match error {
+                                AbiError::Signature { .. } => at(&format!("events[{j}].signature")),
+                                _ => at(&format!("events[{j}].field")),
+                            },
+                            reason: error.to_string(),
+                        }
+                    })?;
                 for (name, value) in &source.filters {
                     let word = parse_word(value.trim()).map_err(|reason| ConfigError::Field {
                         field: at(&format!("where.{name}")),
@@ -243,7 +244,12 @@ mod tests {
     fn a_config_of_two_sources_parses_with_filters_and_root_calls() {
         let text = config(&format!(
             "{}, {}",
-            source("notes", A, EVENT, r#", "where": {"group": "1"}, "root_call": "root()""#),
+            source(
+                "notes",
+                A,
+                EVENT,
+                r#", "where": {"group": "1"}, "root_call": "root()""#
+            ),
             source(
                 "nullifiers",
                 "0x00000000000000000000000000000000000C0FFF",
@@ -272,7 +278,10 @@ mod tests {
         assert!(reason.contains("40 hex digits, this has 4"), "{reason}");
 
         let bad_hex = format!("0x{}", "g".repeat(40));
-        assert_eq!(refused(&config(&source("a", &bad_hex, EVENT, ""))).0, "sources[0].contract");
+        assert_eq!(
+            refused(&config(&source("a", &bad_hex, EVENT, ""))).0,
+            "sources[0].contract"
+        );
 
         let (field, reason) = refused(&config(&format!(
             "{}, {}",
@@ -282,18 +291,37 @@ mod tests {
         assert_eq!(field, "sources[1].events[0].signature");
         assert!(reason.contains("Leaf(uint256"), "{reason}");
 
-        let (field, reason) =
-            refused(&config(&source("a", A, "Leaf(uint256 indexed group, bytes32 other)", "")));
+        let (field, reason) = refused(&config(&source(
+            "a",
+            A,
+            "Leaf(uint256 indexed group, bytes32 other)",
+            "",
+        )));
         assert_eq!(field, "sources[0].events[0].field");
         assert!(reason.contains("other"), "{reason}");
 
-        let (field, _) = refused(&config(&source("a", A, EVENT, r#", "where": {"nope": "1"}"#)));
+        let (field, _) = refused(&config(&source(
+            "a",
+            A,
+            EVENT,
+            r#", "where": {"nope": "1"}"#,
+        )));
         assert_eq!(field, "sources[0].where.nope");
 
-        let (field, _) = refused(&config(&source("a", A, EVENT, r#", "where": {"group": "x1"}"#)));
+        let (field, _) = refused(&config(&source(
+            "a",
+            A,
+            EVENT,
+            r#", "where": {"group": "x1"}"#,
+        )));
         assert_eq!(field, "sources[0].where.group");
 
-        let (field, reason) = refused(&config(&source("a", A, EVENT, r#", "root_call": "root(uint256)""#)));
+        let (field, reason) = refused(&config(&source(
+            "a",
+            A,
+            EVENT,
+            r#", "root_call": "root(uint256)""#,
+        )));
         assert_eq!(field, "sources[0].root_call");
         assert!(reason.contains("0 arguments given"), "{reason}");
 

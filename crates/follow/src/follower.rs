@@ -209,7 +209,6 @@ fn topic_filter(events: &[EventField]) -> Vec<Vec<Word>> {
     topics
 }
 
-
 /// What one step did, for progress lines.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -354,9 +353,9 @@ impl<'a> Follower<'a> {
         let Some((last, last_hash)) = self.target.last()? else {
             let empty = match &self.target {
                 Target::Tree(db) => db.size() == 0,
-                Target::Forest { trees, .. } => trees
-                    .iter()
-                    .all(|(_, db)| db.size() <= u64::from(db.kind() == cairn_core::TreeKind::Indexed)),
+                Target::Forest { trees, .. } => trees.iter().all(|(_, db)| {
+                    db.size() <= u64::from(db.kind() == cairn_core::TreeKind::Indexed)
+                }),
             };
             if !empty {
                 return Err(FollowError::Unsuitable(format!(
@@ -636,9 +635,7 @@ impl<'a> Follower<'a> {
         let mut values = Vec::with_capacity(self.options.sources.len());
         for source in 0..self.options.sources.len() {
             let contract = self.options.sources[source].contract;
-            let logs = self
-                .rpc
-                .logs_at(&contract, &self.topics[source], &header)?;
+            let logs = self.rpc.logs_at(&contract, &self.topics[source], &header)?;
             let mut of_source = Vec::new();
             for log in &logs {
                 of_source.extend(self.values(source, log)?);
