@@ -70,6 +70,17 @@ reorganisations and their depth, requests) and GET /health (503 `stale` once the
 not advanced for --stale-after seconds). `cairn serve DIR --read-only` beside it serves the \
 database's roots and proofs as they grow.
 
+With --config FILE (instead of --contract, --event, --field, --where and --root-call), several \
+contracts feed the trees of DIR, a database of several trees (`cairn init DIR`, `cairn tree add`): \
+FILE is JSON, {\"from_block\":N,\"sources\":[{\"tree\":NAME,\"contract\":ADDR,\"events\":[{\"signature\":SIG,\
+\"field\":FIELD}],\"where\":{NAME:VALUE},\"root_call\":SIG,\"root_args\":[VALUE]}]}, one source a tree \
+(`where`, `root_call`, `root_args` and `from_block` optional). Each chain block's values from every \
+source are one block of the database (one journal frame across the trees; a range of final blocks \
+one fdatasync), rolled back and finalized together; it resumes from the database's last block. A \
+file that does not fit (not JSON, an unknown field, a bad address, event or call, a tree DIR does \
+not hold) is refused naming the field (exit 2). Progress lines list each tree's size (JSON: \
+\"trees\":{NAME:SIZE} instead of \"root\").
+
 Runs until stopped, or until --until-block is ingested, or (--exit-at-head) until it has caught \
 up with the node's head.
 
@@ -77,7 +88,8 @@ Examples:
   cairn init deposits --kind imt --depth 20 --arity 2 --hash mimcsponge --zero 0x2fe54c60d3acabf3343a35b6eba15db4821b340f76e741e2249685ed4899af6c --finality explicit
   cairn follow deposits --rpc http://127.0.0.1:8545 --contract 0x5FbDB2315678afecb367f032d93F642f64180aa3 \\
     --event 'Deposit(bytes32 indexed commitment, uint32 leafIndex, uint256 timestamp)' --field commitment \\
-    --root-call 'getLastRoot()' --confirmations 12";
+    --root-call 'getLastRoot()' --confirmations 12
+  cairn follow state --rpc http://127.0.0.1:8545 --config follow.json --confirmations 12";
 
 /// Follow a contract's events into a database.
 #[derive(clap::Args, Debug)]
