@@ -82,7 +82,12 @@ fn one_tree(node: &FakeNode) -> (f64, u64, f64, u64) {
     let stats = follower.rpc().stats();
     drop(follower);
     db.close().expect("closed");
-    (seconds, metrics.status().leaves, stats.seconds, stats.requests)
+    (
+        seconds,
+        metrics.status().leaves,
+        stats.seconds,
+        stats.requests,
+    )
 }
 
 fn two_trees(node: &FakeNode) -> (f64, u64, f64, u64) {
@@ -111,7 +116,12 @@ fn two_trees(node: &FakeNode) -> (f64, u64, f64, u64) {
     let stats = follower.rpc().stats();
     drop(follower);
     forest.close().expect("closed");
-    (seconds, metrics.status().leaves, stats.seconds, stats.requests)
+    (
+        seconds,
+        metrics.status().leaves,
+        stats.seconds,
+        stats.requests,
+    )
 }
 
 fn main() {
@@ -125,7 +135,9 @@ fn main() {
     chain.branch(0, 0, blocks, 1);
     let values = chain.values(1, blocks).len() + chain.values(2, blocks).len();
     let node = FakeNode::start(chain);
-    println!("{blocks} blocks, {values} values (groups 1 and 2), every block final, ranges of 2,000 blocks");
+    println!(
+        "{blocks} blocks, {values} values (groups 1 and 2), every block final, ranges of 2,000 blocks"
+    );
     let mut one = Vec::new();
     let mut two = Vec::new();
     for _ in 0..rounds {
@@ -133,7 +145,10 @@ fn main() {
         one.push(one_tree(&node));
         two.push(two_trees(&node));
     }
-    for (name, runs) in [("one contract, one tree", &one), ("two contracts, two trees", &two)] {
+    for (name, runs) in [
+        ("one contract, one tree", &one),
+        ("two contracts, two trees", &two),
+    ] {
         let mut rates: Vec<f64> = runs.iter().map(|(s, v, _, _)| *v as f64 / s).collect();
         rates.sort_by(f64::total_cmp);
         let (seconds, leaves, node_seconds, requests) = runs[runs.len() / 2];
