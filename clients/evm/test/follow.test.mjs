@@ -299,9 +299,9 @@ test(`two contracts into two trees of one database (--config): Tornado's deposit
   // Blocks with values for both contracts, for one, or none.
   const mineBlocks = async (count) => {
     for (let b = 0; b < count; b += 1) {
-      const deposits = rng.int(0, 2);
+      const deposits = rng.int(0, 1);
       for (let i = 0; i < deposits; i += 1) await tornadoContract.send("deposit", hex32(rng.field()));
-      const members = rng.int(0, 2);
+      const members = rng.int(0, 1);
       for (let i = 0; i < members; i += 1) await semaphore.send("addMember", 0n, rng.field());
       await node.mine();
     }
@@ -332,21 +332,21 @@ test(`two contracts into two trees of one database (--config): Tornado's deposit
     assert.equal(code, 0, follower.stderr);
     return follower.lines;
   };
-  await mineBlocks(12);
+  await mineBlocks(6);
   const first = await runToHead();
   assert.ok(first.some((line) => line.event === "ingested" && line.trees && "deposits" in line.trees && "members" in line.trees), JSON.stringify(first.slice(-2)));
   await check();
   // A reorganisation of both trees at once: one rollback.
   const snapshot = await node.snapshot();
-  await mineBlocks(3);
+  await mineBlocks(2);
   await runToHead();
   await node.revert(snapshot);
-  await mineBlocks(4);
+  await mineBlocks(3);
   const reorged = await runToHead();
   assert.equal(reorged.filter((line) => line.event === "reorg").length, 1, JSON.stringify(reorged));
   await check();
   // kill -9 while it catches up, then again from the database alone.
-  await mineBlocks(10);
+  await mineBlocks(6);
   const target = await node.blockNumber();
   const running = new Follower(dir, args);
   await new Promise((resolve) => setTimeout(resolve, rng.int(20, 200)));
