@@ -106,6 +106,10 @@ pub struct TreeAt {
     pub size: u64,
 }
 
+/// One block of [`Forest::commit_blocks`]: the block, and the trees it
+/// names with the values each gets.
+pub type BlockParts<'a> = (BlockId, Vec<(&'a str, &'a [Hash])>);
+
 /// A durable write: the block it was for, and every tree it named.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Committed {
@@ -371,10 +375,7 @@ impl Forest {
     /// a prefix of the blocks. A block refused (as by
     /// [`Forest::commit_block`]) is refused whole with nothing of it
     /// written; the blocks before it are durable when the error returns.
-    pub fn commit_blocks(
-        &self,
-        blocks: &[(BlockId, Vec<(&str, &[Hash])>)],
-    ) -> Result<Vec<Committed>> {
+    pub fn commit_blocks(&self, blocks: &[BlockParts<'_>]) -> Result<Vec<Committed>> {
         let mut state = self.state.lock();
         let mut done = Vec::with_capacity(blocks.len());
         let mut touched = BTreeSet::new();
