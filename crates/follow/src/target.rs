@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn_db::{BlockId, BlockTag, Database, DbError, Forest, Operation};
+use cairn_db::{BlockId, BlockParts, BlockTag, Database, DbError, Forest, Operation};
 
 use crate::abi::Word;
 use crate::follower::{FollowError, Source};
@@ -259,7 +259,7 @@ impl<'a> Target<'a> {
                 Ok(())
             }
             Target::Forest { forest, trees } => {
-                let parts: Vec<(BlockId, Vec<(&str, &[Word])>)> = blocks
+                let parts: Vec<BlockParts<'_>> = blocks
                     .iter()
                     .map(|block| {
                         (
