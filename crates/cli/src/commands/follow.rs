@@ -180,8 +180,8 @@ pub struct FollowCmd {
 /// The database followed into: one tree, or the trees of a database of
 /// several (with --config).
 enum Followed {
-    Tree(cairn_db::Database),
-    Forest(cairn_db::Forest),
+    Tree(Box<cairn_db::Database>),
+    Forest(Box<cairn_db::Forest>),
 }
 
 impl FollowCmd {
@@ -318,17 +318,17 @@ impl FollowCmd {
                 let config = self.config_sources(path, &forest)?;
                 options.sources = config.sources;
                 options.from_block = config.from_block.unwrap_or(self.from_block);
-                Followed::Forest(forest)
+                Followed::Forest(Box::new(forest))
             }
             None => {
                 options.sources = self.flag_sources()?;
-                Followed::Tree(database::open(
+                Followed::Tree(Box::new(database::open(
                     &self.dir,
                     Options {
                         background: true,
                         verify: false,
                     },
-                )?)
+                )?))
             }
         };
         let started = Instant::now();
@@ -359,8 +359,8 @@ impl FollowCmd {
             outcome.map(|()| (stats, failure))
         });
         let closed = match into {
-            Followed::Tree(db) => database::close(db),
-            Followed::Forest(forest) => forest.close().map_err(database::db_failure),
+            Followed::Tree(db) => database::close(*db),
+            Followed::Forest(forest) => (*forest).close().map_err(database::db_failure),
         };
         let (stats, printing) = result.map_err(follow_failure)?;
         closed?;

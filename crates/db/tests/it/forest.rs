@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cairn_core::{Hash, HashKind, TreeKind};
-use cairn_db::{BlockId, Database, DbConfig, DbError, Forest, ForestError};
+use cairn_db::{BlockId, BlockParts, Database, DbConfig, DbError, Forest, ForestError};
 use cairn_store::Fs;
 use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
 use rand::SeedableRng;
@@ -573,7 +573,7 @@ fn several_blocks_commit_with_one_fdatasync_and_a_refused_one_keeps_those_before
     add_three(&forest);
     let notes: Vec<Vec<Hash>> = (0..8).map(|b| values(1, b * 3, b * 3 + 3)).collect();
     let nulls: Vec<Vec<Hash>> = (0..8).map(|b| values(2, b * 2, b * 2 + 2)).collect();
-    let batch: Vec<(BlockId, Vec<(&str, &[Hash])>)> = (0..8)
+    let batch: Vec<BlockParts<'_>> = (0..8)
         .map(|b| {
             (
                 block(10 + b as u64),
@@ -599,7 +599,7 @@ fn several_blocks_commit_with_one_fdatasync_and_a_refused_one_keeps_those_before
     // it are durable, it and those after are not written.
     let again = values(2, 0, 1);
     let fresh: Vec<Vec<Hash>> = (0..3).map(|b| values(3, b, b + 1)).collect();
-    let refused: Vec<(BlockId, Vec<(&str, &[Hash])>)> = vec![
+    let refused: Vec<BlockParts<'_>> = vec![
         (block(20), vec![("notes", &fresh[0][..])]),
         (block(21), vec![("nullifiers", &again[..])]),
         (block(22), vec![("notes", &fresh[2][..])]),
