@@ -22,11 +22,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use cairn_db::{BlockTag, Database, DbError, Operation};
+use cairn_db::{Database, DbError, Forest};
 
 use crate::abi::{Call, EventField, Word};
 use crate::metrics::Metrics;
 use crate::rpc::{Address, BlockId, Header, Log, Rpc, RpcError};
+use crate::target::{Block, Target};
 
 /// Where finality comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,19 +48,30 @@ pub enum RootChecks {
     RangeEnds,
 }
 
-/// What to follow, and how.
+/// One contract's events into one tree.
 #[derive(Clone, Debug)]
-pub struct FollowOptions {
+pub struct Source {
+    /// The tree fed, in a database of several trees (a tree's name, or a
+    /// family's); `None` for a database of one.
+    pub tree: Option<String>,
     /// The contract whose logs are read.
     pub contract: Address,
     /// The events, each with the field whose values are leaves.
     pub events: Vec<EventField>,
-    /// The first block to read, when the database has no tagged head yet.
+    /// The view call answering the contract's current root, if any.
+    pub root_call: Option<Call>,
+}
+
+/// What to follow, and how.
+#[derive(Clone, Debug)]
+pub struct FollowOptions {
+    /// The contracts followed: one for a database of one tree, one per
+    /// tree fed for a database of several.
+    pub sources: Vec<Source>,
+    /// The first block to read, when the database has no block yet.
     pub from_block: u64,
     /// Where finality comes from.
     pub finality: Finality,
-    /// The view call answering the contract's current root, if any.
-    pub root_call: Option<Call>,
     /// When roots are compared.
     pub root_checks: RootChecks,
     /// Blocks per `eth_getLogs` range at most (halved on an error, grown
@@ -105,11 +117,14 @@ pub enum FollowError {
     Unsuitable(String),
     /// The contract's root differs from the database's.
     #[error(
-        "root mismatch at block {block}: the contract's {call} is {contract}, cairn's root of {size} leaves is {cairn}"
+        "root mismatch at block {block}{}: the contract's {call} is {contract}, cairn's root of {size} leaves is {cairn}",
+        tree.as_ref().map(|t| format!(", tree {t:?}")).unwrap_or_default()
     )]
     RootMismatch {
         /// The block.
         block: u64,
+        /// The tree compared, in a database of several.
+        tree: Option<String>,
         /// The call made.
         call: String,
         /// The contract's root.
@@ -194,11 +209,6 @@ fn topic_filter(events: &[EventField]) -> Vec<Vec<Word>> {
     topics
 }
 
-fn db_error(what: impl Into<String>) -> impl FnOnce(DbError) -> FollowError {
-    let what = what.into();
-    move |source| FollowError::Db { what, source }
-}
-
 /// What one step did, for progress lines.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -217,10 +227,13 @@ pub enum Event {
         to: u64,
         /// Values appended.
         values: u64,
-        /// The database's size after them.
+        /// The leaves of the trees followed after them.
         size: u64,
-        /// Its root (0x00..00: empty).
-        root: Word,
+        /// The root of a database of one tree (0x00..00: empty); `None`
+        /// for several (see `trees`).
+        root: Option<Word>,
+        /// Each tree followed in a database of several: its name and size.
+        trees: Vec<(String, u64)>,
     },
     /// The chain reorganised: rolled back to `ancestor`.
     Reorg {
@@ -235,15 +248,18 @@ pub enum Event {
     },
 }
 
-/// A follower: one database, one node, one contract.
+/// A follower: one node, one database, and the contracts feeding it (one
+/// into a database of one tree; one per tree into a database of several,
+/// every chain block one block across them).
 #[derive(Debug)]
 pub struct Follower<'a> {
-    db: &'a Database,
+    target: Target<'a>,
     rpc: Rpc,
     options: FollowOptions,
     metrics: Arc<Metrics>,
-    /// The `eth_getLogs` topic filter: per position, the words allowed.
-    topics: Vec<Vec<Word>>,
+    /// Per source, the `eth_getLogs` topic filter: per position, the words
+    /// allowed.
+    topics: Vec<Vec<Vec<Word>>>,
     /// Hashes of the blocks ingested above final history, by number.
     recent: BTreeMap<u64, Word>,
     /// The next block to ingest.
@@ -265,26 +281,48 @@ pub struct Follower<'a> {
 const INCONSISTENT_RETRIES: u32 = 5;
 
 impl<'a> Follower<'a> {
-    /// A follower of `options` into `db` through `rpc`, resumed from the
-    /// database's last tagged head (checked against the node; rolled back
-    /// if the chain reorganised meanwhile).
+    /// A follower of `options` (one source) into `db` through `rpc`,
+    /// resumed from the database's last tagged head (checked against the
+    /// node; rolled back if the chain reorganised meanwhile).
     pub fn new(
         db: &'a Database,
         rpc: Rpc,
         options: FollowOptions,
         metrics: Arc<Metrics>,
     ) -> Result<Follower<'a>, FollowError> {
-        db.supports(Operation::BlockTags)
-            .map_err(db_error("following a chain"))?;
-        if !db.config().explicit_finality {
-            return Err(FollowError::Unsuitable(format!(
-                "{} finalizes what each checkpoint covers, which a reorganisation may still remove: create it with `cairn init --finality explicit`",
-                db.dir().display()
-            )));
-        }
-        let topics = topic_filter(&options.events);
+        let target = Target::tree(db, &options.sources)?;
+        Follower::start(target, rpc, options, metrics)
+    }
+
+    /// A follower of `options`' sources, each into the tree it names in
+    /// `forest`: each chain block's values from every source are one
+    /// block of the database (one journal frame across the trees), rolled
+    /// back and finalized together; resumed from the database's last
+    /// block (checked against the node; rolled back if the chain
+    /// reorganised meanwhile).
+    pub fn forest(
+        forest: &'a Forest,
+        rpc: Rpc,
+        options: FollowOptions,
+        metrics: Arc<Metrics>,
+    ) -> Result<Follower<'a>, FollowError> {
+        let target = Target::forest(forest, &options.sources)?;
+        Follower::start(target, rpc, options, metrics)
+    }
+
+    fn start(
+        target: Target<'a>,
+        rpc: Rpc,
+        options: FollowOptions,
+        metrics: Arc<Metrics>,
+    ) -> Result<Follower<'a>, FollowError> {
+        let topics = options
+            .sources
+            .iter()
+            .map(|source| topic_filter(&source.events))
+            .collect();
         let mut follower = Follower {
-            db,
+            target,
             rpc,
             metrics,
             topics,
@@ -312,59 +350,37 @@ impl<'a> Follower<'a> {
     }
 
     fn resume(&mut self) -> Result<(), FollowError> {
-        let last = self
-            .db
-            .head_at_block(u64::MAX)
-            .map_err(db_error("reading the last tagged head"))?;
-        let Some(last) = last else {
-            if self.db.size() > 0 {
+        let Some((last, last_hash)) = self.target.last()? else {
+            let empty = match &self.target {
+                Target::Tree(db) => db.size() == 0,
+                Target::Forest { trees, .. } => trees.iter().all(|(_, db)| {
+                    db.size() <= u64::from(db.kind() == cairn_core::TreeKind::Indexed)
+                }),
+            };
+            if !empty {
                 return Err(FollowError::Unsuitable(format!(
-                    "{} holds {} leaves and no block-tagged head: follow a chain into an empty database, or one it filled",
-                    self.db.dir().display(),
-                    self.db.size()
+                    "{} holds {} leaves and no block: follow a chain into empty trees, or ones it filled",
+                    self.target.dir().display(),
+                    self.target.leaves()
                 )));
             }
             self.report_db();
             return Ok(());
         };
-        let first = self
-            .db
-            .heads(0, 1)
-            .map_err(db_error("reading the first tagged head"))?;
-        self.first = first.first().map_or(last.block, |head| head.block);
-        // The finalized size says which tagged blocks are final.
-        // Nothing finalized yet: no block is final (the first block
-        // followed, tagged empty, is not one either).
-        let finalized = self.db.finalized_size();
-        let mut final_block = if finalized == 0 { 0 } else { self.first };
-        for head in self
-            .db
-            .heads(0, usize::MAX)
-            .map_err(db_error("reading the tagged heads"))?
-            .into_iter()
-            .take_while(|_| finalized > 0)
-        {
-            if head.size <= finalized {
-                final_block = head.block;
-            } else {
-                break;
-            }
-        }
-        self.final_block = final_block;
-        self.next = last.block + 1;
+        self.first = self.target.first()?.unwrap_or(last);
+        self.final_block = self.target.final_block()?;
+        self.next = last + 1;
         self.metrics
             .finalized_block
-            .store(final_block, Ordering::Relaxed);
-        self.metrics
-            .ingested_block
-            .store(last.block, Ordering::Relaxed);
-        if let Some(hash) = last.block_hash {
-            self.recent.insert(last.block, hash);
+            .store(self.final_block, Ordering::Relaxed);
+        self.metrics.ingested_block.store(last, Ordering::Relaxed);
+        if let Some(hash) = last_hash {
+            self.recent.insert(last, hash);
         }
         // The chain may have reorganised while nothing followed it.
-        let node = self.rpc.header(BlockId::Number(last.block))?;
-        if node.map(|h| h.hash) != last.block_hash && last.block_hash.is_some() {
-            self.resumed = Some(self.reorganise(last.block)?);
+        let node = self.rpc.header(BlockId::Number(last))?;
+        if node.map(|h| h.hash) != last_hash && last_hash.is_some() {
+            self.resumed = Some(self.reorganise(last)?);
         }
         self.report_db();
         Ok(())
@@ -376,7 +392,7 @@ impl<'a> Follower<'a> {
         report(
             &Event::Resumed {
                 next: self.next,
-                leaves: self.db.size(),
+                leaves: self.target.leaves(),
             },
             &self.metrics,
         );
@@ -440,16 +456,23 @@ impl<'a> Follower<'a> {
         })
     }
 
+    /// Every source's logs of blocks `from..=to`, one `eth_getLogs` each.
+    fn range_logs(&mut self, from: u64, to: u64) -> Result<Vec<Vec<Log>>, RpcError> {
+        let mut all = Vec::with_capacity(self.options.sources.len());
+        for (source, topics) in self.options.sources.iter().zip(&self.topics) {
+            all.push(self.rpc.logs(&source.contract, topics, from, to)?);
+        }
+        Ok(all)
+    }
+
     /// Ingests blocks `next..=` at most `last` (all final) with one
-    /// `eth_getLogs`, shrinking the range while the node refuses it.
+    /// `eth_getLogs` a source, shrinking the range while the node refuses
+    /// it.
     fn ingest_range(&mut self, last: u64) -> Result<Event, FollowError> {
         let from = self.next;
         let (to, logs) = loop {
             let to = last.min(from.saturating_add(self.range - 1));
-            match self
-                .rpc
-                .logs(&self.options.contract, &self.topics, from, to)
-            {
+            match self.range_logs(from, to) {
                 Ok(logs) => break (to, logs),
                 // Too many results, a range too long, a response too large:
                 // providers word it differently; a shorter range is the fix.
@@ -464,87 +487,77 @@ impl<'a> Follower<'a> {
                 method: "eth_getBlockByNumber",
                 reason: format!("no block {to}, below the final block {last}"),
             })?;
-        let mut blocks: BTreeMap<u64, (Word, Vec<Word>)> = BTreeMap::new();
-        for log in &logs {
-            let values = self.values(log)?;
-            let entry = blocks
-                .entry(log.block_number)
-                .or_insert_with(|| (log.block_hash, Vec::new()));
-            if entry.0 != log.block_hash {
-                return Err(RpcError::Malformed {
-                    method: "eth_getLogs",
-                    reason: format!("logs of block {} with two block hashes", log.block_number),
+        let sources = self.options.sources.len();
+        let mut blocks: BTreeMap<u64, Block> = BTreeMap::new();
+        for (source, logs) in logs.iter().enumerate() {
+            for log in logs {
+                let values = self.values(source, log)?;
+                let block = blocks.entry(log.block_number).or_insert_with(|| Block {
+                    number: log.block_number,
+                    hash: log.block_hash,
+                    values: vec![Vec::new(); sources],
+                });
+                if block.hash != log.block_hash {
+                    return Err(RpcError::Malformed {
+                        method: "eth_getLogs",
+                        reason: format!("logs of block {} with two block hashes", log.block_number),
+                    }
+                    .into());
                 }
-                .into());
+                block.values[source].extend(values);
             }
-            entry.1.extend(values);
         }
-        if self
-            .db
-            .head_at_block(u64::MAX)
-            .map_err(db_error("reading the last tagged head"))?
-            .is_none()
-            && !blocks.contains_key(&from)
-        {
-            // The first block followed is always tagged.
+        if self.target.last()?.is_none() && !blocks.contains_key(&from) {
+            // The first block followed is always held.
             let hash = match self.rpc.header(BlockId::Number(from))? {
                 Some(header) => header.hash,
                 None => end.hash,
             };
-            blocks.insert(from, (hash, Vec::new()));
+            blocks.insert(
+                from,
+                Block {
+                    number: from,
+                    hash,
+                    values: vec![Vec::new(); sources],
+                },
+            );
         }
-        let mut appended = Vec::new();
-        let mut values_count = 0u64;
-        let mut last_ack = None;
-        for (&number, (hash, values)) in &blocks {
-            let ack = self
-                .db
-                .append_tagged(
-                    values,
-                    BlockTag {
-                        number,
-                        hash: Some(*hash),
-                    },
-                )
-                .map_err(db_error(format!("appending the values of block {number}")))?;
-            let (first, count) = match ack.appended() {
-                Some(appended) => {
-                    last_ack = Some(ack);
-                    appended
-                }
-                // Refused for values not durable yet (an earlier block of
-                // this range): waiting resolves it to the refusal.
-                None => {
-                    let acked = ack
-                        .wait(self.db, self.options.durable_timeout)
-                        .map_err(db_error(format!("appending the values of block {number}")))?;
-                    (acked.first, acked.count)
-                }
-            };
-            values_count += count;
-            appended.push((number, first + count));
-        }
-        if let Some(ack) = last_ack {
-            ack.wait(self.db, self.options.durable_timeout)
-                .map_err(db_error(format!("making blocks {from} to {to} durable")))?;
-        }
-        // Blocks with values only: the first block followed may be tagged
-        // empty, and an empty tree's root is no contract's to compare.
-        let mut with_values = appended
+        let blocks: Vec<Block> = blocks.into_values().collect();
+        let values_count: u64 = blocks
             .iter()
-            .copied()
-            .filter(|(number, _)| blocks.get(number).is_some_and(|b| !b.1.is_empty()));
-        let checks: Vec<(u64, u64)> = match self.options.root_checks {
-            RootChecks::EveryBlock => with_values.collect(),
-            RootChecks::RangeEnds => with_values.next_back().into_iter().collect(),
-        };
-        for (number, size) in checks {
-            let root = self
-                .db
-                .head_at(size)
-                .map_err(db_error(format!("reading the root of block {number}")))?
-                .root;
-            self.check_root(number, size, root)?;
+            .flat_map(|b| &b.values)
+            .map(|v| v.len() as u64)
+            .sum();
+        // Written in runs ending where roots are compared: at every block
+        // with values, or at the range's end.
+        let checking = self.options.sources.iter().any(|s| s.root_call.is_some());
+        let mut run_start = 0;
+        for (index, block) in blocks.iter().enumerate() {
+            let with_values = block.values.iter().any(|v| !v.is_empty());
+            let cut = index + 1 == blocks.len()
+                || (checking && with_values && self.options.root_checks == RootChecks::EveryBlock);
+            if !cut {
+                continue;
+            }
+            let run = &blocks[run_start..=index];
+            run_start = index + 1;
+            self.target.commit(run, self.options.durable_timeout)?;
+            if checking {
+                // Blocks with values only: the first block followed may
+                // be held empty, and an empty tree's root is no contract's
+                // to compare.
+                let fed: Vec<bool> = (0..sources)
+                    .map(|s| run.iter().any(|b| !b.values[s].is_empty()))
+                    .collect();
+                let at = run
+                    .iter()
+                    .rev()
+                    .find(|b| b.values.iter().any(|v| !v.is_empty()))
+                    .map(|b| b.number);
+                if let Some(at) = at {
+                    self.check_roots(at, &fed)?;
+                }
+            }
         }
         self.next = to + 1;
         self.recent.clear();
@@ -558,15 +571,35 @@ impl<'a> Follower<'a> {
             .store(end.timestamp, Ordering::Relaxed);
         // Grow back towards the maximum after a success.
         self.range = (self.range * 2).min(self.options.max_range.max(1));
-        let head = self.db.head();
         self.report_db();
-        Ok(Event::Ingested {
+        Ok(self.ingested(from, to, values_count))
+    }
+
+    /// The event of blocks `from..=to` ingested.
+    fn ingested(&self, from: u64, to: u64, values: u64) -> Event {
+        let (size, root, trees) = match &self.target {
+            Target::Tree(db) => {
+                let head = db.head();
+                (head.size, Some(head.root.unwrap_or([0; 32])), Vec::new())
+            }
+            Target::Forest { .. } => {
+                let trees: Vec<(String, u64)> = self
+                    .target
+                    .sizes()
+                    .into_iter()
+                    .map(|(name, size)| (name.unwrap_or_default(), size))
+                    .collect();
+                (trees.iter().map(|(_, s)| s).sum(), None, trees)
+            }
+        };
+        Event::Ingested {
             from,
             to,
-            values: values_count,
-            size: head.size,
-            root: head.root.unwrap_or([0; 32]),
-        })
+            values,
+            size,
+            root,
+            trees,
+        }
     }
 
     /// Ingests block `next` (above final history) by its header, checking
@@ -599,66 +632,59 @@ impl<'a> Follower<'a> {
             return Ok(None);
         }
         self.inconsistent = 0;
-        let logs = self
-            .rpc
-            .logs_at(&self.options.contract, &self.topics, &header)?;
-        let mut values = Vec::new();
-        for log in &logs {
-            values.extend(self.values(log)?);
+        let mut values = Vec::with_capacity(self.options.sources.len());
+        for source in 0..self.options.sources.len() {
+            let contract = self.options.sources[source].contract;
+            let logs = self.rpc.logs_at(&contract, &self.topics[source], &header)?;
+            let mut of_source = Vec::new();
+            for log in &logs {
+                of_source.extend(self.values(source, log)?);
+            }
+            values.push(of_source);
         }
-        let anchor = self
-            .db
-            .head_at_block(u64::MAX)
-            .map_err(db_error("reading the last tagged head"))?
-            .is_none();
-        if !values.is_empty() || anchor {
-            let acked = self
-                .db
-                .append_tagged(
-                    &values,
-                    BlockTag {
-                        number,
-                        hash: Some(header.hash),
-                    },
-                )
-                .and_then(|ack| ack.wait(self.db, self.options.durable_timeout))
-                .map_err(db_error(format!("appending the values of block {number}")))?;
-            if !values.is_empty() {
-                self.check_root(number, acked.size, acked.root)?;
+        let fed: Vec<bool> = values.iter().map(|v| !v.is_empty()).collect();
+        let count: u64 = values.iter().map(|v| v.len() as u64).sum();
+        let anchor = self.target.last()?.is_none();
+        if count > 0 || anchor {
+            self.target.commit(
+                &[Block {
+                    number,
+                    hash: header.hash,
+                    values,
+                }],
+                self.options.durable_timeout,
+            )?;
+            if count > 0 {
+                self.check_roots(number, &fed)?;
             }
         }
         self.recent.insert(number, header.hash);
         self.next = number + 1;
         self.metrics
             .values_total
-            .fetch_add(values.len() as u64, Ordering::Relaxed);
+            .fetch_add(count, Ordering::Relaxed);
         self.metrics.ingested_block.store(number, Ordering::Relaxed);
         self.metrics
             .ingested_timestamp
             .store(header.timestamp, Ordering::Relaxed);
-        let head = self.db.head();
         self.report_db();
-        Ok(Some(Event::Ingested {
-            from: number,
-            to: number,
-            values: values.len() as u64,
-            size: head.size,
-            root: head.root.unwrap_or([0; 32]),
-        }))
+        Ok(Some(self.ingested(number, number, count)))
     }
 
-    /// The values of one log, by the event its first topic names.
-    fn values(&self, log: &Log) -> Result<Vec<Word>, FollowError> {
+    /// The values of one log of source `source`, by the event its first
+    /// topic names.
+    fn values(&self, source: usize, log: &Log) -> Result<Vec<Word>, FollowError> {
         let decode = |source| FollowError::Decode {
             block: log.block_number,
             log_index: log.log_index,
             source,
         };
-        let Some(event) = log
-            .topics
-            .first()
-            .and_then(|topic| self.options.events.iter().find(|e| e.topic() == *topic))
-        else {
+        let Some(event) = log.topics.first().and_then(|topic| {
+            self.options.sources[source]
+                .events
+                .iter()
+                .find(|e| e.topic() == *topic)
+        }) else {
             return Err(RpcError::Malformed {
                 method: "eth_getLogs",
                 reason: format!(
@@ -673,40 +699,55 @@ impl<'a> Follower<'a> {
         }
         let values = event.values(&log.topics, &log.data).map_err(decode)?;
         for (position, value) in values.iter().enumerate() {
-            self.db
-                .check_value(position, value)
-                .map_err(db_error(format!(
-                    "block {}, log {}: {} {}",
-                    log.block_number,
-                    log.log_index,
-                    event.name(),
-                    "value"
-                )))?;
+            self.target
+                .check_value(source, position, value)
+                .map_err(|error| FollowError::Db {
+                    what: format!(
+                        "block {}, log {}: {} value",
+                        log.block_number,
+                        log.log_index,
+                        event.name()
+                    ),
+                    source: error,
+                })?;
         }
         Ok(values)
     }
 
-    /// Compares the contract's root at `block` with cairn's at `size`.
-    fn check_root(&mut self, block: u64, size: u64, root: Option<Word>) -> Result<(), FollowError> {
-        let Some(call) = &self.options.root_call else {
+    /// Compares each source's contract root at `block` with its tree's
+    /// root now, for the sources `fed` says got values.
+    fn check_roots(&mut self, block: u64, fed: &[bool]) -> Result<(), FollowError> {
+        let wanted = self
+            .options
+            .sources
+            .iter()
+            .zip(fed)
+            .any(|(source, fed)| *fed && source.root_call.is_some());
+        if !wanted {
             return Ok(());
-        };
-        let answer = self
-            .rpc
-            .call(&self.options.contract, call.calldata(), block)?;
-        let contract: Option<Word> = answer.get(..32).and_then(|w| w.try_into().ok());
-        let cairn = root.unwrap_or([0; 32]);
-        self.metrics
-            .root_checks_total
-            .fetch_add(1, Ordering::Relaxed);
-        if contract != Some(cairn) || answer.len() != 32 {
-            return Err(FollowError::RootMismatch {
-                block,
-                call: call.signature().to_owned(),
-                contract: format!("0x{}", hex::encode(&answer)),
-                cairn: format!("0x{}", hex::encode(cairn)),
-                size,
-            });
+        }
+        let roots = self.target.roots()?;
+        for (index, (size, root)) in roots.into_iter().enumerate() {
+            let source = &self.options.sources[index];
+            let Some(call) = source.root_call.as_ref().filter(|_| fed[index]) else {
+                continue;
+            };
+            let answer = self.rpc.call(&source.contract, call.calldata(), block)?;
+            let contract: Option<Word> = answer.get(..32).and_then(|w| w.try_into().ok());
+            let cairn = root.unwrap_or([0; 32]);
+            self.metrics
+                .root_checks_total
+                .fetch_add(1, Ordering::Relaxed);
+            if contract != Some(cairn) || answer.len() != 32 {
+                return Err(FollowError::RootMismatch {
+                    block,
+                    tree: source.tree.clone(),
+                    call: call.signature().to_owned(),
+                    contract: format!("0x{}", hex::encode(&answer)),
+                    cairn: format!("0x{}", hex::encode(cairn)),
+                    size,
+                });
+            }
         }
         Ok(())
     }
@@ -714,18 +755,9 @@ impl<'a> Follower<'a> {
     /// Finalizes the database up to `block` (final on the chain).
     fn finalize(&mut self, block: u64) -> Result<(), FollowError> {
         let block = block.min(self.next.saturating_sub(1));
-        if block <= self.final_block
-            || self
-                .db
-                .head_at_block(block)
-                .map_err(db_error("reading a tagged head"))?
-                .is_none()
-        {
+        if block <= self.final_block || !self.target.finalize_to_block(block)? {
             return Ok(());
         }
-        self.db
-            .finalize_to_block(block)
-            .map_err(db_error(format!("finalizing up to block {block}")))?;
         self.final_block = block;
         // Hashes at or below the final block are no longer needed, but the
         // final block's own, which the next block's parent is checked
@@ -746,12 +778,7 @@ impl<'a> Follower<'a> {
         let ancestor = loop {
             let stored = match self.recent.get(&block) {
                 Some(hash) => Some(*hash),
-                None => self
-                    .db
-                    .head_at_block(block)
-                    .map_err(db_error("reading a tagged head"))?
-                    .filter(|head| head.block == block)
-                    .and_then(|head| head.block_hash),
+                None => self.target.hash_at(block)?,
             };
             let node = self.rpc.header(BlockId::Number(block))?.map(|h| h.hash);
             let agree = match stored {
@@ -782,12 +809,8 @@ impl<'a> Follower<'a> {
             block -= 1;
         };
         let depth = self.next.saturating_sub(1).saturating_sub(ancestor);
-        let before = self.db.size();
         let started = Instant::now();
-        let head = self
-            .db
-            .truncate_to_block(ancestor)
-            .map_err(db_error(format!("rolling back to block {ancestor}")))?;
+        let removed = self.target.truncate_to_block(ancestor)?;
         let seconds = started.elapsed().as_secs_f64();
         self.recent.split_off(&(ancestor + 1));
         self.next = ancestor + 1;
@@ -799,13 +822,15 @@ impl<'a> Follower<'a> {
         Ok(Event::Reorg {
             ancestor,
             depth,
-            removed: before.saturating_sub(head.size),
+            removed,
             seconds,
         })
     }
 
     fn report_db(&self) {
-        self.metrics.leaves.store(self.db.size(), Ordering::Relaxed);
+        self.metrics
+            .leaves
+            .store(self.target.leaves(), Ordering::Relaxed);
     }
 
     fn sync_rpc_metrics(&self) {

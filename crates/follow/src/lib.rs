@@ -6,21 +6,26 @@
 //! field sits in a log, a view call's calldata), [`rpc`] (the JSON-RPC
 //! methods a follower calls, with retries and a rate limit), [`metrics`]
 //! (lag, reorganisations, health, a Prometheus endpoint) and [`Follower`]
-//! (the loop). All state is the database's: its block-tagged heads say
-//! where to resume, its finalized size what no reorganisation may touch.
+//! (the loop), and [`config`] (a file naming several contracts, each
+//! feeding a tree of a database of several trees). All state is the
+//! database's: its blocks say where to resume, its finalized block what
+//! no reorganisation may touch.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use cairn_follow::{Call, EventField, Finality, FollowOptions, Follower, Metrics, RootChecks, Rpc, RpcOptions};
+//! use cairn_follow::{Call, EventField, Finality, FollowOptions, Follower, Metrics, RootChecks, Rpc, RpcOptions, Source};
 //!
 //! let db = cairn_db::Database::open("commitments")?;
 //! let options = FollowOptions {
-//!     contract: cairn_follow::parse_address("0x5FbDB2315678afecb367f032d93F642f64180aa3")?,
-//!     events: vec![EventField::parse("Deposit(bytes32 indexed commitment, uint32 leafIndex, uint256 timestamp)", "commitment")?],
+//!     sources: vec![Source {
+//!         tree: None,
+//!         contract: cairn_follow::parse_address("0x5FbDB2315678afecb367f032d93F642f64180aa3")?,
+//!         events: vec![EventField::parse("Deposit(bytes32 indexed commitment, uint32 leafIndex, uint256 timestamp)", "commitment")?],
+//!         root_call: Some(Call::parse("getLastRoot()", &[])?),
+//!     }],
 //!     from_block: 0,
 //!     finality: Finality::Confirmations(12),
-//!     root_call: Some(Call::parse("getLastRoot()", &[])?),
 //!     root_checks: RootChecks::EveryBlock,
 //!     max_range: 2_000,
 //!     poll_interval: Duration::from_secs(2),
@@ -36,12 +41,15 @@
 //! ```
 
 pub mod abi;
+pub mod config;
 mod follower;
 pub mod metrics;
 pub mod rpc;
+mod target;
 
 pub use abi::{AbiError, Call, EventField, Word};
-pub use follower::{Event, Finality, FollowError, FollowOptions, Follower, RootChecks};
+pub use config::{ConfigError, FollowConfig};
+pub use follower::{Event, Finality, FollowError, FollowOptions, Follower, RootChecks, Source};
 pub use metrics::{Metrics, Status};
 pub use rpc::{Address, BlockId, Header, Log, Rpc, RpcError, RpcOptions, RpcStats};
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use cairn_follow::{
-    Call, Event, EventField, Finality, FollowError, FollowOptions, Follower, Metrics, RootChecks,
-    Rpc, RpcOptions,
+    Call, Event, EventField, Finality, FollowConfig, FollowError, FollowOptions, Follower, Metrics,
+    RootChecks, Rpc, RpcOptions, Source,
 };
 
 use crate::database::{self, Options};
@@ -70,6 +70,17 @@ reorganisations and their depth, requests) and GET /health (503 `stale` once the
 not advanced for --stale-after seconds). `cairn serve DIR --read-only` beside it serves the \
 database's roots and proofs as they grow.
 
+With --config FILE (instead of --contract, --event, --field, --where and --root-call), several \
+contracts feed the trees of DIR, a database of several trees (`cairn init DIR`, `cairn tree add`): \
+FILE is JSON, {\"from_block\":N,\"sources\":[{\"tree\":NAME,\"contract\":ADDR,\"events\":[{\"signature\":SIG,\
+\"field\":FIELD}],\"where\":{NAME:VALUE},\"root_call\":SIG,\"root_args\":[VALUE]}]}, one source a tree \
+(`where`, `root_call`, `root_args` and `from_block` optional). Each chain block's values from every \
+source are one block of the database (one journal frame across the trees; a range of final blocks \
+one fdatasync), rolled back and finalized together; it resumes from the database's last block. A \
+file that does not fit (not JSON, an unknown field, a bad address, event or call, a tree DIR does \
+not hold) is refused naming the field (exit 2). Progress lines list each tree's size (JSON: \
+\"trees\":{NAME:SIZE} instead of \"root\").
+
 Runs until stopped, or until --until-block is ingested, or (--exit-at-head) until it has caught \
 up with the node's head.
 
@@ -77,7 +88,8 @@ Examples:
   cairn init deposits --kind imt --depth 20 --arity 2 --hash mimcsponge --zero 0x2fe54c60d3acabf3343a35b6eba15db4821b340f76e741e2249685ed4899af6c --finality explicit
   cairn follow deposits --rpc http://127.0.0.1:8545 --contract 0x5FbDB2315678afecb367f032d93F642f64180aa3 \\
     --event 'Deposit(bytes32 indexed commitment, uint32 leafIndex, uint256 timestamp)' --field commitment \\
-    --root-call 'getLastRoot()' --confirmations 12";
+    --root-call 'getLastRoot()' --confirmations 12
+  cairn follow state --rpc http://127.0.0.1:8545 --config follow.json --confirmations 12";
 
 /// Follow a contract's events into a database.
 #[derive(clap::Args, Debug)]
@@ -89,16 +101,34 @@ pub struct FollowCmd {
     #[arg(long, value_name = "URL")]
     rpc: String,
     /// The contract whose events are read (0x and 40 hex digits).
-    #[arg(long, value_name = "ADDR")]
-    contract: String,
+    #[arg(
+        long,
+        value_name = "ADDR",
+        required_unless_present = "config",
+        conflicts_with = "config"
+    )]
+    contract: Option<String>,
     /// The event, as declared: 'Name(type [indexed] name, ...)' (repeatable).
-    #[arg(long, value_name = "SIG", required = true)]
+    #[arg(
+        long,
+        value_name = "SIG",
+        required_unless_present = "config",
+        conflicts_with = "config"
+    )]
     event: Vec<String>,
     /// The parameter of the matching --event whose values are leaves (one per --event).
-    #[arg(long, value_name = "NAME", required = true)]
+    #[arg(
+        long,
+        value_name = "NAME",
+        required_unless_present = "config",
+        conflicts_with = "config"
+    )]
     field: Vec<String>,
+    /// A JSON file of several contracts, each feeding a tree of DIR (a database of several trees).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Count only logs whose indexed parameter NAME is VALUE, decimal or 0x-hex (repeatable; every --event).
-    #[arg(long = "where", value_name = "NAME=VALUE")]
+    #[arg(long = "where", value_name = "NAME=VALUE", conflicts_with = "config")]
     filters: Vec<String>,
     /// The first block to read, when the database has no tagged head yet.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -110,7 +140,7 @@ pub struct FollowCmd {
     #[arg(long, value_name = "TAG", default_value = "finalized", value_parser = ["finalized", "safe"])]
     finality_tag: String,
     /// The contract's view function answering its root: 'getLastRoot()'.
-    #[arg(long, value_name = "SIG")]
+    #[arg(long, value_name = "SIG", conflicts_with = "config")]
     root_call: Option<String>,
     /// An argument of --root-call, decimal or 0x-hex (repeatable, in order).
     #[arg(long, value_name = "VALUE", requires = "root_call")]
@@ -147,8 +177,44 @@ pub struct FollowCmd {
     json: bool,
 }
 
+/// The database followed into: one tree, or the trees of a database of
+/// several (with --config).
+enum Followed {
+    Tree(Box<cairn_db::Database>),
+    Forest(Box<cairn_db::Forest>),
+}
+
 impl FollowCmd {
-    pub(crate) fn run(self) -> Result<(), Failure> {
+    /// The sources of --config, checked against the trees of `forest`.
+    fn config_sources(
+        &self,
+        path: &std::path::Path,
+        forest: &cairn_db::Forest,
+    ) -> Result<FollowConfig, Failure> {
+        let bad = |error: &dyn std::fmt::Display| {
+            Failure::new(Code::Usage, anyhow!("--config {}: {error}", path.display()))
+        };
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            Failure::new(Code::Input, anyhow!("--config {}: {error}", path.display()))
+        })?;
+        let config = FollowConfig::parse(&text).map_err(|error| bad(&error))?;
+        if !forest.is_journaled() {
+            return Err(Failure::new(
+                Code::Usage,
+                anyhow!(
+                    "--config: {} holds one tree in the layout before several; follow one contract into it with --contract, --event and --field, or add trees to it (`cairn tree add`)",
+                    self.dir.display()
+                ),
+            ));
+        }
+        config
+            .check_trees(&forest.names())
+            .map_err(|error| bad(&error))?;
+        Ok(config)
+    }
+
+    /// The sources of --contract, --event, --field, --where and --root-call.
+    fn flag_sources(&self) -> Result<Vec<Source>, Failure> {
         let usage = |error: cairn_follow::AbiError| Failure::new(Code::Usage, error);
         if self.event.len() != self.field.len() {
             return Err(Failure::new(
@@ -181,7 +247,17 @@ impl FollowCmd {
             .map(|call| Call::parse(call, &self.root_arg))
             .transpose()
             .map_err(usage)?;
-        let contract = cairn_follow::parse_address(&self.contract).map_err(usage)?;
+        let contract = cairn_follow::parse_address(self.contract.as_deref().unwrap_or_default())
+            .map_err(usage)?;
+        Ok(vec![Source {
+            tree: None,
+            contract,
+            events,
+            root_call,
+        }])
+    }
+
+    pub(crate) fn run(self) -> Result<(), Failure> {
         if self.max_range == 0 {
             return Err(Failure::new(
                 Code::Usage,
@@ -202,12 +278,10 @@ impl FollowCmd {
             (None, "safe") => Finality::Tag("safe"),
             (None, _) => Finality::Tag("finalized"),
         };
-        let options = FollowOptions {
-            contract,
-            events,
+        let mut options = FollowOptions {
+            sources: Vec::new(),
             from_block: self.from_block,
             finality,
-            root_call,
             root_checks: if self.root_checks == "range-ends" {
                 RootChecks::RangeEnds
             } else {
@@ -238,15 +312,31 @@ impl FollowCmd {
                 .map_err(|error| Failure::new(Code::Input, anyhow!("--metrics {addr}: {error}")))?;
             eprintln!("metrics on http://{bound}/metrics, health on http://{bound}/health");
         }
-        let db = database::open(
-            &self.dir,
-            Options {
-                background: true,
-                verify: false,
-            },
-        )?;
+        let into = match &self.config {
+            Some(path) => {
+                let forest = cairn_db::Forest::open(&self.dir).map_err(database::db_failure)?;
+                let config = self.config_sources(path, &forest)?;
+                options.sources = config.sources;
+                options.from_block = config.from_block.unwrap_or(self.from_block);
+                Followed::Forest(Box::new(forest))
+            }
+            None => {
+                options.sources = self.flag_sources()?;
+                Followed::Tree(Box::new(database::open(
+                    &self.dir,
+                    Options {
+                        background: true,
+                        verify: false,
+                    },
+                )?))
+            }
+        };
         let started = Instant::now();
-        let result = Follower::new(&db, rpc, options, metrics).and_then(|mut follower| {
+        let follower = match &into {
+            Followed::Tree(db) => Follower::new(db, rpc, options, metrics),
+            Followed::Forest(forest) => Follower::forest(forest, rpc, options, metrics),
+        };
+        let result = follower.and_then(|mut follower| {
             let mut printed = Instant::now() - Duration::from_secs(2);
             let mut failure = None;
             let outcome = follower.run(|event, metrics| {
@@ -268,7 +358,10 @@ impl FollowCmd {
             let stats = follower.rpc().stats();
             outcome.map(|()| (stats, failure))
         });
-        let closed = database::close(db);
+        let closed = match into {
+            Followed::Tree(db) => database::close(*db),
+            Followed::Forest(forest) => (*forest).close().map_err(database::db_failure),
+        };
         let (stats, printing) = result.map_err(follow_failure)?;
         closed?;
         if let Some(failure) = printing {
@@ -321,13 +414,25 @@ fn render(event: &Event, metrics: &Metrics, json: bool) -> String {
                 values,
                 size,
                 root,
-            } => Object::new()
-                .field("event", "ingested")
-                .field("from", *from)
-                .field("to", *to)
-                .field("values", *values)
-                .field("size", *size)
-                .field("root", hex(root)),
+                trees,
+            } => {
+                let object = Object::new()
+                    .field("event", "ingested")
+                    .field("from", *from)
+                    .field("to", *to)
+                    .field("values", *values)
+                    .field("size", *size);
+                match root {
+                    Some(root) => object.field("root", hex(root)),
+                    None => object.raw(
+                        "trees",
+                        &trees
+                            .iter()
+                            .fold(Object::new(), |o, (name, size)| o.field(name, *size))
+                            .finish(),
+                    ),
+                }
+            }
             Event::Reorg {
                 ancestor,
                 depth,
@@ -372,16 +477,27 @@ fn render(event: &Event, metrics: &Metrics, json: bool) -> String {
             values,
             size,
             root,
+            trees,
         } => {
             let blocks = if from == to {
                 format!("block {from}")
             } else {
                 format!("blocks {from}..{to}")
             };
-            format!(
-                "{blocks}: +{values} values, size {size}, root {} {tail}",
-                hex(root)
-            )
+            match root {
+                Some(root) => format!(
+                    "{blocks}: +{values} values, size {size}, root {} {tail}",
+                    hex(root)
+                ),
+                None => format!(
+                    "{blocks}: +{values} values, {} {tail}",
+                    trees
+                        .iter()
+                        .map(|(name, size)| format!("{name} {size}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
         }
         Event::Reorg {
             ancestor,

@@ -108,6 +108,10 @@ pub struct TreeAt {
     pub size: u64,
 }
 
+/// One block of [`Forest::commit_blocks`]: the block, and the trees it
+/// names with the values each gets.
+pub type BlockParts<'a> = (BlockId, Vec<(&'a str, &'a [Hash])>);
+
 /// A durable write: the block it was for, and every tree it named.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Committed {
@@ -367,10 +371,75 @@ impl Forest {
         self.commit(Some(block), parts)
     }
 
+    /// Writes several blocks, oldest first, with one `fdatasync` for all
+    /// of them (a chain follower catching up): each block is one journal
+    /// frame, in every tree or (after a crash) in none, and a crash keeps
+    /// a prefix of the blocks. A block refused (as by
+    /// [`Forest::commit_block`]) is refused whole with nothing of it
+    /// written; the blocks before it are durable when the error returns.
+    pub fn commit_blocks(&self, blocks: &[BlockParts<'_>]) -> Result<Vec<Committed>> {
+        let mut state = self.state.lock();
+        let mut done = Vec::with_capacity(blocks.len());
+        let mut touched = BTreeSet::new();
+        let mut refused = None;
+        for (block, parts) in blocks {
+            match self.commit_locked(&mut state, Some(*block), parts, false) {
+                Ok((committed, trees)) => {
+                    touched.extend(trees);
+                    done.push(committed);
+                }
+                Err(error) => {
+                    refused = Some(error);
+                    break;
+                }
+            }
+        }
+        if state.journal.is_some() && !done.is_empty() {
+            self.sync(&mut state)?;
+            self.settle(&mut state, touched.into_iter())?;
+        }
+        match refused {
+            Some(error) => Err(error),
+            None => Ok(done),
+        }
+    }
+
     fn commit(&self, block: Option<BlockId>, parts: &[(&str, &[Hash])]) -> Result<Committed> {
         let mut state = self.state.lock();
-        check_failure(&state)?;
-        if let (Some(block), Some(last)) = (block, last_block(&state))
+        let (committed, trees) = self.commit_locked(&mut state, block, parts, true)?;
+        if state.journal.is_some() {
+            self.settle(&mut state, trees.into_iter())?;
+        }
+        Ok(committed)
+    }
+
+    /// After frames are durable: the journal trimmed when it grew past
+    /// [`JOURNAL_TRIM_BYTES`], else the trees written handed to the
+    /// applier.
+    fn settle(&self, state: &mut State, trees: impl Iterator<Item = u32>) -> Result<()> {
+        let trim = state
+            .journal
+            .as_ref()
+            .is_some_and(|w| w.end > JOURNAL_TRIM_BYTES);
+        if trim {
+            self.trim(state)
+        } else {
+            self.wake_applier(state, trees);
+            Ok(())
+        }
+    }
+
+    /// One write's frame (synced when `sync`; else the caller syncs before
+    /// anything reads it as durable) and the trees it wrote.
+    fn commit_locked(
+        &self,
+        state: &mut State,
+        block: Option<BlockId>,
+        parts: &[(&str, &[Hash])],
+        sync: bool,
+    ) -> Result<(Committed, Vec<u32>)> {
+        check_failure(state)?;
+        if let (Some(block), Some(last)) = (block, last_block(state))
             && block.number <= last
         {
             return Err(ForestError::BlockOrder {
@@ -381,11 +450,11 @@ impl Forest {
         }
         if state.journal.is_none() {
             self.numbers(parts)?;
-            return self.commit_single(block, parts);
+            return Ok((self.commit_single(block, parts)?, Vec::new()));
         }
         // Names resolved to trees, a family's values split across its
         // members (new members made now), strict families checked whole.
-        let planned = self.plan(&mut state, parts)?;
+        let planned = self.plan(state, parts)?;
         let numbers: Vec<usize> = planned.iter().map(|p| p.number).collect();
         let trees = self.trees.read().clone();
         // In memory first (each tree checks its values), undone on refusal.
@@ -436,7 +505,7 @@ impl Forest {
             block,
             parts: record_parts,
         };
-        self.write(&mut state, &record)?;
+        self.write_frame(state, &record, sync)?;
         let Record::Append { parts, .. } = record else {
             unreachable!()
         };
@@ -456,17 +525,8 @@ impl Forest {
             }
             None => state.dirty.extend(parts.iter().map(|p| p.tree)),
         }
-        let trim = state
-            .journal
-            .as_ref()
-            .is_some_and(|w| w.end > JOURNAL_TRIM_BYTES);
-        if trim {
-            self.trim(&mut state)?;
-        } else {
-            self.wake_applier(&state, parts.iter().map(|p| p.tree));
-        }
-        drop(state);
-        Ok(Committed { block, trees: out })
+        let trees = parts.iter().map(|p| p.tree).collect();
+        Ok((Committed { block, trees: out }, trees))
     }
 
     /// A block in the single-tree layout: the tree's own tagged append.
@@ -523,13 +583,23 @@ impl Forest {
 
     /// Writes `record` as the next frame and syncs it: the commit point.
     fn write(&self, state: &mut State, record: &Record) -> Result<()> {
+        self.write_frame(state, record, true)
+    }
+
+    /// Writes `record` as the next frame, synced when `sync` (the commit
+    /// point); a frame written unsynced is made durable by [`Forest::sync`]
+    /// before the write returns to its caller.
+    fn write_frame(&self, state: &mut State, record: &Record, sync: bool) -> Result<()> {
         let writer = state.journal.as_mut().expect("journaled");
         let (frame, crc) = journal::encode_frame(writer.seq, writer.prev, record);
         let path = self.dir.join(JOURNAL);
-        let result = writer
-            .file
-            .write_at(&frame, writer.end)
-            .and_then(|()| writer.file.sync_data());
+        let result = writer.file.write_at(&frame, writer.end).and_then(|()| {
+            if sync {
+                writer.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
         match result {
             Ok(()) => {
                 writer.end += frame.len() as u64;
@@ -543,6 +613,17 @@ impl Forest {
                 Err(error.into())
             }
         }
+    }
+
+    /// Syncs the frames written unsynced: the commit point of them all.
+    fn sync(&self, state: &mut State) -> Result<()> {
+        let writer = state.journal.as_mut().expect("journaled");
+        if let Err(e) = writer.file.sync_data() {
+            let error = StoreError::io("fsync", self.dir.join(JOURNAL), e);
+            state.failure = Some(error.to_string());
+            return Err(error.into());
+        }
+        Ok(())
     }
 
     /// The last block written, if any.

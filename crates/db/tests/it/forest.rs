@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cairn_core::{Hash, HashKind, TreeKind};
-use cairn_db::{BlockId, Database, DbConfig, DbError, Forest, ForestError};
+use cairn_db::{BlockId, BlockParts, Database, DbConfig, DbError, Forest, ForestError};
 use cairn_store::Fs;
 use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
 use rand::SeedableRng;
@@ -564,4 +564,53 @@ fn a_kill_9_leaves_every_tree_at_the_same_write() {
         // The next child starts after this open: acknowledgements restart.
         std::fs::write(&acks, format!("done {}\n", sizes[0])).unwrap();
     }
+}
+
+#[test]
+fn several_blocks_commit_with_one_fdatasync_and_a_refused_one_keeps_those_before() {
+    let fs = SimFs::new();
+    let forest = Forest::create_in(Arc::new(fs.clone()) as Arc<dyn Fs>, Path::new("/db")).unwrap();
+    add_three(&forest);
+    let notes: Vec<Vec<Hash>> = (0..8).map(|b| values(1, b * 3, b * 3 + 3)).collect();
+    let nulls: Vec<Vec<Hash>> = (0..8).map(|b| values(2, b * 2, b * 2 + 2)).collect();
+    let batch: Vec<BlockParts<'_>> = (0..8)
+        .map(|b| {
+            (
+                block(10 + b as u64),
+                vec![("notes", &notes[b][..]), ("nullifiers", &nulls[b][..])],
+            )
+        })
+        .collect();
+    let before = fs.counters().sync_data_calls;
+    let committed = forest.commit_blocks(&batch).unwrap();
+    assert_eq!(
+        fs.counters().sync_data_calls - before,
+        1,
+        "one fdatasync for 8 blocks"
+    );
+    assert_eq!(committed.len(), 8);
+    assert_eq!(committed[7].trees[0].size, 24);
+    assert_eq!(forest.last_block(), Some(17));
+    // Every block is a rollback target with its own sizes.
+    let at_12 = forest.heads_at(12).unwrap();
+    assert_eq!((at_12[0].1, at_12[2].1), (9, 1 + 6));
+
+    // A block refused in the middle (a nullifier twice): the blocks before
+    // it are durable, it and those after are not written.
+    let again = values(2, 0, 1);
+    let fresh: Vec<Vec<Hash>> = (0..3).map(|b| values(3, b, b + 1)).collect();
+    let refused: Vec<BlockParts<'_>> = vec![
+        (block(20), vec![("notes", &fresh[0][..])]),
+        (block(21), vec![("nullifiers", &again[..])]),
+        (block(22), vec![("notes", &fresh[2][..])]),
+    ];
+    let error = forest.commit_blocks(&refused).unwrap_err();
+    assert!(!error.to_string().is_empty());
+    assert_eq!(forest.last_block(), Some(20));
+    let want = heads(&forest);
+    drop(forest);
+    let reopened = sim_open(&fs);
+    assert_eq!(heads(&reopened), want);
+    assert_eq!(reopened.last_block(), Some(20));
+    assert_eq!(reopened.trees()[0].db.size(), 25);
 }

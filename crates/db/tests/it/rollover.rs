@@ -548,3 +548,146 @@ fn a_railgun_family_matches_the_railgun_engines_roots_across_the_rollover() {
     assert_eq!(forest.tree("railgun/1").unwrap().head().root, last_root(1));
     forest.close().unwrap();
 }
+
+const KILL_DIR_ENV: &str = "CAIRN_ROLLOVER_KILL_DIR";
+const KILL_ACKS_ENV: &str = "CAIRN_ROLLOVER_KILL_ACKS";
+/// Leaves a member of the killed family holds.
+const KILL_CAPACITY: u64 = 32;
+
+/// Block `number`'s values: three for the family, one for the plain tree.
+fn kill_values(number: u64) -> (Vec<Hash>, Vec<Hash>) {
+    (values(number, 0, 3), values(1 << 40 | number, 0, 1))
+}
+
+/// The child of the kill -9 rollover test: blocks 1, 2, ... of three
+/// values for a family of 32-leaf members and one for a plain tree, every
+/// seventh write a rollback of three blocks (often back across a member's
+/// boundary), each acknowledged (`will B` before, `done B` after, B the
+/// last block after it) in a file synced before it counts; runs until
+/// killed.
+#[test]
+fn rollover_kill_child() {
+    let Ok(dir) = std::env::var(KILL_DIR_ENV) else {
+        return;
+    };
+    let mut acks = cairn_testkit::kill9::AckFile::open(std::env::var(KILL_ACKS_ENV).unwrap());
+    let forest = Forest::open(&dir).unwrap();
+    println!("opened");
+    let mut write = 0u64;
+    loop {
+        write += 1;
+        let blocks = forest.blocks();
+        if write.is_multiple_of(7) && blocks.len() > 4 {
+            let to = blocks[blocks.len() - 4].number;
+            acks.record(&format!("will {to}\n"));
+            forest.truncate_to_block(to).unwrap();
+            acks.record(&format!("done {to}\n"));
+            continue;
+        }
+        let number = forest.last_block().unwrap_or(0) + 1;
+        let (family, plain) = kill_values(number);
+        acks.record(&format!("will {number}\n"));
+        forest
+            .commit_block(block(number), &[("notes", &family), ("spent", &plain)])
+            .unwrap();
+        acks.record(&format!("done {number}\n"));
+    }
+}
+
+/// kill -9 at random moments of blocks and rollbacks that cross a
+/// family's rollover boundaries: the database opens at the last
+/// acknowledged block or the one in flight, the family holding exactly
+/// the values of blocks 1 to it (every member but the last full) and the
+/// plain tree one value a block.
+#[test]
+fn a_kill_9_across_rollovers_leaves_the_family_and_the_tree_at_one_block() {
+    use rand::Rng;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let acks = dir.path().join("acks");
+    let forest = Forest::create(&path).unwrap();
+    forest
+        .add_tree_with(
+            "notes",
+            config_of(tree(2, HashKind::Blake3)),
+            rolling(KILL_CAPACITY),
+        )
+        .unwrap();
+    forest
+        .add_tree("spent", config_of(tree(2, HashKind::Blake3)))
+        .unwrap();
+    forest.close().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(29);
+    let kills = cairn_testkit::env_u64("CAIRN_FOREST_KILLS", 10);
+    let mut most_members = 0;
+    for kill in 0..kills {
+        let victim = cairn_testkit::kill9::Victim::start(
+            "rollover::rollover_kill_child",
+            [
+                (KILL_DIR_ENV, path.as_os_str()),
+                (KILL_ACKS_ENV, acks.as_os_str()),
+            ],
+        );
+        assert!(
+            victim.opened(std::time::Duration::from_secs(60)),
+            "kill {kill}: never opened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(rng.gen_range(20..250)));
+        victim.kill();
+        let lines = cairn_testkit::kill9::acknowledged_lines(&acks);
+        let last_done = lines
+            .iter()
+            .rev()
+            .find_map(|l| l.strip_prefix("done "))
+            .map(|s| s.parse::<u64>().unwrap());
+        let in_flight = lines
+            .last()
+            .and_then(|l| l.strip_prefix("will "))
+            .map(|s| s.parse::<u64>().unwrap());
+        let forest = Forest::open(&path).unwrap_or_else(|e| panic!("kill {kill}: {e}"));
+        let last = forest.last_block().unwrap_or(0);
+        assert!(
+            [last_done.unwrap_or(0), in_flight.unwrap_or(u64::MAX)].contains(&last),
+            "kill {kill}: block {last} is neither the acknowledged {last_done:?} nor the one in flight {in_flight:?}"
+        );
+        forest.apply().unwrap();
+        let mut want = Vec::new();
+        let mut spent = Vec::new();
+        for number in 1..=last {
+            let (family, plain) = kill_values(number);
+            want.extend(family);
+            spent.extend(plain);
+        }
+        let members = forest.family("notes").unwrap();
+        most_members = most_members.max(members.len());
+        let mut held = Vec::new();
+        for (k, member) in members.iter().enumerate() {
+            let leaves = member.db.leaves(0, None).unwrap();
+            if k + 1 < members.len() {
+                assert_eq!(
+                    leaves.len() as u64,
+                    KILL_CAPACITY,
+                    "kill {kill}: member {k} is full"
+                );
+            }
+            held.extend(leaves);
+        }
+        assert_eq!(
+            held, want,
+            "kill {kill}: the family holds blocks 1..={last}"
+        );
+        let plain = forest.tree("spent").unwrap();
+        assert_eq!(
+            plain.leaves(0, None).unwrap(),
+            spent,
+            "kill {kill}: the plain tree"
+        );
+        forest.close().unwrap();
+        // The next child starts after this open: acknowledgements restart.
+        std::fs::write(&acks, format!("done {last}\n")).unwrap();
+    }
+    assert!(
+        most_members > 2,
+        "the family rolled over: {most_members} members"
+    );
+}

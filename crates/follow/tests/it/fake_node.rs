@@ -16,7 +16,10 @@ pub type Word = [u8; 32];
 
 /// The contract every log comes from.
 pub const CONTRACT: &str = "0x00000000000000000000000000000000000c0ffe";
-/// Its event, as declared.
+/// A second contract: it emits the logs of group 2 only, and its `root()`
+/// answers group 2's tree.
+pub const CONTRACT2: &str = "0x00000000000000000000000000000000000c0fff";
+/// Its event, as declared (both contracts').
 pub const EVENT: &str = "Leaf(uint256 indexed group, bytes32 value)";
 
 /// The tree the contract keeps (one per group): what its `root()` answers.
@@ -141,9 +144,12 @@ impl Chain {
     }
 
     fn logs(&self, filter: &Value) -> Result<Value, (i64, String)> {
-        if filter["address"].as_str() != Some(CONTRACT) {
-            return Ok(json!([]));
-        }
+        let address = filter["address"].as_str().unwrap_or_default();
+        let only = match address {
+            CONTRACT => None,
+            CONTRACT2 => Some(2),
+            _ => return Ok(json!([])),
+        };
         let blocks: Vec<&Block> = if let Some(hash) = filter["blockHash"].as_str() {
             match self.blocks.iter().find(|b| hex(&b.hash) == hash) {
                 Some(block) => vec![block],
@@ -170,6 +176,9 @@ impl Chain {
         let mut out = Vec::new();
         for block in blocks {
             for (index, (group, value)) in block.logs.iter().enumerate() {
+                if only.is_some_and(|g| g != *group) {
+                    continue;
+                }
                 let topics = [topic0.clone(), hex(&word(*group))];
                 let pass = wanted.iter().enumerate().all(|(i, allowed)| match allowed {
                     Value::Null => true,
@@ -181,7 +190,7 @@ impl Chain {
                 });
                 if pass {
                     out.push(json!({
-                        "address": CONTRACT,
+                        "address": address,
                         "blockNumber": format!("{:#x}", block.number),
                         "blockHash": hex(&block.hash),
                         "logIndex": format!("{index:#x}"),
@@ -195,10 +204,10 @@ impl Chain {
         Ok(Value::Array(out))
     }
 
-    /// `root()` at `block`: the root of `root_group`'s tree then (zero
-    /// when empty).
-    fn root(&self, block: u64) -> Value {
-        let values = self.values(self.root_group, block);
+    /// `root()` at `block`: the root of `group`'s tree then (zero when
+    /// empty).
+    fn root(&self, group: u64, block: u64) -> Value {
+        let values = self.values(group, block);
         let mut root = if values.is_empty() {
             [0; 32]
         } else {
@@ -236,7 +245,12 @@ impl Chain {
                 if block > self.head() {
                     return Err((-32000, format!("header not found: {block}")));
                 }
-                Ok(self.root(block))
+                let group = if params[0]["to"].as_str() == Some(CONTRACT2) {
+                    2
+                } else {
+                    self.root_group
+                };
+                Ok(self.root(group, block))
             }
             other => Err((-32601, format!("the method {other} does not exist"))),
         }

@@ -6,6 +6,7 @@
 //! refuse with the block and both hashes named.
 
 mod fake_node;
+mod forest;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use cairn_db::{Database, DbConfig};
 use cairn_follow::{
     Call, Event, EventField, Finality, FollowError, FollowOptions, Follower, Metrics, RootChecks,
-    Rpc, RpcOptions,
+    Rpc, RpcOptions, Source,
 };
 use fake_node::{CONTRACT, Chain, EVENT, FakeNode, Faults, hex, tree_config, word};
 
@@ -27,15 +28,18 @@ fn database(dir: &std::path::Path) -> Database {
 
 fn options(finality: Finality, from_block: u64) -> FollowOptions {
     FollowOptions {
-        contract: cairn_follow::parse_address(CONTRACT).expect("an address"),
-        events: vec![
-            EventField::parse(EVENT, "value")
-                .and_then(|e| e.with_filter("group", word(GROUP)))
-                .expect("the event"),
-        ],
+        sources: vec![Source {
+            tree: None,
+            contract: cairn_follow::parse_address(CONTRACT).expect("an address"),
+            events: vec![
+                EventField::parse(EVENT, "value")
+                    .and_then(|e| e.with_filter("group", word(GROUP)))
+                    .expect("the event"),
+            ],
+            root_call: Some(Call::parse("root()", &[]).expect("a call")),
+        }],
         from_block,
         finality,
-        root_call: Some(Call::parse("root()", &[]).expect("a call")),
         root_checks: RootChecks::EveryBlock,
         max_range: 32,
         poll_interval: Duration::from_millis(1),
@@ -46,8 +50,12 @@ fn options(finality: Finality, from_block: u64) -> FollowOptions {
 }
 
 fn rpc(node: &FakeNode) -> Rpc {
+    rpc_url(&node.url)
+}
+
+fn rpc_url(url: &str) -> Rpc {
     Rpc::new(
-        &node.url,
+        url,
         RpcOptions {
             timeout: Duration::from_secs(10),
             retry_for: Duration::from_secs(30),
