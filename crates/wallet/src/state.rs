@@ -222,6 +222,16 @@ impl Tracker {
                 }
             }
         }
+        if head.size > 0 {
+            let mut found = HashMap::new();
+            let mut source = self.source(head.size, &mut found, Mode::Record(&mut keys));
+            self.record_frontier(head.size, &mut source)
+                .map_err(|_| StateError::Inconsistent {
+                    size: head.size,
+                    index: head.size - 1,
+                    reason: "the state lacks a node of the head's frontier".into(),
+                })?;
+        }
         Ok(keys)
     }
 }

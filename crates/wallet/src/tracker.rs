@@ -320,6 +320,8 @@ impl Tracker {
             self.witness_from(*index, new.size, &mut source)
                 .expect("the read pass computed this witness from the same nodes");
         }
+        self.record_frontier(new.size, &mut source)
+            .expect("the read pass read the frontier");
         for key in &keys {
             if !self.nodes.contains_key(key) {
                 let node = found.get(key).expect("a recorded node was held or found");
@@ -410,6 +412,8 @@ impl Tracker {
         self.head = to.head;
         self.marked = to.marked.clone();
         self.keys = to.keys.clone();
+        // Nodes final only in later heads are no witness's at this one.
+        self.prune();
         Ok(())
     }
 
@@ -462,6 +466,19 @@ impl Tracker {
         })
     }
 
+    /// Reads the frontier of the tree of `size` leaves through `source`
+    /// (in the record pass: notes its keys).
+    pub(crate) fn record_frontier(
+        &self,
+        size: u64,
+        source: &mut Source<'_>,
+    ) -> Result<(), RecomputeError<Unfed>> {
+        for (l, i) in frontier_keys(self.config, size) {
+            self.rule.node(size, l, i, source)?;
+        }
+        Ok(())
+    }
+
     /// The witnesses of `marked` leaves in the tree of `size` leaves, and
     /// the consistency proof from `old` (none from an empty or equal head).
     fn proofs(
@@ -500,6 +517,11 @@ impl Tracker {
                     .map_err(Failed::from)?,
             );
         }
+        // What the next sync's consistency proof from this head reads of
+        // it: read now, from the right edge's tiles, and kept.
+        for (l, i) in frontier_keys(self.config, size) {
+            read(l, i, source)?;
+        }
         Ok((witnesses, consistency))
     }
 }
@@ -517,4 +539,22 @@ impl From<FromNodesError<Failed>> for Failed {
             FromNodesError::Source(e) => e,
         }
     }
+}
+
+/// The final nodes a consistency proof from the tree of `size` leaves to
+/// any larger one reads of it: its last leaf, and per level the members
+/// of the old edge node's group left of it (the levels above only grow).
+pub(crate) fn frontier_keys(config: TreeConfig, size: u64) -> Vec<Key> {
+    let mut keys = Vec::new();
+    if size == 0 {
+        return keys;
+    }
+    keys.push((0, size - 1));
+    for step in config.shape().consistency_steps(size, size) {
+        let first = step.edge - step.left as u64;
+        keys.extend((first..step.edge).map(|i| (step.level, i)));
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    keys
 }

@@ -38,6 +38,7 @@ pub fn leaves(seed: u64, count: u64) -> Vec<Hash> {
 }
 
 /// A tree and its tile store in a temporary directory.
+#[allow(missing_debug_implementations)]
 pub struct Published {
     pub tree: LeanImt,
     pub store: Counting,
@@ -63,6 +64,7 @@ impl Published {
 }
 
 /// A store that counts what a reader fetches.
+#[allow(missing_debug_implementations)]
 pub struct Counting {
     pub inner: DirStore,
     pub log: Mutex<Vec<(String, usize)>>,

@@ -61,6 +61,9 @@ fn run(config: TreeConfig, ops: &[Op]) {
                     published.grow(&all[size as usize..to as usize]);
                     size = to;
                 }
+                if size == 0 {
+                    continue;
+                }
                 // A tracker that rewound below the store's head follows it again.
                 sync(&mut tracker, &published.store, &Unsigned).unwrap();
             }
@@ -75,6 +78,9 @@ fn run(config: TreeConfig, ops: &[Op]) {
                     continue;
                 }
                 tracker.mark(index).unwrap();
+                if size == 0 {
+                    continue;
+                }
                 let got = tracker.witness(index);
                 if index >= tracker.head().size {
                     assert!(matches!(got, Err(WalletError::NotInTree { .. })), "{got:?}");
@@ -148,7 +154,7 @@ fn witnesses_equal_the_trees_under_every_hash_and_kind() {
         HashKind::Sha256,
         HashKind::Keccak256,
         HashKind::Poseidon,
-        HashKind::MimcSponge,
+        HashKind::MiMCSponge,
     ];
     for hash in hashes {
         for config in [config(2, hash), imt(2, hash, 12), config(5, hash), imt(4, hash, 6)] {
