@@ -36,7 +36,11 @@ pub enum WalletError {
         have: u64,
     },
     /// The checkpoint names the adopted size with another root.
-    #[error("the checkpoint names {size} leaves with root {}, the adopted head has {}", show(got), show(have))]
+    #[error(
+        "the checkpoint names {size} leaves with root {}, the adopted head has {}",
+        show(got),
+        show(have)
+    )]
     Fork {
         /// The size.
         size: u64,

@@ -245,7 +245,11 @@ fn field(field: &'static str, got: impl ToString, want: &'static str) -> StateEr
 }
 
 fn put_u32(out: &mut Vec<u8>, n: usize) {
-    out.extend_from_slice(&u32::try_from(n).expect("fewer than 2^32 entries").to_be_bytes());
+    out.extend_from_slice(
+        &u32::try_from(n)
+            .expect("fewer than 2^32 entries")
+            .to_be_bytes(),
+    );
 }
 
 fn put_head(out: &mut Vec<u8>, head: &TreeHead) {
@@ -306,8 +310,7 @@ impl<'a> Reader<'a> {
 
     fn config(&mut self) -> Result<TreeConfig, StateError> {
         let arity = self.u8()?;
-        let arity =
-            Arity::new(u64::from(arity)).map_err(|_| field("arity", arity, "2..=16"))?;
+        let arity = Arity::new(u64::from(arity)).map_err(|_| field("arity", arity, "2..=16"))?;
         let id = self.u8()?;
         let hash = HashKind::from_id(id).ok_or_else(|| field("hash", id, "a hash id 1..=5"))?;
         let kind = match self.u8()? {

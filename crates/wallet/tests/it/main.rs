@@ -87,7 +87,10 @@ impl Counting {
 impl TileSource for Counting {
     fn get(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, ObjectError> {
         let bytes = self.inner.get(path, max_bytes)?;
-        self.log.lock().unwrap().push((path.to_owned(), bytes.len()));
+        self.log
+            .lock()
+            .unwrap()
+            .push((path.to_owned(), bytes.len()));
         Ok(bytes)
     }
 

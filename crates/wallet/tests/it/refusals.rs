@@ -2,7 +2,9 @@
 
 use cairn_core::HashKind;
 use cairn_note::Signer;
-use cairn_tiles::{CHECKPOINT, PublishOptions, SignedBy, TileSink, TileSource, Unsigned, publish_with};
+use cairn_tiles::{
+    CHECKPOINT, PublishOptions, SignedBy, TileSink, TileSource, Unsigned, publish_with,
+};
 use cairn_wallet::{StateError, Tracker, WalletError, sync};
 
 use crate::{Published, config, imt, leaves};
@@ -37,7 +39,10 @@ fn a_rewind_past_the_window_is_refused_by_type() {
             window: 2
         })
     );
-    assert_eq!(tracker.checkpoint(4), Err(WalletError::BlockOrder { block: 4, last: 4 }));
+    assert_eq!(
+        tracker.checkpoint(4),
+        Err(WalletError::BlockOrder { block: 4, last: 4 })
+    );
     assert_eq!(tracker.to_bytes(), before);
     tracker.rewind(3).unwrap();
     assert_eq!(tracker.head().size, 730);
@@ -60,7 +65,10 @@ fn a_changed_or_short_tile_is_refused_and_nothing_is_adopted() {
     let mut plan = tracker.plan(&object, &Unsigned).unwrap();
     let first = plan.wanted()[0].clone();
     let got = plan.feed(&first.path, &[0; 31]);
-    assert!(matches!(got, Err(WalletError::MalformedTile { got: 31, .. })), "{got:?}");
+    assert!(
+        matches!(got, Err(WalletError::MalformedTile { got: 31, .. })),
+        "{got:?}"
+    );
     assert!(matches!(
         plan.feed("tile/0/999", &[0; 32]),
         Err(WalletError::UnexpectedTile { .. })
@@ -78,12 +86,18 @@ fn a_changed_or_short_tile_is_refused_and_nothing_is_adopted() {
             plan.feed(&tile.path, &bytes).unwrap();
         }
         let got = tracker.finish(plan);
-        assert!(matches!(got, Err(WalletError::Mismatch { .. })), "tile {bad}: {got:?}");
+        assert!(
+            matches!(got, Err(WalletError::Mismatch { .. })),
+            "tile {bad}: {got:?}"
+        );
         assert_eq!(tracker.to_bytes(), before);
     }
     // An unfed tile.
     let plan = tracker.plan(&object, &Unsigned).unwrap();
-    assert!(matches!(tracker.finish(plan), Err(WalletError::MissingTile { .. })));
+    assert!(matches!(
+        tracker.finish(plan),
+        Err(WalletError::MissingTile { .. })
+    ));
     sync(&mut tracker, &published.store, &Unsigned).unwrap();
 }
 
@@ -94,7 +108,10 @@ fn a_fork_a_step_back_and_a_foreign_tree_are_refused() {
     let mut other = Published::new(tracker.config());
     other.grow(&leaves(99, 700));
     let got = sync(&mut tracker, &other.store, &Unsigned);
-    assert!(matches!(got, Err(WalletError::Fork { size: 700, .. })), "{got:?}");
+    assert!(
+        matches!(got, Err(WalletError::Fork { size: 700, .. })),
+        "{got:?}"
+    );
     // A longer fork: its consistency proof from the adopted head fails.
     other.grow(&leaves(98, 10));
     let got = sync(&mut tracker, &other.store, &Unsigned);
@@ -103,12 +120,21 @@ fn a_fork_a_step_back_and_a_foreign_tree_are_refused() {
     let mut short = Published::new(tracker.config());
     short.grow(&leaves(5, 600));
     let got = sync(&mut tracker, &short.store, &Unsigned);
-    assert_eq!(got, Err(WalletError::Behind { got: 600, have: 700 }));
+    assert_eq!(
+        got,
+        Err(WalletError::Behind {
+            got: 600,
+            have: 700
+        })
+    );
     // Another tree.
     let mut foreign = Published::new(imt(2, HashKind::Poseidon, 12));
     foreign.grow(&leaves(5, 700));
     let got = sync(&mut tracker, &foreign.store, &Unsigned);
-    assert!(matches!(got, Err(WalletError::ForeignTree { .. })), "{got:?}");
+    assert!(
+        matches!(got, Err(WalletError::ForeignTree { .. })),
+        "{got:?}"
+    );
     assert_eq!(tracker.head().size, 700);
     drop(published);
 }
@@ -156,10 +182,16 @@ fn a_changed_truncated_or_newer_state_is_refused() {
     for at in 0..bytes.len() {
         let mut bad = bytes.clone();
         bad[at] ^= 0x10;
-        assert!(Tracker::from_bytes(&bad).is_err(), "byte {at} changed and accepted");
+        assert!(
+            Tracker::from_bytes(&bad).is_err(),
+            "byte {at} changed and accepted"
+        );
     }
     for len in 0..bytes.len() {
-        assert!(Tracker::from_bytes(&bytes[..len]).is_err(), "{len} bytes accepted");
+        assert!(
+            Tracker::from_bytes(&bytes[..len]).is_err(),
+            "{len} bytes accepted"
+        );
     }
     let mut newer = bytes.clone();
     newer[8] = 2;
@@ -180,8 +212,12 @@ fn a_changed_truncated_or_newer_state_is_refused() {
     forged[node] ^= 1;
     let sum = crc32c::crc32c(&forged);
     forged.extend_from_slice(&sum.to_be_bytes());
-    assert!(matches!(
-        Tracker::from_bytes(&forged),
-        Err(StateError::Inconsistent { .. })
-    ), "{:?}", Tracker::from_bytes(&forged));
+    assert!(
+        matches!(
+            Tracker::from_bytes(&forged),
+            Err(StateError::Inconsistent { .. })
+        ),
+        "{:?}",
+        Tracker::from_bytes(&forged)
+    );
 }

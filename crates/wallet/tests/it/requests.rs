@@ -46,7 +46,11 @@ fn following_the_tree_reads_only_the_right_edge_and_the_marked_paths() {
         published.grow(&all[size as usize..to as usize]);
         let report = sync(&mut tracker, &published.store, &Unsigned).unwrap();
         let fetched = published.store.take();
-        assert_eq!(fetched.len(), report.tiles + 1, "the checkpoint and the tiles");
+        assert_eq!(
+            fetched.len(),
+            report.tiles + 1,
+            "the checkpoint and the tiles"
+        );
         for (path, _) in &fetched[1..] {
             let (level, index) = tile_of(path);
             // The last tile of its tile-level at the new size, or the one
@@ -66,7 +70,10 @@ fn following_the_tree_reads_only_the_right_edge_and_the_marked_paths() {
         assert!(report.tiles <= 2 * levels + marks.len(), "{fetched:?}");
         for index in marks {
             let got = tracker.witness(index).unwrap();
-            assert_eq!(got, published.tree.at_size(to).unwrap().prove(index).unwrap());
+            assert_eq!(
+                got,
+                published.tree.at_size(to).unwrap().prove(index).unwrap()
+            );
         }
         size = to;
     }
@@ -88,7 +95,11 @@ fn a_new_mark_fetches_its_path_at_the_same_head_only() {
     let report = sync(&mut tracker, &published.store, &Unsigned).unwrap();
     assert!(report.tiles >= 1);
     let fetched = published.store.take();
-    assert!(fetched.iter().all(|(p, _)| p == "checkpoint" || p.starts_with("tile/")));
+    assert!(
+        fetched
+            .iter()
+            .all(|(p, _)| p == "checkpoint" || p.starts_with("tile/"))
+    );
     assert_eq!(
         tracker.witness(1_234).unwrap(),
         published.tree.at_size(5_000).unwrap().prove(1_234).unwrap()

@@ -15,7 +15,12 @@ fn check(tracker: &Tracker, published: &mut Published) {
     assert_eq!(view.head(), head);
     for index in tracker.marked().filter(|&i| i < head.size) {
         let got = tracker.witness(index).unwrap();
-        assert_eq!(got, view.prove(index).unwrap(), "leaf {index} at {}", head.size);
+        assert_eq!(
+            got,
+            view.prove(index).unwrap(),
+            "leaf {index} at {}",
+            head.size
+        );
     }
 }
 
@@ -116,7 +121,10 @@ fn run(config: TreeConfig, ops: &[Op]) {
                         "{got:?}"
                     );
                 } else {
-                    assert!(matches!(got, Err(WalletError::UnknownBlock { .. })), "{got:?}");
+                    assert!(
+                        matches!(got, Err(WalletError::UnknownBlock { .. })),
+                        "{got:?}"
+                    );
                 }
             }
             Op::Save => {
@@ -157,7 +165,12 @@ fn witnesses_equal_the_trees_under_every_hash_and_kind() {
         HashKind::MiMCSponge,
     ];
     for hash in hashes {
-        for config in [config(2, hash), imt(2, hash, 12), config(5, hash), imt(4, hash, 6)] {
+        for config in [
+            config(2, hash),
+            imt(2, hash, 12),
+            config(5, hash),
+            imt(4, hash, 6),
+        ] {
             let ops = [
                 Op::Grow(300),
                 Op::Mark(0),
