@@ -34,7 +34,7 @@ fn following_the_tree_reads_only_the_right_edge_and_the_marked_paths() {
     let cold = published.store.take();
     assert_eq!(cold[0].0, "checkpoint");
     // Cold: at most one tile per tile-level per mark, plus the right edge.
-    let levels = 50_000u64.ilog(w as u64) as usize + 1;
+    let levels = 50_000u64.ilog(w) as usize + 1;
     assert!(
         cold.len() - 1 <= (marks.len() + 1) * levels,
         "{} tiles cold: {cold:?}",

@@ -57,10 +57,8 @@ fn run(config: TreeConfig, ops: &[Op]) {
         match *op {
             Op::Grow(count) => {
                 let to = (size + count).min(all.len() as u64);
-                if let Some(cap) = config.capacity() {
-                    if to > cap {
-                        continue;
-                    }
+                if config.capacity().is_some_and(|cap| to > cap) {
+                    continue;
                 }
                 if to > size {
                     published.grow(&all[size as usize..to as usize]);
