@@ -70,6 +70,9 @@ pub struct MirrorCmd {
     /// Leaves fetched, verified and adopted at once.
     #[arg(long, value_name = "LEAVES", default_value_t = DEFAULT_CHUNK_LEAVES)]
     chunk: u64,
+    /// Bundles (2 MiB each) fetched at once, ahead of their verification (at most 16).
+    #[arg(long, value_name = "N", default_value_t = cairn_tiles::DEFAULT_IN_FLIGHT)]
+    in_flight: usize,
     /// When creating DIR: keep no nullifier set (for trees that repeat values).
     #[arg(long)]
     no_unique: bool,
@@ -210,7 +213,14 @@ impl MirrorCmd {
                     ),
                 ));
             }
-            (None, None) => open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
+            (None, None) => open_upstream(
+                &self.from,
+                &cairn_tiles::RemoteOptions {
+                    bulk_in_flight: self.in_flight.clamp(1, 16),
+                    ..self.remote.options()
+                },
+                trusted.as_ref(),
+            )
                 .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?,
         };
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
