@@ -385,6 +385,13 @@ impl Upstream for Watched<'_> {
         self.upstream.fetch_ahead(head, from, to, chunk);
     }
 
+    fn check_head(
+        &mut self,
+        head: &crate::Checkpoint,
+    ) -> Result<Result<(), MirrorError>, MirrorError> {
+        self.upstream.check_head(head)
+    }
+
     fn leaves_object(&self, from: u64, to: u64) -> Option<String> {
         self.upstream.leaves_object(from, to)
     }

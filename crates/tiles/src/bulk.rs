@@ -58,10 +58,13 @@ pub(crate) fn fetch_chunks(
     let layout = head.layout();
     let per_bundle = layout.bundle_leaves();
     let full_bundles = head.head.size / per_bundle;
-    // The bundle holding a chunk, if the chunk lies in one full bundle.
+    // The bundle holding a chunk, if the chunk lies in one full bundle and
+    // is at least an eighth of it (for fewer leaves, the bundle's 2 MiB
+    // cost more than the tiles' round trips save).
     let bundle_of = |&(from, to): &(u64, u64)| {
         let k = from / per_bundle;
-        (k < full_bundles && (to - 1) / per_bundle == k).then_some(k)
+        (k < full_bundles && (to - 1) / per_bundle == k && (to - from) * 8 >= per_bundle)
+            .then_some(k)
     };
     for batch in chunks.chunks(in_flight.max(1)) {
         let wanted: Vec<(usize, u64)> = batch

@@ -121,6 +121,13 @@ pub trait Upstream {
     /// chunks ending on multiples of `chunk` (and at `to`), so that
     /// upstream may fetch them ahead, concurrently with their verification.
     fn fetch_ahead(&mut self, _head: &Checkpoint, _from: u64, _to: u64, _chunk: u64) {}
+    /// Whether upstream's own objects agree with `head` (a tile store: the
+    /// root its tiles hash to is the checkpoint's), or what disagrees:
+    /// asked once a chunk failed, so that a checkpoint over another
+    /// history's tiles is named rather than the first leaf tile.
+    fn check_head(&mut self, _head: &Checkpoint) -> Result<Result<(), MirrorError>, MirrorError> {
+        Ok(Ok(()))
+    }
     /// The object the leaves `[from, to)` last returned came from, when it
     /// was one object (a bundle): a refusal of them names it.
     fn leaves_object(&self, _from: u64, _to: u64) -> Option<String> {
@@ -198,6 +205,7 @@ pub fn catch_up(
     if old.size > 0
         && let Err(why) = upstream.prove_prefix(&new, &old)?
     {
+        upstream.check_head(&new)??;
         return Err(refused(format!(
             "FORK: its head ({} leaves, root {}) does not extend the adopted head ({} leaves, root {}): {why}",
             new.head.size,
@@ -206,7 +214,11 @@ pub fn catch_up(
             show(&old)
         )));
     }
-    let chunk_leaves = upstream.chunk_hint(&new).unwrap_or(chunk_leaves).max(1);
+    // Chunks of at most `chunk_leaves`, lined up with upstream's bundles.
+    let chunk_leaves = upstream
+        .chunk_hint(&new)
+        .map_or(chunk_leaves, |hint| hint.min(chunk_leaves))
+        .max(1);
     let mut at = old.size;
     let mut count = 0;
     upstream.fetch_ahead(&new, at, new.head.size, chunk_leaves);
@@ -331,6 +343,7 @@ fn verify_chunk(
     let Err(why) = check(upstream, leaves.len())? else {
         return Ok(());
     };
+    upstream.check_head(new)??;
     // The shortest failing prefix ending on a leaf tile's edge: prefixes
     // of good leaves pass, and once a bad leaf is in, every longer prefix
     // fails. (Tile edges, because a proof from inside a tile reads that
@@ -512,6 +525,28 @@ impl Upstream for TilesUpstream {
             bulk::plan(from, to, chunk),
             self.in_flight,
         ));
+    }
+
+    fn check_head(&mut self, head: &Checkpoint) -> Result<Result<(), MirrorError>, MirrorError> {
+        let mut tree = TileTree::new(head.tree, head.head, &*self.source);
+        let root = tree.tiles_root().map_err(tile_refusal)?;
+        if root == head.head.root {
+            return Ok(Ok(()));
+        }
+        Ok(Err(MirrorError::Refused {
+            object: self.describe(),
+            reason: format!(
+                "it names {} leaves with root {}, but its tiles hash to root {} at that size (tiles read: {}): the checkpoint is not of the tree its tiles hold",
+                head.head.size,
+                show(&head.head),
+                show_root(root.as_ref()),
+                tree.fetched()
+                    .iter()
+                    .map(|(path, _)| path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }))
     }
 
     fn leaves_object(&self, from: u64, to: u64) -> Option<String> {

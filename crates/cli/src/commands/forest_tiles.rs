@@ -474,6 +474,13 @@ impl Upstream for ForestTreeUpstream {
         self.tiles.fetch_ahead(head, from, to, chunk);
     }
 
+    fn check_head(
+        &mut self,
+        head: &Checkpoint,
+    ) -> Result<Result<(), MirrorError>, MirrorError> {
+        self.tiles.check_head(head)
+    }
+
     fn leaves_object(&self, from: u64, to: u64) -> Option<String> {
         self.tiles.leaves_object(from, to)
     }

@@ -10,6 +10,7 @@ use cairn_server::{DbTarget, open_upstream};
 use cairn_tiles::{DEFAULT_CHUNK_LEAVES, MirrorError, Upstream, catch_up};
 
 use crate::commands::forest_tiles;
+use crate::commands::ingest::CHECKPOINT_AFTER;
 use crate::commands::publish::RemoteArgs;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
@@ -150,6 +151,19 @@ pub(crate) fn create_for(
     db.close().map_err(database::db_failure)
 }
 
+/// Checkpoints the mirror as an ingest checkpoints its primary: once
+/// [`CHECKPOINT_AFTER`] leaves were adopted since the last checkpoint, and
+/// at the end of a run (`last`) whatever was adopted, so that the next
+/// open of the mirror reads its upper levels instead of rehashing its log.
+fn checkpoint_adopted(db: &Database, last: bool) -> Result<(), Failure> {
+    let stats = db.stats();
+    let behind = stats.store.size - stats.store.checkpoint_size;
+    if behind >= CHECKPOINT_AFTER || (last && behind > 0) {
+        db.checkpoint().map_err(database::db_failure)?;
+    }
+    Ok(())
+}
+
 impl MirrorCmd {
     /// A store of several trees into a database of several trees.
     fn run_forest(
@@ -239,6 +253,9 @@ impl MirrorCmd {
             match catch_up(&mut *upstream, &mut target, self.chunk) {
                 Ok(done) => {
                     adopted += done.adopted;
+                    if let Err(error) = checkpoint_adopted(&db, !self.follow) {
+                        break Err(error);
+                    }
                     if !self.follow {
                         break Ok(done.head);
                     }
