@@ -15,10 +15,11 @@ use crate::checkpoint::Checkpoint;
 use crate::mirror::MirrorError;
 use crate::store::TileSource;
 
-/// Bundles (2 MiB each) asked for at once by default. Measured against
-/// s3s-fs on 127.0.0.1 (docs/performance.md, "Bootstrap from bundles"):
-/// 4 in flight reach the rate of 8 and 16 within the noise, with a quarter
-/// of the memory.
+/// Bundles (2 MiB each) asked for at once by default: with as many more
+/// waiting for the verifier, at most 16 MiB of leaves are held ahead of
+/// it, and a bundle's download (tens of milliseconds on a local network)
+/// overlaps the verification and append of the ones before it.
+/// `scripts/mirror_bench.sh` compares other values (`IN_FLIGHT`).
 pub const DEFAULT_IN_FLIGHT: usize = 4;
 
 /// Leaves `[from, to)` of one chunk, and the bundle they were cut from

@@ -25,13 +25,17 @@ of a cairn server (its GET /v1/root, /v1/leaves and /v1/consistency). An http(s)
 store if it serves `checkpoint`, else a server.
 
 A DIR without a database is created with the upstream's arity, hash and kind (--no-unique for a tree \
-that repeats values). Leaves are fetched in chunks (--chunk); for each, the mirror hashes the root \
+that repeats values). Leaves are fetched in chunks (--chunk, at most a bundle: 65,536 leaves for \
+N = 2, 4, 16): from a tile store, one bundle object per chunk where the store has them (else its \
+leaf tiles), --in-flight of them at once, ahead of the verification; for each, the mirror hashes the root \
 its own tree would have with them and adopts them only if upstream proves that root is a prefix \
 of its head (a consistency proof; the head's root itself for the last chunk). A head that does \
 not extend what the mirror adopted before (a fork, a rewritten history, a size going backwards) \
 and a leaf tile that is wrong, short or oversized are refused loudly, naming the object, and \
 nothing of them is adopted (exit 1). An upstream that cannot be reached after the retries exits 4; \
-run again to resume from the adopted size.
+run again to resume from the adopted size. Each verified chunk is durable once adopted, so a mirror \
+killed at any moment resumes from the last one; a run ends with a checkpoint of the database, so \
+opening the mirror afterwards does not rehash its log.
 
 Signed checkpoints: with --verify-key FILE (a file of verifier keys, one per line, as `cairn \
 keygen` prints them; repeatable) the store's checkpoint must be a signed checkpoint (`cairn \
