@@ -128,10 +128,14 @@ pub fn open_upstream(
             Err(e) if e.missing => return server_upstream(url),
             Err(e) => return Err(e.to_string()),
         }
-        return Ok(Box::new(TilesUpstream::new(source, signature())));
+        return Ok(Box::new(
+            TilesUpstream::new(source, signature()).with_in_flight(remote.bulk_in_flight),
+        ));
     }
     let source = cairn_tiles::open_source(&location, remote).map_err(|e| e.to_string())?;
-    Ok(Box::new(TilesUpstream::new(source, signature())))
+    Ok(Box::new(
+        TilesUpstream::new(source, signature()).with_in_flight(remote.bulk_in_flight),
+    ))
 }
 
 /// The running companions.

@@ -376,6 +376,25 @@ impl Upstream for Watched<'_> {
     ) -> Result<Result<(), crate::mirror::NotAPrefix>, MirrorError> {
         self.upstream.prove_prefix(new, old)
     }
+
+    fn chunk_hint(&self, head: &crate::Checkpoint) -> Option<u64> {
+        self.upstream.chunk_hint(head)
+    }
+
+    fn fetch_ahead(&mut self, head: &crate::Checkpoint, from: u64, to: u64, chunk: u64) {
+        self.upstream.fetch_ahead(head, from, to, chunk);
+    }
+
+    fn check_head(
+        &mut self,
+        head: &crate::Checkpoint,
+    ) -> Result<Result<(), MirrorError>, MirrorError> {
+        self.upstream.check_head(head)
+    }
+
+    fn leaves_object(&self, from: u64, to: u64) -> Option<String> {
+        self.upstream.leaves_object(from, to)
+    }
 }
 
 fn unix_ms_now() -> u64 {

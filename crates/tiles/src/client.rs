@@ -276,6 +276,17 @@ impl<'s> TileTree<'s> {
         }
     }
 
+    /// The root the tiles hash to at the head's size, computed from them
+    /// alone (the head's own root is not consulted): a reader compares the
+    /// two to tell a checkpoint that disagrees with its tiles.
+    pub fn tiles_root(&mut self) -> Result<Option<Hash>, TileError> {
+        let size = self.head.size;
+        if size == 0 {
+            return Ok(self.rule.empty_root());
+        }
+        self.node(self.rule.depth(size), 0).map(Some)
+    }
+
     /// Node `index` of tree `level` at the trusted head: from a tile if it
     /// is a final node of a tile-level, else computed from its children.
     pub fn node(&mut self, level: u32, index: u64) -> Result<Hash, TileError> {

@@ -13,6 +13,9 @@ use cairn_core::{Arity, HashKind};
 /// Most nodes a tile holds, for every arity.
 pub const MAX_TILE_NODES: u64 = 256;
 
+/// Most leaves a bundle holds (2 MiB of leaves), for every arity.
+pub const MAX_BUNDLE_LEAVES: u64 = 1 << 16;
+
 /// The tile geometry of a tree of one arity and hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -120,6 +123,38 @@ impl Layout {
         out
     }
 
+    /// Leaves in a bundle: the largest power of `N` at most
+    /// [`MAX_BUNDLE_LEAVES`] (65,536 for N = 2, 4, 16; 59,049 for N = 3),
+    /// a multiple of the tile width.
+    pub fn bundle_leaves(&self) -> u64 {
+        let n = self.arity.as_u64();
+        let mut leaves = n;
+        while leaves * n <= MAX_BUNDLE_LEAVES {
+            leaves *= n;
+        }
+        leaves
+    }
+
+    /// Tree level of the node a bundle's leaves hash to: `log_N` of
+    /// [`Layout::bundle_leaves`].
+    pub fn bundle_level(&self) -> u32 {
+        self.bundle_leaves().ilog(self.arity.as_u64())
+    }
+
+    /// The full bundles of the tree of `size` leaves that the tree of
+    /// `from` leaves did not have: indexes `k` with
+    /// `from < (k + 1) B <= size`.
+    pub fn bundles_since(&self, from: u64, size: u64) -> std::ops::Range<u64> {
+        let leaves = self.bundle_leaves();
+        (from / leaves).min(size / leaves)..size / leaves
+    }
+
+    /// The object path of bundle `index` (leaves `[index B, (index + 1) B)`):
+    /// `bundle/{index}`, the index in groups of three digits as a tile's.
+    pub fn bundle_path(&self, index: u64) -> String {
+        format!("bundle/{}", index_path(index))
+    }
+
     /// The object path of `tile`: `tile/{level}/{index}` for a full tile,
     /// `tile/{level}/{index}.p/{width}` for a partial one; the index is
     /// written in groups of three digits, all but the last prefixed by `x`
@@ -179,6 +214,30 @@ mod tests {
         for (n, h, w) in expect {
             assert_eq!((layout(n).height(), layout(n).width()), (h, w), "arity {n}");
         }
+    }
+
+    #[test]
+    fn bundles_are_the_largest_power_of_n_within_65536_leaves() {
+        let expect = [
+            (2, 65_536, 16),
+            (3, 59_049, 10),
+            (4, 65_536, 8),
+            (5, 15_625, 6),
+            (7, 16_807, 5),
+            (16, 65_536, 4),
+        ];
+        for (n, leaves, level) in expect {
+            let l = layout(n);
+            assert_eq!((l.bundle_leaves(), l.bundle_level()), (leaves, level), "arity {n}");
+            assert_eq!(l.bundle_leaves() % l.width(), 0, "arity {n}");
+        }
+        let l = layout(2);
+        assert_eq!(l.bundles_since(0, 65_535), 0..0);
+        assert_eq!(l.bundles_since(0, 65_536), 0..1);
+        assert_eq!(l.bundles_since(65_535, 3 * 65_536 + 1), 0..3);
+        assert_eq!(l.bundles_since(65_536, 3 * 65_536), 1..3);
+        assert_eq!(l.bundles_since(200_000, 200_001), 3..3);
+        assert_eq!(l.bundle_path(1_234_067), "bundle/x001/x234/067");
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! `background.rs`.
 
 mod background;
+mod bulk;
 mod checkpoint;
 mod client;
 mod forest;
@@ -31,6 +32,7 @@ mod signed;
 mod store;
 
 pub use background::{Follower, FollowerStatus, PinHeadSend, Publisher, PublisherStatus, Stop};
+pub use bulk::DEFAULT_IN_FLIGHT;
 pub use checkpoint::{Checkpoint, CheckpointError, MAGIC, MAGIC_KINDS, signers};
 pub use client::{
     DEFAULT_CACHED_TILES, TileError, TileTree, read_checkpoint, read_checkpoint_checked,
@@ -41,7 +43,7 @@ pub use forest::{
     WriteForestError, check_tree_name, entries_path, is_forest_checkpoint, read_forest,
     tree_prefix, verify_entry, verify_signed, write_forest,
 };
-pub use layout::{Layout, MAX_TILE_NODES, TileId};
+pub use layout::{Layout, MAX_BUNDLE_LEAVES, MAX_TILE_NODES, TileId};
 pub use mirror::{
     CaughtUp, DEFAULT_CHUNK_LEAVES, DEFAULT_POLL, MirrorError, MirrorTarget, NotAPrefix,
     ServerUpstream, TargetError, TilesUpstream, Upstream, catch_up, verify_leaves,

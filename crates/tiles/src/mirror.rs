@@ -19,6 +19,7 @@ use std::time::Duration;
 use cairn_core::hex::to_hex;
 use cairn_core::{ConsistencyProof, Hash, Snapshot, TreeHead, VerifyError};
 
+use crate::bulk::{self, Ahead, DEFAULT_IN_FLIGHT};
 use crate::checkpoint::{Checkpoint, MAGIC, MAGIC_KINDS, describe_tree};
 use crate::client::{TileError, TileTree, read_checkpoint_checked};
 use crate::publish::CHECKPOINT;
@@ -110,6 +111,28 @@ pub trait Upstream {
         new: &Checkpoint,
         old: &TreeHead,
     ) -> Result<Result<(), NotAPrefix>, MirrorError>;
+    /// The chunk this upstream serves best for `head` (its bundle size):
+    /// [`catch_up`] then asks for chunks ending on its multiples. `None`:
+    /// the caller's chunk size.
+    fn chunk_hint(&self, _head: &Checkpoint) -> Option<u64> {
+        None
+    }
+    /// Says that leaves `[from, to)` of `head` will be asked for next, in
+    /// chunks ending on multiples of `chunk` (and at `to`), so that
+    /// upstream may fetch them ahead, concurrently with their verification.
+    fn fetch_ahead(&mut self, _head: &Checkpoint, _from: u64, _to: u64, _chunk: u64) {}
+    /// Whether upstream's own objects agree with `head` (a tile store: the
+    /// root its tiles hash to is the checkpoint's), or what disagrees:
+    /// asked once a chunk failed, so that a checkpoint over another
+    /// history's tiles is named rather than the first leaf tile.
+    fn check_head(&mut self, _head: &Checkpoint) -> Result<Result<(), MirrorError>, MirrorError> {
+        Ok(Ok(()))
+    }
+    /// The object the leaves `[from, to)` last returned came from, when it
+    /// was one object (a bundle): a refusal of them names it.
+    fn leaves_object(&self, _from: u64, _to: u64) -> Option<String> {
+        None
+    }
 }
 
 /// The tree a mirror writes to.
@@ -182,6 +205,7 @@ pub fn catch_up(
     if old.size > 0
         && let Err(why) = upstream.prove_prefix(&new, &old)?
     {
+        upstream.check_head(&new)??;
         return Err(refused(format!(
             "FORK: its head ({} leaves, root {}) does not extend the adopted head ({} leaves, root {}): {why}",
             new.head.size,
@@ -190,9 +214,14 @@ pub fn catch_up(
             show(&old)
         )));
     }
-    let chunk_leaves = chunk_leaves.max(1);
+    // Chunks of at most `chunk_leaves`, lined up with upstream's bundles.
+    let chunk_leaves = upstream
+        .chunk_hint(&new)
+        .map_or(chunk_leaves, |hint| hint.min(chunk_leaves))
+        .max(1);
     let mut at = old.size;
     let mut count = 0;
+    upstream.fetch_ahead(&new, at, new.head.size, chunk_leaves);
     while at < new.head.size {
         let snapshot = target.adopted();
         if snapshot.size() != at {
@@ -204,7 +233,7 @@ pub fn catch_up(
                 .into(),
             ));
         }
-        let end = (at + chunk_leaves).min(new.head.size);
+        let end = chunk_end(at, chunk_leaves, new.head.size);
         let leaves = upstream.leaves(&new, at, end)?;
         if leaves.len() as u64 != end - at {
             return Err(refused(format!(
@@ -212,7 +241,8 @@ pub fn catch_up(
                 leaves.len()
             )));
         }
-        verify_chunk(upstream, &new, &snapshot, &leaves)?;
+        let object = upstream.leaves_object(at, end);
+        verify_chunk(upstream, &new, &snapshot, &leaves, object)?;
         target.adopt(&leaves).map_err(MirrorError::Target)?;
         count += end - at;
         at = end;
@@ -235,6 +265,12 @@ pub fn catch_up(
         head,
         adopted: count,
     })
+}
+
+/// The end of the chunk that starts at `at`: the next multiple of `chunk`
+/// (so that chunks line up with bundles after any start), at most `size`.
+fn chunk_end(at: u64, chunk: u64, size: u64) -> u64 {
+    ((at / chunk + 1) * chunk).min(size)
 }
 
 /// Checks that `leaves`, appended to the tree of `snapshot`, make exactly
@@ -262,7 +298,8 @@ pub fn verify_leaves(
             ),
         });
     }
-    verify_chunk(upstream, new, snapshot, leaves)
+    let object = upstream.leaves_object(snapshot.size(), new.head.size);
+    verify_chunk(upstream, new, snapshot, leaves, object)
 }
 
 fn show(head: &TreeHead) -> String {
@@ -277,6 +314,7 @@ fn verify_chunk(
     new: &Checkpoint,
     snapshot: &Snapshot,
     leaves: &[Hash],
+    object: Option<String>,
 ) -> Result<(), MirrorError> {
     let at = snapshot.size();
     // The adopted tree's frontier and rule: the root after any prefix of
@@ -305,6 +343,7 @@ fn verify_chunk(
     let Err(why) = check(upstream, leaves.len())? else {
         return Ok(());
     };
+    upstream.check_head(new)??;
     // The shortest failing prefix ending on a leaf tile's edge: prefixes
     // of good leaves pass, and once a bad leaf is in, every longer prefix
     // fails. (Tile edges, because a proof from inside a tile reads that
@@ -333,14 +372,21 @@ fn verify_chunk(
             ends[good as usize] as u64
         };
     let end = at + ends[bad as usize] as u64;
-    Err(MirrorError::Refused {
-        object: leaf_object(new, first).map_or_else(
-            || upstream.describe(),
-            |path| format!("{} ({path})", upstream.describe()),
-        ),
-        reason: format!(
-            "leaves {first}..{end}{} do not belong to the head of {} leaves (root {}): {why}",
+    // The leaves came from one object (a bundle): it is the one to name.
+    let (object, within) = match object {
+        Some(object) => (object.clone(), format!(" of {object}")),
+        None => (
+            leaf_object(new, first).map_or_else(
+                || upstream.describe(),
+                |path| format!("{} ({path})", upstream.describe()),
+            ),
             leaf_object(new, first).map_or_else(String::new, |p| format!(" in {p}")),
+        ),
+    };
+    Err(MirrorError::Refused {
+        object,
+        reason: format!(
+            "leaves {first}..{end}{within} do not belong to the head of {} leaves (root {}): {why}",
             new.head.size,
             show(&new.head),
         ),
@@ -353,16 +399,23 @@ fn leaf_object(new: &Checkpoint, index: u64) -> Option<String> {
     Some(layout.path(tile))
 }
 
-/// A published tile store as upstream.
+/// A published tile store as upstream: leaves from its bundles where it
+/// has them (several in flight, fetched ahead of the verification), from
+/// its leaf tiles elsewhere.
 pub struct TilesUpstream {
-    source: Box<dyn TileSource>,
+    source: Arc<dyn TileSource>,
     signature: Box<dyn CheckpointSignature>,
+    in_flight: usize,
+    ahead: Option<Ahead>,
+    /// The bundle the leaves last returned were cut from.
+    last: Option<(u64, u64, String)>,
 }
 
 impl std::fmt::Debug for TilesUpstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TilesUpstream")
             .field("source", &self.source.location())
+            .field("in_flight", &self.in_flight)
             .finish()
     }
 }
@@ -372,7 +425,19 @@ impl TilesUpstream {
     /// `signature`: [`SignedBy`](crate::SignedBy) for a mirror that holds
     /// verifier keys, [`Unsigned`](crate::Unsigned) for one that trusts the transport.
     pub fn new(source: Box<dyn TileSource>, signature: Box<dyn CheckpointSignature>) -> Self {
-        TilesUpstream { source, signature }
+        TilesUpstream {
+            source: Arc::from(source),
+            signature,
+            in_flight: DEFAULT_IN_FLIGHT,
+            ahead: None,
+            last: None,
+        }
+    }
+
+    /// Bundles asked for at once (at least 1; [`DEFAULT_IN_FLIGHT`] by default).
+    pub fn with_in_flight(mut self, in_flight: usize) -> Self {
+        self.in_flight = in_flight.max(1);
+        self
     }
 }
 
@@ -410,49 +475,85 @@ impl Upstream for TilesUpstream {
     }
 
     fn leaves(&mut self, head: &Checkpoint, from: u64, to: u64) -> Result<Vec<Hash>, MirrorError> {
-        let layout = head.layout();
-        let width = layout.width();
-        let mut tiles = Vec::new();
-        let mut index = from / width;
-        while index * width < to {
-            let tile = layout
-                .tile_of(head.head.size, 0, index * width)
-                .ok_or_else(|| MirrorError::Refused {
-                    object: self.describe(),
-                    reason: format!("leaf {} is past its size", index * width),
-                })?;
-            tiles.push(tile);
-            index += 1;
-        }
-        let paths: Vec<String> = tiles.iter().map(|t| layout.path(*t)).collect();
-        let mut out = Vec::with_capacity((to - from) as usize);
-        for (batch_tiles, batch_paths) in tiles.chunks(64).zip(paths.chunks(64)) {
-            let answers = self
-                .source
-                .get_many(batch_paths, crate::MAX_TILE_NODES * 32);
-            for ((tile, path), answer) in batch_tiles.iter().zip(batch_paths).zip(answers) {
-                let bytes = answer?;
-                let want = tile.width as usize * 32;
-                if bytes.len() != want {
-                    return Err(MirrorError::Refused {
-                        object: format!("{}/{path}", self.source.location()),
-                        reason: format!(
-                            "{} bytes, a tile of {} leaves has {want}",
-                            bytes.len(),
-                            tile.width
-                        ),
-                    });
-                }
-                let first = tile.index * width;
-                for (i, leaf) in bytes.chunks_exact(32).enumerate() {
-                    let position = first + i as u64;
-                    if (from..to).contains(&position) {
-                        out.push(leaf.try_into().expect("32 bytes"));
+        self.last = None;
+        if let Some(ahead) = &mut self.ahead {
+            let chunk = (ahead.head == *head)
+                .then(|| ahead.take(from, to))
+                .flatten();
+            match chunk {
+                Some(chunk) => {
+                    if let Some(object) = chunk.bundle {
+                        self.last = Some((from, to, object));
                     }
+                    return chunk.leaves;
                 }
+                // Not what was planned: fetch from here on directly.
+                None => self.ahead = None,
             }
         }
+        let chunks = bulk::plan(from, to, head.layout().bundle_leaves());
+        let mut out = Vec::with_capacity((to - from) as usize);
+        let mut failed = None;
+        let mut bundles = Vec::new();
+        bulk::fetch_chunks(&*self.source, head, &chunks, self.in_flight, |chunk| {
+            match chunk.leaves {
+                Ok(leaves) => out.extend(leaves),
+                Err(error) => failed = Some(error),
+            }
+            bundles.extend(chunk.bundle);
+            true
+        });
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        if let [object] = &bundles[..]
+            && chunks.len() == 1
+        {
+            self.last = Some((from, to, object.clone()));
+        }
         Ok(out)
+    }
+
+    fn chunk_hint(&self, head: &Checkpoint) -> Option<u64> {
+        Some(head.layout().bundle_leaves())
+    }
+
+    fn fetch_ahead(&mut self, head: &Checkpoint, from: u64, to: u64, chunk: u64) {
+        self.ahead = Some(Ahead::start(
+            Arc::clone(&self.source),
+            head,
+            bulk::plan(from, to, chunk),
+            self.in_flight,
+        ));
+    }
+
+    fn check_head(&mut self, head: &Checkpoint) -> Result<Result<(), MirrorError>, MirrorError> {
+        let mut tree = TileTree::new(head.tree, head.head, &*self.source);
+        let root = tree.tiles_root().map_err(tile_refusal)?;
+        if root == head.head.root {
+            return Ok(Ok(()));
+        }
+        Ok(Err(MirrorError::Refused {
+            object: self.describe(),
+            reason: format!(
+                "it names {} leaves with root {}, but its tiles hash to root {} at that size (tiles read: {}): the checkpoint is not of the tree its tiles hold",
+                head.head.size,
+                show(&head.head),
+                show_root(root.as_ref()),
+                tree.fetched()
+                    .iter()
+                    .map(|(path, _)| path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }))
+    }
+
+    fn leaves_object(&self, from: u64, to: u64) -> Option<String> {
+        self.last
+            .as_ref()
+            .filter(|(f, t, _)| (*f, *t) == (from, to))
+            .map(|(_, _, object)| object.clone())
     }
 
     fn prove_prefix(

@@ -214,6 +214,7 @@ pub fn publish_with(
         done.objects += writes.len() as u64;
         done.bytes += writes.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
     }
+    publish_bundles(&view, &layout, from, size, sink, &mut done)?;
     sink.sync()?;
     let checkpoint = Checkpoint {
         tree,
@@ -237,6 +238,52 @@ pub fn publish_with(
     done.objects += 1;
     done.bytes += checkpoint.len() as u64;
     Ok(done)
+}
+
+/// Bundles read and written per round trip to the store (2 MiB each).
+const BATCH_BUNDLES: usize = 8;
+
+/// Writes the full bundles of the tree of `size` leaves that the tree of
+/// `from` leaves did not have, compared first like tiles (a bundle past the
+/// checkpoint may be left by a publication that stopped before it).
+fn publish_bundles(
+    view: &cairn_core::View<'_>,
+    layout: &Layout,
+    from: u64,
+    size: u64,
+    sink: &dyn TileSink,
+    done: &mut Published,
+) -> Result<(), PublishError> {
+    let leaves = layout.bundle_leaves();
+    let bundles: Vec<u64> = layout.bundles_since(from, size).collect();
+    for batch in bundles.chunks(BATCH_BUNDLES) {
+        let paths: Vec<String> = batch.iter().map(|&k| layout.bundle_path(k)).collect();
+        let held = sink.get_many(&paths, leaves * 32);
+        let mut writes = Vec::new();
+        for ((&k, path), held) in batch.iter().zip(paths).zip(held) {
+            let mut bytes = Vec::with_capacity((leaves * 32) as usize);
+            for leaf in k * leaves..(k + 1) * leaves {
+                bytes.extend_from_slice(&view.node(0, leaf));
+            }
+            match held {
+                Ok(old) if old == bytes => done.skipped += 1,
+                Ok(_) => {
+                    done.replaced += 1;
+                    writes.push((path, bytes));
+                }
+                Err(e) if e.missing => writes.push((path, bytes)),
+                Err(e) if e.too_large => {
+                    done.replaced += 1;
+                    writes.push((path, bytes));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        sink.put_many(&writes)?;
+        done.objects += writes.len() as u64;
+        done.bytes += writes.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
+    }
+    Ok(())
 }
 
 /// The checkpoint object's path.

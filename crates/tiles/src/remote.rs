@@ -223,6 +223,10 @@ pub struct RemoteOptions {
     /// S3 credentials (access key id, secret) to use instead of the
     /// environment's (for embedding and tests).
     pub s3_credentials: Option<(String, String)>,
+    /// Bundles a mirror asks for at once (each 2 MiB), fetched ahead of
+    /// their verification ([`crate::DEFAULT_IN_FLIGHT`] by default; a store
+    /// reads at most 16 objects at once).
+    pub bulk_in_flight: usize,
 }
 
 impl Default for RemoteOptions {
@@ -240,6 +244,7 @@ impl Default for RemoteOptions {
             max_backoff: Duration::from_secs(15),
             request_timeout: Duration::from_secs(30),
             s3_credentials: None,
+            bulk_in_flight: crate::DEFAULT_IN_FLIGHT,
         }
     }
 }

@@ -465,6 +465,25 @@ impl Upstream for ForestTreeUpstream {
     ) -> Result<Result<(), NotAPrefix>, MirrorError> {
         self.tiles.prove_prefix(new, old)
     }
+
+    fn chunk_hint(&self, head: &Checkpoint) -> Option<u64> {
+        self.tiles.chunk_hint(head)
+    }
+
+    fn fetch_ahead(&mut self, head: &Checkpoint, from: u64, to: u64, chunk: u64) {
+        self.tiles.fetch_ahead(head, from, to, chunk);
+    }
+
+    fn check_head(
+        &mut self,
+        head: &Checkpoint,
+    ) -> Result<Result<(), MirrorError>, MirrorError> {
+        self.tiles.check_head(head)
+    }
+
+    fn leaves_object(&self, from: u64, to: u64) -> Option<String> {
+        self.tiles.leaves_object(from, to)
+    }
 }
 
 /// What a forest backup copied.

@@ -10,6 +10,7 @@ use cairn_server::{DbTarget, open_upstream};
 use cairn_tiles::{DEFAULT_CHUNK_LEAVES, MirrorError, Upstream, catch_up};
 
 use crate::commands::forest_tiles;
+use crate::commands::ingest::CHECKPOINT_AFTER;
 use crate::commands::publish::RemoteArgs;
 use crate::database::{self, Options};
 use crate::failure::{Code, Failure};
@@ -24,13 +25,17 @@ of a cairn server (its GET /v1/root, /v1/leaves and /v1/consistency). An http(s)
 store if it serves `checkpoint`, else a server.
 
 A DIR without a database is created with the upstream's arity, hash and kind (--no-unique for a tree \
-that repeats values). Leaves are fetched in chunks (--chunk); for each, the mirror hashes the root \
+that repeats values). Leaves are fetched in chunks (--chunk, at most a bundle: 65,536 leaves for \
+N = 2, 4, 16): from a tile store, one bundle object per chunk where the store has them (else its \
+leaf tiles), --in-flight of them at once, ahead of the verification; for each, the mirror hashes the root \
 its own tree would have with them and adopts them only if upstream proves that root is a prefix \
 of its head (a consistency proof; the head's root itself for the last chunk). A head that does \
 not extend what the mirror adopted before (a fork, a rewritten history, a size going backwards) \
 and a leaf tile that is wrong, short or oversized are refused loudly, naming the object, and \
 nothing of them is adopted (exit 1). An upstream that cannot be reached after the retries exits 4; \
-run again to resume from the adopted size.
+run again to resume from the adopted size. Each verified chunk is durable once adopted, so a mirror \
+killed at any moment resumes from the last one; a run ends with a checkpoint of the database, so \
+opening the mirror afterwards does not rehash its log.
 
 Signed checkpoints: with --verify-key FILE (a file of verifier keys, one per line, as `cairn \
 keygen` prints them; repeatable) the store's checkpoint must be a signed checkpoint (`cairn \
@@ -70,6 +75,9 @@ pub struct MirrorCmd {
     /// Leaves fetched, verified and adopted at once.
     #[arg(long, value_name = "LEAVES", default_value_t = DEFAULT_CHUNK_LEAVES)]
     chunk: u64,
+    /// Bundles (2 MiB each) fetched at once, ahead of their verification (at most 16).
+    #[arg(long, value_name = "N", default_value_t = cairn_tiles::DEFAULT_IN_FLIGHT)]
+    in_flight: usize,
     /// When creating DIR: keep no nullifier set (for trees that repeat values).
     #[arg(long)]
     no_unique: bool,
@@ -147,6 +155,19 @@ pub(crate) fn create_for(
     db.close().map_err(database::db_failure)
 }
 
+/// Checkpoints the mirror as an ingest checkpoints its primary: once
+/// [`CHECKPOINT_AFTER`] leaves were adopted since the last checkpoint, and
+/// at the end of a run (`last`) whatever was adopted, so that the next
+/// open of the mirror reads its upper levels instead of rehashing its log.
+fn checkpoint_adopted(db: &Database, last: bool) -> Result<(), Failure> {
+    let stats = db.stats();
+    let behind = stats.store.size - stats.store.checkpoint_size;
+    if behind >= CHECKPOINT_AFTER || (last && behind > 0) {
+        db.checkpoint().map_err(database::db_failure)?;
+    }
+    Ok(())
+}
+
 impl MirrorCmd {
     /// A store of several trees into a database of several trees.
     fn run_forest(
@@ -210,7 +231,14 @@ impl MirrorCmd {
                     ),
                 ));
             }
-            (None, None) => open_upstream(&self.from, &self.remote.options(), trusted.as_ref())
+            (None, None) => open_upstream(
+                &self.from,
+                &cairn_tiles::RemoteOptions {
+                    bulk_in_flight: self.in_flight.clamp(1, 16),
+                    ..self.remote.options()
+                },
+                trusted.as_ref(),
+            )
                 .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?,
         };
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
@@ -229,6 +257,9 @@ impl MirrorCmd {
             match catch_up(&mut *upstream, &mut target, self.chunk) {
                 Ok(done) => {
                     adopted += done.adopted;
+                    if let Err(error) = checkpoint_adopted(&db, !self.follow) {
+                        break Err(error);
+                    }
                     if !self.follow {
                         break Ok(done.head);
                     }

@@ -80,3 +80,61 @@ fn proofs_from_published_tiles_verify_and_damage_is_refused() {
     cairn(&["publish", &db, "--to", "gs://bucket/prefix"]).error(2, &["gs:// is not supported"]);
     cairn(&["publish", &db, "--to", "https://example.org/x"]).error(2, &["read-only"]);
 }
+
+/// A mirror reading bundles, killed (SIGKILL) at points spread over its
+/// run, holds a verified prefix of the published tree (or nothing), and a
+/// second run adopts exactly the rest.
+#[test]
+fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
+    let dir = Dir::new();
+    let db = dir.path("db");
+    let public = dir.path("public");
+    init(&db, 2, HashKind::Blake3, &[]);
+    let l = leaves(4 * 65_536 + 300);
+    ingest(&db, &l, &[]).success();
+    cairn(&["publish", &db, "--to", &public]).success();
+    assert!(std::path::Path::new(&format!("{public}/bundle/003")).exists());
+    // Delays spread over a run, shifted by the clock so that runs differ.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    for (i, base) in [20u64, 150, 400, 900].into_iter().enumerate() {
+        let delay_ms = base + (nanos >> (i * 5)) % 100;
+        let replica = dir.path(&format!("replica-{i}"));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["mirror", "--from", &public, &replica, "--in-flight", "2"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+        let mut held = 0;
+        if cairn_db::is_database(std::path::Path::new(&replica)) {
+            let json = cairn(&["root", &replica, "--json"]).json();
+            held = json["size"].as_u64().unwrap();
+            if held > 0 {
+                assert_eq!(
+                    json["root"],
+                    root_hex(2, HashKind::Blake3, &l[..held as usize]).as_str(),
+                    "killed after {delay_ms} ms at {held} leaves"
+                );
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(&replica);
+        }
+        let json = cairn(&["mirror", "--from", &public, &replica, "--json"]).json();
+        assert_eq!(
+            json["adopted"].as_u64(),
+            Some(l.len() as u64 - held),
+            "killed after {delay_ms} ms at {held} leaves"
+        );
+        assert_eq!(
+            json["root"],
+            root_hex(2, HashKind::Blake3, &l).as_str(),
+            "killed after {delay_ms} ms"
+        );
+    }
+}

@@ -29,6 +29,7 @@ fn options(server: &S3Server) -> RemoteOptions {
         first_backoff: Duration::from_millis(20),
         max_backoff: Duration::from_millis(500),
         request_timeout: Duration::from_secs(5),
+        bulk_in_flight: cairn_tiles::DEFAULT_IN_FLIGHT,
     }
 }
 

@@ -1,0 +1,174 @@
+//! Bundles: the publisher writes one per full stretch of 65,536 leaves,
+//! a mirror reads them instead of the leaf tiles, falls back to the tiles
+//! where a store has none, and refuses a wrong bundle or a checkpoint that
+//! disagrees with its tiles by name, adopting nothing of them.
+
+use std::sync::{Arc, Mutex};
+
+use cairn_core::LeanImt;
+use cairn_tiles::{
+    DEFAULT_CHUNK_LEAVES, DirStore, MirrorError, ObjectError, TileSource, TilesUpstream, Unsigned,
+    catch_up, publish,
+};
+
+use crate::mirror::{Memory, config, leaves};
+
+/// Bundles of N = 2 hold 65,536 leaves: three full ones and a right edge.
+const SIZE: u64 = 3 * 65_536 + 1_000;
+
+/// A directory store that records every path read.
+struct Counted {
+    dir: DirStore,
+    read: Arc<Mutex<Vec<String>>>,
+}
+
+impl TileSource for Counted {
+    fn get(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, ObjectError> {
+        self.read.lock().unwrap().push(path.to_owned());
+        self.dir.get(path, max_bytes)
+    }
+    fn location(&self) -> String {
+        self.dir.location()
+    }
+}
+
+fn counted(dir: &std::path::Path) -> (TilesUpstream, Arc<Mutex<Vec<String>>>) {
+    let read = Arc::new(Mutex::new(Vec::new()));
+    let source = Counted {
+        dir: DirStore::new(dir),
+        read: Arc::clone(&read),
+    };
+    (
+        TilesUpstream::new(Box::new(source), Box::new(Unsigned)).with_in_flight(2),
+        read,
+    )
+}
+
+fn published(all: &[cairn_core::Hash]) -> (LeanImt, tempfile::TempDir) {
+    let mut source = LeanImt::from_leaves(config(2), all).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    publish(&source.snapshot(), &DirStore::new(dir.path())).unwrap();
+    (source, dir)
+}
+
+#[test]
+fn a_mirror_reads_bundles_where_the_store_has_them_and_tiles_elsewhere() {
+    let all = leaves(7, SIZE);
+    let (mut source, dir) = published(&all);
+    for k in ["000", "001", "002"] {
+        let bytes = std::fs::read(dir.path().join("bundle").join(k)).unwrap();
+        assert_eq!(bytes.len(), 65_536 * 32, "bundle {k}");
+        let first = k.parse::<usize>().unwrap() * 65_536;
+        assert_eq!(&bytes[..32], &all[first][..], "bundle {k} starts at leaf {first}");
+    }
+    assert!(!dir.path().join("bundle/003").exists(), "no partial bundle");
+
+    let (mut upstream, read) = counted(dir.path());
+    let mut mirror = Memory::new(config(2));
+    let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
+    assert_eq!((done.head, done.adopted), (source.head(), SIZE));
+    assert!(mirror.tree.leaves().eq(all.iter()));
+    let read = read.lock().unwrap().clone();
+    let bundles = read.iter().filter(|p| p.starts_with("bundle/")).count();
+    let leaf_tiles = read.iter().filter(|p| p.starts_with("tile/0/")).count();
+    assert_eq!(bundles, 3, "{read:?}");
+    // The right edge (4 tiles) and the few a proof reads, not 772.
+    assert!(leaf_tiles < 20, "{leaf_tiles} leaf tiles read: {read:?}");
+
+    // A store published before bundles: the same tree from the tiles.
+    std::fs::remove_dir_all(dir.path().join("bundle")).unwrap();
+    let (mut upstream, read) = counted(dir.path());
+    let mut mirror = Memory::new(config(2));
+    let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
+    assert_eq!((done.head, done.adopted), (source.head(), SIZE));
+    assert!(mirror.tree.leaves().eq(all.iter()));
+    let leaf_tiles = read
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| p.starts_with("tile/0/"))
+        .count();
+    assert!(leaf_tiles >= 772, "{leaf_tiles}");
+}
+
+#[test]
+fn a_wrong_or_short_bundle_is_refused_by_name_after_the_bundles_before_it() {
+    let all = leaves(8, SIZE);
+    let (mut source, dir) = published(&all);
+    let bundle = dir.path().join("bundle/001");
+    let good = std::fs::read(&bundle).unwrap();
+    for (what, bytes) in [
+        ("a changed leaf", {
+            let mut b = good.clone();
+            b[300 * 32 + 5] ^= 1;
+            b
+        }),
+        ("a short bundle", good[..good.len() - 32].to_vec()),
+        ("an oversized bundle", [good.clone(), vec![0; 32]].concat()),
+    ] {
+        std::fs::write(&bundle, &bytes).unwrap();
+        let mut mirror = Memory::new(config(2));
+        let (mut upstream, _) = counted(dir.path());
+        let err = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap_err();
+        let MirrorError::Refused { object, reason } = &err else {
+            panic!("{what}: {err}");
+        };
+        assert!(object.ends_with("bundle/001"), "{what}: {err}");
+        assert!(!reason.is_empty(), "{what}");
+        // The first bundle was verified and adopted; nothing of the bad one.
+        assert_eq!(mirror.snapshot.size(), 65_536, "{what}: {err}");
+        // Run again, the store repaired: it resumes from there.
+        std::fs::write(&bundle, &good).unwrap();
+        let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
+        assert_eq!((done.head, done.adopted), (source.head(), SIZE - 65_536));
+        assert!(mirror.tree.leaves().eq(all.iter()), "{what}");
+    }
+    // The changed leaf is named by its index.
+    let mut b = good.clone();
+    b[300 * 32] ^= 1;
+    std::fs::write(&bundle, &b).unwrap();
+    let err = catch_up(
+        &mut counted(dir.path()).0,
+        &mut Memory::new(config(2)),
+        DEFAULT_CHUNK_LEAVES,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("leaves 65792..66048"), "{err}");
+}
+
+#[test]
+fn a_checkpoint_over_another_historys_tiles_is_named_not_the_first_tile() {
+    let n = 3_000;
+    let (_, dir) = published(&leaves(1, n));
+    let (_, other) = published(&leaves(2, n));
+    std::fs::copy(
+        other.path().join("checkpoint"),
+        dir.path().join("checkpoint"),
+    )
+    .unwrap();
+    let mut mirror = Memory::new(config(2));
+    let err = catch_up(&mut counted(dir.path()).0, &mut mirror, 1_000).unwrap_err();
+    let MirrorError::Refused { object, reason } = &err else {
+        panic!("{err}");
+    };
+    assert!(object.ends_with("/checkpoint"), "{err}");
+    assert!(reason.contains("its tiles hash to root"), "{err}");
+    assert_eq!(mirror.snapshot.size(), 0, "nothing adopted");
+
+    // A mirror that adopted part of the true tree is told the same.
+    let (_, dir) = published(&leaves(1, n));
+    let mut mirror = Memory::new(config(2));
+    let (_, part) = published(&leaves(1, 1_000));
+    catch_up(&mut counted(part.path()).0, &mut mirror, 1_000).unwrap();
+    std::fs::copy(
+        other.path().join("checkpoint"),
+        dir.path().join("checkpoint"),
+    )
+    .unwrap();
+    let err = catch_up(&mut counted(dir.path()).0, &mut mirror, 1_000).unwrap_err();
+    assert!(
+        err.to_string().contains("its tiles hash to root"),
+        "{err}"
+    );
+    assert_eq!(mirror.snapshot.size(), 1_000, "nothing more adopted");
+}
