@@ -4,7 +4,7 @@
 // and depths given:
 //   node scripts/append-figures.mjs "16,64,256" "20,32"
 // With a third argument "prove" it also times a Groth16 proof of each
-// (powers of tau made locally, kept in build/ptau), which needs the
+// (powers of tau made locally, kept in target/ptau), which needs the
 // witness wasm and a cairn binary (CAIRN_BIN or target/release/cairn).
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -29,10 +29,11 @@ for (const k of ks) {
   const commitment = commitments.get(k);
   for (const depth of depths) {
     const c = compile(`count_append_${k}_${depth}`, append(k, depth), { wasm: proving });
+    // Proving compiles it again fully simplified (--O2), as the tests' Groth16 runs do.
+    const proved = proving ? compile(`prove_append_${k}_${depth}`, append(k, depth), { simplify: true }) : null;
     let timing = "";
     if (proving) {
-      const power = Math.max(10, Math.ceil(Math.log2(c.nonLinear + c.linear + 4 + 1)));
-      const keys = setup(c, power);
+      const keys = setup(proved);
       const dir = mkdtempSync(join(tmpdir(), "cairn-append-"));
       try {
         const rng = random(k * 100 + depth);
@@ -42,7 +43,7 @@ for (const k of ks) {
         cairn("init", join(dir, "db"), "--arity", "2", "--hash", "poseidon");
         cairn("ingest", join(dir, "db"), join(dir, "leaves.dec"), "--format", "dec");
         const input = JSON.parse(cairn("prove", join(dir, "db"), "--append-witness", `${size}..${size + k}`, "--circuit-depth", String(depth)));
-        const { seconds } = await prove(c, keys, input);
+        const { seconds } = await prove(proved, keys, input);
         timing = ` ${keys.seconds.toFixed(0)} | ${seconds.toFixed(1)} |`;
       } finally {
         rmSync(dir, { recursive: true, force: true });

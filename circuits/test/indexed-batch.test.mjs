@@ -1,0 +1,152 @@
+// The indexed batch-insert circuit against cairn: IndexedInsertBatch(4, 4)
+// takes the witness of a batch assembled from cairn's own outputs for an
+// indexed Poseidon database (before each value, `cairn prove --absent
+// --proof-format circom` gives the low leaf and its path; after it, the
+// new leaf's membership proof gives the frontier; the commitment is the
+// one `cairn prove --append-witness` prints for the same values as
+// leaves), and its new root is cairn's root after the batch. Batches
+// cover random values, two new values sharing one low leaf, a value above
+// every stored one (end marker), values near p - 1. A stored value, a
+// value repeated in the batch, a changed low leaf, path, frontier, size or
+// root have no witness.
+//
+// The circuit compiles for about a minute, so the test runs with
+// CAIRN_INDEXED_BATCH=1 or CAIRN_CIRCUIT_DEPTHS=full, not in the default run.
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { compile } from "../scripts/circom.mjs";
+import { P, accepts, binary, endCurve, full, load, random, refuses, run, seed, withTree } from "../scripts/harness.mjs";
+
+after(endCurve);
+
+const enabled = full || process.env.CAIRN_INDEXED_BATCH === "1";
+const K = 4;
+const DEPTH = 4;
+const hex = (value) => "0x" + value.toString(16).padStart(64, "0");
+const bump = (value) => String((BigInt(value) + 1n) % P);
+
+/** An indexed Poseidon database in `dir` holding `values`, with what a batch witness needs. */
+function indexedDatabase(dir, name, values) {
+  const db = join(dir, name);
+  run("init", db, "--kind", "indexed", "--arity", "2", "--hash", "poseidon");
+  let files = 0;
+  const ingest = (batch) => {
+    const file = join(dir, `${name}-${files++}.dec`);
+    writeFileSync(file, batch.map(String).join("\n") + "\n");
+    run("ingest", db, file, "--format", "dec");
+  };
+  if (values.length > 0) ingest(values);
+  const head = () => JSON.parse(run("root", db, "--json"));
+  return { db, ingest, head };
+}
+
+/** cairn's batch commitment of `values` (the Poseidon(5) chain of --append-witness over them as leaves). */
+function commitmentOf(dir, values) {
+  const db = join(dir, `commit-${values.join("-").slice(0, 40)}-${Math.random().toString(36).slice(2)}`);
+  run("init", db, "--arity", "2", "--hash", "poseidon", "--no-unique");
+  writeFileSync(`${db}.dec`, values.map(String).join("\n") + "\n");
+  run("ingest", db, `${db}.dec`, "--format", "dec");
+  return JSON.parse(run("prove", db, "--append-witness", `0..${values.length}`, "--circuit-depth", String(DEPTH))).commitment;
+}
+
+/**
+ * Inserts `values` one at a time into the database, recording each step's
+ * low leaf (before) and frontier (after: the siblings of the new leaf at
+ * index n in the tree of n + 1 leaves are the frontier of n leaves, one at
+ * each set bit of n), and returns the circuit input and cairn's new root.
+ */
+function insertBatch(dir, tree, values) {
+  const before = tree.head();
+  const input = {
+    oldRoot: BigInt(before.root).toString(),
+    newRoot: null,
+    size: String(before.size),
+    commitment: commitmentOf(dir, values),
+    values: values.map(String),
+    lowValue: [],
+    lowNextIndex: [],
+    lowNextValue: [],
+    lowIndex: [],
+    lowSiblings: [],
+    frontier: [],
+  };
+  let n = before.size;
+  for (const value of values) {
+    const absent = JSON.parse(run("prove", tree.db, "--absent", hex(value), "--proof-format", "circom", "--circuit-depth", String(DEPTH)));
+    input.lowValue.push(absent.lowValue);
+    input.lowNextIndex.push(absent.lowNextIndex);
+    input.lowNextValue.push(absent.lowNextValue);
+    input.lowIndex.push(absent.lowIndex);
+    input.lowSiblings.push(absent.siblings);
+    tree.ingest([value]);
+    const member = JSON.parse(run("prove", tree.db, "--index", String(n)));
+    assert.equal(BigInt(member.leaf.value), value, `leaf ${n} is the new value`);
+    const siblings = [...member.siblings];
+    input.frontier.push(Array.from({ length: DEPTH }, (_, k) => ((n >> k) & 1 ? BigInt(siblings.shift()[0]).toString() : "0")));
+    assert.equal(siblings.length, 0, "one sibling a set bit");
+    n++;
+  }
+  const after = tree.head();
+  assert.equal(after.size, before.size + values.length);
+  input.newRoot = BigInt(after.root).toString();
+  return input;
+}
+
+test(`IndexedInsertBatch(${K}, ${DEPTH}): cairn's insertions satisfy it with cairn's new root; stored, repeated and tampered values do not (seed ${seed})`, { skip: (binary === null && "no cairn binary") || (!enabled && "CAIRN_INDEXED_BATCH=1 to run") }, async () => {
+  const circuit = await load(
+    compile(`ibatch_${K}_${DEPTH}`, `include "../../indexed-batch.circom";\ncomponent main {public [oldRoot, newRoot, size, commitment]} = IndexedInsertBatch(${K}, ${DEPTH});`),
+  );
+  const rng = random(seed);
+  await withTree(async (dir) => {
+    // Random batches onto a tree of a few random values.
+    for (let round = 0; round < 2; round++) {
+      const stored = Array.from({ length: rng.int(0, 4) }, () => rng.element());
+      const tree = indexedDatabase(dir, `random${round}`, stored);
+      const batch = new Set();
+      while (batch.size < K) batch.add(rng.int(0, 1) ? rng.element() : rng.field());
+      const input = insertBatch(dir, tree, [...batch]);
+      await accepts(circuit, input, `random batch ${round}`, true);
+
+      await refuses(circuit, { ...input, newRoot: bump(input.newRoot) }, "another new root");
+      await refuses(circuit, { ...input, oldRoot: bump(input.oldRoot) }, "another old root");
+      await refuses(circuit, { ...input, size: String(Number(input.size) + 1) }, "another size");
+      for (let t = 0; t < K; t++) {
+        const frontier = structuredClone(input.frontier);
+        const bit = [...Array(DEPTH).keys()].find((k) => ((Number(input.size) + t) >> k) & 1);
+        frontier[t][bit] = bump(frontier[t][bit]);
+        await refuses(circuit, { ...input, frontier }, `step ${t}: frontier changed`);
+        const lowSiblings = structuredClone(input.lowSiblings);
+        lowSiblings[t][0][0] = bump(lowSiblings[t][0][0]);
+        await refuses(circuit, { ...input, lowSiblings }, `step ${t}: low path changed`);
+        await refuses(circuit, { ...input, lowNextValue: input.lowNextValue.with(t, bump(input.lowNextValue[t])) }, `step ${t}: low leaf changed`);
+        // The low leaf's pointer rewritten to the end marker (as if x were above everything).
+        if (input.lowNextValue[t] !== "0") {
+          await refuses(circuit, { ...input, lowNextValue: input.lowNextValue.with(t, "0"), lowNextIndex: input.lowNextIndex.with(t, "0") }, `step ${t}: end marker forged`);
+        }
+      }
+    }
+
+    // Two new values sharing one low leaf, one above every stored value, one near p - 1.
+    const tree = indexedDatabase(dir, "shared", [1000n, 5000n, 9000n]);
+    const values = [2000n, 3000n, 9500n, P - 2n];
+    const input = insertBatch(dir, tree, values);
+    await accepts(circuit, input, "shared low leaf, end marker", true);
+    assert.equal(input.lowIndex[1], String(Number(input.size) + 0), "3000's low leaf is 2000's new leaf");
+    assert.equal(input.lowNextValue[3], "0", "p - 2's low leaf is the last");
+    assert.equal(input.lowValue[3], "9500");
+
+    // A value stored already: its predecessor's low leaf (x < x fails) or its own leaf (v < x fails).
+    const dupNext = values.with(1, 5000n);
+    await refuses(circuit, { ...input, values: dupNext.map(String), commitment: commitmentOf(dir, dupNext) }, "a stored value (its predecessor's leaf)");
+    // A value repeated in the batch: its second copy's low leaf is its first copy's new leaf.
+    const repeated = values.with(1, 2000n);
+    await refuses(circuit, { ...input, values: repeated.map(String), commitment: commitmentOf(dir, repeated) }, "a value repeated in the batch");
+    // The guard's 0.
+    const zero = values.with(0, 0n);
+    await refuses(circuit, { ...input, values: zero.map(String), commitment: commitmentOf(dir, zero) }, "the guard's value");
+    // The commitment of other values.
+    await refuses(circuit, { ...input, commitment: commitmentOf(dir, [...values].reverse()) }, "values reordered under the commitment");
+  });
+});
