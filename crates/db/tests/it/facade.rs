@@ -461,9 +461,10 @@ fn an_indexed_tree_proves_against_its_retained_heads_by_size_and_root() {
             member.verify(kind.arity, kind.hash, head, last).unwrap();
         }
         if head.size > 16 {
-            let first_of_next = &values[head.size as usize - 1];
+            // Its last value is absent at the head before.
+            let newest = &values[head.size as usize - 2];
             let earlier = At::Size(head.size - 5);
-            assert!(db.prove_absence_at(first_of_next, earlier).is_ok());
+            assert!(db.prove_absence_at(newest, earlier).is_ok());
         }
     }
     let error = db.prove_absence_at(&absent, At::Size(11)).unwrap_err();
