@@ -80,7 +80,7 @@ impl Operation {
         let why = match self {
             Operation::HistoricalProof => "it keeps no earlier heads",
             Operation::ConsistencyProof | Operation::RootLookup => {
-                "its leaves below the right edge change as values are inserted, so it proves against its current head only"
+                "its leaves below the right edge change as values are inserted, so an earlier head is no prefix of a later one"
             }
             Operation::BlockTags => {
                 "it records no block-tagged heads; roll it back and finalize it by size"
