@@ -19,9 +19,12 @@ import { checkTree, type TreeHead, type TrustedTree } from "./verify.js";
 
 /**
  * A client for one cairn server holding an indexed tree of the trusted
- * arity and hash. An indexed server proves at its current head only, so a
- * head it has moved past is refused (`SizeMismatch` or `RootMismatch`):
- * trust its current head, checked by other means, to ask it.
+ * arity and hash. `indexedProof` and `absence` ask for the server's current
+ * head, so a head it has moved past is refused (`SizeMismatch` or
+ * `RootMismatch`); `indexedProofAt` and `absenceAt` ask for the trusted
+ * head's size, which the server answers while that head is in its retained
+ * window (the last 4,096 heads by default; an older one is refused with
+ * HTTP 404 naming the window).
  */
 export class IndexedClient extends CairnClient {
   /** As `CairnClient`'s; `tree.kind` must be "indexed". */
@@ -61,6 +64,34 @@ export class IndexedClient extends CairnClient {
     } catch (error) {
       if (error instanceof CairnError && error.kind === "Conflict") {
         throw new CairnError("fetch", "Present", `${toHex(asked)} is in the tree, so it has no absence proof: ${error.message}`, error.status);
+      }
+      throw error;
+    }
+    return verifyAbsence(body, this.tree, head, asked);
+  }
+
+  /** `indexedProof` against the trusted head itself, an earlier one the server retains (`?size=`). */
+  async indexedProofAt(index: bigint | number, head: TreeHead): Promise<IndexedMembershipProof> {
+    const at = u64Argument(index, "leaf index");
+    const size = u64Argument(head?.size, "trusted head size");
+    const body = (await this.get(`/v1/proofs/${at}?size=${size}`))!;
+    const decoded = decodeIndexedMembership(body);
+    if (decoded.index !== at) {
+      throw new CairnError("verify", "IndexOutOfRange", `asked for leaf ${at}, the server proved leaf ${decoded.index}`);
+    }
+    return verifyIndexedMembership(decoded, this.tree, head, decoded.leaf.value);
+  }
+
+  /** `absence` against the trusted head itself, an earlier one the server retains (`?size=`). */
+  async absenceAt(value: Uint8Array | string, head: TreeHead): Promise<AbsenceProof> {
+    const asked = hashArgument(value, "value");
+    const size = u64Argument(head?.size, "trusted head size");
+    let body: string;
+    try {
+      body = (await this.get(`/v1/absence/${toHex(asked)}?size=${size}`))!;
+    } catch (error) {
+      if (error instanceof CairnError && error.kind === "Conflict") {
+        throw new CairnError("fetch", "Present", `${toHex(asked)} is in the tree of size ${size}, so it has no absence proof: ${error.message}`, error.status);
       }
       throw error;
     }

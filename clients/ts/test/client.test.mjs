@@ -347,6 +347,16 @@ test("the client verifies an indexed server's membership and absence proofs, and
     assert.equal((await rejection(client.indexedProof(3, trusted))).stage, "verify");
     const now = { size: 70, root: indexedRoot([...values, ...more], t) };
     assert.equal(toHex((await client.indexedProof(65, now)).leaf.value), toHex(more[4]));
+    // Asked at the old head's size, the server proves against that retained
+    // head: a historical absence proof (of a value inserted since, too) and
+    // a membership proof verify against the old root.
+    const historical = await client.absenceAt(more[0], trusted);
+    assert.equal(historical.size, 61n);
+    assert.equal(toHex(historical.value), toHex(more[0]));
+    assert.equal((await client.indexedProofAt(3, trusted)).index, 3n);
+    assert.equal((await rejection(lied.absenceAt(missing, trusted))).stage, "verify");
+    const beyond = await rejection(client.absenceAt(missing, { size: 71, root: trusted.root }));
+    assert.equal(beyond.stage, "fetch", beyond.message);
 
     // Lean-tree calls are refused before any request, and a lean trusted tree by IndexedClient.
     for (const call of [() => client.proof(1, now), () => client.contains(values[0], now), () => client.consistency(trusted, now)]) {

@@ -27,7 +27,14 @@ pub struct DbConfig {
     /// follower rolls back to any size it has not finalized, whatever was
     /// checkpointed, and only finalized nodes are served from file mappings.
     pub explicit_finality: bool,
+    /// Heads an indexed tree keeps proofs against (the current one
+    /// included, at least 1): each applied insert is a head, and a proof
+    /// at an older size is refused with the window (per open).
+    pub history_heads: usize,
 }
+
+/// Heads an indexed tree keeps proofs against by default.
+pub const DEFAULT_HISTORY_HEADS: usize = 4096;
 
 impl DbConfig {
     /// Defaults: the store's defaults, with the nullifier set, the set's
@@ -38,6 +45,7 @@ impl DbConfig {
             unique: true,
             set_rewrite_percent: 25,
             explicit_finality: false,
+            history_heads: DEFAULT_HISTORY_HEADS,
         }
     }
 

@@ -161,6 +161,8 @@ impl DbError {
                 Indexed::Duplicates { .. } => ErrorKind::Duplicate,
                 Indexed::Present { .. } | Indexed::Absent { .. } => ErrorKind::Presence,
                 Indexed::TruncateGuard { .. }
+                | Indexed::OutsideWindow { .. }
+                | Indexed::NotAHead { .. }
                 | Indexed::Tree(
                     Tree::IndexOutOfRange { .. }
                     | Tree::SizeBeyondTree { .. }

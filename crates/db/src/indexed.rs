@@ -34,8 +34,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use cairn_core::indexed::{
-    AbsenceProof, IndexedError, IndexedLeaf, IndexedMembershipProof, IndexedSnapshot, IndexedTree,
-    InsertionWitness,
+    AbsenceProof, HistoryStats, IndexedError, IndexedLeaf, IndexedMembershipProof, IndexedSnapshot,
+    IndexedTree, InsertionWitness,
 };
 use cairn_core::{Hash, TreeConfig, TreeHead};
 use cairn_store::fs::Fs;
@@ -92,6 +92,9 @@ struct State {
     pending: HashMap<Hash, u64>,
     /// Batches whose witness was asked for: first log index -> (count, slot).
     witnesses: BTreeMap<u64, (u64, Arc<OnceLock<InsertionWitness>>)>,
+    /// Every insert not yet applied: first log index -> count. Each is
+    /// applied on its own, so each is a head of the tree's history.
+    batches: BTreeMap<u64, u64>,
 }
 
 /// Where an insert went.
@@ -125,8 +128,9 @@ impl IndexedDb {
 
     /// [`IndexedDb::create`] through a given file system.
     pub fn create_in(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<IndexedDb> {
+        let heads = config.history_heads;
         let db = Db::create_kind(fs, dir, indexed_config(config))?;
-        IndexedDb::load(db)
+        IndexedDb::load(db, heads)
     }
 
     /// Opens the indexed database in `dir` with the configuration it was
@@ -138,8 +142,9 @@ impl IndexedDb {
     /// [`IndexedDb::open`] through a given file system, with `config`
     /// (which must agree with the stored one) or the stored one.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<IndexedDb> {
+        let heads = history_heads(config.as_ref());
         let db = Db::open_kind(fs, dir, config.map(indexed_config), true)?;
-        IndexedDb::load(db)
+        IndexedDb::load(db, heads)
     }
 
     /// Opens the indexed database in `dir` read-only (beside a writer, if
@@ -159,16 +164,24 @@ impl IndexedDb {
         dir: &Path,
         config: Option<DbConfig>,
     ) -> Result<IndexedDb> {
+        let heads = history_heads(config.as_ref());
         let db = Db::open_read_only_kind(fs, dir, config.map(indexed_config), true)?;
-        IndexedDb::load(db)
+        IndexedDb::load(db, heads)
     }
 
     /// Rebuilds the tree from every value in the log (all durable after
     /// recovery). A value the tree refuses (0, non-canonical, repeated)
     /// means the log holds what this database never appends: corruption.
-    fn load(db: Db) -> Result<IndexedDb> {
+    ///
+    /// The history is rebuilt too: the tree is built at once up to the
+    /// last `heads - 1` values, which are then inserted one at a time, so
+    /// after an open every size of the last `heads` is a retained head
+    /// (the log does not keep where each insert ended).
+    fn load(db: Db, heads: usize) -> Result<IndexedDb> {
         let config = db.config().tree();
-        let size = db.store.size();
+        let logged = db.store.size();
+        let replayed = logged.min(heads.max(1) as u64 - 1);
+        let size = logged - replayed;
         let leaves = db.store.leaves();
         let runs = leaves
             .segment_slices()
@@ -178,14 +191,22 @@ impl IndexedDb {
                 Some(&run[..take])
             })
             .filter(|run| !run.is_empty());
-        let tree = IndexedTree::from_runs(config, runs).map_err(|e| {
+        let corrupt = |e: IndexedError| {
             let path = db.store.layout().log_dir();
             DbError::Store(StoreError::corrupt(
                 path,
                 0,
                 format!("the log is not an indexed tree's values: {e}"),
             ))
-        })?;
+        };
+        let mut tree = IndexedTree::from_runs(config, runs).map_err(corrupt)?;
+        tree.set_history_window(heads);
+        for index in size..logged {
+            let value = *leaves
+                .get(index as usize)
+                .expect("recovered values are in the log");
+            tree.insert(value).map_err(corrupt)?;
+        }
         let applied = tree.size() - 1;
         Ok(IndexedDb {
             db,
@@ -193,6 +214,7 @@ impl IndexedDb {
                 tree,
                 pending: HashMap::new(),
                 witnesses: BTreeMap::new(),
+                batches: BTreeMap::new(),
             }),
             applied: AtomicU64::new(applied),
             writer: Mutex::new(()),
@@ -280,6 +302,7 @@ impl IndexedDb {
                 .witnesses
                 .insert(first, (values.len() as u64, Arc::clone(&slot)));
         }
+        state.batches.insert(first, values.len() as u64);
         drop(state);
         match self.db.append_batch(values) {
             Ok(appended) => {
@@ -304,6 +327,7 @@ impl IndexedDb {
                     state.pending.remove(value);
                 }
                 state.witnesses.remove(&first);
+                state.batches.remove(&first);
                 Err(error)
             }
         }
@@ -374,7 +398,20 @@ impl IndexedDb {
                     at += count;
                 }
                 next => {
-                    let end = next.map_or(durable, |(first, _)| first.min(durable));
+                    // Up to the end of the insert that starts here (or the
+                    // next one's start): each insert is one head.
+                    let batch_end = match state.batches.get(&at) {
+                        Some(&count) => at + count,
+                        None => state
+                            .batches
+                            .range(at..)
+                            .next()
+                            .map_or(durable, |(&f, _)| f),
+                    };
+                    let end = next
+                        .map_or(durable, |(first, _)| first.min(durable))
+                        .min(batch_end)
+                        .min(durable);
                     let values = read(at, end);
                     state
                         .tree
@@ -384,6 +421,16 @@ impl IndexedDb {
                 }
             }
             if at > self.applied.load(Ordering::Acquire) {
+                // Inserts wholly applied; one applied in part keeps its
+                // entry under its first index, and its rest is applied
+                // as its own head when durable.
+                let done: Vec<u64> = state.batches.range(..at).map(|(&f, _)| f).collect();
+                for first in done {
+                    let count = state.batches.remove(&first).expect("just listed");
+                    if first + count > at {
+                        state.batches.insert(at, first + count - at);
+                    }
+                }
                 let from = self.applied.load(Ordering::Acquire);
                 for value in read(from, at) {
                     state.pending.remove(&value);
@@ -473,6 +520,55 @@ impl IndexedDb {
         Ok(self.state.read().tree.prove_index(index)?)
     }
 
+    /// The retained head of `size` leaves (see [`IndexedDb::heads`]):
+    /// [`IndexedError::OutsideWindow`] below the oldest,
+    /// [`IndexedError::NotAHead`] inside one applied insert.
+    pub fn head_at(&self, size: u64) -> Result<TreeHead> {
+        self.catch_up();
+        Ok(self.state.read().tree.head_at(size)?)
+    }
+
+    /// The retained heads, oldest first, the durable head last: one per
+    /// insert applied since the oldest (every size of the last
+    /// [`DbConfig::history_heads`] values after an open).
+    pub fn heads(&self) -> Vec<TreeHead> {
+        self.catch_up();
+        self.state.read().tree.heads()
+    }
+
+    /// The size of the retained head whose root is `root`.
+    pub fn size_of_root(&self, root: &Hash) -> Option<u64> {
+        self.catch_up();
+        self.state.read().tree.size_of_root(root)
+    }
+
+    /// The absence proof of `value` against the retained head of `size`
+    /// leaves.
+    pub fn prove_absence_at(&self, value: &Hash, size: u64) -> Result<AbsenceProof> {
+        self.catch_up();
+        Ok(self.state.read().tree.prove_absence_at(value, size)?)
+    }
+
+    /// The membership proof of `value` against the retained head of
+    /// `size` leaves.
+    pub fn prove_value_at(&self, value: &Hash, size: u64) -> Result<IndexedMembershipProof> {
+        self.catch_up();
+        Ok(self.state.read().tree.prove_value_at(value, size)?)
+    }
+
+    /// The membership proof of leaf `index` against the retained head of
+    /// `size` leaves.
+    pub fn prove_index_at(&self, index: u64, size: u64) -> Result<IndexedMembershipProof> {
+        self.catch_up();
+        Ok(self.state.read().tree.prove_index_at(index, size)?)
+    }
+
+    /// What the history holds and its cost in bytes.
+    pub fn history_stats(&self) -> HistoryStats {
+        self.catch_up();
+        self.state.read().tree.history_stats()
+    }
+
     /// An immutable snapshot of the durable tree: later inserts and
     /// rollbacks never change what it answers (they copy what they would
     /// overwrite, so the first insert after a snapshot costs a copy of
@@ -527,6 +623,10 @@ impl IndexedDb {
         state
             .witnesses
             .retain(|&first, &mut (count, _)| first + count <= to);
+        state.batches.retain(|&first, _| first < to);
+        if let Some((&first, count)) = state.batches.iter_mut().next_back() {
+            *count = (*count).min(to - first);
+        }
         if state.tree.size() > size {
             state.tree.truncate(size)?;
         }
@@ -645,6 +745,11 @@ impl State {
             .check_room(logged_ahead + count)
             .map_err(DbError::from)
     }
+}
+
+/// The history window `config` asks for, or the default.
+fn history_heads(config: Option<&DbConfig>) -> usize {
+    config.map_or(crate::config::DEFAULT_HISTORY_HEADS, |c| c.history_heads)
 }
 
 /// `config` as an indexed database's: the indexed kind, no nullifier set.

@@ -12,7 +12,8 @@ use cairn_core::TreeKind;
 #[non_exhaustive]
 pub enum Operation {
     /// A proof against an earlier head (a size or a root below the
-    /// current one): append-only trees.
+    /// current one): every kind (an indexed tree within its retained
+    /// window of heads).
     HistoricalProof,
     /// A consistency proof between two heads: append-only trees.
     ConsistencyProof,
@@ -59,6 +60,7 @@ impl Operation {
     /// Whether a tree of `kind` can do it.
     pub const fn supported_by(self, kind: TreeKind) -> bool {
         match self {
+            Operation::HistoricalProof => true,
             Operation::AbsenceProof | Operation::InsertionWitness => {
                 matches!(kind, TreeKind::Indexed)
             }
@@ -76,8 +78,9 @@ impl Operation {
             "a"
         };
         let why = match self {
-            Operation::HistoricalProof | Operation::ConsistencyProof | Operation::RootLookup => {
-                "its leaves below the right edge change as values are inserted, so it proves against its current head only"
+            Operation::HistoricalProof => "it keeps no earlier heads",
+            Operation::ConsistencyProof | Operation::RootLookup => {
+                "its leaves below the right edge change as values are inserted, so an earlier head is no prefix of a later one"
             }
             Operation::BlockTags => {
                 "it records no block-tagged heads; roll it back and finalize it by size"
@@ -124,12 +127,27 @@ mod tests {
     ];
 
     #[test]
+    fn historical_proofs_are_had_by_every_kind() {
+        let fixed = TreeKind::Fixed {
+            depth: 4,
+            zero: [0; 32],
+        };
+        for kind in [TreeKind::Lean, fixed, TreeKind::Indexed] {
+            assert!(Operation::HistoricalProof.supported_by(kind));
+            assert!(Operation::HistoricalProof.check(kind).is_ok());
+        }
+    }
+
+    #[test]
     fn every_operation_is_had_by_the_append_only_kinds_or_the_indexed_one_never_both() {
         let fixed = TreeKind::Fixed {
             depth: 4,
             zero: [0; 32],
         };
-        for operation in EVERY {
+        for operation in EVERY
+            .into_iter()
+            .filter(|&o| o != Operation::HistoricalProof)
+        {
             let lean = operation.supported_by(TreeKind::Lean);
             assert_eq!(lean, operation.supported_by(fixed), "{operation:?}");
             assert_ne!(

@@ -13,6 +13,13 @@
 //!   of `--samples` random absent values, each timed alone), the bytes of
 //!   an absence proof, and the lean membership proof's generation at the
 //!   same size for comparison.
+//! - `history`: an in-memory indexed tree of `--values` values whose last
+//!   `--heads` heads (default 4,096) are inserts of `--block` values each
+//!   (default 100), with that window kept: absence proofs at a random
+//!   retained head for random absent values (p50 and p99 of `--samples`,
+//!   each timed alone and checked against its head), the history's bytes
+//!   per head and per value inserted, and the window's inserts with and
+//!   without history, interleaved.
 //!
 //! Run: `cargo run --release -p cairn-bench --bin indexed -- [--values N]
 //! [--batches 1000,100000] [--samples S] [--dir DIR] [--workload ingest,open,proofs]`.
@@ -32,9 +39,11 @@ struct Options {
     samples: usize,
     dir: PathBuf,
     workloads: Vec<String>,
+    heads: usize,
+    block: u64,
 }
 
-const USAGE: &str = "usage: indexed [--values N] [--batches B1,B2] [--samples S] [--dir DIR] [--workload ingest,open,proofs]";
+const USAGE: &str = "usage: indexed [--values N] [--batches B1,B2] [--samples S] [--dir DIR] [--workload ingest,open,proofs,history] [--heads H] [--block B]";
 
 fn options() -> Options {
     let mut options = Options {
@@ -43,6 +52,8 @@ fn options() -> Options {
         samples: 20_000,
         dir: std::env::temp_dir(),
         workloads: vec!["ingest".into(), "open".into(), "proofs".into()],
+        heads: 4096,
+        block: 100,
     };
     let mut args = std::env::args().skip(1);
     let bad = || -> ! {
@@ -58,6 +69,8 @@ fn options() -> Options {
             "--samples" => options.samples = number(&value()) as usize,
             "--dir" => options.dir = PathBuf::from(value()),
             "--workload" => options.workloads = value().split(',').map(str::to_owned).collect(),
+            "--heads" => options.heads = number(&value()) as usize,
+            "--block" => options.block = number(&value()),
             _ => bad(),
         }
     }
@@ -72,6 +85,91 @@ fn values(count: u64, seed: u64) -> Vec<Hash> {
         .into_par_iter()
         .map(|i| cairn_testkit::leaf(seed, i))
         .collect()
+}
+
+/// The `history` workload (see the module's header).
+fn history(options: &Options, all: &[Hash]) {
+    let config = config(4);
+    let window = options.heads;
+    let block = options.block as usize;
+    let recent = (window - 1) * block;
+    assert!(
+        recent < all.len(),
+        "--values must exceed (--heads - 1) * --block"
+    );
+    let base = all.len() - recent;
+    let build = |keep: usize| {
+        let started = Instant::now();
+        let mut tree = IndexedTree::from_values(config, &all[..base]).expect("distinct values");
+        let built = started.elapsed();
+        tree.set_history_window(keep);
+        (tree, built)
+    };
+    let (mut with, built) = build(window);
+    let (mut without, _) = build(1);
+    // The window's inserts, block by block, the two trees interleaved.
+    let (mut on, mut off) = (Duration::ZERO, Duration::ZERO);
+    for chunk in all[base..].chunks(block) {
+        let started = Instant::now();
+        with.insert_batch(chunk).expect("fresh values");
+        on += started.elapsed();
+        let started = Instant::now();
+        without.insert_batch(chunk).expect("fresh values");
+        off += started.elapsed();
+    }
+    assert_eq!(with.head(), without.head());
+    drop(without);
+    let heads = with.heads();
+    assert_eq!(heads.len(), window);
+    let stats = with.history_stats();
+    let mut samples = Vec::with_capacity(options.samples);
+    for k in 0..options.samples as u64 {
+        // Another seed's values: absent but for a 2^-256 chance.
+        let absent = cairn_testkit::leaf(0x5eed, k);
+        let pick = u64::from_le_bytes(absent[..8].try_into().expect("8 bytes"));
+        let head = heads[(pick % heads.len() as u64) as usize];
+        let started = Instant::now();
+        let proof = with.prove_absence_at(&absent, head.size);
+        samples.push(started.elapsed());
+        let proof = proof.expect("a random value is absent");
+        proof
+            .verify(config.arity, config.hash, &head, &absent)
+            .expect("a proof at a retained head verifies against it");
+    }
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
+    println!(
+        "
+history: {} values, N = 4, BLAKE3, window {window} heads of {block} values (built {:.2} s)",
+        all.len(),
+        built.as_secs_f64()
+    );
+    println!("| absence proof at a random retained head | p50 | p99 | max |");
+    println!("|---|---|---|---|");
+    println!(
+        "| {} samples | {:.1} us | {:.1} us | {:.1} us |",
+        samples.len(),
+        at(0.5).as_secs_f64() * 1e6,
+        at(0.99).as_secs_f64() * 1e6,
+        samples.last().expect("samples").as_secs_f64() * 1e6
+    );
+    let inserted = (window - 1) * block;
+    println!(
+        "history: {} leaf records, {} node records at {} positions, {} bytes: {:.0} bytes per head, {:.1} bytes per value inserted",
+        stats.leaf_records,
+        stats.node_records,
+        stats.positions,
+        stats.bytes,
+        stats.bytes as f64 / (window - 1) as f64,
+        stats.bytes as f64 / inserted as f64
+    );
+    println!(
+        "window inserts ({inserted} values in {} blocks): {:.3} s with history, {:.3} s without ({:.2}x)",
+        window - 1,
+        on.as_secs_f64(),
+        off.as_secs_f64(),
+        on.as_secs_f64() / off.as_secs_f64()
+    );
 }
 
 fn config(n: u64) -> TreeConfig {
@@ -171,6 +269,9 @@ fn main() {
         rayon::current_num_threads()
     );
     let all = values(count, 0x1dec);
+    if options.workloads.iter().any(|w| w == "history") {
+        history(&options, &all);
+    }
     let root = tempfile::tempdir_in(&options.dir).expect("temp dir");
     if options.workloads.iter().any(|w| w == "ingest") {
         println!(

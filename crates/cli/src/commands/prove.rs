@@ -58,8 +58,10 @@ zk-kit's BinaryMerkleRoot(D) template). A format the tree cannot have exits 2.
 In an indexed database (`cairn init --kind indexed`), --absent 0x.. prints the absence proof of a \
 value (its low leaf: the largest value below it, whose next value is above it or none, and that \
 leaf's path; a value that is present exits 1), and --leaf or --index the membership proof of a \
-value's leaf with its pointer (--index 0 is the guard leaf). These are against the database's \
-current durable head: --size and --root do not apply. With --absent, --proof-format circom (a \
+value's leaf with its pointer (--index 0 is the guard leaf). With --size S or --root 0x.. they \
+are against a retained earlier head: every size of the last 4,096 values when the database is \
+opened (a server keeps one head per insert, the last 4,096); a size outside that window exits 2 \
+naming it. With --absent, --proof-format circom (a \
 Poseidon database) prints the input JSON of cairn's IndexedAbsence(N, D) circom template in \
 circuits/indexed.circom instead (D = --circuit-depth, default the tree's depth).
 
@@ -131,7 +133,7 @@ pub struct ProveCmd {
     #[arg(long, value_name = "0x..", value_parser = parse_root)]
     leaf: Option<Hash>,
     /// Prove that this value is absent (an indexed database: its low leaf and path).
-    #[arg(long, value_name = "0x..", value_parser = parse_root, requires = "dir", conflicts_with_all = ["index", "leaf", "size", "root"])]
+    #[arg(long, value_name = "0x..", value_parser = parse_root, requires = "dir", conflicts_with_all = ["index", "leaf"])]
     absent: Option<Hash>,
     /// Print the inputs of the batch-append circuit for leaves FROM..TO (a binary Poseidon database).
     #[arg(long, value_name = "FROM..TO", value_parser = parse_range, requires = "dir", conflicts_with_all = ["index", "leaf", "absent", "size", "root", "binary", "proof_format"])]
@@ -406,7 +408,7 @@ impl ProveCmd {
             (None, None) => At::Durable,
         };
         let proof = match (self.absent, &self.leaf, self.index) {
-            (Some(value), _, _) => db.prove_absence(&value),
+            (Some(value), _, _) => db.prove_absence_at(&value, at),
             (None, Some(value), _) => db.prove_value(value, at),
             (None, None, Some(index)) => db.prove(index, at),
             (None, None, None) => unreachable!("clap requires --index, --leaf or --absent"),

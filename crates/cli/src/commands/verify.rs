@@ -108,7 +108,7 @@ pub(crate) fn reject(json: bool, failure: Failure) -> Failure {
 pub(crate) type Wanted<'a> = (u64, bool, &'a str);
 
 /// The tree and trusted heads of the database in `dir` at each of `sizes`
-/// (an indexed tree has its current head only).
+/// (an indexed tree's within its retained window).
 pub(crate) fn db_heads(
     dir: &std::path::Path,
     sizes: &[Wanted<'_>],

@@ -109,7 +109,25 @@ fn an_indexed_database_ingests_proves_absence_and_verifies() {
     );
     cairn(&["verify", "--db", &db, &guard]).success();
     cairn(&["prove", &db, "--index", "211"]).error(2, &["leaf index 211", "size 211"]);
-    cairn(&["prove", &db, "--index", "3", "--size", "5"]).error(2, &["current head only"]);
+    // An earlier head (every size of the last 4,096 values is retained
+    // after an open), by size or by root, verifying against its own head.
+    let root5 = indexed_root(4, HashKind::Sha256, &values[..4]);
+    let old = cairn(&["prove", &db, "--absent", &absent, "--size", "5"]).success();
+    assert_eq!(AbsenceProof::from_json(&old).unwrap().size(), 5);
+    let old_file = dir.file("old.json", &old);
+    cairn(&[
+        "verify", "--arity", "4", "--hash", "sha256", "--root", &root5, "--size", "5", &old_file,
+    ])
+    .success();
+    cairn(&["verify", "--db", &db, &old_file]).success();
+    assert_eq!(
+        cairn(&["prove", &db, "--absent", &absent, "--root", &root5]).success(),
+        old
+    );
+    // Held now, absent from the tree of size 5.
+    cairn(&["prove", &db, "--absent", &to_hex(&values[100]), "--size", "5"]).success();
+    cairn(&["prove", &db, "--index", "3", "--size", "5"]).success();
+    cairn(&["prove", &db, "--absent", &absent, "--size", "212"]).error(2, &["212"]);
     // Binary proofs verify the same.
     let bin = dir.path("absence.bin");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))

@@ -80,6 +80,34 @@ pub enum IndexedError {
         /// The value.
         value: Hash,
     },
+    /// A proof was asked against a size older than the oldest head the
+    /// tree's history retains.
+    #[error(
+        "size {size} is outside the retained window of {window} heads: sizes {oldest}..={newest} are retained"
+    )]
+    OutsideWindow {
+        /// The size asked for.
+        size: u64,
+        /// The oldest retained head's size.
+        oldest: u64,
+        /// The current head's size.
+        newest: u64,
+        /// Heads the window keeps.
+        window: usize,
+    },
+    /// A proof was asked against a size inside the window that is no head
+    /// (it fell inside one applied batch).
+    #[error(
+        "size {size} is not a retained head: the heads around it are at sizes {before} and {after}"
+    )]
+    NotAHead {
+        /// The size asked for.
+        size: u64,
+        /// The retained head below it.
+        before: u64,
+        /// The retained head above it.
+        after: u64,
+    },
     /// A rollback below the guard leaf.
     #[error(
         "cannot truncate an indexed tree to {to} leaves: the guard leaf (index 0) always stays"

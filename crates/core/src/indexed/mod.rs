@@ -11,6 +11,7 @@
 
 mod binary;
 mod error;
+mod history;
 mod interop;
 mod json;
 mod leaf;
@@ -20,6 +21,7 @@ mod tree;
 
 pub use crate::proof::{KIND_ABSENCE, KIND_INDEXED_MEMBERSHIP, KIND_INSERTION};
 pub use error::{Duplicate, DuplicateOf, IndexedError, IndexedVerifyError};
+pub use history::{HistoryStats, LEAF_VERSION_BYTES, NODE_VERSION_BYTES};
 pub use leaf::{END_MARKER, GUARD_VALUE, IndexedLeaf, index_word};
 pub use proof::{AbsenceProof, IndexedMembershipProof, InsertionStep, InsertionWitness};
 pub use tree::{IndexedSnapshot, IndexedTree};

@@ -115,6 +115,23 @@ impl SortedIndex {
             .copied()
     }
 
+    /// The position before `position` (which may be one past a chunk's
+    /// end), if there is an entry before it.
+    pub(crate) fn previous(&self, position: Position) -> Option<Position> {
+        if position.offset > 0 {
+            return Some(Position {
+                chunk: position.chunk,
+                offset: position.offset - 1,
+            });
+        }
+        let chunk = position.chunk.checked_sub(1)?;
+        let len = self.chunks.get(chunk)?.len();
+        Some(Position {
+            chunk,
+            offset: len.checked_sub(1)?,
+        })
+    }
+
     /// The entry before `position` (which may be one past a chunk's end).
     pub(crate) fn before(&self, position: Position) -> Option<Entry> {
         if position.offset > 0 {

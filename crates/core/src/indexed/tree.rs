@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use super::error::{Duplicate, DuplicateOf, IndexedError};
+use super::history::{History, HistoryStats};
 use super::leaf::{GUARD_VALUE, IndexedLeaf};
 use super::proof::{AbsenceProof, IndexedMembershipProof, InsertionStep, InsertionWitness};
 use super::sorted::{Entry, SortedIndex};
@@ -39,6 +40,9 @@ pub struct IndexedTree {
     tree: LeanImt,
     values: Level,
     sorted: SortedIndex,
+    /// The retained heads and what insertions overwrote since the oldest
+    /// (one head, nothing recorded, until a window is set).
+    history: History,
 }
 
 impl IndexedTree {
@@ -59,10 +63,12 @@ impl IndexedTree {
             Entry::new(&GUARD_VALUE, 0),
             &values,
         );
+        let root = tree.root().expect("the guard leaf");
         IndexedTree {
             tree,
             values,
             sorted,
+            history: History::new(1, 1, root),
         }
     }
 
@@ -162,6 +168,7 @@ impl IndexedTree {
         tree.sorted = SortedIndex::from_sorted(&entries, &all);
         tree.tree = LeanImt::from_leaves(config.with_kind(crate::TreeKind::Indexed), &hashes)?;
         tree.values = all;
+        tree.history = History::new(1, tree.size(), tree.root());
         Ok(tree)
     }
 
@@ -301,6 +308,7 @@ impl IndexedTree {
         }
         self.check_values(values)?;
         let first = self.size();
+        let old_lows = self.old_lows(values);
         self.values.extend_from_slice(values);
         for (offset, value) in values.iter().enumerate() {
             let position = match self.sorted.locate(value, &self.values) {
@@ -348,6 +356,7 @@ impl IndexedTree {
         let new_hashes = hash_leaves(hash, &leaves);
         let old_hashes = hash_leaves(hash, &old);
         let updates: Vec<(u64, Hash)> = changed.into_iter().zip(old_hashes).collect();
+        self.record(first, &old_lows);
         self.tree
             .update_leaves(&updates)
             .expect("indices below the size, hashes are canonical");
@@ -355,6 +364,7 @@ impl IndexedTree {
             .append_batch(&new_hashes)
             .expect("capacity checked with the values");
         self.tree.commit();
+        self.history.push_head(self.size(), self.root());
         debug_assert_eq!(self.sorted.len(), self.size());
         Ok(first)
     }
@@ -367,6 +377,7 @@ impl IndexedTree {
         self.check_basics(values)?;
         let sorted = sorted_positions(values);
         let first = self.size();
+        let old_lows = self.old_lows(values);
         let merged = match self
             .sorted
             .merge(values, &sorted.distinct, first, &self.values)
@@ -409,6 +420,7 @@ impl IndexedTree {
         let (changed, old): (Vec<u64>, Vec<IndexedLeaf>) = changed.into_iter().unzip();
         let old_hashes = hash_leaves(hash, &old);
         let updates: Vec<(u64, Hash)> = changed.into_iter().zip(old_hashes).collect();
+        self.record(first, &old_lows);
         self.tree
             .update_leaves(&updates)
             .expect("indices below the size, hashes are canonical");
@@ -416,6 +428,7 @@ impl IndexedTree {
             .append_batch(&new_hashes)
             .expect("capacity checked with the values");
         self.tree.commit();
+        self.history.push_head(self.size(), self.root());
         debug_assert_eq!(self.sorted.len(), self.size());
         Ok(first)
     }
@@ -505,6 +518,7 @@ impl IndexedTree {
                 next_index: low.next_index,
                 next_value: low.next_value,
             };
+            self.record(size, &[(low_index, low)]);
             self.tree
                 .update(low_index, updated.hash(config.hash))
                 .expect("the low leaf is in the tree");
@@ -520,6 +534,7 @@ impl IndexedTree {
                 new_siblings: after.siblings().to_vec(),
             });
         }
+        self.history.push_head(self.size(), self.root());
         Ok(InsertionWitness {
             arity: config.arity,
             hash: config.hash,
@@ -583,7 +598,129 @@ impl IndexedTree {
         let hashes = hash_leaves(self.config().hash, &leaves);
         let updates: Vec<(u64, Hash)> = changed.into_iter().zip(hashes).collect();
         self.tree.update_leaves(&updates)?;
+        self.history.truncate(size, self.root());
         Ok(())
+    }
+
+    /// The low leaves (below the tree's size) that inserting `values`
+    /// rewrites, as they are now, each once: what the history records
+    /// before the rewrite. Empty when no history is kept. `values` are
+    /// checked: absent, distinct, not the guard.
+    fn old_lows(&self, values: &[Hash]) -> Vec<(u64, IndexedLeaf)> {
+        if !self.history.records() {
+            return Vec::new();
+        }
+        let reader = self.reader_uncommitted();
+        let mut lows: Vec<(u64, IndexedLeaf)> = values
+            .iter()
+            .filter_map(|value| {
+                let position = reader.sorted.locate(value, reader.values).err()?;
+                let low = reader.sorted.before(position)?.index();
+                Some((low, reader.leaf(low)?))
+            })
+            .collect();
+        lows.sort_unstable_by_key(|&(index, _)| index);
+        lows.dedup_by_key(|&mut (index, _)| index);
+        lows
+    }
+
+    /// Records in the history the leaves of `lows` and the nodes above
+    /// them as they are at `size` (the tree's size, committed), before
+    /// they are overwritten.
+    fn record(&mut self, size: u64, lows: &[(u64, IndexedLeaf)]) {
+        if !self.history.records() || lows.is_empty() {
+            return;
+        }
+        let config = self.config();
+        let view = self.tree.at_size(size).expect("the tree's own size");
+        self.history.record(config, &view, size, lows);
+    }
+
+    /// Keeps the last `heads` heads (the current one included, at least
+    /// one) from now on, with what proofs against them need; heads past
+    /// the window are forgotten. A tree keeps only its current head until
+    /// this is called.
+    pub fn set_history_window(&mut self, heads: usize) {
+        self.history.set_window(heads);
+    }
+
+    /// Heads the history keeps at most.
+    pub fn history_window(&self) -> usize {
+        self.history.window()
+    }
+
+    /// What the history holds and its cost in bytes.
+    pub fn history_stats(&self) -> HistoryStats {
+        self.history.stats()
+    }
+
+    /// The retained heads, oldest first (the current one last).
+    pub fn heads(&self) -> Vec<TreeHead> {
+        self.history
+            .heads()
+            .map(|(size, root)| TreeHead::new(size, root))
+            .collect()
+    }
+
+    /// The retained head of `size` leaves: [`IndexedError::OutsideWindow`]
+    /// below the oldest, [`IndexedError::NotAHead`] between two heads.
+    pub fn head_at(&self, size: u64) -> Result<TreeHead, IndexedError> {
+        Ok(TreeHead::new(size, self.history.root_of(size)?))
+    }
+
+    /// The size of the retained head whose root is `root` (the newest if
+    /// two share it).
+    pub fn size_of_root(&self, root: &Hash) -> Option<u64> {
+        self.history.size_of_root(root)
+    }
+
+    /// The absence proof of `value` against the retained head of `size`
+    /// leaves.
+    pub fn prove_absence_at(&self, value: &Hash, size: u64) -> Result<AbsenceProof, IndexedError> {
+        self.past(size)?.prove_absence(value)
+    }
+
+    /// The membership proof of `value` against the retained head of
+    /// `size` leaves ([`IndexedError::Absent`] if that tree lacks it).
+    pub fn prove_value_at(
+        &self,
+        value: &Hash,
+        size: u64,
+    ) -> Result<IndexedMembershipProof, IndexedError> {
+        self.past(size)?.prove_value(value)
+    }
+
+    /// The membership proof of leaf `index` against the retained head of
+    /// `size` leaves.
+    pub fn prove_index_at(
+        &self,
+        index: u64,
+        size: u64,
+    ) -> Result<IndexedMembershipProof, IndexedError> {
+        self.past(size)?.prove_index(index)
+    }
+
+    /// The leaf `index` of the retained head of `size` leaves.
+    pub fn leaf_at(&self, index: u64, size: u64) -> Result<Option<IndexedLeaf>, IndexedError> {
+        Ok(self.past(size)?.leaf(index))
+    }
+
+    /// The root of the retained head of `size` leaves, recomputed from the
+    /// history's nodes (equal to [`IndexedTree::head_at`]'s, which was
+    /// recorded when the head was current): a check of the history.
+    pub fn recompute_root_at(&self, size: u64) -> Result<Hash, IndexedError> {
+        let past = self.past(size)?;
+        let depth = self.config().depth_at(size);
+        Ok(past.node(depth, 0))
+    }
+
+    fn past(&self, size: u64) -> Result<Past<'_>, IndexedError> {
+        self.history.root_of(size)?;
+        Ok(Past {
+            reader: self.reader(),
+            history: &self.history,
+            size,
+        })
     }
 
     /// The values in insertion order, the guard's first.
@@ -807,6 +944,139 @@ impl Reader<'_> {
             size: self.view.size(),
             leaf,
             siblings: path.siblings().to_vec(),
+        })
+    }
+}
+
+/// A retained earlier head of a tree, read through its history: the
+/// current tree's nodes, except those overwritten since (from the
+/// history) and the right edge at the earlier size (recomputed from its
+/// children by the Lean group rule).
+struct Past<'a> {
+    reader: Reader<'a>,
+    history: &'a History,
+    size: u64,
+}
+
+impl Past<'_> {
+    /// Leaf `index` at this size.
+    fn leaf(&self, index: u64) -> Option<IndexedLeaf> {
+        if index >= self.size {
+            return None;
+        }
+        let mut leaf = self.reader.leaf(index)?;
+        if let Some((next_index, next_value)) = self.history.pointer_at(index, self.size) {
+            leaf.next_index = next_index;
+            leaf.next_value = next_value;
+        }
+        Some(leaf)
+    }
+
+    /// The node at `level`, `index` of the tree at this size (which must
+    /// have it).
+    fn node(&self, level: u32, index: u64) -> Hash {
+        let config = self.reader.config;
+        if level == 0 {
+            return match self.history.pointer_at(index, self.size) {
+                Some(_) => self.leaf(index).expect("below the size").hash(config.hash),
+                None => self.reader.view.node(0, index),
+            };
+        }
+        let n = config.arity.as_u64();
+        let span = n.saturating_pow(level);
+        if (index + 1).saturating_mul(span) <= self.size {
+            return self
+                .history
+                .node_at(level, index, self.size)
+                .unwrap_or_else(|| self.reader.view.node(level, index));
+        }
+        // On the right edge at this size: its children at this size.
+        let below = n.saturating_pow(level - 1);
+        let children = self.size.div_ceil(below);
+        let start = index * n;
+        let end = (start + n).min(children);
+        let mut group = [[0u8; 32]; crate::hash::MAX_GROUP];
+        for (slot, child) in group.iter_mut().zip(start..end) {
+            *slot = self.node(level - 1, child);
+        }
+        crate::kind::group_parent(
+            config.hash,
+            config.arity.get(),
+            None,
+            &group[..to_usize(end - start)],
+        )
+    }
+
+    fn index_of(&self, value: &Hash) -> Option<u64> {
+        self.reader
+            .index_of(value)
+            .filter(|&index| index < self.size)
+    }
+
+    fn prove_index(&self, index: u64) -> Result<IndexedMembershipProof, IndexedError> {
+        let config = self.reader.config;
+        let path = crate::proof::MembershipProof::from_nodes(config, index, self.size, |l, i| {
+            Ok::<Hash, std::convert::Infallible>(self.node(l, i))
+        })
+        .map_err(|error| match error {
+            crate::proof::FromNodesError::Tree(error) => IndexedError::Tree(error),
+            crate::proof::FromNodesError::Source(never) => match never {},
+        })?;
+        let leaf = self.leaf(index).expect("below the size");
+        Ok(IndexedMembershipProof {
+            arity: config.arity,
+            hash: config.hash,
+            index,
+            size: self.size,
+            leaf,
+            siblings: path.siblings().to_vec(),
+        })
+    }
+
+    fn prove_value(&self, value: &Hash) -> Result<IndexedMembershipProof, IndexedError> {
+        self.reader.check_query(value)?;
+        let index = self
+            .index_of(value)
+            .ok_or(IndexedError::Absent { value: *value })?;
+        self.prove_index(index)
+    }
+
+    fn prove_absence(&self, value: &Hash) -> Result<AbsenceProof, IndexedError> {
+        self.reader.check_query(value)?;
+        let sorted = self.reader.sorted;
+        let mut position = match sorted.locate(value, self.reader.values) {
+            Ok(position) => {
+                let index = sorted.at(position).map_or(0, Entry::index);
+                if index < self.size {
+                    return Err(IndexedError::Present {
+                        value: *value,
+                        index,
+                    });
+                }
+                position
+            }
+            Err(position) => position,
+        };
+        // The largest value below it among the leaves of this size: walk
+        // down the order past the values inserted since.
+        let low = loop {
+            position = sorted
+                .previous(position)
+                .expect("the guard is below every value");
+            let entry = sorted.at(position).expect("a held position");
+            if entry.index() < self.size {
+                break entry.index();
+            }
+        };
+        let proof = self.prove_index(low)?;
+        Ok(AbsenceProof {
+            arity: proof.arity,
+            hash: proof.hash,
+            value: *value,
+            low_index: low,
+            size: self.size,
+            low: proof.leaf,
+            siblings: proof.siblings,
         })
     }
 }

@@ -225,13 +225,7 @@ impl Database {
                 }
                 Ok(head.snapshot.view(size)?.head())
             }
-            Kind::Indexed(db) => {
-                let head = db.head();
-                if size != head.size {
-                    Operation::HistoricalProof.check(self.kind())?;
-                }
-                Ok(head)
-            }
+            Kind::Indexed(db) => db.head_at(size).map_err(indexed_refusal),
         }
     }
 
@@ -274,12 +268,13 @@ impl Database {
                 let (snapshot, size) = self.tree_at(at)?;
                 Ok(Proof::Membership(snapshot.prove_at(index, size)?))
             }
-            Kind::Indexed(db) => {
-                self.durable_only(at)?;
-                Ok(Proof::IndexedMembership(
-                    db.prove_index(index).map_err(indexed_refusal)?,
-                ))
-            }
+            Kind::Indexed(db) => Ok(Proof::IndexedMembership(
+                match self.indexed_size(db, at)? {
+                    None => db.prove_index(index),
+                    Some(size) => db.prove_index_at(index, size),
+                }
+                .map_err(indexed_refusal)?,
+            )),
         }
     }
 
@@ -298,12 +293,13 @@ impl Database {
                     .ok_or(DbError::Absent { value: *value })?;
                 Ok(Proof::Membership(snapshot.prove_at(index, size)?))
             }
-            Kind::Indexed(db) => {
-                self.durable_only(at)?;
-                Ok(Proof::IndexedMembership(
-                    db.prove_value(value).map_err(indexed_refusal)?,
-                ))
-            }
+            Kind::Indexed(db) => Ok(Proof::IndexedMembership(
+                match self.indexed_size(db, at)? {
+                    None => db.prove_value(value),
+                    Some(size) => db.prove_value_at(value, size),
+                }
+                .map_err(indexed_refusal)?,
+            )),
         }
     }
 
@@ -311,10 +307,44 @@ impl Database {
     /// tree's, [`Operation::AbsenceProof`]); [`DbError::Present`] if it is
     /// a leaf.
     pub fn prove_absence(&self, value: &Hash) -> Result<Proof> {
+        self.prove_absence_at(value, At::Durable)
+    }
+
+    /// The proof that `value` is absent from the tree `at` names: the
+    /// durable head, or a retained head of an indexed tree by size or root
+    /// ([`crate::DbConfig::history_heads`]; a size outside the window is
+    /// refused with it, [`cairn_core::indexed::IndexedError::OutsideWindow`]).
+    pub fn prove_absence_at(&self, value: &Hash, at: At) -> Result<Proof> {
         let db = self.indexed(Operation::AbsenceProof)?;
         Ok(Proof::Absence(
-            db.prove_absence(value).map_err(indexed_refusal)?,
+            match self.indexed_size(db, at)? {
+                None => db.prove_absence(value),
+                Some(size) => db.prove_absence_at(value, size),
+            }
+            .map_err(indexed_refusal)?,
         ))
+    }
+
+    /// The retained heads of an indexed tree, oldest first, the durable
+    /// head last ([`Operation::AbsenceProof`]: indexed trees).
+    pub fn indexed_heads(&self) -> Result<Vec<TreeHead>> {
+        Ok(self.indexed(Operation::AbsenceProof)?.heads())
+    }
+
+    /// The size an indexed tree's proof at `at` is against: `None` for
+    /// the durable head.
+    fn indexed_size(&self, db: &crate::IndexedDb, at: At) -> Result<Option<u64>> {
+        match at {
+            At::Durable => Ok(None),
+            At::Size(size) => Ok(Some(size)),
+            At::Root(root) => match db.size_of_root(&root) {
+                Some(size) => Ok(Some(size)),
+                None => Err(DbError::UnknownRoot {
+                    root,
+                    window: db.history_stats().window,
+                }),
+            },
+        }
     }
 
     /// The proof that the tree of `from` leaves is a prefix of the tree of
@@ -461,14 +491,6 @@ impl Database {
                         })?;
                 Ok((head.snapshot, found.size))
             }),
-        }
-    }
-
-    /// Refuses a head other than the durable one (an indexed tree's).
-    fn durable_only(&self, at: At) -> Result<()> {
-        match at {
-            At::Durable => Ok(()),
-            At::Size(_) | At::Root(_) => Operation::HistoricalProof.check(self.kind()),
         }
     }
 

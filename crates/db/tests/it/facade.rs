@@ -424,3 +424,79 @@ fn an_acknowledgement_past_its_deadline_names_the_sizes_in_the_trees_units() {
         assert_eq!(db.flush().unwrap(), end);
     }
 }
+
+/// An indexed tree proves absence and membership against each retained
+/// head (one per applied append) by size or by root, refuses a size
+/// outside its window with the window, and a rollback drops the heads
+/// above it while the older ones keep proving.
+#[test]
+fn an_indexed_tree_proves_against_its_retained_heads_by_size_and_root() {
+    let kind = tree(2, HashKind::Blake3).with_kind(TreeKind::Indexed);
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config_of(kind);
+    config.history_heads = 4;
+    let db = Database::create(dir.path().join("db"), config).unwrap();
+    let values: Vec<Hash> = (0..30).map(|i| value(8, i)).collect();
+    for block in values.chunks(5) {
+        db.append(block).unwrap().wait(&db, WAIT).unwrap();
+    }
+    let heads = db.indexed_heads().unwrap();
+    let sizes: Vec<u64> = heads.iter().map(|h| h.size).collect();
+    assert_eq!(sizes, [16, 21, 26, 31]);
+    let absent = value(9, 0);
+    for head in &heads {
+        let prefix = &values[..head.size as usize - 1];
+        assert_eq!(*head, head_of(&kind, prefix));
+        assert_eq!(db.head_at(head.size).unwrap(), *head);
+        for at in [At::Size(head.size), At::Root(head.root.unwrap())] {
+            let Proof::Absence(proof) = db.prove_absence_at(&absent, at).unwrap() else {
+                panic!("not an absence proof");
+            };
+            proof.verify(kind.arity, kind.hash, head, &absent).unwrap();
+            // The last value of the head is a member there, absent before it.
+            let last = prefix.last().unwrap();
+            let Proof::IndexedMembership(member) = db.prove_value(last, at).unwrap() else {
+                panic!("not a membership proof");
+            };
+            member.verify(kind.arity, kind.hash, head, last).unwrap();
+        }
+        if head.size > 16 {
+            // Its last value is absent at the head before.
+            let newest = &values[head.size as usize - 2];
+            let earlier = At::Size(head.size - 5);
+            assert!(db.prove_absence_at(newest, earlier).is_ok());
+        }
+    }
+    let error = db.prove_absence_at(&absent, At::Size(11)).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotFound);
+    let message = error.to_string();
+    assert!(
+        message.contains("window of 4 heads") && message.contains("16..=31"),
+        "{message}"
+    );
+    let between = db.prove_absence_at(&absent, At::Size(18)).unwrap_err();
+    assert!(between.to_string().contains("16 and 21"), "{between}");
+    assert!(matches!(
+        db.prove_absence_at(&absent, At::Root([9; 32])),
+        Err(DbError::UnknownRoot { window: 4, .. })
+    ));
+    // A rollback to 21 drops the heads above it; 16 and 21 still prove.
+    db.truncate(21).unwrap();
+    let sizes: Vec<u64> = db.indexed_heads().unwrap().iter().map(|h| h.size).collect();
+    assert_eq!(sizes, [16, 21]);
+    assert_eq!(
+        db.prove_absence_at(&absent, At::Size(26))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    let Proof::Absence(proof) = db.prove_absence_at(&absent, At::Size(16)).unwrap() else {
+        panic!("not an absence proof");
+    };
+    proof
+        .verify(kind.arity, kind.hash, &heads[0], &absent)
+        .unwrap();
+    // The values rolled back go in again as a new head.
+    db.append(&values[20..25]).unwrap().wait(&db, WAIT).unwrap();
+    assert_eq!(db.head_at(26).unwrap(), heads[2]);
+}

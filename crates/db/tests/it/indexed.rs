@@ -239,6 +239,7 @@ struct Coverage {
     witnessed: AtomicU64,
     refused: AtomicU64,
     reopens: AtomicU64,
+    historical_heads: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -441,6 +442,41 @@ impl Harness<'_> {
                 }
             }
         }
+        self.check_history(shown)
+    }
+
+    /// Every retained head is the model's head of its prefix, and proofs
+    /// against it (absence or membership of the probes, as that prefix
+    /// holds them) verify against it; `Ok(false)` if the head moved.
+    fn check_history(&self, shown: usize) -> Result<bool, TestCaseError> {
+        let db = self.db();
+        let arity = Arity::new(self.n).unwrap();
+        let heads = db.heads();
+        prop_assert!(heads.len() <= self.config.history_heads);
+        let Some(last) = heads.last() else {
+            return Err(TestCaseError::fail("no head retained"));
+        };
+        if last.size as usize - 1 != shown {
+            return Ok(false);
+        }
+        for head in &heads {
+            let prefix = &self.values[..head.size as usize - 1];
+            prop_assert_eq!(*head, model_head(self.n, self.hash, prefix));
+            for probe in (0..8).map(|k| small(k * 53)) {
+                match prefix.iter().position(|v| *v == probe) {
+                    Some(i) => {
+                        let proof = db.prove_value_at(&probe, head.size).unwrap();
+                        prop_assert_eq!(proof.index(), i as u64 + 1);
+                        prop_assert_eq!(proof.verify(arity, self.hash, head, &probe), Ok(()));
+                    }
+                    None => {
+                        let proof = db.prove_absence_at(&probe, head.size).unwrap();
+                        prop_assert_eq!(proof.verify(arity, self.hash, head, &probe), Ok(()));
+                    }
+                }
+            }
+        }
+        bump(&self.cov.historical_heads);
         Ok(true)
     }
 }
@@ -454,6 +490,8 @@ fn run_case(
 ) -> Result<(), TestCaseError> {
     let mut config = config(n, hash);
     config.store.flush_interval = background.then(|| Duration::from_millis(1));
+    // A small window, so that heads leave it between checks.
+    config.history_heads = 5;
     let fs = Arc::new(SimFs::new());
     let db = IndexedDb::create_in(fs.clone(), Path::new(DIR), config.clone()).unwrap();
     let mut harness = Harness {
@@ -507,6 +545,7 @@ fn indexed_operations_and_power_losses_agree_with_the_model() {
         ("witnessed inserts", &cov.witnessed),
         ("refused batches", &cov.refused),
         ("reopens", &cov.reopens),
+        ("checks of retained heads", &cov.historical_heads),
     ] {
         assert!(counter.load(Ordering::Relaxed) > 0, "no {what}");
     }

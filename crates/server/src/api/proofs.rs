@@ -104,31 +104,7 @@ pub(crate) async fn proof(
         circuit_depth,
         pairs,
     } = asked(query, &["size", "root"])?;
-    let explicit = query::find(&pairs, "size")
-        .map(|text| query::parse_u64("size", text))
-        .transpose()?;
-    let root = query::find(&pairs, "root")
-        .map(|text| parse_hash(text).map_err(|e| ApiError::bad_request(format!("root: {e}"))))
-        .transpose()?;
-    let at = match (explicit, root) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::bad_request(
-                "give size or root, not both: a root names its size",
-            ));
-        }
-        (Some(size), None) => {
-            db.supports(Operation::HistoricalProof)
-                .map_err(ApiError::from_db)?;
-            query::check_size(size, db.durable_size(), "size")?;
-            At::Size(size)
-        }
-        (None, Some(root)) => {
-            db.supports(Operation::HistoricalProof)
-                .map_err(ApiError::from_db)?;
-            At::Root(root)
-        }
-        (None, None) => At::Durable,
-    };
+    let (at, explicit, root) = head_asked(db, &pairs)?;
     let proof = match at {
         // Between rollbacks: a root names a size only in one tree.
         At::Root(root) => {
@@ -181,8 +157,43 @@ pub(crate) async fn consistency(
     ))
 }
 
+/// The head a proof query names: `size`, `root` or neither (the durable
+/// head), with the explicit size and root.
+fn head_asked(
+    db: &cairn_db::Database,
+    pairs: &[(&'static str, String)],
+) -> Result<(At, Option<u64>, Option<cairn_core::Hash>), ApiError> {
+    let explicit = query::find(pairs, "size")
+        .map(|text| query::parse_u64("size", text))
+        .transpose()?;
+    let root = query::find(pairs, "root")
+        .map(|text| parse_hash(text).map_err(|e| ApiError::bad_request(format!("root: {e}"))))
+        .transpose()?;
+    let at = match (explicit, root) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give size or root, not both: a root names its size",
+            ));
+        }
+        (Some(size), None) => {
+            db.supports(Operation::HistoricalProof)
+                .map_err(ApiError::from_db)?;
+            query::check_size(size, db.durable_size(), "size")?;
+            At::Size(size)
+        }
+        (None, Some(root)) => {
+            db.supports(Operation::HistoricalProof)
+                .map_err(ApiError::from_db)?;
+            At::Root(root)
+        }
+        (None, None) => At::Durable,
+    };
+    Ok((at, explicit, root))
+}
+
 /// `GET /v1/absence/{value}`: the absence proof of a value against the
-/// durable head (an indexed tree's; 409 for a value it holds).
+/// durable head or a retained earlier one (`size` or `root`; an indexed
+/// tree's; 409 for a value it holds).
 pub(crate) async fn absence(
     State(state): State<AppState>,
     value: Result<Path<String>, PathRejection>,
@@ -196,12 +207,21 @@ pub(crate) async fn absence(
     let Asked {
         format,
         circuit_depth,
-        ..
-    } = asked(query, &[])?;
-    let proof = shared.db.prove_absence(&value).map_err(ApiError::from_db)?;
+        pairs,
+    } = asked(query, &["size", "root"])?;
+    let (at, explicit, root) = head_asked(&shared.db, &pairs)?;
+    let proof = {
+        // Between rollbacks: a root names a size only in one tree.
+        let _no_rollback = shared.rollbacks.read().await;
+        shared
+            .db
+            .prove_absence_at(&value, at)
+            .map_err(ApiError::from_db)?
+    };
     shared
         .metrics
         .absence_proofs
         .fetch_add(1, Ordering::Relaxed);
-    answer(&headers, &proof, format, circuit_depth, false)
+    let immutable = shared.is_final(explicit.or(root.map(|_| proof.size())));
+    answer(&headers, &proof, format, circuit_depth, immutable)
 }

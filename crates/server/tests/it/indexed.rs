@@ -144,10 +144,12 @@ async fn an_indexed_database_serves_inserts_absence_proofs_and_witnesses() {
         .get(&format!("/v1/absence/{}", to_hex(&[0; 32])))
         .await
         .error(400);
-    client
+    // Size 3 is inside the first insert: no retained head.
+    let between = client
         .get(&format!("/v1/absence/{}?size=3", to_hex(&absent)))
         .await
-        .error(400);
+        .error(404);
+    assert!(between.contains("not a retained head"), "{between}");
 
     // A witnessed insert carries the head to the next one.
     let answer = client
@@ -162,6 +164,31 @@ async fn an_indexed_database_serves_inserts_absence_proofs_and_witnesses() {
     let after = witness.verify(config.arity, config.hash, &head).unwrap();
     assert_eq!(after.size, 111);
     assert_eq!(answer["root"], to_hex(&after.root.unwrap()));
+
+    // The head before it is retained: a value inserted since is absent
+    // there, by size and by root, and the proof verifies against it.
+    let since = values[105];
+    for query in [
+        "size=101".to_owned(),
+        format!("root={}", to_hex(&head.root.unwrap())),
+    ] {
+        let reply = client
+            .get(&format!("/v1/absence/{}?{query}", to_hex(&since)))
+            .await
+            .ok();
+        AbsenceProof::from_json(&reply.to_string())
+            .unwrap()
+            .verify(config.arity, config.hash, &head, &since)
+            .unwrap();
+    }
+    client
+        .get(&format!("/v1/absence/{}?size=101&root={}", to_hex(&since), to_hex(&head.root.unwrap())))
+        .await
+        .error(400);
+    client
+        .get(&format!("/v1/absence/{}", to_hex(&since)))
+        .await
+        .error(409);
 
     // Refusals.
     let dup = client
