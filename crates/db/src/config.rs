@@ -48,7 +48,8 @@ impl DbConfig {
 
     pub(crate) fn store_config(&self) -> StoreConfig {
         let mut store = self.store.clone();
-        store.flags = if self.unique { FLAG_UNIQUE } else { 0 }
+        store.flags = (store.flags & crate::mutable::FLAG_READMIT)
+            | if self.unique { FLAG_UNIQUE } else { 0 }
             | if self.explicit_finality {
                 FLAG_EXPLICIT_FINALITY
             } else {

@@ -44,6 +44,7 @@ pub mod decoders;
 mod error;
 mod forest;
 mod indexed;
+mod mutable;
 mod open;
 mod operation;
 pub mod repair;
@@ -76,6 +77,7 @@ pub use forest::{
     family_dirs, is_forest, member_name, tree_dir, tree_dirs,
 };
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
+pub use mutable::{Change, ChangeTicket, MutableDb, MutableError, OldLeaf, WORDS_PER_CHANGE};
 pub use open::{OpenOptions, is_database};
 pub use operation::Operation;
 pub use set::table::MAX_INDEX;
