@@ -27,6 +27,10 @@ pub struct DbConfig {
     /// follower rolls back to any size it has not finalized, whatever was
     /// checkpointed, and only finalized nodes are served from file mappings.
     pub explicit_finality: bool,
+    /// A mutable tree (stored at creation): leaves can be updated and
+    /// removed ([`crate::MutableDb`]); `Some(readmit)`, where `readmit`
+    /// lets a removed value come back. Lean and fixed-depth trees only.
+    pub mutable: Option<bool>,
 }
 
 impl DbConfig {
@@ -38,6 +42,7 @@ impl DbConfig {
             unique: true,
             set_rewrite_percent: 25,
             explicit_finality: false,
+            mutable: None,
         }
     }
 

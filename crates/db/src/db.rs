@@ -909,7 +909,7 @@ pub(crate) enum Derived {
 
 /// What `config`'s store holds.
 pub(crate) fn derived(config: &DbConfig) -> Derived {
-    if config.store.mutable.is_some() {
+    if config.store.mutable.is_some() || config.mutable.is_some() {
         Derived::Mutable
     } else if config.tree().kind == cairn_core::TreeKind::Indexed {
         Derived::Indexed
@@ -977,12 +977,16 @@ pub(crate) fn resolve_config(
             config
         }
         None => {
-            let mut config = DbConfig::new(meta.tree);
+            let mut config = DbConfig::new(match meta.mutable {
+                Some(shape) => meta.tree.with_kind(shape),
+                None => meta.tree,
+            });
+            config.mutable = meta
+                .mutable
+                .map(|_| meta.flags & crate::mutable::FLAG_READMIT != 0);
             config.store.log_shift = meta.log_shift;
             config.unique = stored_unique;
             config.explicit_finality = stored_explicit;
-            config.store.mutable = meta.mutable;
-            config.store.flags |= meta.flags & crate::mutable::FLAG_READMIT;
             config
         }
     };

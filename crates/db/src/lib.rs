@@ -66,7 +66,7 @@ pub use cairn_store::{
 };
 pub use config::DbConfig;
 pub use database::{
-    Ack, Acked, At, Checked, Checkpointed, Database, Durable, Lookup, Proof, ProofFormat,
+    Ack, Acked, At, Changed, Checked, Checkpointed, Database, Durable, Lookup, Proof, ProofFormat,
     RenderError,
 };
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};

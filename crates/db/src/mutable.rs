@@ -184,6 +184,8 @@ pub struct ChangeTicket {
 #[derive(Debug)]
 pub struct MutableDb {
     db: Db,
+    /// The database's configuration as its users see it (the tree's).
+    config: DbConfig,
     /// The tree's configuration (its kind the shape: Lean or fixed-depth).
     shape: TreeConfig,
     /// A removed value may be appended or updated to again.
@@ -224,16 +226,15 @@ impl MutableDb {
     /// is refused for good, like a spent nullifier). `config.unique` is
     /// ignored: a mutable tree always refuses a value it holds.
     pub fn create(dir: impl AsRef<Path>, config: DbConfig, readmit: bool) -> Result<MutableDb> {
-        MutableDb::create_in(Arc::new(StdFs), dir.as_ref(), config, readmit)
+        let mut config = config;
+        config.mutable = Some(readmit);
+        MutableDb::create_in(Arc::new(StdFs), dir.as_ref(), config)
     }
 
-    /// [`MutableDb::create`] through a given file system.
-    pub fn create_in(
-        fs: Arc<dyn Fs>,
-        dir: &Path,
-        config: DbConfig,
-        readmit: bool,
-    ) -> Result<MutableDb> {
+    /// [`MutableDb::create`] through a given file system, mutable as
+    /// `config.mutable` says (`None` is taken as `Some(false)`).
+    pub fn create_in(fs: Arc<dyn Fs>, dir: &Path, mut config: DbConfig) -> Result<MutableDb> {
+        config.mutable = Some(config.mutable.unwrap_or(false));
         let shape = config.tree();
         if shape.kind == TreeKind::Indexed {
             return Err(DbError::ConfigMismatch {
@@ -242,8 +243,8 @@ impl MutableDb {
                 given: "a mutable tree (lean or imt)".to_owned(),
             });
         }
-        let db = Db::create_kind(fs, dir, log_config(config, readmit))?;
-        MutableDb::load(db, shape)
+        let db = Db::create_kind(fs, dir, log_config(config.clone()))?;
+        MutableDb::load(db, config)
     }
 
     /// Opens the mutable database in `dir`: recovers the log and replays it.
@@ -255,9 +256,9 @@ impl MutableDb {
     /// tree the mutable tree's; must agree with the stored one) or the
     /// stored one.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<MutableDb> {
-        let (log, shape) = stored_log_config(&*fs, dir, config)?;
-        let db = Db::open_kind(fs, dir, Some(log), crate::db::Derived::Mutable)?;
-        MutableDb::load(db, shape)
+        let config = stored_config(&*fs, dir, config)?;
+        let db = Db::open_kind(fs, dir, Some(log_config(config.clone())), crate::db::Derived::Mutable)?;
+        MutableDb::load(db, config)
     }
 
     /// Opens it read-only: the changes durable when it opened.
@@ -266,17 +267,24 @@ impl MutableDb {
         dir: &Path,
         config: Option<DbConfig>,
     ) -> Result<MutableDb> {
-        let (log, shape) = stored_log_config(&*fs, dir, config)?;
-        let db = Db::open_read_only_kind(fs, dir, Some(log), crate::db::Derived::Mutable)?;
-        MutableDb::load(db, shape)
+        let config = stored_config(&*fs, dir, config)?;
+        let db = Db::open_read_only_kind(
+            fs,
+            dir,
+            Some(log_config(config.clone())),
+            crate::db::Derived::Mutable,
+        )?;
+        MutableDb::load(db, config)
     }
 
     /// The tree rebuilt by replaying every change in the log.
-    fn load(db: Db, shape: TreeConfig) -> Result<MutableDb> {
+    fn load(db: Db, config: DbConfig) -> Result<MutableDb> {
+        let shape = config.tree();
         let zero = zero_leaf(shape.kind);
-        let readmit = db.config().store.flags & FLAG_READMIT != 0;
+        let readmit = config.mutable == Some(true);
         let mutable = MutableDb {
             db,
+            config,
             shape,
             readmit,
             zero,
@@ -401,12 +409,66 @@ impl MutableDb {
         self.change_inner(changes, Some(tag))
     }
 
+    /// Appends `values` (as block `tag`'s, if given); with `skip`, the
+    /// values held (durable or pending) or repeated are skipped and
+    /// reported rather than refused (`None` when every value was).
+    pub fn append_values(
+        &self,
+        values: &[Hash],
+        tag: Option<cairn_store::BlockTag>,
+        skip: bool,
+    ) -> Result<(Option<ChangeTicket>, Vec<Duplicate>)> {
+        let _writer = self.writer.lock();
+        let mut skipped = Vec::new();
+        let mut fresh = Vec::with_capacity(values.len());
+        if skip {
+            let state = self.state.read();
+            let mut seen: HashMap<Hash, usize> = HashMap::new();
+            for (position, value) in values.iter().enumerate() {
+                let of = match (seen.get(value), state.present.get(value)) {
+                    (Some(&at), _) => Some(DuplicateOf::Batch(at)),
+                    (None, Some(&index)) => Some(DuplicateOf::Leaf(index)),
+                    (None, None) => None,
+                };
+                match of {
+                    Some(of) => skipped.push(Duplicate {
+                        position,
+                        value: *value,
+                        of,
+                    }),
+                    None => {
+                        seen.insert(*value, position);
+                        fresh.push(Change::Append(*value));
+                    }
+                }
+            }
+            if fresh.is_empty() && tag.is_none() {
+                return Ok((None, skipped));
+            }
+        } else {
+            if values.is_empty() && tag.is_none() {
+                return Err(DbError::Tree(TreeError::EmptyBatch));
+            }
+            fresh.extend(values.iter().map(|&value| Change::Append(value)));
+        }
+        Ok((Some(self.change_locked(&fresh, tag)?), skipped))
+    }
+
     fn change_inner(
         &self,
         changes: &[Change],
         tag: Option<cairn_store::BlockTag>,
     ) -> Result<ChangeTicket> {
         let _writer = self.writer.lock();
+        self.change_locked(changes, tag)
+    }
+
+    /// [`MutableDb::change_inner`] under the writer lock.
+    fn change_locked(
+        &self,
+        changes: &[Change],
+        tag: Option<cairn_store::BlockTag>,
+    ) -> Result<ChangeTicket> {
         let first = self.db.store.size();
         let mut state = self.state.write();
         let mut size = state.accepted_size;
@@ -699,7 +761,33 @@ impl MutableDb {
         self.zero
     }
 
-    /// The underlying log database (its store holds the change words).
+    /// The database's configuration (its tree the mutable tree's).
+    pub fn config(&self) -> &DbConfig {
+        &self.config
+    }
+
+    /// Whether it was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.db.store.is_read_only()
+    }
+
+    /// The write or sync failure that stopped acknowledgements, if any.
+    pub fn failure(&self) -> Option<StoreError> {
+        self.db.failure()
+    }
+
+    /// The log's health.
+    pub fn health(&self) -> cairn_store::StoreHealth {
+        self.db.health()
+    }
+
+    /// Finalizes the changes recorded up to block `block` (no rollback
+    /// may undo them); the log words final.
+    pub fn finalize_to_block(&self, block: u64) -> Result<u64> {
+        self.db.finalize_to_block(block)
+    }
+
+    /// The log's database (its store holds the change words).
     pub(crate) fn log(&self) -> &Db {
         &self.db
     }
@@ -795,52 +883,42 @@ pub(crate) fn zero_leaf(kind: TreeKind) -> Hash {
 }
 
 /// The log's configuration for a mutable tree of `config`'s tree.
-pub(crate) fn log_config(mut config: DbConfig, readmit: bool) -> DbConfig {
+pub(crate) fn log_config(mut config: DbConfig) -> DbConfig {
     let shape = config.store.tree;
     config.store.tree = shape.with_kind(TreeKind::Lean);
     config.store.tree.max_depth = None;
     config.store.mutable = Some(shape.kind);
     config.unique = false;
-    if readmit {
+    if config.mutable == Some(true) {
         config.store.flags |= FLAG_READMIT;
     }
     config
 }
 
-/// The log's configuration and the tree's, from `dir`'s meta (and
-/// `config`, which must agree).
-fn stored_log_config(
-    fs: &dyn Fs,
-    dir: &Path,
-    config: Option<DbConfig>,
-) -> Result<(DbConfig, TreeConfig)> {
-    let meta = cairn_store::stored_config(fs, dir)?;
-    let Some(kind) = meta.mutable else {
+/// The stored configuration of the mutable tree in `dir` (or `config`,
+/// which must agree with it).
+fn stored_config(fs: &dyn Fs, dir: &Path, config: Option<DbConfig>) -> Result<DbConfig> {
+    let stored = crate::db::resolve_config(fs, dir, None)?;
+    if stored.mutable.is_none() {
         return Err(DbError::ConfigMismatch {
             field: "mutability",
             stored: "append-only".to_owned(),
             given: "mutable".to_owned(),
         });
-    };
-    let shape = meta.tree.with_kind(kind);
-    let readmit = meta.flags & FLAG_READMIT != 0;
-    let log = match config {
-        Some(config) => {
-            if config.tree() != shape {
+    }
+    match config {
+        None => Ok(stored),
+        Some(mut config) => {
+            if config.tree() != stored.tree() {
                 return Err(DbError::ConfigMismatch {
                     field: "tree",
-                    stored: format!("{shape:?}"),
+                    stored: format!("{:?}", stored.tree()),
                     given: format!("{:?}", config.tree()),
                 });
             }
-            log_config(config, readmit)
+            config.mutable = stored.mutable;
+            config.unique = stored.unique;
+            Ok(config)
         }
-        None => {
-            let mut config = DbConfig::new(shape);
-            config.store.log_shift = meta.log_shift;
-            config.explicit_finality = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
-            log_config(config, readmit)
-        }
-    };
-    Ok((log, shape))
+    }
 }

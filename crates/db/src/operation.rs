@@ -42,6 +42,9 @@ pub enum Operation {
     /// Updates and removals of leaves: trees created mutable
     /// (`cairn init --mutable`).
     Mutation,
+    /// Rollbacks and finality by size: every tree but a mutable one
+    /// (whose size does not order its changes: it rolls back by block).
+    SizeRollback,
 }
 
 impl Operation {
@@ -59,6 +62,7 @@ impl Operation {
             Operation::AbsenceProof => "absence proofs",
             Operation::InsertionWitness => "insertion witnesses",
             Operation::Mutation => "updates or removals of leaves",
+            Operation::SizeRollback => "rollbacks or finality by size",
         }
     }
 
@@ -71,6 +75,7 @@ impl Operation {
             // Mutability is chosen at creation, beside the kind: see
             // `supported_by_mutable`.
             Operation::Mutation => false,
+            Operation::SizeRollback => true,
             _ => kind.is_append_only(),
         }
     }
@@ -92,6 +97,9 @@ impl Operation {
         let why = match self {
             Operation::AbsenceProof | Operation::InsertionWitness => {
                 "they need an indexed database (`cairn init --kind indexed`)"
+            }
+            Operation::SizeRollback => {
+                "updates and removals do not change its size, so a size names no point of its history; roll it back and finalize it by block"
             }
             Operation::Tiles | Operation::Repair => {
                 "tiles hold final nodes under names that never change, and a mutable tree's nodes change when a leaf is updated or removed"
@@ -144,6 +152,7 @@ impl Operation {
             Operation::Repair => {
                 "a replica holds final nodes of an append-only tree; restore it from a backup (`cairn backup`)"
             }
+            Operation::SizeRollback => unreachable!("every kind rolls back by size"),
             Operation::Mutation => {
                 return format!(
                     "{article} {name} database has no {}: it is append-only; create a mutable one (`cairn init --mutable`)",

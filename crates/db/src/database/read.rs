@@ -201,6 +201,15 @@ impl Database {
                     failure: db.failure(),
                 }
             }
+            Kind::Mutable(db) => {
+                let head = db.head();
+                Durable {
+                    size: head.size,
+                    root: head.root,
+                    finalized: 0,
+                    failure: db.failure(),
+                }
+            }
         }
     }
 
@@ -229,6 +238,13 @@ impl Database {
                 let head = db.head();
                 if size != head.size {
                     Operation::HistoricalProof.check(self.kind())?;
+                }
+                Ok(head)
+            }
+            Kind::Mutable(db) => {
+                let head = db.head();
+                if size != head.size {
+                    self.supports(Operation::HistoricalProof)?;
                 }
                 Ok(head)
             }
@@ -264,6 +280,10 @@ impl Database {
                 let (size, indices) = db.index_of_many(values);
                 Ok(Lookup { size, indices })
             }
+            Kind::Mutable(db) => {
+                let (size, indices) = db.index_of_many(values);
+                Ok(Lookup { size, indices })
+            }
         }
     }
 
@@ -279,6 +299,10 @@ impl Database {
                 Ok(Proof::IndexedMembership(
                     db.prove_index(index).map_err(indexed_refusal)?,
                 ))
+            }
+            Kind::Mutable(db) => {
+                self.durable_only(at)?;
+                Ok(Proof::Membership(db.prove(index)?))
             }
         }
     }
@@ -303,6 +327,12 @@ impl Database {
                 Ok(Proof::IndexedMembership(
                     db.prove_value(value).map_err(indexed_refusal)?,
                 ))
+            }
+            Kind::Mutable(db) => {
+                self.durable_only(at)?;
+                let (_, indices) = db.index_of_many(std::slice::from_ref(value));
+                let index = indices[0].ok_or(DbError::Absent { value: *value })?;
+                Ok(Proof::Membership(db.prove(index)?))
             }
         }
     }
@@ -468,7 +498,7 @@ impl Database {
     fn durable_only(&self, at: At) -> Result<()> {
         match at {
             At::Durable => Ok(()),
-            At::Size(_) | At::Root(_) => Operation::HistoricalProof.check(self.kind()),
+            At::Size(_) | At::Root(_) => self.supports(Operation::HistoricalProof),
         }
     }
 
