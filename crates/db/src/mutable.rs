@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use cairn_core::{Hash, LeanImt, MembershipProof, TreeConfig, TreeError, TreeHead, TreeKind};
 use cairn_store::fs::Fs;
-use cairn_store::{CheckpointMeta, StdFs, StoreError, Token};
+use cairn_store::{CheckpointMeta, StdFs, StoreError, TaggedHead, Token};
 use parking_lot::{Mutex, RwLock};
 
 use crate::config::DbConfig;
@@ -215,6 +215,9 @@ struct State {
     batches: BTreeMap<u64, (u64, Arc<OnceLock<Vec<Option<OldLeaf>>>>)>,
     /// Old leaves of the batch being applied.
     collecting: Vec<Option<OldLeaf>>,
+    /// Log sizes at the end of block-tagged changes -> the tree's head
+    /// there once applied (the store's tagged heads count log words).
+    tagged: BTreeMap<u64, Option<TreeHead>>,
 }
 
 /// The store flag that says removed values may come back.
@@ -296,6 +299,7 @@ impl MutableDb {
                 accepted_size: 0,
                 batches: BTreeMap::new(),
                 collecting: Vec::new(),
+                tagged: BTreeMap::new(),
             }),
             applied: AtomicU64::new(0),
             writer: Mutex::new(()),
@@ -324,6 +328,23 @@ impl MutableDb {
         let mut present: HashMap<Hash, u64> = HashMap::new();
         let mut removed = HashSet::new();
         let mut run: Vec<Hash> = Vec::new();
+        let mut tagged: BTreeMap<u64, Option<TreeHead>> = self
+            .db
+            .heads(0, usize::MAX)
+            .into_iter()
+            .map(|head| (head.size, None))
+            .collect();
+        let mut record = |tree: &mut LeanImt, run: &mut Vec<Hash>, at: u64| -> Result<()> {
+            if let Some(slot) = tagged.get_mut(&at) {
+                if !run.is_empty() {
+                    tree.append_batch(run).map_err(|e| corrupt(at, e.to_string()))?;
+                    run.clear();
+                }
+                *slot = Some(tree.head());
+            }
+            Ok(())
+        };
+        record(&mut tree, &mut run, 0)?;
         let mut at = 0;
         while at < size {
             let word = |i: u64| leaves.get(i as usize).expect("words below the size are held");
@@ -367,11 +388,13 @@ impl MutableDb {
                 }
             }
             at += WORDS_PER_CHANGE;
+            record(&mut tree, &mut run, at)?;
         }
         if !run.is_empty() {
             tree.append_batch(&run).map_err(|e| corrupt(at, e.to_string()))?;
         }
         tree.commit();
+        state.tagged = tagged;
         state.accepted_size = tree.size();
         state.tree = tree;
         state.present = present;
@@ -565,6 +588,10 @@ impl MutableDb {
         };
         assert_eq!(appended.first, first, "changes are serialised");
         // Recorded once the log holds them: a failed append changes nothing.
+        if tag.is_some() {
+            let head = (end == self.applied.load(Ordering::Acquire)).then(|| state.tree.head());
+            state.tagged.insert(end, head);
+        }
         let slot = Arc::new(OnceLock::new());
         if changes.is_empty() {
             let _ = slot.set(Vec::new());
@@ -639,6 +666,7 @@ impl MutableDb {
             pending,
             batches,
             collecting,
+            tagged,
             ..
         } = &mut *state;
         while at + WORDS_PER_CHANGE <= durable {
@@ -655,6 +683,9 @@ impl MutableDb {
             };
             collecting.push(old);
             at += WORDS_PER_CHANGE;
+            if let Some(slot) = tagged.get_mut(&at) {
+                *slot = Some(tree.head());
+            }
             if let Some(entry) = batches.first_entry() {
                 if entry.get().0 == at {
                     let (_, slot) = entry.remove();
@@ -795,6 +826,26 @@ impl MutableDb {
     /// The tree's size with every accepted change (durable or not).
     pub fn accepted_size(&self) -> u64 {
         self.state.read().accepted_size
+    }
+
+    /// Words of the log durable (two per change): how many changes a
+    /// crash now keeps.
+    pub fn log_words_durable(&self) -> u64 {
+        self.db.store.durable_size()
+    }
+
+    /// `head` (one of the log's tagged heads) in the tree's terms: the
+    /// tree's size and root once the changes up to it were applied;
+    /// `None` for a head not yet applied.
+    pub fn tree_head(&self, head: TaggedHead) -> Option<TaggedHead> {
+        self.catch_up();
+        let state = self.state.read();
+        let tree = (*state.tagged.get(&head.size)?)?;
+        Some(TaggedHead {
+            size: tree.size,
+            root: tree.root,
+            ..head
+        })
     }
 
     /// The durable size of the tree.

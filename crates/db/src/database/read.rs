@@ -385,6 +385,15 @@ impl Database {
     /// The durable block-tagged heads from block `from_block` on, at most
     /// `limit` ([`Operation::BlockTags`]).
     pub fn heads(&self, from_block: u64, limit: usize) -> Result<Vec<TaggedHead>> {
+        if let Kind::Mutable(mutable) = &self.kind {
+            // The log's heads count its words: each in the tree's terms,
+            // those applied (durable) only.
+            let heads = mutable.log().heads(from_block, limit);
+            return Ok(heads
+                .into_iter()
+                .map_while(|head| mutable.tree_head(head))
+                .collect());
+        }
         let db = self.append_only(Operation::BlockTags)?;
         Ok(self.gate.read(|_| {
             let durable = self.tag_durability(db.durable_size());
@@ -403,6 +412,19 @@ impl Database {
     /// the last one), what a rollback to `block` keeps and where a chain
     /// follower resumes ([`Operation::BlockTags`]).
     pub fn head_at_block(&self, block: u64) -> Result<Option<TaggedHead>> {
+        if let Kind::Mutable(mutable) = &self.kind {
+            let mut below = block;
+            loop {
+                match mutable.log().head_at_block(below) {
+                    Some(head) => match mutable.tree_head(head) {
+                        Some(head) => return Ok(Some(head)),
+                        None if head.block > 0 => below = head.block - 1,
+                        None => return Ok(None),
+                    },
+                    None => return Ok(None),
+                }
+            }
+        }
         let db = self.append_only(Operation::BlockTags)?;
         Ok(self.gate.read(|_| {
             let durable = self.tag_durability(db.durable_size());

@@ -49,7 +49,7 @@ impl Database {
     /// Rolls back to the end of the last append tagged at or below `block`
     /// ([`Operation::BlockTags`]).
     pub fn truncate_to_block(&self, block: u64) -> Result<TreeHead> {
-        self.append_only(Operation::BlockTags)?;
+        self.supports(Operation::BlockTags)?;
         self.roll_back(Target::Block(block))
     }
 

@@ -12,6 +12,7 @@ mod facade;
 mod forest;
 mod indexed;
 mod indexed_crash;
+mod mutable;
 mod pending;
 mod read_only;
 mod rollback;
