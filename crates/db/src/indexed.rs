@@ -138,7 +138,12 @@ impl IndexedDb {
     /// [`IndexedDb::open`] through a given file system, with `config`
     /// (which must agree with the stored one) or the stored one.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<IndexedDb> {
-        let db = Db::open_kind(fs, dir, config.map(indexed_config), crate::db::Derived::Indexed)?;
+        let db = Db::open_kind(
+            fs,
+            dir,
+            config.map(indexed_config),
+            crate::db::Derived::Indexed,
+        )?;
         IndexedDb::load(db)
     }
 
@@ -159,7 +164,12 @@ impl IndexedDb {
         dir: &Path,
         config: Option<DbConfig>,
     ) -> Result<IndexedDb> {
-        let db = Db::open_read_only_kind(fs, dir, config.map(indexed_config), crate::db::Derived::Indexed)?;
+        let db = Db::open_read_only_kind(
+            fs,
+            dir,
+            config.map(indexed_config),
+            crate::db::Derived::Indexed,
+        )?;
         IndexedDb::load(db)
     }
 

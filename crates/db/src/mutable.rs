@@ -116,7 +116,11 @@ impl Change {
     /// leaves with zero leaf `zero`: every reserved byte zero, a known
     /// operation, an append at `size`, an update or removal below it, a
     /// removal's value the zero leaf.
-    pub fn decode(words: [&Hash; 2], size: u64, zero: &Hash) -> std::result::Result<Change, String> {
+    pub fn decode(
+        words: [&Hash; 2],
+        size: u64,
+        zero: &Hash,
+    ) -> std::result::Result<Change, String> {
         let [head, value] = words;
         if head[1..8] != [0; 7] || head[16..32] != [0; 16] {
             return Err("reserved bytes of a change are not zero".to_owned());
@@ -260,7 +264,12 @@ impl MutableDb {
     /// stored one.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<MutableDb> {
         let config = stored_config(&*fs, dir, config)?;
-        let db = Db::open_kind(fs, dir, Some(log_config(config.clone())), crate::db::Derived::Mutable)?;
+        let db = Db::open_kind(
+            fs,
+            dir,
+            Some(log_config(config.clone())),
+            crate::db::Derived::Mutable,
+        )?;
         MutableDb::load(db, config)
     }
 
@@ -337,7 +346,8 @@ impl MutableDb {
         let mut record = |tree: &mut LeanImt, run: &mut Vec<Hash>, at: u64| -> Result<()> {
             if let Some(slot) = tagged.get_mut(&at) {
                 if !run.is_empty() {
-                    tree.append_batch(run).map_err(|e| corrupt(at, e.to_string()))?;
+                    tree.append_batch(run)
+                        .map_err(|e| corrupt(at, e.to_string()))?;
                     run.clear();
                 }
                 *slot = Some(tree.head());
@@ -347,7 +357,11 @@ impl MutableDb {
         record(&mut tree, &mut run, 0)?;
         let mut at = 0;
         while at < size {
-            let word = |i: u64| leaves.get(i as usize).expect("words below the size are held");
+            let word = |i: u64| {
+                leaves
+                    .get(i as usize)
+                    .expect("words below the size are held")
+            };
             let change = Change::decode(
                 [word(at), word(at + 1)],
                 tree.size() + run.len() as u64,
@@ -364,7 +378,8 @@ impl MutableDb {
                 }
                 Change::Update(index, _) | Change::Remove(index) => {
                     if !run.is_empty() {
-                        tree.append_batch(&run).map_err(|e| corrupt(at, e.to_string()))?;
+                        tree.append_batch(&run)
+                            .map_err(|e| corrupt(at, e.to_string()))?;
                         run.clear();
                     }
                     let old = tree.leaf(index).expect("checked below the size");
@@ -384,14 +399,16 @@ impl MutableDb {
                         }
                     };
                     present.remove(&old);
-                    tree.update(index, new).map_err(|e| corrupt(at, e.to_string()))?;
+                    tree.update(index, new)
+                        .map_err(|e| corrupt(at, e.to_string()))?;
                 }
             }
             at += WORDS_PER_CHANGE;
             record(&mut tree, &mut run, at)?;
         }
         if !run.is_empty() {
-            tree.append_batch(&run).map_err(|e| corrupt(at, e.to_string()))?;
+            tree.append_batch(&run)
+                .map_err(|e| corrupt(at, e.to_string()))?;
         }
         tree.commit();
         state.tagged = tagged;
@@ -401,9 +418,9 @@ impl MutableDb {
         state.removed = removed;
         state.pending.clear();
         state.collecting.clear();
-        for (_, (_, slot)) in std::mem::take(&mut state.batches) {
-            drop(slot);
-        }
+        // Batches the rollback removed: their slots stay empty, so their
+        // writers are told `RolledBack`.
+        state.batches.clear();
         self.applied.store(size, Ordering::Release);
         Ok(())
     }
@@ -511,7 +528,10 @@ impl MutableDb {
             };
             if let Some(value) = value {
                 self.check_value(position, &value)?;
-                let held = state.present.get(&value).filter(|_| !freed.contains(&value));
+                let held = state
+                    .present
+                    .get(&value)
+                    .filter(|_| !freed.contains(&value));
                 if let Some(&at) = added.get(&value) {
                     duplicates.push(Duplicate {
                         position,
@@ -639,7 +659,11 @@ impl MutableDb {
     /// The old leaves of `ticket`'s changes (`None` for an append), each
     /// with its proof against the root before it: waits up to `timeout`
     /// for the batch to be durable.
-    pub fn changed(&self, ticket: &ChangeTicket, timeout: Duration) -> Result<Vec<Option<OldLeaf>>> {
+    pub fn changed(
+        &self,
+        ticket: &ChangeTicket,
+        timeout: Duration,
+    ) -> Result<Vec<Option<OldLeaf>>> {
         ticket.token.wait(timeout)?;
         self.catch_up();
         ticket.slot.get().cloned().ok_or_else(|| {
@@ -670,7 +694,11 @@ impl MutableDb {
             ..
         } = &mut *state;
         while at + WORDS_PER_CHANGE <= durable {
-            let word = |i: u64| leaves.get(i as usize).expect("durable words are in the log");
+            let word = |i: u64| {
+                leaves
+                    .get(i as usize)
+                    .expect("durable words are in the log")
+            };
             let change = Change::decode([word(at), word(at + 1)], tree.size(), &self.zero)
                 .expect("changes were checked when they were logged");
             let old = match change {
@@ -899,7 +927,10 @@ impl State {
     fn leaf(&self, index: u64) -> Hash {
         match self.pending.get(&index) {
             Some((value, _)) => *value,
-            None => self.tree.leaf(index).expect("index checked below the accepted size"),
+            None => self
+                .tree
+                .leaf(index)
+                .expect("index checked below the accepted size"),
         }
     }
 }

@@ -93,7 +93,9 @@ impl UpdateCmd {
 impl RemoveCmd {
     pub(crate) fn run(self) -> Result<(), Failure> {
         let index = self.index;
-        change(&self.dir, &self.print, "removed", |db| db.remove(index, WAIT))
+        change(&self.dir, &self.print, "removed", |db| {
+            db.remove(index, WAIT)
+        })
     }
 }
 
@@ -114,9 +116,12 @@ fn change(
     database::close(db)?;
     let changed = changed.map_err(database::db_failure)?;
     let proof = Proof::Membership(changed.old.proof.clone());
-    let bytes = proof
-        .render(format, print.circuit_depth)
-        .map_err(|error| Failure::new(Code::Usage, anyhow!("cannot print the old leaf's proof: {error}")))?;
+    let bytes = proof.render(format, print.circuit_depth).map_err(|error| {
+        Failure::new(
+            Code::Usage,
+            anyhow!("cannot print the old leaf's proof: {error}"),
+        )
+    })?;
     eprintln!(
         "{what} leaf {} (was {}): size {}, root {}",
         changed.old.index,

@@ -256,13 +256,17 @@ impl InitCmd {
             if kind == TreeKind::Indexed {
                 return Err(Failure::new(
                     Code::Usage,
-                    anyhow!("--mutable is for lean and imt trees: an indexed tree's leaves are its sorted values"),
+                    anyhow!(
+                        "--mutable is for lean and imt trees: an indexed tree's leaves are its sorted values"
+                    ),
                 ));
             }
             if self.sign_key.is_some() {
                 return Err(Failure::new(
                     Code::Usage,
-                    anyhow!("--sign-key is for append-only trees: a mutable tree's roots do not follow one another by consistency proofs"),
+                    anyhow!(
+                        "--sign-key is for append-only trees: a mutable tree's roots do not follow one another by consistency proofs"
+                    ),
                 ));
             }
             config.mutable = Some(self.readmit_removed);

@@ -177,7 +177,11 @@ mod tests {
                 let mut leaves: Vec<Hash> = (0..size).map(leaf).collect();
                 let mut tree = LeanImt::from_leaves(cfg, &leaves).unwrap();
                 for (k, i) in [0, size / 2, size - 1].into_iter().enumerate() {
-                    let new = if k == 1 { [0; 32] } else { leaf(500 + k as u64) };
+                    let new = if k == 1 {
+                        [0; 32]
+                    } else {
+                        leaf(500 + k as u64)
+                    };
                     leaves[to_usize(i)] = new;
                     tree.update(i, new).unwrap();
                     let mut want = LeanImt::from_leaves(cfg, &leaves).unwrap();

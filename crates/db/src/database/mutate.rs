@@ -47,7 +47,11 @@ impl Database {
 
     /// The old leaves of `ticket`'s changes (`None` for an append), once
     /// durable (waiting up to `timeout`).
-    pub fn changed(&self, ticket: &ChangeTicket, timeout: Duration) -> Result<Vec<Option<OldLeaf>>> {
+    pub fn changed(
+        &self,
+        ticket: &ChangeTicket,
+        timeout: Duration,
+    ) -> Result<Vec<Option<OldLeaf>>> {
         self.mutable(Operation::Mutation)?.changed(ticket, timeout)
     }
 

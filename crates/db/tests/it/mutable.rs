@@ -167,13 +167,19 @@ fn run(tree: TreeConfig, ops: &[Op]) -> Result<(), TestCaseError> {
         let head = db.head();
         prop_assert_eq!(head, model.head(), "after {:?} from {:?}", op, before);
         // Every live leaf proves against the durable head and is found.
-        if let Some(index) = (0..model.leaves.len()).rev().find(|&i| model.leaves[i] != zero_of(&tree)) {
+        if let Some(index) = (0..model.leaves.len())
+            .rev()
+            .find(|&i| model.leaves[i] != zero_of(&tree))
+        {
             let proof = match db.prove(index as u64, cairn_db::At::Durable).unwrap() {
                 cairn_db::Proof::Membership(proof) => proof,
                 other => panic!("{other:?}"),
             };
             proof.verify_with(&tree, &head).unwrap();
-            prop_assert_eq!(db.index_of(&model.leaves[index]).unwrap(), Some(index as u64));
+            prop_assert_eq!(
+                db.index_of(&model.leaves[index]).unwrap(),
+                Some(index as u64)
+            );
         }
     }
     db.close().unwrap();
@@ -285,7 +291,12 @@ fn what_assumes_nodes_never_change_is_refused_with_a_typed_error() {
             matches!(error, DbError::UnsupportedMutable { operation: o, .. } if o == operation),
             "{error}"
         );
-        assert!(error.to_string().starts_with("a mutable lean database has no"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("a mutable lean database has no"),
+            "{error}"
+        );
     }
     let error = db.prove_consistency(1, None).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unsupported);
@@ -294,17 +305,33 @@ fn what_assumes_nodes_never_change_is_refused_with_a_typed_error() {
     db.remove(0, WAIT).unwrap();
     for change in [Change::Remove(0), Change::Update(0, value(1, 9))] {
         let error = db.change(&[change]).unwrap_err();
-        assert!(matches!(error, DbError::Mutable(MutableError::Removed { index: 0, .. })), "{error}");
+        assert!(
+            matches!(
+                error,
+                DbError::Mutable(MutableError::Removed { index: 0, .. })
+            ),
+            "{error}"
+        );
     }
     // The zero leaf is no value, an index past the end no leaf.
     let error = db.change(&[Change::Append([0; 32])]).unwrap_err();
-    assert!(matches!(error, DbError::Mutable(MutableError::ZeroLeaf { .. })), "{error}");
+    assert!(
+        matches!(error, DbError::Mutable(MutableError::ZeroLeaf { .. })),
+        "{error}"
+    );
     let error = db.change(&[Change::Update(2, value(1, 9))]).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NotFound);
     // An append-only database refuses changes, naming the way to get them.
-    let plain = Database::create(dir.path().join("plain"), crate::support::config(2, HashKind::Blake3)).unwrap();
+    let plain = Database::create(
+        dir.path().join("plain"),
+        crate::support::config(2, HashKind::Blake3),
+    )
+    .unwrap();
     let error = plain.change(&[Change::Remove(0)]).unwrap_err();
-    assert!(error.to_string().contains("cairn init --mutable"), "{error}");
+    assert!(
+        error.to_string().contains("cairn init --mutable"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -434,6 +461,10 @@ fn power_loss_at_every_operation_boundary_recovers_a_prefix_of_the_changes() {
             states += 1;
         }
     }
-    eprintln!("{states} crash states over {} boundaries, {} distinct recoveries", ops / step + 1, seen.len());
+    eprintln!(
+        "{states} crash states over {} boundaries, {} distinct recoveries",
+        ops / step + 1,
+        seen.len()
+    );
     assert!(seen.len() > 10, "too few distinct recoveries");
 }
