@@ -31,6 +31,10 @@ pub struct DbConfig {
     /// included, at least 1): each applied insert is a head, and a proof
     /// at an older size is refused with the window (per open).
     pub history_heads: usize,
+    /// A mutable tree (stored at creation): leaves can be updated and
+    /// removed ([`crate::MutableDb`]); `Some(readmit)`, where `readmit`
+    /// lets a removed value come back. Lean and fixed-depth trees only.
+    pub mutable: Option<bool>,
 }
 
 /// Heads an indexed tree keeps proofs against by default.
@@ -46,6 +50,7 @@ impl DbConfig {
             set_rewrite_percent: 25,
             explicit_finality: false,
             history_heads: DEFAULT_HISTORY_HEADS,
+            mutable: None,
         }
     }
 
@@ -56,7 +61,8 @@ impl DbConfig {
 
     pub(crate) fn store_config(&self) -> StoreConfig {
         let mut store = self.store.clone();
-        store.flags = if self.unique { FLAG_UNIQUE } else { 0 }
+        store.flags = (store.flags & crate::mutable::FLAG_READMIT)
+            | if self.unique { FLAG_UNIQUE } else { 0 }
             | if self.explicit_finality {
                 FLAG_EXPLICIT_FINALITY
             } else {

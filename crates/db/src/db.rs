@@ -319,7 +319,7 @@ impl Db {
 
     /// [`Db::create`] through a given file system.
     pub fn create_in(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<Db> {
-        check_kind(is_indexed(&config), false)?;
+        check_kind(derived(&config), Derived::Plain)?;
         Db::create_kind(fs, dir, config)
     }
 
@@ -359,7 +359,7 @@ impl Db {
     /// (which must agree with the stored one; `verify_on_open` is honoured,
     /// background settings are ignored) or the stored configuration.
     pub fn open_read_only_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
-        Db::open_read_only_kind(fs, dir, config, false)
+        Db::open_read_only_kind(fs, dir, config, Derived::Plain)
     }
 
     /// Opens a database of the given kind read-only.
@@ -367,10 +367,10 @@ impl Db {
         fs: Arc<dyn Fs>,
         dir: &Path,
         config: Option<DbConfig>,
-        indexed: bool,
+        kind: Derived,
     ) -> Result<Db> {
         let config = resolve_config(&*fs, dir, config)?;
-        check_kind(is_indexed(&config), indexed)?;
+        check_kind(derived(&config), kind)?;
         // Taken before the store: the file then covers no leaf the store
         // lacks (see `file::open`).
         let published = if config.unique {
@@ -385,7 +385,7 @@ impl Db {
     /// [`Db::open`] (`config: None`) or [`Db::open_with`] through a given
     /// file system.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Db> {
-        Db::open_kind(fs, dir, config, false)
+        Db::open_kind(fs, dir, config, Derived::Plain)
     }
 
     /// Opens a database of the given kind.
@@ -393,10 +393,10 @@ impl Db {
         fs: Arc<dyn Fs>,
         dir: &Path,
         config: Option<DbConfig>,
-        indexed: bool,
+        kind: Derived,
     ) -> Result<Db> {
         let config = resolve_config(&*fs, dir, config)?;
-        check_kind(is_indexed(&config), indexed)?;
+        check_kind(derived(&config), kind)?;
         let store = Store::open(Arc::clone(&fs), dir, config.store_config())?;
         if config.unique {
             // Never published: a set checkpoint that crashed.
@@ -894,24 +894,40 @@ impl Db {
     }
 }
 
-/// Whether `config` is an indexed database's: its store's leaves are the
-/// values inserted, and the tree proven is the indexed tree derived from
-/// them (see [`crate::IndexedDb`]).
-pub(crate) fn is_indexed(config: &DbConfig) -> bool {
-    config.tree().kind == cairn_core::TreeKind::Indexed
+/// What a store's leaves are: the tree's own leaves, an indexed tree's
+/// values (see [`crate::IndexedDb`]) or a mutable tree's changes (see
+/// [`crate::MutableDb`]); a database of one is never opened as another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Derived {
+    /// A lean or fixed-depth tree's leaves.
+    Plain,
+    /// An indexed tree's values.
+    Indexed,
+    /// A mutable tree's changes.
+    Mutable,
 }
 
-/// Refuses to open a database of one kind as the other: the trees differ
-/// (a plain LeanIMT over the values, or the indexed tree derived from them).
-pub(crate) fn check_kind(stored: bool, asked: bool) -> Result<()> {
+/// What `config`'s store holds.
+pub(crate) fn derived(config: &DbConfig) -> Derived {
+    if config.store.mutable.is_some() || config.mutable.is_some() {
+        Derived::Mutable
+    } else if config.tree().kind == cairn_core::TreeKind::Indexed {
+        Derived::Indexed
+    } else {
+        Derived::Plain
+    }
+}
+
+/// Refuses to open a database of one kind as another: the trees differ.
+pub(crate) fn check_kind(stored: Derived, asked: Derived) -> Result<()> {
     if stored == asked {
         return Ok(());
     }
-    let word = |indexed: bool| {
-        if indexed {
-            "indexed (open it with IndexedDb)"
-        } else {
-            "lean or imt (open it with Db)"
+    let word = |kind: Derived| {
+        match kind {
+            Derived::Indexed => "indexed (open it with IndexedDb)",
+            Derived::Mutable => "mutable (open it with MutableDb)",
+            Derived::Plain => "lean or imt (open it with Db)",
         }
         .to_string()
     };
@@ -932,7 +948,6 @@ pub(crate) fn resolve_config(
     let meta = stored_config(fs, dir)?;
     let stored_unique = meta.flags & FLAG_UNIQUE != 0;
     let stored_explicit = meta.flags & cairn_store::FLAG_EXPLICIT_FINALITY != 0;
-    let stored_indexed = meta.tree.kind == cairn_core::TreeKind::Indexed;
     let config = match config {
         Some(config) => {
             if config.unique != stored_unique {
@@ -951,11 +966,24 @@ pub(crate) fn resolve_config(
                     given: word(config.explicit_finality),
                 });
             }
-            check_kind(stored_indexed, is_indexed(&config))?;
+            let stored = if meta.mutable.is_some() {
+                Derived::Mutable
+            } else if meta.tree.kind == cairn_core::TreeKind::Indexed {
+                Derived::Indexed
+            } else {
+                Derived::Plain
+            };
+            check_kind(stored, derived(&config))?;
             config
         }
         None => {
-            let mut config = DbConfig::new(meta.tree);
+            let mut config = DbConfig::new(match meta.mutable {
+                Some(shape) => meta.tree.with_kind(shape),
+                None => meta.tree,
+            });
+            config.mutable = meta
+                .mutable
+                .map(|_| meta.flags & crate::mutable::FLAG_READMIT != 0);
             config.store.log_shift = meta.log_shift;
             config.unique = stored_unique;
             config.explicit_finality = stored_explicit;

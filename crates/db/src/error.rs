@@ -104,6 +104,17 @@ pub enum DbError {
         /// The size whose root changed.
         size: u64,
     },
+    /// A mutable tree refused a change (see [`crate::MutableError`]).
+    #[error(transparent)]
+    Mutable(#[from] crate::mutable::MutableError),
+    /// An operation a mutable tree cannot do.
+    #[error("{}", operation.refusal_mutable(*kind))]
+    UnsupportedMutable {
+        /// What was asked.
+        operation: Operation,
+        /// The tree's shape.
+        kind: TreeKind,
+    },
     /// A database of several trees refused (see [`crate::ForestError`]).
     #[error(transparent)]
     Forest(#[from] crate::forest::ForestError),
@@ -178,7 +189,14 @@ impl DbError {
             DbError::Present { .. } | DbError::Absent { .. } => ErrorKind::Presence,
             DbError::UnknownRoot { .. } => ErrorKind::NotFound,
             DbError::SetFull(_) => ErrorKind::Full,
-            DbError::Unsupported { .. } => ErrorKind::Unsupported,
+            DbError::Unsupported { .. } | DbError::UnsupportedMutable { .. } => {
+                ErrorKind::Unsupported
+            }
+            DbError::Mutable(error) => match error {
+                crate::mutable::MutableError::Removed { .. } => ErrorKind::Presence,
+                crate::mutable::MutableError::WasRemoved { .. } => ErrorKind::Duplicate,
+                _ => ErrorKind::InvalidBatch,
+            },
             DbError::HeadChanged { .. } => ErrorKind::RolledBack,
             DbError::Forest(error) => {
                 use crate::forest::ForestError as Forest;

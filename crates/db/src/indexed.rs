@@ -143,7 +143,12 @@ impl IndexedDb {
     /// (which must agree with the stored one) or the stored one.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<IndexedDb> {
         let heads = history_heads(config.as_ref());
-        let db = Db::open_kind(fs, dir, config.map(indexed_config), true)?;
+        let db = Db::open_kind(
+            fs,
+            dir,
+            config.map(indexed_config),
+            crate::db::Derived::Indexed,
+        )?;
         IndexedDb::load(db, heads)
     }
 
@@ -165,7 +170,12 @@ impl IndexedDb {
         config: Option<DbConfig>,
     ) -> Result<IndexedDb> {
         let heads = history_heads(config.as_ref());
-        let db = Db::open_read_only_kind(fs, dir, config.map(indexed_config), true)?;
+        let db = Db::open_read_only_kind(
+            fs,
+            dir,
+            config.map(indexed_config),
+            crate::db::Derived::Indexed,
+        )?;
         IndexedDb::load(db, heads)
     }
 

@@ -44,6 +44,7 @@ pub mod decoders;
 mod error;
 mod forest;
 mod indexed;
+mod mutable;
 mod open;
 mod operation;
 pub mod repair;
@@ -65,7 +66,7 @@ pub use cairn_store::{
 };
 pub use config::DbConfig;
 pub use database::{
-    Ack, Acked, At, Checked, Checkpointed, Database, Durable, Lookup, Proof, ProofFormat,
+    Ack, Acked, At, Changed, Checked, Checkpointed, Database, Durable, Lookup, Proof, ProofFormat,
     RenderError,
 };
 pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
@@ -76,6 +77,7 @@ pub use forest::{
     check_name, family_dirs, is_forest, member_name, open_tree, open_trees, tree_dir, tree_dirs,
 };
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
+pub use mutable::{Change, ChangeTicket, MutableDb, MutableError, OldLeaf, WORDS_PER_CHANGE};
 pub use open::{OpenOptions, is_database};
 pub use operation::Operation;
 pub use set::table::MAX_INDEX;

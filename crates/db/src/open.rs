@@ -12,7 +12,7 @@ use cairn_store::{CheckpointPolicy, StdFs, Store, StoredChildren, names};
 use crate::config::DbConfig;
 use cairn_store::fs::Fs;
 
-use crate::db::{Db, check_kind, is_indexed, resolve_config};
+use crate::db::{Db, Derived, check_kind, derived, resolve_config};
 use crate::error::Result;
 
 /// Whether `dir` is a directory holding a cairn database (it has the
@@ -136,7 +136,7 @@ impl Db {
     /// the tree: see [`crate::Database::read_values`]).
     pub fn read_tree(dir: impl AsRef<Path>) -> Result<Arc<Snapshot>> {
         let dir = dir.as_ref();
-        check_kind(is_indexed(&DbConfig::stored(dir)?), false)?;
+        check_kind(derived(&DbConfig::stored(dir)?), Derived::Plain)?;
         read_log(dir)
     }
 
@@ -147,7 +147,7 @@ impl Db {
         dir: &Path,
         mut config: DbConfig,
     ) -> Result<Db> {
-        check_kind(is_indexed(&config), false)?;
+        check_kind(derived(&config), Derived::Plain)?;
         let store = Store::open_read_only(Arc::clone(&fs), dir, config.store_config())?;
         // Lookups are refused by the caller; the stored flag stays as it is.
         config.unique = false;

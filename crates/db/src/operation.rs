@@ -7,6 +7,8 @@
 
 use cairn_core::TreeKind;
 
+use crate::error::DbError;
+
 /// An operation only some tree kinds have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -38,6 +40,12 @@ pub enum Operation {
     /// The witness of an insertion (low leaves before, new paths after):
     /// indexed trees.
     InsertionWitness,
+    /// Updates and removals of leaves: trees created mutable
+    /// (`cairn init --mutable`).
+    Mutation,
+    /// Rollbacks and finality by size: every tree but a mutable one
+    /// (whose size does not order its changes: it rolls back by block).
+    SizeRollback,
 }
 
 impl Operation {
@@ -54,6 +62,8 @@ impl Operation {
             Operation::Repair => "repairs from a replica",
             Operation::AbsenceProof => "absence proofs",
             Operation::InsertionWitness => "insertion witnesses",
+            Operation::Mutation => "updates or removals of leaves",
+            Operation::SizeRollback => "rollbacks or finality by size",
         }
     }
 
@@ -64,7 +74,55 @@ impl Operation {
             Operation::AbsenceProof | Operation::InsertionWitness => {
                 matches!(kind, TreeKind::Indexed)
             }
+            // Mutability is chosen at creation, beside the kind: see
+            // `supported_by_mutable`.
+            Operation::Mutation => false,
+            Operation::SizeRollback => true,
             _ => kind.is_append_only(),
+        }
+    }
+
+    /// Whether a mutable tree (of shape `kind`, Lean or fixed-depth) can do
+    /// it: mutations, proofs against its current head, block tags (whose
+    /// rollbacks undo every change after the block); not what assumes
+    /// that nodes below the right edge never change (historical and
+    /// consistency proofs, roots by value, leaf ranges, signed checkpoints,
+    /// tiles, repairs), nor what only indexed trees do.
+    pub const fn supported_by_mutable(self) -> bool {
+        matches!(self, Operation::Mutation | Operation::BlockTags)
+    }
+
+    /// Why a mutable tree of shape `kind` cannot do it, in words (the
+    /// message of [`DbError::UnsupportedMutable`]).
+    pub(crate) fn refusal_mutable(self, kind: TreeKind) -> String {
+        let name = kind.name();
+        let why = match self {
+            Operation::AbsenceProof | Operation::InsertionWitness => {
+                "they need an indexed database (`cairn init --kind indexed`)"
+            }
+            Operation::SizeRollback => {
+                "updates and removals do not change its size, so a size names no point of its history; roll it back and finalize it by block"
+            }
+            Operation::Tiles | Operation::Repair => {
+                "tiles hold final nodes under names that never change, and a mutable tree's nodes change when a leaf is updated or removed"
+            }
+            _ => {
+                "its leaves below the right edge change when updated or removed, so it proves against its current head only and its roots do not follow one another by consistency proofs"
+            }
+        };
+        format!("a mutable {name} database has no {}: {why}", self.name())
+    }
+
+    /// Whether a database of `kind` (`mutable` or not) can do it; `Err` is
+    /// the refusal.
+    pub fn check_for(self, kind: TreeKind, mutable: bool) -> Result<(), DbError> {
+        match mutable {
+            false => self.check(kind),
+            true if self.supported_by_mutable() => Ok(()),
+            true => Err(DbError::UnsupportedMutable {
+                operation: self,
+                kind,
+            }),
         }
     }
 
@@ -96,6 +154,13 @@ impl Operation {
             }
             Operation::Repair => {
                 "a replica holds final nodes of an append-only tree; restore it from a backup (`cairn backup`)"
+            }
+            Operation::SizeRollback => unreachable!("every kind rolls back by size"),
+            Operation::Mutation => {
+                return format!(
+                    "{article} {name} database has no {}: it is append-only; create a mutable one (`cairn init --mutable`)",
+                    self.name()
+                );
             }
             Operation::AbsenceProof | Operation::InsertionWitness => {
                 return format!(

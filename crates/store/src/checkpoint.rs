@@ -430,6 +430,7 @@ mod tests {
             log_shift: 12,
             store_id: 7,
             flags: 0,
+            mutable: None,
         }
     }
 

@@ -48,6 +48,10 @@ pub struct StoreConfig {
     /// damage to it is refused at the next open rather than taken for a
     /// torn commit. A clean close always seals. `None`: only a close.
     pub seal_after: Option<Duration>,
+    /// `Some(shape)`: the store is the change log of a mutable tree of
+    /// this shape (stored at creation, must match at open); `tree` is
+    /// then a Lean tree over the log's words.
+    pub mutable: Option<cairn_core::TreeKind>,
 }
 
 /// When the store checkpoints on its own (checked after each background flush).
@@ -79,6 +83,7 @@ impl StoreConfig {
             flags: 0,
             root_window: DEFAULT_ROOT_WINDOW,
             seal_after: Some(DEFAULT_SEAL_AFTER),
+            mutable: None,
         }
     }
 }

@@ -248,6 +248,7 @@ mod tests {
             log_shift: 20,
             store_id: 42,
             flags: 1,
+            mutable: None,
         };
         assert_eq!(meta(&encode_meta(&meta_value)), Ok(meta_value));
         assert!(meta(&[0; 10]).is_err());

@@ -110,6 +110,12 @@ pub struct StoreMeta {
     /// Flags: bit 0 is the database's (it keeps a nullifier set), bit 1
     /// [`crate::FLAG_EXPLICIT_FINALITY`]; other bits are written 0.
     pub flags: u64,
+    /// `Some(shape)`: the store is the change log of a mutable tree of
+    /// this shape (Lean or fixed-depth), whose own tree (`tree`) is a Lean
+    /// tree over the log's words. Written as kind id
+    /// [`StoreMeta::MUTABLE_LEAN_ID`] or [`StoreMeta::MUTABLE_FIXED_ID`],
+    /// which a build without mutable trees refuses as an unknown kind.
+    pub mutable: Option<TreeKind>,
 }
 
 impl StoreMeta {
@@ -123,11 +129,37 @@ impl StoreMeta {
         1 << self.log_shift
     }
 
-    /// The encoded length: 40 bytes for a Lean tree, 80 for another kind.
+    /// The kind id of a mutable Lean tree's change log (depth and zero 0).
+    pub const MUTABLE_LEAN_ID: u8 = 3;
+    /// The kind id of a mutable fixed-depth tree's change log (its depth
+    /// and zero in the kind's fields).
+    pub const MUTABLE_FIXED_ID: u8 = 4;
+
+    /// The encoded length: 40 bytes for a Lean tree, 80 for another kind
+    /// or a mutable tree.
     pub fn encoded_len(&self) -> usize {
-        match self.tree.kind {
-            TreeKind::Lean => Self::LEN,
+        match (self.tree.kind, self.mutable) {
+            (TreeKind::Lean, None) => Self::LEN,
             _ => Self::LEN_KINDS,
+        }
+    }
+
+    /// The kind fields written: the tree's, or a mutable tree's shape
+    /// under the mutable ids.
+    fn kind_fields(&self) -> Option<KindFields> {
+        match self.mutable {
+            None => self.tree.kind.fields(),
+            Some(shape) => Some(match shape.fields() {
+                None => KindFields {
+                    id: Self::MUTABLE_LEAN_ID,
+                    depth: 0,
+                    zero: [0; 32],
+                },
+                Some(fields) => KindFields {
+                    id: Self::MUTABLE_FIXED_ID,
+                    ..fields
+                },
+            }),
         }
     }
 
@@ -147,7 +179,11 @@ impl StoreMeta {
         put_u64::<16, { Self::LEN_KINDS }>(&mut b, self.store_id);
         put_u64::<24, { Self::LEN_KINDS }>(&mut b, self.flags);
         // The kind's fields (none for a Lean tree) by the core's codec.
-        match self.tree.kind.fields() {
+        assert!(
+            self.mutable.is_none() || self.tree.kind == TreeKind::Lean,
+            "a mutable tree's change log is a Lean tree of words"
+        );
+        match self.kind_fields() {
             Some(fields) => {
                 b[32] = fields.id;
                 b[33] = fields.depth;
@@ -174,6 +210,7 @@ impl StoreMeta {
         if array::<0, 8, { Self::LEN }>(b) != *META_MAGIC {
             return Err(Malformed::Magic);
         }
+        let mut mutable = None;
         let kind = match u32_at::<8, { Self::LEN }>(b) {
             VERSION => {
                 if !crc_holds::<32, { Self::LEN }>(b) {
@@ -191,13 +228,34 @@ impl StoreMeta {
                 {
                     return Err(Malformed::Field("reserved bytes are not zero".to_owned()));
                 }
-                let fields = KindFields {
+                let mut fields = KindFields {
                     id: b[32],
                     depth: b[33],
                     zero: array::<40, 32, { Self::LEN_KINDS }>(b),
                 };
-                TreeKind::from_fields(&fields)
-                    .map_err(|e| Malformed::Field(format!("tree: {e}")))?
+                let shape = |fields: &KindFields| {
+                    TreeKind::from_fields(fields)
+                        .map_err(|e| Malformed::Field(format!("mutable tree: {e}")))
+                };
+                match fields.id {
+                    Self::MUTABLE_LEAN_ID => {
+                        if fields.depth != 0 || fields.zero != [0; 32] {
+                            return Err(Malformed::Field(format!(
+                                "a mutable Lean tree's depth byte and zero are 0, got depth {}",
+                                fields.depth
+                            )));
+                        }
+                        mutable = Some(TreeKind::Lean);
+                        TreeKind::Lean
+                    }
+                    Self::MUTABLE_FIXED_ID => {
+                        fields.id = TreeKind::FIXED_ID;
+                        mutable = Some(shape(&fields)?);
+                        TreeKind::Lean
+                    }
+                    _ => TreeKind::from_fields(&fields)
+                        .map_err(|e| Malformed::Field(format!("tree: {e}")))?,
+                }
             }
             other => return Err(Malformed::Version(other)),
         };
@@ -222,6 +280,7 @@ impl StoreMeta {
             log_shift: b[15],
             store_id: u64_at::<16, { Self::LEN }>(b),
             flags: u64_at::<24, { Self::LEN }>(b),
+            mutable,
         })
     }
 }
@@ -305,11 +364,47 @@ mod tests {
             log_shift: 12,
             store_id: 0xfeed_beef,
             flags: 0,
+            mutable: None,
         }
     }
 
     fn meta_of(store_id: u64) -> StoreMeta {
         StoreMeta { store_id, ..meta() }
+    }
+
+    #[test]
+    fn a_mutable_trees_meta_round_trips_and_a_reader_without_mutable_trees_refuses_it() {
+        for shape in [
+            TreeKind::Lean,
+            TreeKind::Fixed {
+                depth: 20,
+                zero: [0x02; 32],
+            },
+        ] {
+            let m = StoreMeta {
+                mutable: Some(shape),
+                ..meta()
+            };
+            let bytes = m.encode();
+            assert_eq!(bytes.len(), StoreMeta::LEN_KINDS);
+            assert_eq!(StoreMeta::decode(&bytes), Ok(m));
+            for bit in 0..72 * 8 {
+                let mut bad = bytes.clone();
+                bad[bit / 8] ^= 1 << (bit % 8);
+                assert_ne!(StoreMeta::decode(&bad), Ok(m), "meta bit {bit}");
+            }
+            // What a build without mutable trees reads: the kind codec of
+            // the core, which knows no id above the indexed one.
+            let fields = KindFields {
+                id: bytes[32],
+                depth: bytes[33],
+                zero: bytes[40..72].try_into().unwrap(),
+            };
+            assert!(matches!(
+                TreeKind::from_fields(&fields),
+                Err(cairn_core::KindCodeError::UnknownId { .. })
+            ));
+        }
     }
 
     #[test]

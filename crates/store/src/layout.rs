@@ -23,6 +23,7 @@ use crate::format::{self, FRAME_LEN, HEAD_RECORD_LEN, HEADER_LEN, HEADS_HEADER_L
 ///     log_shift: 10,
 ///     store_id: 1,
 ///     flags: 0,
+///     mutable: None,
 /// };
 /// let layout = Layout::new("db", &meta);
 /// // Leaf 1025 is the second leaf of the second log file.
@@ -251,6 +252,7 @@ mod tests {
             log_shift,
             store_id: 1,
             flags: 0,
+            mutable: None,
         };
         Layout::new("/db", &meta)
     }

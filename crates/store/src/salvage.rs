@@ -222,6 +222,8 @@ fn read_meta(
         log_shift: u8::try_from(log_shift).expect("checked to be 10..=30"),
         store_id: u64::from_le_bytes(header[16..24].try_into().expect("8 bytes")),
         flags: 0,
+        // A damaged meta of a mutable tree salvages as its change log.
+        mutable: None,
     };
     format::check_log_header(&meta, 0, &header).map_err(|e| {
         StoreError::corrupt(

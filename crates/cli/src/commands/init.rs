@@ -111,6 +111,12 @@ pub struct InitCmd {
     /// What makes leaves final (never rolled back): each checkpoint, or only `cairn finalize`.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = Finality::Checkpoint)]
     finality: Finality,
+    /// Make the tree mutable: leaves can be updated and removed (`cairn update`, `cairn remove`); lean and imt trees. No consistency proofs, tiles or signed checkpoints then.
+    #[arg(long)]
+    mutable: bool,
+    /// With --mutable: a removed value may be appended or updated to again (by default it never comes back, like a spent nullifier).
+    #[arg(long, requires = "mutable")]
+    readmit_removed: bool,
     /// Sign checkpoints with this signer key file (`cairn keygen`): copied to DIR/signer.key.
     #[arg(long, value_name = "FILE")]
     sign_key: Option<PathBuf>,
@@ -245,6 +251,26 @@ impl InitCmd {
             self.finality == Finality::Explicit,
         )?;
         let kind = tree.kind;
+        let mut config = config;
+        if self.mutable {
+            if kind == TreeKind::Indexed {
+                return Err(Failure::new(
+                    Code::Usage,
+                    anyhow!(
+                        "--mutable is for lean and imt trees: an indexed tree's leaves are its sorted values"
+                    ),
+                ));
+            }
+            if self.sign_key.is_some() {
+                return Err(Failure::new(
+                    Code::Usage,
+                    anyhow!(
+                        "--sign-key is for append-only trees: a mutable tree's roots do not follow one another by consistency proofs"
+                    ),
+                ));
+            }
+            config.mutable = Some(self.readmit_removed);
+        }
         let log_file_leaves = 1u64 << config.store.log_shift;
         Database::create(&self.dir, config)
             .and_then(Database::close)
@@ -265,6 +291,7 @@ impl InitCmd {
                     .field("finality", self.finality.name())
                     .field("format_version", format_version(&tree))
                     .field("kind", kind.name())
+                    .field("mutable", self.mutable)
                     .field("depth", kind.fixed_depth())
                     .hash("zero", kind.zero().as_ref())
                     .finish(),
@@ -286,6 +313,11 @@ impl InitCmd {
             (TreeKind::Indexed, _) => "",
             (_, true) => ", nullifier set on",
             (_, false) => ", nullifier set off",
+        };
+        let set = match (self.mutable, self.readmit_removed) {
+            (false, _) => set.to_owned(),
+            (true, false) => format!("{set}, mutable (removed values stay out)"),
+            (true, true) => format!("{set}, mutable (removed values may return)"),
         };
         output::line(&format!(
             "created {}: arity {}, hash {}, {shape}{set}{}",

@@ -15,6 +15,7 @@
 //! and `man` print what clap generates from the parser.
 
 mod backup;
+mod change;
 mod check;
 mod checkpoint;
 mod completions;
@@ -48,6 +49,7 @@ mod verify_consistency;
 use crate::failure::Failure;
 
 pub use backup::BackupCmd;
+pub use change::{RemoveCmd, UpdateCmd};
 pub use check::CheckCmd;
 pub use checkpoint::CheckpointCmd;
 pub use completions::CompletionsCmd;
@@ -122,6 +124,12 @@ pub enum Command {
     /// Roll a database back to an earlier size or block (a chain reorganisation).
     #[command(long_about = rollback::TRUNCATE_ABOUT)]
     Truncate(TruncateCmd),
+    /// Set one leaf of a mutable database to a new value; print the old leaf's proof.
+    #[command(long_about = change::UPDATE_ABOUT)]
+    Update(UpdateCmd),
+    /// Set one leaf of a mutable database to the zero leaf; print the old leaf's proof.
+    #[command(long_about = change::REMOVE_ABOUT)]
+    Remove(RemoveCmd),
     /// Mark a database's first leaves final: never rolled back.
     #[command(long_about = rollback::FINALIZE_ABOUT)]
     Finalize(FinalizeCmd),
@@ -196,6 +204,8 @@ impl Command {
             Command::Backup(cmd) => cmd.run(),
             Command::Truncate(cmd) => cmd.run(),
             Command::Finalize(cmd) => cmd.run(),
+            Command::Update(cmd) => cmd.run(),
+            Command::Remove(cmd) => cmd.run(),
             Command::Heads(cmd) => cmd.run(),
             Command::Follow(cmd) => cmd.run(),
             Command::Publish(cmd) => cmd.run(),

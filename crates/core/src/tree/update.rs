@@ -1,11 +1,14 @@
 //! Overwriting leaves of a `LeanImt` (the indexed tree's predecessor
-//! updates) and rehashing their paths.
+//! updates, a mutable tree's updates and removals) and rehashing their
+//! paths, by the kind's partial-group rule (lifted, or padded with the
+//! level's zero in a fixed-depth tree, up to its depth).
 //!
 //! After an update the tree is no longer the append-only LeanIMT of its
 //! history: a node below the right edge changed, so views at earlier
 //! sizes, consistency proofs and roll-forward no longer describe earlier
-//! trees. The indexed tree, the only caller, therefore proves at its
-//! current size only (or from a snapshot taken at the size it proves).
+//! trees. Its callers (the indexed tree, the database's mutable trees)
+//! therefore prove at the current head only (or from a snapshot taken at
+//! the head they prove).
 //! Snapshots taken before an update keep answering as before: the writes
 //! go through [`Level::set`], which copies a shared segment first.
 
@@ -51,13 +54,16 @@ impl LeanImt {
         dirty.dedup();
         let n = self.config.arity.get();
         let mut level = 0;
-        while self.levels[level].len() > 1 && !dirty.is_empty() {
+        // Up to the top level: a fixed-depth tree's levels above the
+        // first of one node still hash that node with zeros.
+        while level + 1 < self.levels.len() && !dirty.is_empty() {
             for index in &mut dirty {
                 *index /= n;
             }
             dirty.dedup();
             let (lower, upper) = self.levels.split_at_mut(level + 1);
-            let values = parents_of(self.config.hash, n, &lower[level], &dirty);
+            let pad = self.zeros.pad(crate::cast::level_number(level)).copied();
+            let values = parents_of(self.config.hash, n, pad, &lower[level], &dirty);
             let parents: &mut Level = &mut upper[0];
             for (&p, value) in dirty.iter().zip(values) {
                 parents.set(p, value);
@@ -71,10 +77,11 @@ impl LeanImt {
 /// The parents `dirty` (sorted, distinct) of `children`, in order. The
 /// complete groups are gathered into one buffer and hashed by the
 /// multi-lane kernels ([`HashKind::hash_groups`]), in parallel pieces when
-/// there are many; a partial last group is hashed alone, a lone child lifted.
+/// there are many; a partial last group by the kind's rule (`pad`).
 fn parents_of(
     hash: crate::hash::HashKind,
     n: usize,
+    pad: Option<Hash>,
     children: &Level,
     dirty: &[usize],
 ) -> Vec<Hash> {
@@ -82,12 +89,9 @@ fn parents_of(
     let one = |p: usize| -> Hash {
         let start = p * n;
         let count = n.min(len - start);
-        if count == 1 {
-            return children.at(start);
-        }
         let mut group = [[0u8; 32]; MAX_GROUP];
         children.copy_to(start, &mut group[..count]);
-        hash.hash_children(&group[..count])
+        crate::kind::group_parent(hash, n, pad.as_ref(), &group[..count])
     };
     let piece = |parents: &[usize]| -> Vec<Hash> {
         // Every parent but possibly the level's last has a complete group.
@@ -158,6 +162,32 @@ mod tests {
                     tree.root(),
                     LeanImt::from_leaves(config(n), &leaves).unwrap().root()
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn updates_of_a_fixed_depth_tree_equal_a_tree_built_from_the_updated_leaves() {
+        for n in [2u64, 3, 4] {
+            for size in [1u64, 2, 3, 5, 17] {
+                let cfg = config(n).with_kind(crate::TreeKind::Fixed {
+                    depth: 6,
+                    zero: [0; 32],
+                });
+                let mut leaves: Vec<Hash> = (0..size).map(leaf).collect();
+                let mut tree = LeanImt::from_leaves(cfg, &leaves).unwrap();
+                for (k, i) in [0, size / 2, size - 1].into_iter().enumerate() {
+                    let new = if k == 1 {
+                        [0; 32]
+                    } else {
+                        leaf(500 + k as u64)
+                    };
+                    leaves[to_usize(i)] = new;
+                    tree.update(i, new).unwrap();
+                    let mut want = LeanImt::from_leaves(cfg, &leaves).unwrap();
+                    assert_eq!(tree.head(), want.head(), "N = {n}, size {size}");
+                    assert_eq!(tree.prove(i).unwrap(), want.prove(i).unwrap());
+                }
             }
         }
     }

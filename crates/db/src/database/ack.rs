@@ -273,7 +273,25 @@ impl Database {
                 }
                 (None, skipped) => Outcome::Skipped(skipped),
             }),
-            (Kind::AppendOnly(_), How::Witnessed) | (Kind::Indexed(_), How::Tagged(_)) => {
+            (Kind::Mutable(db), How::Plain | How::Tagged(_) | How::New) => {
+                let tag = match how {
+                    How::Tagged(tag) => Some(tag),
+                    _ => None,
+                };
+                db.append_values(values, tag, matches!(how, How::New))
+                    .map(|(ticket, skipped)| match ticket {
+                        Some(ticket) => appended(Appending::new(
+                            ticket.size - ticket.count,
+                            ticket.count,
+                            ticket.token,
+                            tag,
+                            skipped,
+                        )),
+                        None => Outcome::Skipped(skipped),
+                    })
+            }
+            (Kind::AppendOnly(_) | Kind::Mutable(_), How::Witnessed)
+            | (Kind::Indexed(_), How::Tagged(_)) => {
                 unreachable!("refused above")
             }
         };
@@ -325,6 +343,9 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(_) => end,
             Kind::Indexed(_) => end + 1,
+            // A token counts log words, two per change: the tree's size
+            // with every accepted change is what a waiter waits for.
+            Kind::Mutable(db) => db.accepted_size(),
         }
     }
 
@@ -376,6 +397,13 @@ impl Database {
                     return Err(self.timeout(end));
                 }
                 (head.size, head.root, witness)
+            }
+            Kind::Mutable(db) => {
+                if !appending.token.is_durable()? {
+                    return Err(self.timeout(end));
+                }
+                let head = db.head();
+                (head.size, head.root, None)
             }
         };
         if let Some(tag) = appending.tag {

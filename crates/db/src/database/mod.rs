@@ -31,6 +31,7 @@
 
 mod ack;
 mod gate;
+mod mutate;
 mod read;
 mod write;
 
@@ -43,6 +44,7 @@ use cairn_store::{StdFs, StoreError, Token, stored_config};
 use parking_lot::Mutex;
 
 pub use ack::{Ack, Acked};
+pub use mutate::Changed;
 pub use read::{At, Durable, Lookup, Proof, ProofFormat, RenderError};
 pub use write::Checkpointed;
 
@@ -50,6 +52,7 @@ use crate::config::DbConfig;
 use crate::db::{Db, DbStats};
 use crate::error::{DbError, Result};
 use crate::indexed::IndexedDb;
+use crate::mutable::MutableDb;
 use crate::open::OpenOptions;
 use crate::operation::Operation;
 use gate::Gate;
@@ -119,7 +122,9 @@ pub enum Checked {
     Set,
     /// No nullifier set to check (created without one).
     NoSet,
-    /// An indexed tree, rebuilt at open from the log's values (each
+    /// An indexed tree, rebuilt at open from the log's values, or a
+    /// mutable tree replayed from its changes (each checked as written)
+    /// (an indexed tree's values each
     /// nonzero, canonical and held once).
     Values,
 }
@@ -136,6 +141,8 @@ enum Kind {
     AppendOnly(Db),
     /// An indexed tree over a log of its values.
     Indexed(IndexedDb),
+    /// A mutable Lean or fixed-depth tree over a log of its changes.
+    Mutable(MutableDb),
 }
 
 impl Database {
@@ -143,6 +150,7 @@ impl Database {
         // Every tag recovered at open is durable.
         let acked_block = match &kind {
             Kind::AppendOnly(db) => db.head_at_block(u64::MAX).map(|head| head.block),
+            Kind::Mutable(db) => db.log().head_at_block(u64::MAX).map(|head| head.block),
             Kind::Indexed(_) => None,
         };
         Database {
@@ -165,6 +173,7 @@ impl Database {
     pub fn create_in(fs: Arc<dyn Fs>, dir: &Path, config: DbConfig) -> Result<Database> {
         let kind = match config.tree().kind {
             TreeKind::Indexed => Kind::Indexed(IndexedDb::create_in(fs, dir, config)?),
+            _ if config.mutable.is_some() => Kind::Mutable(MutableDb::create_in(fs, dir, config)?),
             _ => Kind::AppendOnly(Db::create_in(fs, dir, config)?),
         };
         Ok(Database::new(kind, true))
@@ -180,7 +189,9 @@ impl Database {
     /// Opens the database in `dir` through a given file system, with
     /// `config` (which must agree with the stored one) or the stored one.
     pub fn open_in(fs: Arc<dyn Fs>, dir: &Path, config: Option<DbConfig>) -> Result<Database> {
-        let kind = match stored_config(&*fs, dir)?.tree.kind {
+        let stored = stored_config(&*fs, dir)?;
+        let kind = match stored.tree.kind {
+            _ if stored.mutable.is_some() => Kind::Mutable(MutableDb::open_in(fs, dir, config)?),
             TreeKind::Indexed => Kind::Indexed(IndexedDb::open_in(fs, dir, config)?),
             _ => Kind::AppendOnly(Db::open_in(fs, dir, config)?),
         };
@@ -199,7 +210,11 @@ impl Database {
         dir: &Path,
         config: Option<DbConfig>,
     ) -> Result<Database> {
-        let kind = match stored_config(&*fs, dir)?.tree.kind {
+        let stored = stored_config(&*fs, dir)?;
+        let kind = match stored.tree.kind {
+            _ if stored.mutable.is_some() => {
+                Kind::Mutable(MutableDb::open_read_only_in(fs, dir, config)?)
+            }
             TreeKind::Indexed => Kind::Indexed(IndexedDb::open_read_only_in(fs, dir, config)?),
             _ => Kind::AppendOnly(Db::open_read_only_in(fs, dir, config)?),
         };
@@ -214,6 +229,9 @@ impl Database {
         config: DbConfig,
     ) -> Result<Database> {
         let kind = match config.tree().kind {
+            _ if config.mutable.is_some() => {
+                Kind::Mutable(MutableDb::open_read_only_in(fs, dir, Some(config))?)
+            }
             TreeKind::Indexed => {
                 Kind::Indexed(IndexedDb::open_read_only_in(fs, dir, Some(config))?)
             }
@@ -240,7 +258,23 @@ impl Database {
     /// Whether this database can do `operation` (see
     /// [`Operation::check`]): `Err` is the refusal.
     pub fn supports(&self, operation: Operation) -> Result<()> {
-        operation.check(self.kind())
+        operation.check_for(self.kind(), self.is_mutable())
+    }
+
+    /// Whether its leaves can be updated and removed (created mutable).
+    pub fn is_mutable(&self) -> bool {
+        matches!(self.kind, Kind::Mutable(_))
+    }
+
+    /// The mutable database, or the refusal of `operation`.
+    fn mutable(&self, operation: Operation) -> Result<&MutableDb> {
+        match &self.kind {
+            Kind::Mutable(db) => Ok(db),
+            _ => Err(DbError::Unsupported {
+                operation,
+                kind: self.kind(),
+            }),
+        }
     }
 
     /// The configuration it runs with.
@@ -248,6 +282,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.config(),
             Kind::Indexed(db) => db.config(),
+            Kind::Mutable(db) => db.config(),
         }
     }
 
@@ -261,6 +296,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.dir(),
             Kind::Indexed(db) => db.dir(),
+            Kind::Mutable(db) => db.dir(),
         }
     }
 
@@ -269,7 +305,7 @@ impl Database {
     pub fn refuses_duplicates(&self) -> bool {
         match &self.kind {
             Kind::AppendOnly(db) => db.config().unique,
-            Kind::Indexed(_) => true,
+            Kind::Indexed(_) | Kind::Mutable(_) => true,
         }
     }
 
@@ -279,7 +315,7 @@ impl Database {
     pub fn reserve(&self, additional: u64) -> Result<()> {
         match &self.kind {
             Kind::AppendOnly(db) => db.reserve(additional),
-            Kind::Indexed(_) => Ok(()),
+            Kind::Indexed(_) | Kind::Mutable(_) => Ok(()),
         }
     }
 
@@ -295,6 +331,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.store.is_read_only(),
             Kind::Indexed(db) => db.is_read_only(),
+            Kind::Mutable(db) => db.is_read_only(),
         }
     }
 
@@ -303,6 +340,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.size(),
             Kind::Indexed(db) => db.logged() + 1,
+            Kind::Mutable(db) => db.accepted_size(),
         }
     }
 
@@ -312,6 +350,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.durable_size(),
             Kind::Indexed(db) => db.durable_size(),
+            Kind::Mutable(db) => db.durable_size(),
         }
     }
 
@@ -322,6 +361,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.size(),
             Kind::Indexed(db) => db.applied_size(),
+            Kind::Mutable(db) => db.durable_size(),
         }
     }
 
@@ -330,6 +370,9 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.finalized_size(),
             Kind::Indexed(db) => db.finalized_size(),
+            // Finality is by block, over the log of changes: no size of
+            // the tree is final (a change may still be undone).
+            Kind::Mutable(_) => 0,
         }
     }
 
@@ -338,6 +381,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.failure(),
             Kind::Indexed(db) => db.failure(),
+            Kind::Mutable(db) => db.failure(),
         }
     }
 
@@ -350,6 +394,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.health(),
             Kind::Indexed(db) => db.health(),
+            Kind::Mutable(db) => db.health(),
         }
     }
 
@@ -359,6 +404,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.stats(),
             Kind::Indexed(db) => db.stats(),
+            Kind::Mutable(db) => db.stats(),
         }
     }
 
@@ -367,6 +413,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.set_checkpoint_observer(observer),
             Kind::Indexed(db) => db.set_checkpoint_observer(observer),
+            Kind::Mutable(db) => db.log().set_checkpoint_observer(observer),
         }
     }
 
@@ -383,7 +430,7 @@ impl Database {
                 Ok(Checked::Set)
             }
             Kind::AppendOnly(_) => Ok(Checked::NoSet),
-            Kind::Indexed(_) => Ok(Checked::Values),
+            Kind::Indexed(_) | Kind::Mutable(_) => Ok(Checked::Values),
         }
     }
 
@@ -397,7 +444,7 @@ impl Database {
     ) -> Option<cairn_store::StoredChildren> {
         match &self.kind {
             Kind::AppendOnly(db) => db.children_of_stored_node(file, offset),
-            Kind::Indexed(_) => None,
+            Kind::Indexed(_) | Kind::Mutable(_) => None,
         }
     }
 
@@ -406,6 +453,7 @@ impl Database {
         match self.kind {
             Kind::AppendOnly(db) => db.close(),
             Kind::Indexed(db) => db.close(),
+            Kind::Mutable(db) => db.close(),
         }
     }
 
@@ -417,6 +465,10 @@ impl Database {
                 operation,
                 kind: TreeKind::Indexed,
             }),
+            Kind::Mutable(_) => Err(DbError::UnsupportedMutable {
+                operation,
+                kind: self.kind(),
+            }),
         }
     }
 
@@ -425,6 +477,10 @@ impl Database {
         match &self.kind {
             Kind::Indexed(db) => Ok(db),
             Kind::AppendOnly(_) => Err(DbError::Unsupported {
+                operation,
+                kind: self.kind(),
+            }),
+            Kind::Mutable(_) => Err(DbError::UnsupportedMutable {
                 operation,
                 kind: self.kind(),
             }),
@@ -447,6 +503,9 @@ impl Database {
     pub fn check_value(&self, position: usize, value: &Hash) -> Result<()> {
         let hash = self.tree_config().hash;
         match &self.kind {
+            Kind::Mutable(db) if *value == db.zero_leaf() => {
+                Err(crate::mutable::MutableError::ZeroLeaf { position }.into())
+            }
             Kind::Indexed(_) if *value == [0; 32] => Err(DbError::Indexed(
                 cairn_core::indexed::IndexedError::GuardValue { position },
             )),

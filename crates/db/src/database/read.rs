@@ -201,6 +201,15 @@ impl Database {
                     failure: db.failure(),
                 }
             }
+            Kind::Mutable(db) => {
+                let head = db.head();
+                Durable {
+                    size: head.size,
+                    root: head.root,
+                    finalized: 0,
+                    failure: db.failure(),
+                }
+            }
         }
     }
 
@@ -226,6 +235,13 @@ impl Database {
                 Ok(head.snapshot.view(size)?.head())
             }
             Kind::Indexed(db) => db.head_at(size).map_err(indexed_refusal),
+            Kind::Mutable(db) => {
+                let head = db.head();
+                if size != head.size {
+                    self.supports(Operation::HistoricalProof)?;
+                }
+                Ok(head)
+            }
         }
     }
 
@@ -258,6 +274,10 @@ impl Database {
                 let (size, indices) = db.index_of_many(values);
                 Ok(Lookup { size, indices })
             }
+            Kind::Mutable(db) => {
+                let (size, indices) = db.index_of_many(values);
+                Ok(Lookup { size, indices })
+            }
         }
     }
 
@@ -275,6 +295,10 @@ impl Database {
                 }
                 .map_err(indexed_refusal)?,
             )),
+            Kind::Mutable(db) => {
+                self.durable_only(at)?;
+                Ok(Proof::Membership(db.prove(index)?))
+            }
         }
     }
 
@@ -300,6 +324,12 @@ impl Database {
                 }
                 .map_err(indexed_refusal)?,
             )),
+            Kind::Mutable(db) => {
+                self.durable_only(at)?;
+                let (_, indices) = db.index_of_many(std::slice::from_ref(value));
+                let index = indices[0].ok_or(DbError::Absent { value: *value })?;
+                Ok(Proof::Membership(db.prove(index)?))
+            }
         }
     }
 
@@ -385,6 +415,15 @@ impl Database {
     /// The durable block-tagged heads from block `from_block` on, at most
     /// `limit` ([`Operation::BlockTags`]).
     pub fn heads(&self, from_block: u64, limit: usize) -> Result<Vec<TaggedHead>> {
+        if let Kind::Mutable(mutable) = &self.kind {
+            // The log's heads count its words: each in the tree's terms,
+            // those applied (durable) only.
+            let heads = mutable.log().heads(from_block, limit);
+            return Ok(heads
+                .into_iter()
+                .map_while(|head| mutable.tree_head(head))
+                .collect());
+        }
         let db = self.append_only(Operation::BlockTags)?;
         Ok(self.gate.read(|_| {
             let durable = self.tag_durability(db.durable_size());
@@ -403,6 +442,19 @@ impl Database {
     /// the last one), what a rollback to `block` keeps and where a chain
     /// follower resumes ([`Operation::BlockTags`]).
     pub fn head_at_block(&self, block: u64) -> Result<Option<TaggedHead>> {
+        if let Kind::Mutable(mutable) = &self.kind {
+            let mut below = block;
+            loop {
+                match mutable.log().head_at_block(below) {
+                    Some(head) => match mutable.tree_head(head) {
+                        Some(head) => return Ok(Some(head)),
+                        None if head.block > 0 => below = head.block - 1,
+                        None => return Ok(None),
+                    },
+                    None => return Ok(None),
+                }
+            }
+        }
         let db = self.append_only(Operation::BlockTags)?;
         Ok(self.gate.read(|_| {
             let durable = self.tag_durability(db.durable_size());
@@ -491,6 +543,14 @@ impl Database {
                         })?;
                 Ok((head.snapshot, found.size))
             }),
+        }
+    }
+
+    /// Refuses a head other than the durable one (an indexed tree's).
+    fn durable_only(&self, at: At) -> Result<()> {
+        match at {
+            At::Durable => Ok(()),
+            At::Size(_) | At::Root(_) => self.supports(Operation::HistoricalProof),
         }
     }
 

@@ -49,7 +49,7 @@ impl Database {
     /// Rolls back to the end of the last append tagged at or below `block`
     /// ([`Operation::BlockTags`]).
     pub fn truncate_to_block(&self, block: u64) -> Result<TreeHead> {
-        self.append_only(Operation::BlockTags)?;
+        self.supports(Operation::BlockTags)?;
         self.roll_back(Target::Block(block))
     }
 
@@ -68,14 +68,22 @@ impl Database {
     pub fn settle_rollback(&self) -> Result<()> {
         match &self.kind {
             Kind::AppendOnly(db) => db.settle_rollback(),
-            Kind::Indexed(_) => Ok(()),
+            Kind::Indexed(_) | Kind::Mutable(_) => Ok(()),
         }
     }
 
     fn roll_back(&self, target: Target) -> Result<TreeHead> {
         // No append meanwhile: the flush below leaves nothing pending.
+        if let (Target::Size(_) | Target::Deferred(_), true) = (target, self.is_mutable()) {
+            self.supports(Operation::SizeRollback)?;
+        }
         let mut last = self.appends.lock();
-        if let (Target::Block(block), Kind::AppendOnly(db)) = (target, &self.kind)
+        let log = match &self.kind {
+            Kind::AppendOnly(db) => Some(db),
+            Kind::Mutable(db) => Some(db.log()),
+            Kind::Indexed(_) => None,
+        };
+        if let (Target::Block(block), Some(db)) = (target, log)
             && db.head_at_block(block).is_none()
         {
             // Refused before reads are held off.
@@ -105,13 +113,18 @@ impl Database {
                     db.truncate(size).map_err(in_tree_sizes)
                 }
             }
-            (Kind::Indexed(_), Target::Block(_)) => unreachable!("refused above"),
+            (Kind::Mutable(db), Target::Block(block)) => db.rollback_to_block(block),
+            (Kind::Indexed(_), Target::Block(_))
+            | (Kind::Mutable(_), Target::Size(_) | Target::Deferred(_)) => {
+                unreachable!("refused above")
+            }
         }
         .and_then(|head| {
             // Every tag left is durable once the flush returns (it writes
             // the pending ones); later ones are not counted.
             let tagged = match &self.kind {
                 Kind::AppendOnly(db) => db.head_at_block(u64::MAX).map(|head| head.block),
+                Kind::Mutable(db) => db.log().head_at_block(u64::MAX).map(|head| head.block),
                 Kind::Indexed(_) => None,
             };
             self.flush()?;
@@ -121,7 +134,7 @@ impl Database {
                 // An indexed tree answers its durable head, which reaches
                 // the new size only once the flush made the values below
                 // it durable (appends are held off meanwhile).
-                Kind::Indexed(_) => Ok(self.head()),
+                Kind::Indexed(_) | Kind::Mutable(_) => Ok(self.head()),
             }
         });
         // Everything appended before is durable now, or removed.
@@ -136,14 +149,22 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.finalize(size),
             Kind::Indexed(db) => db.finalize(size).map_err(in_tree_sizes),
+            Kind::Mutable(_) => Err(DbError::UnsupportedMutable {
+                operation: Operation::SizeRollback,
+                kind: self.kind(),
+            }),
         }
     }
 
     /// Finalizes up to the end of the last append tagged at or below
     /// `block` ([`Operation::BlockTags`]).
     pub fn finalize_to_block(&self, block: u64) -> Result<u64> {
-        self.append_only(Operation::BlockTags)?
-            .finalize_to_block(block)
+        match &self.kind {
+            Kind::Mutable(db) => db.finalize_to_block(block),
+            _ => self
+                .append_only(Operation::BlockTags)?
+                .finalize_to_block(block),
+        }
     }
 
     /// Makes `head` final before a publication names it (tiles, a signed
@@ -166,6 +187,7 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => db.flush(),
             Kind::Indexed(db) => Ok(db.flush()?.size),
+            Kind::Mutable(db) => db.flush(),
         }
     }
 
@@ -180,6 +202,8 @@ impl Database {
         match &self.kind {
             Kind::AppendOnly(db) => Ok(db.store.flush_to(size)?),
             Kind::Indexed(db) => Ok(db.flush_to(size.saturating_sub(1))? + 1),
+            // Never in a database of several trees (which refuses one).
+            Kind::Mutable(db) => db.flush(),
         }
     }
 
@@ -190,12 +214,19 @@ impl Database {
         let (written, guard): (Option<CheckpointMeta>, u64) = match &self.kind {
             Kind::AppendOnly(db) => (db.checkpoint()?, 0),
             Kind::Indexed(db) => (db.checkpoint()?, 1),
+            Kind::Mutable(db) => (db.checkpoint()?, 0),
         };
         let stats = self.stats();
+        // A mutable tree's checkpoint covers changes (two log words each).
+        let per = if self.is_mutable() {
+            crate::mutable::WORDS_PER_CHANGE
+        } else {
+            1
+        };
         Ok(Checkpointed {
             written: written.is_some(),
             number: stats.store.checkpoint_number,
-            size: stats.store.checkpoint_size + guard,
+            size: stats.store.checkpoint_size / per + guard,
             set_size: self.has_set().then_some(stats.set_checkpoint_size),
         })
     }
@@ -214,6 +245,16 @@ impl Database {
                 let head = db.flush()?;
                 let mut backup = db.backup_to(dest)?;
                 debug_assert_eq!(backup.head.size + 1, head.size);
+                backup.head = head;
+                Ok(backup)
+            }
+            Kind::Mutable(db) => {
+                // The log of changes is copied whole and flushed first; the
+                // head is the tree's of the changes copied.
+                let _appends = self.appends.lock();
+                db.flush()?;
+                let head = db.head();
+                let mut backup = db.log().backup_to(dest)?;
                 backup.head = head;
                 Ok(backup)
             }

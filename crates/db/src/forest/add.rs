@@ -17,7 +17,7 @@ use super::{
 };
 use crate::config::DbConfig;
 use crate::database::Database;
-use crate::error::Result;
+use crate::error::{DbError, Result};
 
 impl Forest {
     /// Adds a tree named `name` of `config` (any kind, arity, hash, set)
@@ -40,6 +40,15 @@ impl Forest {
         capacity: Option<Capacity>,
     ) -> Result<Arc<Database>> {
         check_name(name)?;
+        // A tree's writes are journaled as appends by block; a mutable
+        // tree's updates and removals have no journal frame.
+        if config.mutable.is_some() {
+            return Err(DbError::ConfigMismatch {
+                field: "mutability",
+                stored: "a database of several trees, whose trees are append-only".to_owned(),
+                given: "a mutable tree".to_owned(),
+            });
+        }
         let mut state = self.state.lock();
         check_failure(&state)?;
         if self

@@ -13,6 +13,7 @@ mod forest;
 mod forest_read;
 mod indexed;
 mod indexed_crash;
+mod mutable;
 mod pending;
 mod read_only;
 mod rollback;

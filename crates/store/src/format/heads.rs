@@ -185,6 +185,7 @@ mod tests {
             log_shift: 12,
             store_id,
             flags: 0,
+            mutable: None,
         }
     }
 

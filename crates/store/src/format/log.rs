@@ -361,6 +361,7 @@ mod tests {
             log_shift: 12,
             store_id: 0xfeed_beef,
             flags: 0,
+            mutable: None,
         }
     }
 

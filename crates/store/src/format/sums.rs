@@ -102,6 +102,7 @@ mod tests {
             log_shift: 12,
             store_id: 5,
             flags: 0,
+            mutable: None,
         };
         let header = sums_header(&meta, 3);
         assert_eq!(check_sums_header(&meta, 3, &header), Ok(()));

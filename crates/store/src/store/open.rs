@@ -67,6 +67,7 @@ impl Store {
             log_shift: config.log_shift,
             store_id: rand::random::<u64>() | 1,
             flags: config.flags | Layout::FLAG_FORMAT_2,
+            mutable: config.mutable,
         };
         // The first log file and the checkpoint exist before `cairn.meta`
         // makes the directory a store: from then on a store without them
@@ -399,6 +400,17 @@ pub(super) fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()>
             field: "tree kind",
             stored: format!("{:?}", stored.kind),
             given: format!("{:?}", given.kind),
+        });
+    }
+    if meta.mutable != config.mutable {
+        let word = |shape: Option<cairn_core::TreeKind>| match shape {
+            None => "append-only".to_owned(),
+            Some(shape) => format!("mutable {}", shape.name()),
+        };
+        return Err(StoreError::ConfigMismatch {
+            field: "mutability",
+            stored: word(meta.mutable),
+            given: word(config.mutable),
         });
     }
     // The format bit is the store's own record, not a setting.
