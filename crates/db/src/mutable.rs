@@ -16,7 +16,9 @@
 //! head, proof and lookup describes durable state only. Changes accepted
 //! but not yet durable are "pending": the checks of later changes (the
 //! leaf an index holds, the values present or removed) see them, readers
-//! do not. Each update or removal's proof of the old leaf is made when it
+//! do not. (The file is long because the change codec, the replay, the
+//! pending set and the checks share that invariant and are read together.)
+//! Each update or removal's proof of the old leaf is made when it
 //! is applied, against the root just before it, and handed to its writer
 //! once durable ([`MutableDb::changed`]).
 //!

@@ -219,7 +219,7 @@ impl Ahead {
         in_flight: usize,
     ) -> Ahead {
         let (sender, receiver) = mpsc::sync_channel(in_flight.max(1));
-        let theirs = head.clone();
+        let theirs = *head;
         std::thread::Builder::new()
             .name("cairn-mirror-fetch".into())
             .spawn(move || {
@@ -230,11 +230,11 @@ impl Ahead {
             .map_or_else(
                 // No thread: the caller fetches each chunk itself.
                 |_| Ahead {
-                    head: head.clone(),
+                    head: *head,
                     receiver: mpsc::sync_channel(0).1,
                 },
                 |_| Ahead {
-                    head: head.clone(),
+                    head: *head,
                     receiver,
                 },
             )
