@@ -164,8 +164,12 @@ pub struct ChangeTicket {
     pub count: u64,
     /// Durability of the batch and everything before it (counts log words).
     pub token: Token,
-    slot: Arc<OnceLock<Vec<Option<OldLeaf>>>>,
+    slot: OldLeaves,
 }
+
+/// Where a batch's old leaves (with their proofs) are handed to its
+/// writer once it is durable.
+type OldLeaves = Arc<OnceLock<Vec<Option<OldLeaf>>>>;
 
 /// A durable mutable tree in a directory.
 ///
@@ -177,7 +181,8 @@ pub struct ChangeTicket {
 /// let dir = tempfile::tempdir()?;
 /// let config = TreeConfig::new(Arity::new(2)?, HashKind::Blake3);
 /// let db = MutableDb::create(dir.path().join("group"), DbConfig::new(config), false)?;
-/// db.change(&[Change::Append([1; 32]), Change::Append([2; 32])])?;
+/// let appended = db.change(&[Change::Append([1; 32]), Change::Append([2; 32])])?;
+/// db.changed(&appended, Duration::from_secs(5))?; // durable: the head has them
 /// let before = db.head();
 /// let ticket = db.change(&[Change::Remove(0)])?;
 /// let old = db.changed(&ticket, Duration::from_secs(5))?;
@@ -218,7 +223,7 @@ struct State {
     /// The tree's size once every accepted change is applied.
     accepted_size: u64,
     /// Batches not yet applied: first log word -> (end word, slot).
-    batches: BTreeMap<u64, (u64, Arc<OnceLock<Vec<Option<OldLeaf>>>>)>,
+    batches: BTreeMap<u64, (u64, OldLeaves)>,
     /// Old leaves of the batch being applied.
     collecting: Vec<Option<OldLeaf>>,
     /// Log sizes at the end of block-tagged changes -> the tree's head
@@ -332,7 +337,7 @@ impl MutableDb {
                 format!("the log is not a mutable tree's changes: word {at}: {detail}"),
             ))
         };
-        if size % WORDS_PER_CHANGE != 0 {
+        if !size.is_multiple_of(WORDS_PER_CHANGE) {
             return Err(corrupt(size, "the log ends inside a change".to_owned()));
         }
         let mut tree = LeanImt::try_new(self.shape)?;

@@ -228,7 +228,11 @@ mod tests {
         ];
         for (n, leaves, level) in expect {
             let l = layout(n);
-            assert_eq!((l.bundle_leaves(), l.bundle_level()), (leaves, level), "arity {n}");
+            assert_eq!(
+                (l.bundle_leaves(), l.bundle_level()),
+                (leaves, level),
+                "arity {n}"
+            );
             assert_eq!(l.bundle_leaves() % l.width(), 0, "arity {n}");
         }
         let l = layout(2);

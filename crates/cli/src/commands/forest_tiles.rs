@@ -474,10 +474,7 @@ impl Upstream for ForestTreeUpstream {
         self.tiles.fetch_ahead(head, from, to, chunk);
     }
 
-    fn check_head(
-        &mut self,
-        head: &Checkpoint,
-    ) -> Result<Result<(), MirrorError>, MirrorError> {
+    fn check_head(&mut self, head: &Checkpoint) -> Result<Result<(), MirrorError>, MirrorError> {
         self.tiles.check_head(head)
     }
 

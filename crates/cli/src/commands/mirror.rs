@@ -239,7 +239,7 @@ impl MirrorCmd {
                 },
                 trusted.as_ref(),
             )
-                .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?,
+            .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?,
         };
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
         let db = Arc::new(database::open(

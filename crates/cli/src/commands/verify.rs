@@ -243,27 +243,41 @@ impl VerifyCmd {
                         ),
                     ));
                 }
+                // The head at --size, else at the proof's own size: the
+                // database's current head or one it retains (a size out of
+                // its window is refused by the database, naming the window).
+                let proved = match kind {
+                    "absence" => AbsenceProof::decode(bytes).ok().map(|p| p.size()),
+                    "indexed_membership" => {
+                        IndexedMembershipProof::decode(bytes).ok().map(|p| p.size())
+                    }
+                    _ => None,
+                };
                 let db = database::read(dir)?;
-                let (config, head) = (db.tree_config(), db.head());
-                database::close(db)?;
+                let config = db.tree_config();
                 if config.kind != TreeKind::Indexed {
+                    database::close(db)?;
                     return Err(Failure::rejected(anyhow!(
                         "{name}: an indexed tree's proof, but {} is not an indexed database",
                         dir.display()
                     )));
                 }
-                if let Some(size) = self.size
-                    && size != head.size
-                {
-                    return Err(Failure::new(
+                let current = db.head();
+                let head = match self.size.or(proved) {
+                    Some(size) if size != current.size => db.head_at(size),
+                    _ => Ok(current),
+                };
+                database::close(db)?;
+                let head = head.map_err(|error| match self.size {
+                    Some(size) => Failure::new(
                         Code::Usage,
-                        anyhow!(
-                            "--size {size}: the indexed database {} proves at its current size {} only",
-                            dir.display(),
-                            head.size
-                        ),
-                    ));
-                }
+                        anyhow!("--size {size}: {}: {error}", dir.display()),
+                    ),
+                    None => Failure::rejected(anyhow!(
+                        "{name}: the proof's head is not one {} holds: {error}",
+                        dir.display()
+                    )),
+                })?;
                 Trusted {
                     arity: config.arity,
                     hash: config.hash,

@@ -125,7 +125,15 @@ fn an_indexed_database_ingests_proves_absence_and_verifies() {
         old
     );
     // Held now, absent from the tree of size 5.
-    cairn(&["prove", &db, "--absent", &to_hex(&values[100]), "--size", "5"]).success();
+    cairn(&[
+        "prove",
+        &db,
+        "--absent",
+        &to_hex(&values[100]),
+        "--size",
+        "5",
+    ])
+    .success();
     cairn(&["prove", &db, "--index", "3", "--size", "5"]).success();
     cairn(&["prove", &db, "--absent", &absent, "--size", "212"]).error(2, &["212"]);
     // Binary proofs verify the same.

@@ -336,7 +336,8 @@ mod tests {
         for head in tree.heads() {
             let size = head.size;
             let reference =
-                IndexedTree::from_values(config, &values[..(size - 1) as usize]).unwrap();
+                IndexedTree::from_values(config, &values[..usize::try_from(size - 1).unwrap()])
+                    .unwrap();
             assert_eq!(head, reference.head(), "size {size}");
             assert_eq!(tree.recompute_root_at(size).unwrap(), head.root.unwrap());
             for probe in probes {
@@ -386,7 +387,7 @@ mod tests {
                 if rollback == 0 && values.len() > 3 {
                     let to = values.len() as u64 / 2 + 1;
                     tree.truncate(to).unwrap();
-                    values.truncate((to - 1) as usize);
+                    values.truncate(usize::try_from(to - 1).unwrap());
                 }
                 prop_assert!(tree.heads().len() <= window);
                 prop_assert_eq!(tree.heads().last().copied(), Some(tree.head()));

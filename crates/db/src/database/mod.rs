@@ -131,10 +131,6 @@ pub enum Checked {
 
 /// The kind implementations.
 #[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one per open database: its size does not matter, an indirection on every call would"
-)]
 enum Kind {
     /// A lean or fixed-depth tree: appends at the right edge, a nullifier
     /// set beside it.

@@ -182,7 +182,11 @@ async fn an_indexed_database_serves_inserts_absence_proofs_and_witnesses() {
             .unwrap();
     }
     client
-        .get(&format!("/v1/absence/{}?size=101&root={}", to_hex(&since), to_hex(&head.root.unwrap())))
+        .get(&format!(
+            "/v1/absence/{}?size=101&root={}",
+            to_hex(&since),
+            to_hex(&head.root.unwrap())
+        ))
         .await
         .error(400);
     client

@@ -59,7 +59,11 @@ fn a_mirror_reads_bundles_where_the_store_has_them_and_tiles_elsewhere() {
         let bytes = std::fs::read(dir.path().join("bundle").join(k)).unwrap();
         assert_eq!(bytes.len(), 65_536 * 32, "bundle {k}");
         let first = k.parse::<usize>().unwrap() * 65_536;
-        assert_eq!(&bytes[..32], &all[first][..], "bundle {k} starts at leaf {first}");
+        assert_eq!(
+            &bytes[..32],
+            &all[first][..],
+            "bundle {k} starts at leaf {first}"
+        );
     }
     assert!(!dir.path().join("bundle/003").exists(), "no partial bundle");
 
@@ -166,9 +170,6 @@ fn a_checkpoint_over_another_historys_tiles_is_named_not_the_first_tile() {
     )
     .unwrap();
     let err = catch_up(&mut counted(dir.path()).0, &mut mirror, 1_000).unwrap_err();
-    assert!(
-        err.to_string().contains("its tiles hash to root"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("its tiles hash to root"), "{err}");
     assert_eq!(mirror.snapshot.size(), 1_000, "nothing more adopted");
 }
