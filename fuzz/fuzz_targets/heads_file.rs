@@ -30,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
         log_shift: 20,
         store_id,
         flags: 0,
+        mutable: None,
     };
     let header = decoders::heads_header(&meta, &bytes[..bytes.len().min(64)]);
     if let Ok(version) = header {

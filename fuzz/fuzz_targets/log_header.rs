@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
         log_shift: 20,
         store_id: u64::from_le_bytes(page[16..24].try_into().expect("8 bytes")),
         flags: 0,
+        mutable: None,
     };
     let Ok(header) = decoders::log_header(&meta, file, &page) else {
         return;
