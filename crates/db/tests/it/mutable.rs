@@ -503,7 +503,11 @@ fn zk_kit_typescript_update_and_remove_sequences_replay_root_for_root() {
             let zero = hash_at(sequence["zero"].as_str(), "zero");
             shape = shape.with_kind(TreeKind::Fixed { depth, zero });
         }
-        let what = format!("mutations[{number}] ({} {} N={arity})", name("kind"), name("hash"));
+        let what = format!(
+            "mutations[{number}] ({} {} N={arity})",
+            name("kind"),
+            name("hash")
+        );
         let dir = tempfile::tempdir().unwrap();
         let mut config = config_of(shape);
         config.mutable = Some(false);
@@ -514,7 +518,11 @@ fn zk_kit_typescript_update_and_remove_sequences_replay_root_for_root() {
         let mut removals = 0;
         for (i, step) in steps.iter().enumerate() {
             let at = format!("{what} step {i}");
-            let index = || step["index"].as_u64().unwrap_or_else(|| panic!("{at}: index"));
+            let index = || {
+                step["index"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{at}: index"))
+            };
             let change = match step["op"].as_str().expect("op") {
                 "insert" => Change::Append(hash_at(step["value"].as_str(), &at)),
                 "update" => Change::Update(index(), hash_at(step["value"].as_str(), &at)),
