@@ -15,13 +15,13 @@
 // node): the BinaryIMT sequences do not make those changes (they are
 // counted), and a fixed sequence pins the contract's wrong root.
 //
-// CAIRN_EVM_MUTATION_STEPS (default 16) sets the steps per sequence.
+// CAIRN_EVM_MUTATION_STEPS (default 8, to keep CI short) sets the steps per sequence.
 import { test } from "node:test";
 import { binary } from "../lib/cairn.mjs";
 import { inChild } from "../lib/child.mjs";
 import { random, seed } from "../lib/random.mjs";
 
-const STEPS = Number(process.env.CAIRN_EVM_MUTATION_STEPS ?? 16);
+const STEPS = Number(process.env.CAIRN_EVM_MUTATION_STEPS ?? 8);
 if (!Number.isSafeInteger(STEPS) || STEPS < 1) throw new Error(`CAIRN_EVM_MUTATION_STEPS=${process.env.CAIRN_EVM_MUTATION_STEPS}: want a whole number of steps, at least 1`);
 const skip = binary === null && "no cairn binary";
 const zero = random(seed + 29).field();
