@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Generates test-vectors/typescript.json: LeanIMT roots, zk-kit IMT (fixed-depth) roots
-// and proofs, and Poseidon and MiMCSponge hash vectors computed with independent
+// and proofs, roots after each step of update/remove sequences on both, and Poseidon and MiMCSponge hash vectors computed with independent
 // JavaScript implementations, for cairn's Rust tests to compare against.
 //
 //   cd test-vectors/ts && npm ci        # once; installs the exact pinned versions
@@ -269,6 +269,100 @@ function computeImt(leafBytes, versions) {
   return out;
 }
 
+// ---- mutations: updates and removals ---------------------------------------------------------
+
+// Seeded sequences of inserts, updates and removals applied to @zk-kit/lean-imt's LeanIMT
+// (a removal is update(i, 0n), what LeanIMT.sol's remove and Semaphore v4's removeMember
+// write) and to @zk-kit/imt's IMT (update, and delete, which writes zeros[0]), with the
+// root after every step. Every value is a leaf of leaves.json used once, so a tree that
+// never takes a removed value back accepts the whole sequence. Each root is checked
+// against a tree built afresh from the leaves as changed (the n-ary reference, or the
+// IMT constructor).
+const MUTATION_STEPS = 60;
+const MUTATION_TREES = [
+  { kind: 'lean', hash: 'poseidon', arity: 2 },
+  { kind: 'lean', hash: 'keccak256', arity: 2 },
+  { kind: 'imt', hash: 'poseidon', arity: 2, depth: 6, zero: 0n },
+  { kind: 'imt', hash: 'poseidon', arity: 5, depth: 3, zero: 0n },
+  { kind: 'imt', hash: 'keccak256', arity: 2, depth: 6, zero: IMT_ZERO_KECCAK },
+];
+
+// A small seeded generator (xorshift32): the sequences are part of the committed file.
+function xorshift(seed) {
+  let state = seed >>> 0 || 1;
+  return (bound) => {
+    state ^= state << 13;
+    state >>>= 0;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    state >>>= 0;
+    return state % bound;
+  };
+}
+
+function computeMutations(leafBytes, versions) {
+  const leafBigs = leafBytes.map(bytesToBig);
+  const out = [];
+  for (const [number, spec] of MUTATION_TREES.entries()) {
+    const { kind, hash, arity } = spec;
+    const hashGroup = memoised(HASH_FNS[hash]);
+    const zero = kind === 'lean' ? 0n : spec.zero;
+    const capacity = kind === 'lean' ? Infinity : arity ** spec.depth;
+    let tree;
+    let implementation;
+    if (kind === 'lean') {
+      tree = new LeanIMT((a, b) => bytesToBig(hashGroup([bigToBytes(a), bigToBytes(b)])));
+      implementation = `@zk-kit/lean-imt@${versions['@zk-kit/lean-imt']}`;
+    } else {
+      tree = new IMT((children) => bytesToBig(hashGroup(children.map(bigToBytes))), spec.depth, zero, arity);
+      implementation = `@zk-kit/imt@${versions['@zk-kit/imt']}`;
+    }
+    const afresh = (leaves) => {
+      if (kind === 'lean') return bytesToBig(naryTree(leaves.map(bigToBytes), arity, hashGroup).root);
+      const built = new IMT((children) => bytesToBig(hashGroup(children.map(bigToBytes))), spec.depth, zero, arity, leaves);
+      return built.root;
+    };
+    const draw = xorshift(0x6d757461 + number);
+    const leaves = [];
+    const steps = [];
+    let next = number * 100;
+    for (let i = 0; i < MUTATION_STEPS; i++) {
+      const live = leaves.flatMap((leaf, index) => (leaf === zero ? [] : [index]));
+      const roll = draw(100);
+      let step;
+      if (live.length === 0 || (roll < 35 && leaves.length < capacity)) {
+        if (leaves.length >= capacity) break;
+        const value = leafBigs[next++];
+        tree.insert(value);
+        leaves.push(value);
+        step = { op: 'insert', value: bigToHex(value) };
+      } else if (roll < 75) {
+        const index = live[draw(live.length)];
+        const value = leafBigs[next++];
+        tree.update(index, value);
+        leaves[index] = value;
+        step = { op: 'update', index, value: bigToHex(value) };
+      } else {
+        const index = live[draw(live.length)];
+        if (kind === 'lean') tree.update(index, 0n);
+        else tree.delete(index);
+        leaves[index] = zero;
+        step = { op: 'remove', index };
+      }
+      const root = BigInt(tree.root);
+      const want = afresh(leaves);
+      if (root !== want) {
+        fail(`mutations ${kind} ${hash} arity ${arity} step ${i} (${step.op}): zk-kit's root ${bigToHex(root)} != a tree built afresh ${bigToHex(want)}`);
+      }
+      steps.push({ ...step, root: bigToHex(root) });
+    }
+    if (next > leafBigs.length) fail(`mutations: leaves.json has ${leafBigs.length} leaves, the sequences take ${next}`);
+    const shape = kind === 'lean' ? {} : { depth: spec.depth, zero: bigToHex(zero) };
+    out.push({ kind, hash, arity, ...shape, implementation, steps });
+  }
+  return out;
+}
+
 // ---- direct Poseidon vectors ----------------------------------------------------------------
 
 function computePoseidonVectors(leafBigs) {
@@ -369,13 +463,15 @@ async function main() {
   const output = {
     description: 'Roots of n-ary LeanIMTs (arity 2..16) over prefixes of leaves.json under ' +
       'blake3/sha256/keccak256/poseidon/mimcsponge, roots and proofs of zk-kit IMTs (fixed ' +
-      'depth, zero-padded), plus direct poseidon-lite and circomlibjs mimcsponge hash ' +
+      'depth, zero-padded), roots after every step of insert/update/remove sequences on ' +
+      'both, plus direct poseidon-lite and circomlibjs mimcsponge hash ' +
       'vectors, from independent JavaScript implementations.',
     generator: 'test-vectors/ts/generate.mjs',
     implementations: versions,
     leaves: 'leaves.json',
     roots: computeRoots(leaves, versions),
     imt: computeImt(leaves, versions),
+    mutations: computeMutations(leaves, versions),
     poseidon: computePoseidonVectors(leaves.map(bytesToBig)),
     mimcsponge: computeMimcSpongeVectors(leaves.map(bytesToBig)),
   };

@@ -2,8 +2,8 @@
 pragma solidity ^0.8.4;
 
 // A LeanIMT kept by the public library of @zk-kit/lean-imt.sol (linked, as
-// a deployer links it), exposed so the tests can insert leaves, read the
-// root and present membership proofs.
+// a deployer links it), exposed so the tests can insert, update and remove
+// leaves, read the root and present membership proofs.
 import {LeanIMT, LeanIMTData} from "@zk-kit/lean-imt.sol/LeanIMT.sol";
 
 contract LeanIMTHarness {
@@ -31,5 +31,10 @@ contract LeanIMTHarness {
     /// The tests call this in a call whose state change is thrown away.
     function update(uint256 oldLeaf, uint256 newLeaf, uint256[] calldata siblings) external returns (uint256) {
         return LeanIMT.update(tree, oldLeaf, newLeaf, siblings);
+    }
+
+    /// Sets `oldLeaf` to 0 (the library's removal), given its proof siblings.
+    function remove(uint256 oldLeaf, uint256[] calldata siblings) external returns (uint256) {
+        return LeanIMT.remove(tree, oldLeaf, siblings);
     }
 }

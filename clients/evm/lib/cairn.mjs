@@ -1,5 +1,6 @@
 // The cairn side of the cross-checks: the `cairn` binary driven through its
-// CLI (init, ingest, root, prove) on a database in a temporary directory.
+// CLI (init, ingest, root, prove, update, remove) on a database in a
+// temporary directory.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -34,7 +35,8 @@ const hex32 = (value) => "0x" + value.toString(16).padStart(64, "0");
 export class CairnTree {
   /**
    * `options`: { arity, hash } and, for the fixed-depth kind,
-   * { kind: "imt", depth, zero } (zero a bigint).
+   * { kind: "imt", depth, zero } (zero a bigint); { mutable: true } makes
+   * a mutable tree, { readmit: true } one that takes removed values back.
    */
   static create(options) {
     if (binary === null) throw new Error("no cairn binary");
@@ -44,6 +46,8 @@ export class CairnTree {
     if (options.kind !== undefined) args.push("--kind", options.kind);
     if (options.depth !== undefined) args.push("--depth", String(options.depth));
     if (options.zero !== undefined) args.push("--zero", hex32(options.zero));
+    if (options.mutable) args.push("--mutable");
+    if (options.readmit) args.push("--readmit-removed");
     run(...args);
     return new CairnTree(work, dir);
   }
@@ -89,6 +93,26 @@ export class CairnTree {
   /** `cairn prove DIR --index I --proof-format zkkit`, parsed. */
   proveZkkit(index) {
     return JSON.parse(run("prove", this.dir, "--index", String(index), "--proof-format", "zkkit"));
+  }
+
+  /** `cairn update DIR I V --proof-format zkkit`: leaf `index` becomes `value`; the old leaf's proof, parsed. */
+  updateLeaf(index, value) {
+    return JSON.parse(run("update", this.dir, String(index), hex32(value), "--proof-format", "zkkit"));
+  }
+
+  /** `cairn remove DIR I --proof-format zkkit`: leaf `index` becomes the zero leaf; the old leaf's proof, parsed. */
+  removeLeaf(index) {
+    return JSON.parse(run("remove", this.dir, String(index), "--proof-format", "zkkit"));
+  }
+
+  /** `cairn update DIR I V` that must fail: its exit status and stderr. */
+  updateRefused(index, value) {
+    try {
+      run("update", this.dir, String(index), hex32(value));
+    } catch (error) {
+      return { status: error.status, stderr: error.stderr.toString() };
+    }
+    throw new Error(`cairn update ${this.dir} ${index}: accepted, want a refusal`);
   }
 
   /** `cairn prove DIR --append-witness FROM..TO --circuit-depth D`: the batch-append circuit's inputs, parsed. */
