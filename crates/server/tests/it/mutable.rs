@@ -88,6 +88,9 @@ async fn updates_and_removals_answer_old_leaf_proofs_chained_from_the_head_befor
     }
 }
 
+/// A refused batch, its status and its code.
+type Refusal<'a> = (&'a [(u64, Option<Hash>)], u16, &'static str);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_refusal_carries_its_code_and_changes_nothing() {
     let config = tree(2, HashKind::Blake3);
@@ -98,7 +101,7 @@ async fn every_refusal_carries_its_code_and_changes_nothing() {
     change(&client, &[(2, None)], None, None).await.ok();
     let head = client.head().await;
 
-    let refusals: [(&[(u64, Option<Hash>)], u16, &str); 6] = [
+    let refusals: [Refusal<'_>; 6] = [
         (&[(4, Some(leaf(84, 0)))], 404, "index_out_of_range"),
         (&[(0, Some(values[1]))], 409, "duplicate"),
         (
