@@ -7,8 +7,8 @@ import { hashArgument, parseHashOrReason, toHex, U64_MAX, u64Argument, type Hash
 import { CairnError, inputError } from "./errors.js";
 import { asUnsigned, parseJson, type JsonValue } from "./json.js";
 import { describeKind, imtKind, INDEXED, LEAN, sameKind, type TreeKind } from "./kind.js";
-import type { ConsistencyProof, MembershipProof } from "./proof.js";
-import { checkTree, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
+import { membershipFromParsed, type ConsistencyProof, type MembershipProof } from "./proof.js";
+import { changeRoots, checkTree, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 
 /** The head a server reports: what it says, to be checked before trusting. */
 export interface ServerHead {
@@ -76,6 +76,35 @@ export interface BlockAppended {
   }>;
 }
 
+/** One change of a mutable tree's leaf (`POST /v1/changes`): its new value, or null to remove it. */
+export interface ChangeInput {
+  readonly index: bigint | number;
+  /** The new value (32 bytes or 0x-hex); null removes the leaf (it becomes the zero leaf). */
+  readonly value: Uint8Array | string | null;
+}
+
+/** One changed leaf, as the server answered it, checked for shape (see {@link CairnClient.change}). */
+export interface ChangedLeaf {
+  readonly index: bigint;
+  /** The leaf's value before the change. */
+  readonly old: Uint8Array;
+  /** Its new value; null for a removal. */
+  readonly value: Uint8Array | null;
+  /** The old leaf's membership proof against the root just before the change (what Semaphore's updateMember and removeMember take). */
+  readonly proof: MembershipProof;
+  /** The root the proof implies: the root just before the change. */
+  readonly rootBefore: Uint8Array;
+  /** The root with the leaf changed: the root just after the change. */
+  readonly rootAfter: Uint8Array;
+}
+
+/** A durable batch of changes: each changed leaf in order, and the server's durable head once it was durable (the server's word). */
+export interface Changed {
+  readonly changes: readonly ChangedLeaf[];
+  readonly head: { readonly size: bigint; readonly root: Uint8Array | null };
+  readonly block: { readonly number: bigint; readonly hash: Uint8Array | null } | null;
+}
+
 /** A tree name as `cairn tree add` takes it: the server's rule, checked before a request names it. */
 const TREE_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
@@ -86,8 +115,8 @@ function treeName(name: unknown): string {
   return name;
 }
 
-function fetchError(kind: "Network" | "Http" | "NotFound" | "Conflict" | "BadResponse", message: string, status?: number): CairnError {
-  return new CairnError("fetch", kind, message, status);
+function fetchError(kind: "Network" | "Http" | "NotFound" | "Conflict" | "BadResponse", message: string, status?: number, code?: string): CairnError {
+  return new CairnError("fetch", kind, message, status, code);
 }
 
 /** The error kind of a refused answer: 404 and 409 by name, the others as Http. */
@@ -171,14 +200,17 @@ export class CairnClient {
     if (response.status === 404 && absentOk) return null;
     if (!response.ok) {
       let reason = body.slice(0, 500);
+      let code: string | undefined;
       try {
         const parsed = parseJson(body);
         const error = parsed instanceof Map ? parsed.get("error") : undefined;
         if (typeof error === "string") reason = error;
+        const named = parsed instanceof Map ? parsed.get("code") : undefined;
+        if (typeof named === "string") code = named;
       } catch {
         // not JSON: keep the text
       }
-      throw fetchError(statusKind(response.status), `${method} ${path}: HTTP ${response.status}: ${reason}`, response.status);
+      throw fetchError(statusKind(response.status), `${method} ${path}: HTTP ${response.status}: ${reason}`, response.status, code);
     }
     return body;
   }
@@ -266,6 +298,95 @@ export class CairnClient {
         return { name, firstIndex: u64("first_index"), count: u64("count"), size: u64("size"), root: this.optionalHash(entry.get("root"), `${what}: tree ${name}: root`) };
       }),
     };
+  }
+
+  /**
+   * Sets leaf `index` of a mutable tree (`cairn init --mutable`) to
+   * `value`, durably; resolves to the old leaf with its proof. See
+   * {@link change}.
+   */
+  async update(index: bigint | number, value: Uint8Array | string): Promise<{ old: ChangedLeaf; head: Changed["head"] }> {
+    const changed = await this.change([{ index, value: hashArgument(value, "value") }]);
+    return { old: changed.changes[0]!, head: changed.head };
+  }
+
+  /**
+   * Removes leaf `index` of a mutable tree (sets the zero leaf), durably;
+   * resolves to the old leaf with its proof. See {@link change}.
+   */
+  async remove(index: bigint | number): Promise<{ old: ChangedLeaf; head: Changed["head"] }> {
+    const changed = await this.change([{ index, value: null }]);
+    return { old: changed.changes[0]!, head: changed.head };
+  }
+
+  /**
+   * Updates and removes leaves of a mutable tree (`POST /v1/changes`), in
+   * order, all or nothing (tagged with `block` if given); resolves once
+   * durable. Each changed leaf comes with its old value's proof, decoded and
+   * checked: of the trusted arity, hash and kind, of the leaf asked, proving
+   * the old value; and the proofs chain (each change's root before is the
+   * previous change's root after). The first `rootBefore` is the server's
+   * word until compared with a root the caller trusts. A refusal rejects
+   * with a CairnError (NotFound, Conflict, Http) whose `code` names it
+   * (`not_mutable`, `index_out_of_range`, `non_canonical`, `zero_leaf`,
+   * `duplicate`, `was_removed`, `removed_leaf`), and nothing changed.
+   */
+  async change(changes: readonly ChangeInput[], block?: { number: bigint | number; hash?: Uint8Array | string }): Promise<Changed> {
+    const what = "POST /v1/changes";
+    if (!Array.isArray(changes)) throw inputError("changes: want a list of {index, value}");
+    const asked = changes.map((change, position) => {
+      const index = u64Argument(change?.index, `change ${position} index`);
+      if (index > BigInt(Number.MAX_SAFE_INTEGER)) throw inputError(`change ${position} index ${index} is beyond what JSON numbers carry exactly`);
+      const value = change.value === null ? null : hashArgument(change.value, `change ${position} value`);
+      return { index, value };
+    });
+    const request: Record<string, unknown> = { changes: asked.map(({ index, value }) => ({ index: Number(index), value: value === null ? null : toHex(value) })) };
+    if (block !== undefined) {
+      const number = u64Argument(block.number, "block number");
+      if (number > BigInt(Number.MAX_SAFE_INTEGER)) throw inputError(`block number ${number} is beyond what JSON numbers carry exactly`);
+      request.block = block.hash === undefined ? { number: Number(number) } : { number: Number(number), hash: toHex(hashArgument(block.hash, "block hash")) };
+    }
+    const document = this.document((await this.send("POST", this.scoped("/v1/changes"), JSON.stringify(request), false))!, what);
+    const bad = (why: string): never => {
+      throw fetchError("BadResponse", `${what}: ${why}`);
+    };
+    const list = document.get("changes");
+    if (!Array.isArray(list) || list.length !== asked.length) return bad(`want ${asked.length} changes`);
+    let previous: Uint8Array | null = null;
+    const changed = list.map((entry, position): ChangedLeaf => {
+      if (!(entry instanceof Map)) return bad(`change ${position} is not an object`);
+      const want = asked[position]!;
+      const index = asUnsigned(entry.get("index"), U64_MAX) ?? bad(`change ${position}: index is not a u64`);
+      if (index !== want.index) bad(`change ${position} is of leaf ${index}, asked for leaf ${want.index}`);
+      const old = this.optionalHash(entry.get("old") ?? null, `${what}: change ${position}: old`) ?? bad(`change ${position}: no old value`);
+      const value = this.optionalHash(entry.get("value") ?? null, `${what}: change ${position}: value`);
+      if ((value === null) !== (want.value === null) || (value !== null && toHex(value) !== toHex(want.value!))) {
+        bad(`change ${position}: the server changed leaf ${index} to ${value === null ? "the zero leaf" : toHex(value)}, not what was asked`);
+      }
+      let proof: MembershipProof;
+      let roots: { before: Uint8Array; after: Uint8Array };
+      try {
+        proof = membershipFromParsed(entry.get("proof") ?? null);
+        roots = changeRoots(proof, this.tree, want.value);
+      } catch (error) {
+        return bad(`change ${position}: the old leaf's proof: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      if (proof.index !== index || toHex(proof.leaf) !== toHex(old)) bad(`change ${position}: the proof is not of leaf ${index} holding ${toHex(old)}`);
+      if (previous !== null && toHex(previous) !== toHex(roots.before)) {
+        bad(`change ${position} proves against root ${toHex(roots.before)}, the change before it left ${toHex(previous)}`);
+      }
+      previous = roots.after;
+      return { index, old, value, proof, rootBefore: roots.before, rootAfter: roots.after };
+    });
+    const size = asUnsigned(document.get("size"), U64_MAX) ?? bad("size is not a u64");
+    const root = this.optionalHash(document.get("root") ?? null, `${what}: root`);
+    const tag = document.get("block");
+    let answeredBlock: Changed["block"] = null;
+    if (tag instanceof Map) {
+      const number = asUnsigned(tag.get("number"), U64_MAX) ?? bad("block number is not a u64");
+      answeredBlock = { number, hash: this.optionalHash(tag.get("hash") ?? null, `${what}: block hash`) };
+    }
+    return { changes: changed, head: { size, root }, block: answeredBlock };
   }
 
   private optionalHash(value: JsonValue | undefined, what: string): Uint8Array | null {

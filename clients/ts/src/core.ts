@@ -17,7 +17,7 @@ export {
   membershipFromJson,
   type ProofInput,
 } from "./proof.js";
-export { computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
+export { changeRoots, computeRoot, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
 export { isCanonicalFieldElement } from "./hashes/field.js";
 export { poseidonHasher, type PoseidonFunction } from "./hashes/poseidon-core.js";
 export { groupParent, INDEXED, LEAN, MAX_FIXED_DEPTH, Zeros, type TreeKind } from "./kind.js";

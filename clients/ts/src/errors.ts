@@ -81,13 +81,16 @@ export class CairnError extends Error {
   readonly kind: ErrorKind;
   /** The HTTP status of an answer the server refused (`Http`, `NotFound`, `Conflict`, `Present`). */
   readonly status?: number;
+  /** The server's stable name for a refusal, when it gives one (the refusals of a mutable tree's changes: `not_mutable`, `index_out_of_range`, `non_canonical`, `zero_leaf`, `duplicate`, `was_removed`, `removed_leaf`). */
+  readonly code?: string;
 
-  constructor(stage: Stage, kind: ErrorKind, message: string, status?: number) {
+  constructor(stage: Stage, kind: ErrorKind, message: string, status?: number, code?: string) {
     super(message);
     this.name = "CairnError";
     this.stage = stage;
     this.kind = kind;
     if (status !== undefined) this.status = status;
+    if (code !== undefined) this.code = code;
   }
 }
 

@@ -526,6 +526,11 @@ export function membershipFromJson(text: string): MembershipProof {
   return guard(() => membershipFromDocument(parseJson(jsonText(text))));
 }
 
+/** @internal Decodes a membership proof from an already-parsed JSON document (one embedded in an answer). */
+export function membershipFromParsed(document: JsonValue): MembershipProof {
+  return guard(() => membershipFromDocument(document));
+}
+
 /** Decodes a JSON consistency proof from its text (spec section 7.2). */
 export function consistencyFromJson(text: string): ConsistencyProof {
   return guard(() => consistencyFromDocument(parseJson(jsonText(text))));

@@ -197,6 +197,33 @@ function membershipRoot(proof: MembershipProof, hasher: Hasher): Hash {
 }
 
 /**
+ * The roots around one change of a mutable tree's leaf (an update, or a
+ * removal when `next` is null): `before`, the root the old leaf's proof
+ * implies, and `after`, the root of the same path with the leaf replaced by
+ * `next` (the tree's zero leaf for a removal: 0 in a lean tree, the zero
+ * value in an imt). Checks the proof's parameters against the trusted tree
+ * and its shape and values; the roots are what the proof implies, to be
+ * compared with a trusted root (the answer's first `before` with the root
+ * the caller trusts, each `after` with the next change's `before`).
+ */
+export function changeRoots(
+  proof: ProofInput | MembershipProof,
+  tree: TrustedTree,
+  next: Uint8Array | string | null,
+): { before: Hash; after: Hash } {
+  return guarded(() => {
+    const decoded = decodeMembership(proof);
+    const trustedTree = checkTree(tree);
+    checkParams(decoded, trustedTree);
+    if (trustedTree.kind.kind === "indexed") throw inputError("an indexed tree's leaves are not updated or removed by index");
+    const zero = trustedTree.kind.kind === "imt" ? trustedTree.kind.zero : new Uint8Array(32);
+    const leaf = next === null ? zero : hashArgument(next, "new value");
+    const replaced = new MembershipProof(decoded.arity, decoded.hash, decoded.index, decoded.size, leaf, decoded.siblings, decoded.tree);
+    return { before: membershipRoot(decoded, trustedTree.hash), after: membershipRoot(replaced, trustedTree.hash) };
+  });
+}
+
+/**
  * Verifies a membership proof (decoded, or bytes/JSON to decode) against a
  * trusted tree and head; returns the decoded proof. Throws a CairnError:
  * stage "decode" if it is malformed, "verify" if it does not prove leaf

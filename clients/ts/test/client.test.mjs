@@ -370,3 +370,58 @@ test("the client verifies an indexed server's membership and absence proofs, and
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the client updates and removes leaves of a mutable tree and checks the old leaves' proofs", { skip: binary === null && "no cairn binary" }, async () => {
+  const rng = random(seed + 31);
+  const dir = mkdtempSync(join(tmpdir(), "cairn-ts-mutable-"));
+  const db = join(dir, "db");
+  const leaves = Array.from({ length: 9 }, () => rng.bytes(32));
+  writeFileSync(join(dir, "leaves.bin"), Buffer.concat(leaves));
+  execFileSync(binary, ["init", db, "--arity", "2", "--hash", "blake3", "--mutable"]);
+  execFileSync(binary, ["ingest", db, join(dir, "leaves.bin")]);
+  const server = await serve(db);
+  try {
+    const t = { arity: 2, hash: hashers.blake3 };
+    const client = new CairnClient(server.url, t);
+    const before = computeRoot(leaves, t);
+    const fresh = rng.bytes(32);
+    const updated = await client.update(3, fresh);
+    assert.equal(updated.old.index, 3n);
+    assert.equal(toHex(updated.old.old), toHex(leaves[3]));
+    assert.equal(toHex(updated.old.rootBefore), toHex(before), "the old leaf's proof is against the root before");
+    const afterUpdate = leaves.slice();
+    afterUpdate[3] = fresh;
+    assert.equal(toHex(updated.head.root), toHex(computeRoot(afterUpdate, t)));
+    assert.equal(toHex(updated.old.rootAfter), toHex(updated.head.root));
+
+    const removed = await client.remove(5);
+    assert.equal(toHex(removed.old.old), toHex(leaves[5]));
+    assert.equal(toHex(removed.old.rootBefore), toHex(updated.head.root));
+    const afterRemove = afterUpdate.slice();
+    afterRemove[5] = new Uint8Array(32);
+    assert.equal(toHex(removed.head.root), toHex(computeRoot(afterRemove, t)));
+
+    // A batch: the proofs chain from one change to the next.
+    const batch = await client.change([{ index: 0, value: rng.bytes(32) }, { index: 1, value: null }]);
+    assert.equal(batch.changes.length, 2);
+    assert.equal(toHex(batch.changes[1].rootBefore), toHex(batch.changes[0].rootAfter));
+    assert.equal(toHex(batch.changes[0].rootBefore), toHex(removed.head.root));
+
+    // Refusals carry their code, and change nothing.
+    for (const [call, kind, code] of [
+      [() => client.remove(9), "NotFound", "index_out_of_range"],
+      [() => client.remove(5), "Conflict", "removed_leaf"],
+      [() => client.update(2, leaves[4]), "Conflict", "duplicate"],
+      [() => client.update(2, leaves[5]), "Conflict", "was_removed"],
+      [() => client.update(2, new Uint8Array(32)), "Http", "zero_leaf"],
+    ]) {
+      const error = await rejection(call());
+      assert.equal(error.kind, kind, error.message);
+      assert.equal(error.code, code, error.message);
+    }
+    assert.equal(toHex((await client.root()).root), toHex(batch.head.root));
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -68,6 +68,9 @@ pub(crate) struct ApiError {
     /// The tree the refusal is about, in a database of several (an
     /// unknown name, a value refused in a block).
     pub tree: Option<String>,
+    /// A stable name for the refusal, where a caller tells refusals of
+    /// the same status apart (the refusals of a mutable tree's changes).
+    pub code: Option<&'static str>,
 }
 
 /// One refused value of a 409 answer.
@@ -109,6 +112,8 @@ struct ErrorJson<'a> {
     finalized: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tree: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'a str>,
 }
 
 impl ApiError {
@@ -119,7 +124,14 @@ impl ApiError {
             duplicates: None,
             finalized: None,
             tree: None,
+            code: None,
         }
+    }
+
+    /// The refusal with its stable name.
+    pub fn with_code(mut self, code: &'static str) -> ApiError {
+        self.code = Some(code);
+        self
     }
 
     /// The refusal, naming the tree it is about.
@@ -159,6 +171,7 @@ impl ApiError {
                     duplicates: Some(duplicates.iter().map(DuplicateJson::from).collect()),
                     finalized: None,
                     tree: None,
+                    code: None,
                 };
             }
             (ErrorKind::BelowFinalized { finalized }, _) => {
@@ -168,6 +181,7 @@ impl ApiError {
                     duplicates: None,
                     finalized: Some(finalized),
                     tree: None,
+                    code: None,
                 };
             }
             (ErrorKind::InvalidBatch | ErrorKind::Unsupported, _) => StatusCode::BAD_REQUEST,
@@ -210,6 +224,7 @@ impl IntoResponse for ApiError {
             duplicates: self.duplicates.as_deref(),
             finalized: self.finalized,
             tree: self.tree.as_deref(),
+            code: self.code,
         })
         .unwrap_or_else(|e| unreachable!("serialising plain data: {e}"));
         let mut response = (self.status, body).into_response();

@@ -21,7 +21,7 @@ use axum::routing::{MethodRouter, get, post};
 use cairn_db::Operation;
 use tracing::Instrument as _;
 
-use crate::api::{append, checkpoint, history, leaves, lookup, proofs, service, writes};
+use crate::api::{append, changes, checkpoint, history, leaves, lookup, proofs, service, writes};
 use crate::cors::CorsPolicy;
 use crate::error::{ApiError, ServerFailure};
 use crate::metrics::Metrics;
@@ -121,6 +121,13 @@ pub const ROUTES: &[Route] = &[
         statuses: &[200, 400, 404, 409],
         needs_token: false,
         needs: Some(Operation::AbsenceProof),
+    },
+    Route {
+        method: "POST",
+        path: "/v1/changes",
+        statuses: &[200, 400, 401, 403, 404, 409, 413, 415, 500, 503],
+        needs_token: true,
+        needs: Some(Operation::Mutation),
     },
     Route {
         method: "GET",
@@ -256,6 +263,13 @@ pub const ROUTES: &[Route] = &[
         needs: None,
     },
     Route {
+        method: "POST",
+        path: "/v1/trees/{name}/changes",
+        statuses: &[200, 400, 401, 403, 404, 409, 413, 415, 500, 503],
+        needs_token: true,
+        needs: None,
+    },
+    Route {
         method: "GET",
         path: "/v1/trees",
         statuses: &[200],
@@ -304,13 +318,25 @@ pub(crate) fn scope(path: &str) -> Scope {
     }
 }
 
-/// The handler of a table entry for a database of `kind`: the route's
-/// own, or the refusal of what it needs. A table entry without a handler
-/// is a programmer error, caught by every test that builds a router.
-fn handler(route: &Route, kind: cairn_core::TreeKind) -> MethodRouter<AppState> {
-    if let Some(refusal) = route.needs.and_then(|needs| needs.check(kind).err()) {
+/// The handler of a table entry for a database of `kind` (`mutable` or
+/// not): the route's own, or the refusal of what it needs (with the code
+/// `not_mutable` for a change of a tree created append-only). A table
+/// entry without a handler is a programmer error, caught by every test
+/// that builds a router.
+fn handler(route: &Route, kind: cairn_core::TreeKind, mutable: bool) -> MethodRouter<AppState> {
+    if let Some((needs, refusal)) = route
+        .needs
+        .and_then(|needs| Some((needs, needs.check_for(kind, mutable).err()?)))
+    {
         let message = refusal.to_string();
-        let refuse = move || async move { ApiError::not_found(message) };
+        let refuse = move || async move {
+            let answer = ApiError::not_found(message);
+            if needs == Operation::Mutation {
+                answer.with_code("not_mutable")
+            } else {
+                answer
+            }
+        };
         return match route.method {
             "POST" => post(refuse),
             _ => get(refuse),
@@ -334,6 +360,7 @@ fn handler(route: &Route, kind: cairn_core::TreeKind) -> MethodRouter<AppState> 
         ("GET", "/openapi.json") => get(service::openapi),
         ("GET", "/v1/checkpoint") => get(checkpoint::checkpoint),
         ("POST", "/v1/lookup") => post(lookup::lookup),
+        ("POST", "/v1/changes") => post(changes::changes),
         (method, path) => panic!("route {method} {path} is in ROUTES but has no handler"),
     }
 }
@@ -344,12 +371,13 @@ fn handler(route: &Route, kind: cairn_core::TreeKind) -> MethodRouter<AppState> 
 /// the server's router around it records the request.
 pub(crate) fn tree_router(state: AppState) -> Router {
     let kind = state.shared().db.kind();
+    let mutable = state.shared().db.is_mutable();
     let mut router = Router::new();
     for route in ROUTES
         .iter()
         .filter(|r| matches!(scope(r.path), Scope::Tree | Scope::Service))
     {
-        router = router.route(route.path, handler(route, kind));
+        router = router.route(route.path, handler(route, kind, mutable));
     }
     router
         .fallback(service::no_route)

@@ -16,6 +16,7 @@ mod ingest;
 mod interop;
 mod json_fields;
 mod leaves;
+mod mutable;
 mod notecheck;
 mod operations;
 mod plan;

@@ -1,5 +1,5 @@
 //! The handlers, one file per family of routes: appends
-//! ([`append`]), rollback and finalization ([`writes`]), lookups by value
+//! ([`append`]), a mutable tree's updates and removals ([`changes`]), rollback and finalization ([`writes`]), lookups by value
 //! ([`lookup`]), proofs ([`proofs`]), the head and its history
 //! ([`history`]), leaves by index for mirrors ([`leaves`]), the signed
 //! checkpoint ([`checkpoint`]), and the service routes ([`service`]).
@@ -12,6 +12,7 @@
 //! take back what a response said.
 
 pub(crate) mod append;
+pub(crate) mod changes;
 pub(crate) mod checkpoint;
 pub(crate) mod history;
 pub(crate) mod leaves;

@@ -14,6 +14,7 @@ mod forest;
 mod indexed;
 mod limits;
 mod mirror;
+mod mutable;
 mod openapi;
 mod operations;
 mod pending;
