@@ -1,10 +1,8 @@
 // The indexed batch-insert circuit against cairn: IndexedInsertBatch(4, 4)
-// takes the witness of a batch assembled from cairn's own outputs for an
-// indexed Poseidon database (before each value, `cairn prove --absent
-// --proof-format circom` gives the low leaf and its path; after it, the
-// new leaf's membership proof gives the frontier; the commitment is the
-// one `cairn prove --append-witness` prints for the same values as
-// leaves), and its new root is cairn's root after the batch. Batches
+// takes the witness `cairn prove --insert-witness` prints for a batch at an
+// indexed Poseidon database's head, whose new root is cairn's root after
+// the batch is then inserted and whose commitment is the one `cairn prove
+// --append-witness` prints for the same values as leaves. Batches
 // cover random values, two new values sharing one low leaf, a value above
 // every stored one (end marker), values near p - 1. A stored value, a
 // value repeated in the batch, a changed low leaf, path, frontier, size or
@@ -24,7 +22,6 @@ after(endCurve);
 const enabled = full || process.env.CAIRN_INDEXED_BATCH === "1";
 const K = 4;
 const DEPTH = 4;
-const hex = (value) => "0x" + value.toString(16).padStart(64, "0");
 const bump = (value) => String((BigInt(value) + 1n) % P);
 
 /** An indexed Poseidon database in `dir` holding `values`, with what a batch witness needs. */
@@ -52,45 +49,23 @@ function commitmentOf(dir, values) {
 }
 
 /**
- * Inserts `values` one at a time into the database, recording each step's
- * low leaf (before) and frontier (after: the siblings of the new leaf at
- * index n in the tree of n + 1 leaves are the frontier of n leaves, one at
- * each set bit of n), and returns the circuit input and cairn's new root.
+ * The circuit input of inserting `values` in order, from
+ * `cairn prove --insert-witness` at the database's head (which it does not
+ * change); then the values inserted for real, whose new root must be the
+ * one the witness claims.
  */
 function insertBatch(dir, tree, values) {
   const before = tree.head();
-  const input = {
-    oldRoot: BigInt(before.root).toString(),
-    newRoot: null,
-    size: String(before.size),
-    commitment: commitmentOf(dir, values),
-    values: values.map(String),
-    lowValue: [],
-    lowNextIndex: [],
-    lowNextValue: [],
-    lowIndex: [],
-    lowSiblings: [],
-    frontier: [],
-  };
-  let n = before.size;
-  for (const value of values) {
-    const absent = JSON.parse(run("prove", tree.db, "--absent", hex(value), "--proof-format", "circom", "--circuit-depth", String(DEPTH)));
-    input.lowValue.push(absent.lowValue);
-    input.lowNextIndex.push(absent.lowNextIndex);
-    input.lowNextValue.push(absent.lowNextValue);
-    input.lowIndex.push(absent.lowIndex);
-    input.lowSiblings.push(absent.siblings);
-    tree.ingest([value]);
-    const member = JSON.parse(run("prove", tree.db, "--index", String(n)));
-    assert.equal(BigInt(member.leaf.value), value, `leaf ${n} is the new value`);
-    const siblings = [...member.siblings];
-    input.frontier.push(Array.from({ length: DEPTH }, (_, k) => ((n >> k) & 1 ? BigInt(siblings.shift()[0]).toString() : "0")));
-    assert.equal(siblings.length, 0, "one sibling a set bit");
-    n++;
-  }
+  const input = JSON.parse(run("prove", tree.db, "--insert-witness", values.map(String).join(","), "--circuit-depth", String(DEPTH)));
+  assert.equal(tree.head().root, before.root, "the witness inserts nothing");
+  assert.equal(input.size, String(before.size));
+  assert.equal(input.oldRoot, BigInt(before.root).toString());
+  assert.deepEqual(input.values, values.map(String));
+  assert.equal(input.commitment, commitmentOf(dir, values), "the append circuit's commitment of the same values");
+  tree.ingest(values);
   const after = tree.head();
   assert.equal(after.size, before.size + values.length);
-  input.newRoot = BigInt(after.root).toString();
+  assert.equal(input.newRoot, BigInt(after.root).toString(), "the root the insert reaches");
   return input;
 }
 

@@ -125,7 +125,7 @@ pub struct ProveCmd {
     #[arg(
         long,
         value_name = "I",
-        required_unless_present_any = ["leaf", "absent", "append_witness"],
+        required_unless_present_any = ["leaf", "absent", "append_witness", "insert_witness"],
         conflicts_with = "leaf"
     )]
     index: Option<u64>,
@@ -138,6 +138,9 @@ pub struct ProveCmd {
     /// Print the inputs of the batch-append circuit for leaves FROM..TO (a binary Poseidon database).
     #[arg(long, value_name = "FROM..TO", value_parser = parse_range, requires = "dir", conflicts_with_all = ["index", "leaf", "absent", "size", "root", "binary", "proof_format"])]
     append_witness: Option<(u64, u64)>,
+    /// Print the inputs of the indexed batch-insert circuit for these values (an indexed binary Poseidon database): V1,V2,... (0x-hex or decimal) or @FILE (one a line).
+    #[arg(long, value_name = "V1,V2,..|@FILE", requires = "dir", conflicts_with_all = ["index", "leaf", "absent", "append_witness", "size", "root", "binary", "proof_format"])]
+    insert_witness: Option<String>,
     /// Prove against the tree of the first S leaves (default: all of them).
     #[arg(long, value_name = "S", conflicts_with = "root")]
     size: Option<u64>,
@@ -184,6 +187,32 @@ fn parse_range(text: &str) -> Result<(u64, u64), String> {
     Ok((from, to))
 }
 
+/// The values of `--insert-witness`: comma-separated, or one a line in
+/// the file after `@`; each 0x and 64 hex digits, or decimal (a BN254
+/// field element).
+fn parse_values(text: &str) -> anyhow::Result<Vec<Hash>> {
+    let (list, separator): (String, char) = match text.strip_prefix('@') {
+        Some(path) => (
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?,
+            '\n',
+        ),
+        None => (text.to_owned(), ','),
+    };
+    list.split(separator)
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .enumerate()
+        .map(|(position, item)| {
+            if item.starts_with("0x") {
+                cairn_core::hex::parse_hash(item).map_err(anyhow::Error::new)
+            } else {
+                cairn_core::decimal::parse_field_element(item).map_err(anyhow::Error::new)
+            }
+            .with_context(|| format!("--insert-witness: value at position {position}"))
+        })
+        .collect()
+}
+
 /// Where a leaf looked up by value is.
 fn found(leaf: &Hash, index: Option<u64>, size: Option<u64>, name: &str) -> Result<u64, Failure> {
     let Some(index) = index else {
@@ -214,6 +243,7 @@ impl ProveCmd {
         let format = self.proof_format.unwrap_or(ProofFormat::Json);
         if self.circuit_depth.is_some()
             && self.append_witness.is_none()
+            && self.insert_witness.is_none()
             && !matches!(format, ProofFormat::Circom | ProofFormat::ZkkitCircom)
         {
             return Err(Failure::new(
@@ -228,6 +258,9 @@ impl ProveCmd {
         }
         if let (Some((from, to)), Some(dir)) = (self.append_witness, &self.dir) {
             return self.print_append_witness(dir, from, to);
+        }
+        if let (Some(values), Some(dir)) = (&self.insert_witness, &self.dir) {
+            return self.print_insert_witness(dir, values);
         }
         let proof = match (&self.dir, &self.tiles) {
             (Some(dir), _) => self.prove_db(dir)?,
@@ -284,6 +317,48 @@ impl ProveCmd {
                     Code::Usage,
                     anyhow::Error::new(error).context(format!(
                         "cannot print the append witness of leaves {from}..{to} of {name}"
+                    )),
+                )
+            })?;
+        output::line(&json)
+    }
+
+    /// The inputs of the indexed batch-insert circuit for `values` (a
+    /// list or `@FILE`), inserted in order into the database in `dir`
+    /// (which is not changed).
+    fn print_insert_witness(&self, dir: &std::path::Path, values: &str) -> Result<(), Failure> {
+        let values = parse_values(values).map_err(|error| Failure::new(Code::Usage, error))?;
+        let opened = database::read_tree(dir, self.tree.as_deref())?;
+        let (dir, db) = (&opened.dir, opened.db);
+        let witness = db.insertion_witness(&values);
+        database::close(db)?;
+        let name = dir.display();
+        let (head, witness) = witness.map_err(|error| {
+            let context = format!("cannot make the insertion witness in {name}");
+            // A value the tree holds: the verdict --absent gives it (exit 1).
+            let held = matches!(&error, DbError::Duplicates { duplicates, .. }
+                if duplicates.iter().any(|d| matches!(d.of, cairn_db::DuplicateOf::Leaf(_))));
+            match error {
+                error if held => {
+                    Failure::verdict("present", anyhow::Error::new(error).context(context))
+                }
+                error @ (DbError::Duplicates { .. } | DbError::Indexed(_) | DbError::Tree(_)) => {
+                    Failure::new(Code::Usage, anyhow::Error::new(error).context(context))
+                }
+                error @ (DbError::Unsupported { .. } | DbError::UnsupportedMutable { .. }) => {
+                    Failure::new(Code::Usage, anyhow!("--insert-witness: {error}"))
+                }
+                error => database::db_failure(error),
+            }
+        })?;
+        let json = witness
+            .to_circom_json(&head, self.circuit_depth)
+            .map_err(|error| {
+                Failure::new(
+                    Code::Usage,
+                    anyhow::Error::new(error).context(format!(
+                        "cannot print the insertion witness of {} values in {name}",
+                        values.len()
                     )),
                 )
             })?;

@@ -354,3 +354,64 @@ fn an_absence_proof_prints_the_inputs_of_the_absence_circuit() {
     ])
     .error(2, &["Poseidon"]);
 }
+
+#[test]
+fn an_insertion_witness_of_values_not_inserted_prints_the_batch_circuits_inputs() {
+    let dir = Dir::new();
+    let db = dir.path("set");
+    init(&db, 2, HashKind::Poseidon, &["--kind", "indexed"]);
+    let word = cairn_core::indexed::index_word;
+    let stored = [word(1000), word(5000), word(9000)];
+    ingest(&db, &stored, &[]).success();
+    let before = cairn(&["root", &db]).success();
+    // 2000 and 3000 share 1000's leaf; 9500 follows the last; one value in hex.
+    let batch = [word(2000), word(3000), word(9500), word(1)];
+    let list = format!("2000,3000,9500,{}", to_hex(&word(1)));
+    let inputs = cairn(&[
+        "prove",
+        &db,
+        "--insert-witness",
+        &list,
+        "--circuit-depth",
+        "4",
+    ])
+    .json();
+    assert_eq!(cairn(&["root", &db]).success(), before, "nothing inserted");
+    let after = IndexedTree::from_values(
+        TreeConfig::new(arity(2), HashKind::Poseidon),
+        &[&stored[..], &batch[..]].concat(),
+    )
+    .unwrap();
+    assert_eq!(
+        inputs["newRoot"],
+        cairn_core::decimal::to_decimal(&after.root()).as_str()
+    );
+    assert_eq!(inputs["lowIndex"], serde_json::json!(["1", "4", "3", "0"]));
+    assert_eq!(inputs["frontier"][0].as_array().unwrap().len(), 4);
+    // The same from a file, one value a line.
+    let file = dir.path("batch.txt");
+    std::fs::write(&file, "2000\n3000\n9500\n1\n").unwrap();
+    let from_file = cairn(&[
+        "prove",
+        &db,
+        "--insert-witness",
+        &format!("@{file}"),
+        "--circuit-depth",
+        "4",
+    ])
+    .json();
+    assert_eq!(from_file, inputs);
+    // A held value exits 1; a repeat, the guard, K not a multiple of 4 or a
+    // lean database exit 2.
+    let held = cairn(&["prove", &db, "--insert-witness", "2000,5000,9500,1"]).fails(1, "present: ");
+    assert!(held.contains("already leaf 2"), "{held}");
+    cairn(&["prove", &db, "--insert-witness", "2000,2000,9500,1"])
+        .error(2, &["already batch position 0"]);
+    cairn(&["prove", &db, "--insert-witness", "2000,0,9500,1"]).error(2, &["guard"]);
+    cairn(&["prove", &db, "--insert-witness", "2000,3000"]).error(2, &["multiple of 4"]);
+    cairn(&["prove", &db, "--insert-witness", "2000,x"]).error(2, &["position 1"]);
+    let lean = dir.path("lean");
+    init(&lean, 2, HashKind::Poseidon, &[]);
+    cairn(&["prove", &lean, "--insert-witness", "1,2,3,4"])
+        .error(2, &["--insert-witness", "indexed"]);
+}

@@ -16,6 +16,7 @@ mod interop;
 mod json;
 mod leaf;
 mod proof;
+mod simulate;
 mod sorted;
 mod tree;
 

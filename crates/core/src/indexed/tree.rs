@@ -249,46 +249,7 @@ impl IndexedTree {
     /// value, canonical values (field hashes), no value the tree holds or
     /// repeated within the batch (every duplicate listed), within capacity.
     pub fn check_values(&self, values: &[Hash]) -> Result<(), IndexedError> {
-        if values.is_empty() {
-            return Err(crate::error::TreeError::EmptyBatch.into());
-        }
-        let hash = self.config().hash;
-        for (position, value) in values.iter().enumerate() {
-            if *value == GUARD_VALUE {
-                return Err(IndexedError::GuardValue { position });
-            }
-            if !hash.accepts(value) {
-                return Err(IndexedError::NonCanonical {
-                    position,
-                    value: *value,
-                });
-            }
-        }
-        let mut duplicates = Vec::new();
-        let mut seen: HashMap<Hash, usize> = HashMap::with_capacity(values.len());
-        for (position, value) in values.iter().enumerate() {
-            if let Some(index) = self.index_of(value) {
-                duplicates.push(Duplicate {
-                    position,
-                    value: *value,
-                    of: DuplicateOf::Leaf(index),
-                });
-            } else if let Some(&first) = seen.get(value) {
-                duplicates.push(Duplicate {
-                    position,
-                    value: *value,
-                    of: DuplicateOf::Batch(first),
-                });
-            } else {
-                seen.insert(*value, position);
-            }
-        }
-        if !duplicates.is_empty() {
-            return Err(IndexedError::Duplicates {
-                batch: values.len(),
-                duplicates,
-            });
-        }
+        super::simulate::check_batch(self.config().hash, values, |value| self.index_of(value))?;
         self.tree.check_batch_size(values.len() as u64)?;
         Ok(())
     }
@@ -816,6 +777,11 @@ impl IndexedSnapshot {
     /// The membership proof of leaf `index`.
     pub fn prove_index(&self, index: u64) -> Result<IndexedMembershipProof, IndexedError> {
         self.reader().prove_index(index)
+    }
+
+    /// The tree of the leaf hashes.
+    pub(super) fn leaf_tree(&self) -> &Snapshot {
+        &self.tree
     }
 
     fn reader(&self) -> Reader<'_> {

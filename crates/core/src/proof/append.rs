@@ -16,6 +16,29 @@ use crate::tree::{Snapshot, TreeConfig};
 /// circomlib's `Poseidon(5)`, poseidon-solidity's `PoseidonT6`.
 pub const COMMITMENT_GROUP: usize = 4;
 
+/// The batch commitment cairn's batch circuits make public (`BatchCommitment`
+/// in `circuits/append.circom`, over the leaves of an append or the values
+/// of an indexed insertion, in order): 0, then `Poseidon(c, v[4i],
+/// v[4i+1], v[4i+2], v[4i+3])` for each group of four values; `None`
+/// unless there is a positive multiple of four values, each a BN254 field
+/// element.
+pub fn batch_commitment(values: &[Hash]) -> Option<Hash> {
+    if values.is_empty()
+        || !values.len().is_multiple_of(COMMITMENT_GROUP)
+        || !values.iter().all(|value| HashKind::Poseidon.accepts(value))
+    {
+        return None;
+    }
+    let mut chain = [0u8; 32];
+    let mut group = [[0u8; 32]; COMMITMENT_GROUP + 1];
+    for values in values.chunks_exact(COMMITMENT_GROUP) {
+        group[0] = chain;
+        group[1..].copy_from_slice(values);
+        chain = HashKind::Poseidon.hash_children(&group);
+    }
+    Some(chain)
+}
+
 /// Appending `leaves` to the tree with head `old` (whose frontier is
 /// `frontier`) gives the tree with head `new`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,23 +213,7 @@ impl AppendWitness {
     /// four leaves in order; `None` unless the batch is a positive
     /// multiple of four leaves and every leaf is a BN254 field element.
     pub fn commitment(&self) -> Option<Hash> {
-        if self.leaves.is_empty()
-            || !self.leaves.len().is_multiple_of(COMMITMENT_GROUP)
-            || !self
-                .leaves
-                .iter()
-                .all(|leaf| HashKind::Poseidon.accepts(leaf))
-        {
-            return None;
-        }
-        let mut chain = [0u8; 32];
-        let mut group = [[0u8; 32]; COMMITMENT_GROUP + 1];
-        for leaves in self.leaves.chunks_exact(COMMITMENT_GROUP) {
-            group[0] = chain;
-            group[1..].copy_from_slice(leaves);
-            chain = HashKind::Poseidon.hash_children(&group);
-        }
-        Some(chain)
+        batch_commitment(&self.leaves)
     }
 
     /// The inputs of cairn's `LeanIMTAppend(K, MAX_DEPTH)` circom template
@@ -238,6 +245,7 @@ impl AppendWitness {
             });
         }
         let commitment = self.commitment().ok_or(InteropError::BatchSize {
+            circuit: "append",
             leaves: self.leaves.len() as u64,
             group: COMMITMENT_GROUP as u64,
         })?;

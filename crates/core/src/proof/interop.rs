@@ -60,11 +60,13 @@ pub enum InteropError {
         /// The fixed-depth tree's depth.
         depth: u32,
     },
-    /// The batch circuit commits to its leaves four at a time.
+    /// The batch circuits commit to their values four at a time.
     #[error(
-        "a batch of {leaves} leaves: the append circuit takes a positive multiple of {group} leaves, each a BN254 field element"
+        "a batch of {leaves}: the {circuit} circuit takes a positive multiple of {group} values, each a BN254 field element"
     )]
     BatchSize {
+        /// The circuit: `append` or `indexed insert`.
+        circuit: &'static str,
         /// The batch's length.
         leaves: u64,
         /// What it must be a multiple of.
@@ -73,6 +75,9 @@ pub enum InteropError {
     /// The append witness does not recompute its own heads.
     #[error("the append witness does not hold: {0}")]
     Witness(crate::proof::append::AppendWitnessError),
+    /// The insertion witness does not verify against the head it is from.
+    #[error("the insertion witness does not hold: {0}")]
+    InsertionWitness(Box<crate::indexed::IndexedVerifyError>),
     /// A value the hash refuses (a Poseidon value at or above the modulus):
     /// the proof was not made by a tree.
     #[error("the proof holds {value}, which is not a BN254 field element")]

@@ -16,7 +16,7 @@ pub(crate) mod interop;
 mod json;
 mod membership;
 
-pub use append::{AppendWitness, AppendWitnessError};
+pub use append::{AppendWitness, AppendWitnessError, batch_commitment};
 pub use binary::{
     FORMAT_VERSION, FORMAT_VERSION_KINDS, KIND_ABSENCE, KIND_CONSISTENCY, KIND_INDEXED_MEMBERSHIP,
     KIND_INSERTION, KIND_MEMBERSHIP,

@@ -176,6 +176,7 @@ fn the_commitment_is_the_poseidon5_chain_over_groups_of_four() {
     assert!(matches!(
         odd.to_circom_json(None),
         Err(InteropError::BatchSize {
+            circuit: "append",
             leaves: 6,
             group: 4
         })

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use cairn_core::indexed::{AbsenceProof, IndexedMembershipProof};
+use cairn_core::indexed::{AbsenceProof, IndexedMembershipProof, InsertionWitness};
 use cairn_core::proof::InteropError;
 use cairn_core::{
     AppendWitness, ConsistencyProof, Hash, MembershipProof, Snapshot, TreeError, TreeHead,
@@ -410,6 +410,21 @@ impl Database {
             .into());
         }
         Ok(head.snapshot.tree().append_witness(from, to)?)
+    }
+
+    /// The witness of inserting `values` one at a time, in order, into the
+    /// durable indexed tree, without inserting them, and the head it
+    /// starts from: what a batch circuit proves before (or instead of) the
+    /// insert, the same witness [`Database::append_witnessed`] would
+    /// return for these values at this head. Refused as an insert would
+    /// be (a value held or repeated, the guard 0, a non-canonical value,
+    /// past capacity), with nothing changed
+    /// ([`Operation::InsertionWitness`]).
+    pub fn insertion_witness(&self, values: &[Hash]) -> Result<(TreeHead, InsertionWitness)> {
+        let db = self.indexed(Operation::InsertionWitness)?;
+        let snapshot = db.snapshot();
+        let witness = snapshot.insertion_witness(values)?;
+        Ok((snapshot.head(), witness))
     }
 
     /// The durable block-tagged heads from block `from_block` on, at most

@@ -500,3 +500,50 @@ fn an_indexed_tree_proves_against_its_retained_heads_by_size_and_root() {
     db.append(&values[20..25]).unwrap().wait(&db, WAIT).unwrap();
     assert_eq!(db.head_at(26).unwrap(), heads[2]);
 }
+
+/// The insertion witness of a batch not inserted is the one the insert
+/// then returns (two values sharing a low leaf, one above every value),
+/// from the durable head it names, and asking for it changes nothing; a
+/// held or repeated value is refused as the insert refuses it.
+#[test]
+fn an_indexed_tree_witnesses_a_batch_before_inserting_it() {
+    for kind in [
+        tree(4, HashKind::Blake3).with_kind(TreeKind::Indexed),
+        tree(2, HashKind::Poseidon).with_kind(TreeKind::Indexed),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("db"), config_of(kind)).unwrap();
+        let word = cairn_core::indexed::index_word;
+        let stored: Vec<Hash> = (1..=20).map(|i| word(i * 100)).collect();
+        db.append(&stored).unwrap().wait(&db, WAIT).unwrap();
+        let batch = [word(150), word(160), word(5000), word(5), word(170)];
+        let (head, witness) = db.insertion_witness(&batch).unwrap();
+        assert_eq!(head, db.head());
+        assert_eq!(db.head(), head_of(&kind, &stored), "nothing inserted");
+        let after = witness.verify(kind.arity, kind.hash, &head).unwrap();
+        let ack = db.append_witnessed(&batch).unwrap();
+        let acked = ack.wait(&db, WAIT).unwrap();
+        assert_eq!(acked.witness.as_ref(), Some(&witness));
+        assert_eq!(db.head(), after);
+        assert_eq!(after, head_of(&kind, &[&stored[..], &batch[..]].concat()));
+        match db.insertion_witness(&[word(7), word(300), word(7)]) {
+            Err(DbError::Duplicates {
+                batch: 3,
+                duplicates,
+            }) => {
+                assert_eq!(duplicates.len(), 2, "{duplicates:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lean =
+        Database::create(dir.path().join("db"), config_of(tree(2, HashKind::Blake3))).unwrap();
+    assert!(matches!(
+        lean.insertion_witness(&[[1; 32]]),
+        Err(DbError::Unsupported {
+            operation: Operation::InsertionWitness,
+            ..
+        })
+    ));
+}
