@@ -11,7 +11,11 @@
 //! Invariant: a write to a tree of a journaled database goes through the
 //! database ([`commit`]), never to the tree alone, and every tree shares
 //! one rollback lock ([`Locks`]): a rollback by block acts on all of them,
-//! so no append or block in flight on any tree is removed unanswered.
+//! so no append or block in flight on any tree is removed unanswered. A
+//! block is answered once its journal frame is durable (one `fdatasync`);
+//! a tree answers a request only once its own log holds every write the
+//! journal made durable before ([`caught_up`]), so a write answered is
+//! read back.
 
 use std::borrow::Cow;
 use std::fmt;
