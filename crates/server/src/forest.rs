@@ -11,7 +11,11 @@
 //! Invariant: a write to a tree of a journaled database goes through the
 //! database ([`commit`]), never to the tree alone, and every tree shares
 //! one rollback lock ([`Locks`]): a rollback by block acts on all of them,
-//! so no append or block in flight on any tree is removed unanswered.
+//! so no append or block in flight on any tree is removed unanswered. A
+//! block is answered once its journal frame is durable (one `fdatasync`);
+//! a tree answers a request only once its own log holds every write the
+//! journal made durable before ([`caught_up`]), so a write answered is
+//! read back.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -259,9 +263,41 @@ async fn call(router: &Router, request: Request, uri: Option<Uri>) -> Response {
     }
 }
 
+/// Before a tree answers a request: its log catches up with what the
+/// block journal made durable (a block is answered once its journal frame
+/// is durable, the trees' own logs following), so that every write
+/// answered before is read back. Nothing to do, and no I/O, when the tree
+/// holds it already.
+async fn caught_up(trees: &Arc<Trees>, name: &str) -> Result<(), Response> {
+    let Some(forest) = trees.forest.as_ref().filter(|f| f.trails(name)) else {
+        return Ok(());
+    };
+    let forest = Arc::clone(forest);
+    let owned = name.to_owned();
+    let result = tokio::task::spawn_blocking(move || forest.catch_up(&owned))
+        .await
+        .map_err(|e| ApiError::internal(format!("the catch-up task failed: {e}")));
+    let error = match result {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(error)) => {
+            if let Ok(tree) = trees.named(name) {
+                tree.state.shared().record_failure(&error);
+            }
+            ApiError::from_db(error)
+        }
+        Err(error) => error,
+    };
+    Err(axum::response::IntoResponse::into_response(error))
+}
+
 async fn to_default(State(trees): State<Arc<Trees>>, request: Request) -> Response {
     match trees.default {
-        Some(index) => call(&trees.trees[index].router, request, None).await,
+        Some(index) => {
+            if let Err(response) = caught_up(&trees, &trees.trees[index].name).await {
+                return response;
+            }
+            call(&trees.trees[index].router, request, None).await
+        }
         None => axum::response::IntoResponse::into_response(trees.unknown(cairn_db::DEFAULT_TREE)),
     }
 }
@@ -285,6 +321,9 @@ async fn to_named(State(trees): State<Arc<Trees>>, request: Request) -> Response
             uri.path()
         )));
     };
+    if let Err(response) = caught_up(&trees, name).await {
+        return response;
+    }
     call(&tree.router, request, Some(inner)).await
 }
 
@@ -335,6 +374,11 @@ struct TreesJson {
 
 /// `GET /v1/trees`.
 async fn list(State(trees): State<Arc<Trees>>) -> Response {
+    for tree in &trees.trees {
+        if let Err(response) = caught_up(&trees, &tree.name).await {
+            return response;
+        }
+    }
     let listed = trees
         .trees
         .iter()
@@ -394,7 +438,7 @@ pub(crate) fn commit(
     }?;
     // Durable from here (the journal holds it); the tree serves it once
     // its log holds it too.
-    if let Err(error) = tree.forest.apply() {
+    if let Err(error) = tree.forest.catch_up(&tree.name) {
         shared.record_failure(&error);
         return Err(error);
     }
@@ -561,14 +605,23 @@ fn write_block(
                 .iter()
                 .map(|(index, values)| (trees.trees[*index].name.as_str(), values.as_slice()))
                 .collect();
+            // Durable once the block's journal frame is: one fdatasync.
+            // The answer's roots come from the trees' memory where they
+            // can (each tree read later catches up first: `catch_up`).
             let committed = forest
                 .commit_block(block, &named)
                 .map_err(|error| refused(first, error))?;
-            if let Err(error) = forest.apply() {
-                trees.trees[first].state.shared().record_failure(&error);
-                return Err(ApiError::from_db(error));
+            let mut roots = Vec::with_capacity(committed.trees.len());
+            for at in &committed.trees {
+                match forest.head_after(&at.tree, at.size) {
+                    Ok(head) => roots.push(head.root),
+                    Err(error) => {
+                        trees.trees[first].state.shared().record_failure(&error);
+                        return Err(ApiError::from_db(error));
+                    }
+                }
             }
-            committed.trees
+            return Ok(answer(trees, committed.trees, roots));
         }
         None => {
             // One database: a block names its one tree at most.
@@ -597,16 +650,29 @@ fn write_block(
             }
         }
     };
-    Ok(written
-        .into_iter()
+    let roots = written
+        .iter()
         .map(|at| {
             let tree = trees.trees.iter().find(|t| t.name == at.tree);
-            let root = tree.and_then(|t| {
-                let shared = t.state.shared();
+            tree.and_then(|t| t.state.shared().db.head_at(at.size).ok())
+                .and_then(|h| h.root)
+        })
+        .collect();
+    Ok(answer(trees, written, roots))
+}
+
+/// A block's answer: per tree written, where its values went and its root
+/// after them (counted in the tree's metrics).
+fn answer(trees: &Trees, written: Vec<TreeAt>, roots: Vec<Option<Hash>>) -> Vec<TreeAtJson> {
+    written
+        .into_iter()
+        .zip(roots)
+        .map(|(at, root)| {
+            if let Some(tree) = trees.trees.iter().find(|t| t.name == at.tree) {
+                let shared = tree.state.shared();
                 shared.metrics.appends.fetch_add(1, Ordering::Relaxed);
                 shared.metrics.leaves.fetch_add(at.count, Ordering::Relaxed);
-                shared.db.head_at(at.size).ok().and_then(|h| h.root)
-            });
+            }
             TreeAtJson {
                 name: at.tree,
                 first_index: at.first,
@@ -615,7 +681,7 @@ fn write_block(
                 root: root.as_ref().map(hex),
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Blocks a listing answers by default, and at most.

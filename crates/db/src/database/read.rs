@@ -218,6 +218,21 @@ impl Database {
         self.durable().head()
     }
 
+    /// The head of the tree of `size` leaves as appended, durable or not,
+    /// if the tree can say from memory: an append-only tree of at least
+    /// `size` leaves (`None` for other kinds, which apply values once
+    /// durable). For a caller whose own record already made the leaves
+    /// durable (a database's block journal).
+    pub fn accepted_head_at(&self, size: u64) -> Option<TreeHead> {
+        match &self.kind {
+            Kind::AppendOnly(db) => {
+                let snapshot = db.store.snapshot();
+                Some(snapshot.view(size).ok()?.head())
+            }
+            Kind::Indexed(_) | Kind::Mutable(_) => None,
+        }
+    }
+
     /// The head of the tree of `size` leaves, at most the durable size:
     /// any such size of an append-only tree; an indexed tree's current
     /// size only ([`Operation::HistoricalProof`]).

@@ -159,7 +159,14 @@ struct Apply {
 
 #[derive(Debug, Default)]
 struct Work {
+    /// What the applier has yet to flush.
     bounds: std::collections::BTreeMap<u32, (Arc<Database>, u64)>,
+    /// Per tree, the last bound handed over (durable in the journal): what
+    /// a reader catches the tree up to ([`Forest::catch_up`]).
+    handed: std::collections::BTreeMap<u32, (Arc<Database>, u64)>,
+    /// The applier flushes nothing: trees catch up when read, at a
+    /// checkpoint and at close ([`Forest::set_background_apply`]).
+    manual: bool,
     stop: bool,
 }
 
@@ -192,7 +199,11 @@ impl Apply {
     /// Lowers every bound to what a rollback left (under the exclusive
     /// lock).
     fn lower(&self, number: u32, to: u64) {
-        if let Some((_, bound)) = self.work.lock().bounds.get_mut(&number) {
+        let mut work = self.work.lock();
+        if let Some((_, bound)) = work.bounds.get_mut(&number) {
+            *bound = (*bound).min(to);
+        }
+        if let Some((_, bound)) = work.handed.get_mut(&number) {
             *bound = (*bound).min(to);
         }
     }
@@ -812,6 +823,69 @@ impl Forest {
             .collect()
     }
 
+    /// Whether the trees' logs catch up with the journal in the background
+    /// (the default: one group commit per tree shortly after each write),
+    /// or only when a reader asks ([`Forest::catch_up`], [`Forest::apply`]),
+    /// at a checkpoint and at close. Either way a write is durable once
+    /// its journal frame is, and costs that one `fdatasync`.
+    pub fn set_background_apply(&self, background: bool) {
+        let mut work = self.apply.work.lock();
+        work.manual = !background;
+        if work.manual {
+            work.bounds.clear();
+        }
+    }
+
+    /// Makes tree `name`'s log hold every write the journal made durable
+    /// before this call (nothing to do, and no I/O, if it holds them
+    /// already): afterwards its durable head, which its readers serve,
+    /// holds them. What a server does before it reads a tree, so that a
+    /// write answered once its journal frame was durable is read back.
+    pub fn catch_up(&self, name: &str) -> Result<()> {
+        let number = {
+            let trees = self.trees.read();
+            trees
+                .iter()
+                .position(|t| t.name == name)
+                .ok_or_else(|| unknown(name, &trees))?
+        };
+        // Under the shared lock: a rollback has lowered the bound already,
+        // or waits until this flush is done.
+        let _shared = self.apply.lock.read();
+        let handed = self.apply.work.lock().handed.get(&(number as u32)).cloned();
+        if let Some((db, bound)) = handed
+            && db.durable_size() < bound
+        {
+            db.flush_to(bound)?;
+        }
+        Ok(())
+    }
+
+    /// Whether tree `name`'s log trails what the journal made durable
+    /// ([`Forest::catch_up`] would write): a cheap check, without I/O.
+    pub fn trails(&self, name: &str) -> bool {
+        let Some(number) = self.trees.read().iter().position(|t| t.name == name) else {
+            return false;
+        };
+        let work = self.apply.work.lock();
+        work.handed
+            .get(&(number as u32))
+            .is_some_and(|(db, bound)| db.durable_size() < *bound)
+    }
+
+    /// The head of tree `name` at `size`, for the answer to a write that
+    /// just made it durable in the journal: from the tree's memory when
+    /// it can say (an append-only tree: no I/O), else once the tree has
+    /// caught up ([`Forest::catch_up`]).
+    pub fn head_after(&self, name: &str, size: u64) -> Result<cairn_core::TreeHead> {
+        let db = self.tree(name)?;
+        if let Some(head) = db.accepted_head_at(size) {
+            return Ok(head);
+        }
+        self.catch_up(name)?;
+        db.head_at(size)
+    }
+
     /// Makes every tree's log catch up with the journal now (the applier
     /// does it in the background): afterwards every tree's durable head
     /// holds every write made before.
@@ -901,10 +975,11 @@ impl Forest {
         let mut work = self.apply.work.lock();
         for number in numbers {
             let index = number as usize;
-            work.bounds.insert(
-                number,
-                (Arc::clone(&trees[index].db), state.journaled[index]),
-            );
+            let bound = (Arc::clone(&trees[index].db), state.journaled[index]);
+            if !work.manual {
+                work.bounds.insert(number, bound.clone());
+            }
+            work.handed.insert(number, bound);
         }
         drop(work);
         self.apply.signal.notify_one();

@@ -614,3 +614,100 @@ fn several_blocks_commit_with_one_fdatasync_and_a_refused_one_keeps_those_before
     assert_eq!(reopened.last_block(), Some(20));
     assert_eq!(reopened.trees()[0].db.size(), 25);
 }
+
+/// `sync_data` calls recorded since trace position `from`, as (journal,
+/// other files).
+fn syncs_since(fs: &SimFs, from: usize) -> (usize, usize) {
+    let ops: Vec<String> = (from..fs.op_count()).map(|i| fs.describe_op(i)).collect();
+    let syncs = || ops.iter().filter(|op| op.starts_with("sync_data "));
+    let journal = syncs().filter(|op| op.contains(cairn_db::JOURNAL)).count();
+    (journal, syncs().count() - journal)
+}
+
+/// A block answered the way a server answers it (the roots from the trees'
+/// memory, no tree flushed) costs the journal's one `fdatasync`; a tree
+/// read afterwards catches up first and serves the block; a power loss
+/// before any tree caught up keeps the block in every tree.
+#[test]
+fn a_block_answered_with_its_roots_costs_one_fdatasync_and_reads_catch_up() {
+    let fs = SimFs::new();
+    let forest = Forest::create_in(Arc::new(fs.clone()) as Arc<dyn Fs>, Path::new("/db")).unwrap();
+    for name in ["notes", "commitments", "groups"] {
+        forest.add_tree(name, small(None)).unwrap();
+    }
+    forest.set_background_apply(false);
+    let parts: Vec<Vec<Hash>> = (0..3).map(|t| values(40 + t, 0, 5 + t)).collect();
+    let named: Vec<(&str, &[Hash])> = ["notes", "commitments", "groups"]
+        .into_iter()
+        .zip(&parts)
+        .map(|(name, values)| (name, &values[..]))
+        .collect();
+    let from = fs.op_count();
+    let committed = forest.commit_block(block(7), &named).unwrap();
+    let answered: Vec<Option<Hash>> = committed
+        .trees
+        .iter()
+        .map(|at| forest.head_after(&at.tree, at.size).unwrap().root)
+        .collect();
+    assert_eq!(
+        syncs_since(&fs, from),
+        (1, 0),
+        "one fdatasync, the journal's"
+    );
+    for (name, _) in &named {
+        assert!(forest.trails(name), "{name} has not caught up yet");
+    }
+
+    // A power loss now: the block is in every tree after the open.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    for mode in [CrashMode::DropUnsynced, CrashMode::GrowthLost] {
+        let crashed = fs.crash(&mode, &mut rng);
+        let reopened = sim_open(&crashed);
+        let got: Vec<(u64, Option<Hash>)> = heads(&reopened)
+            .into_iter()
+            .map(|(_, size, root)| (size, root))
+            .collect();
+        let want: Vec<(u64, Option<Hash>)> = committed
+            .trees
+            .iter()
+            .zip(&answered)
+            .map(|(at, root)| (at.size, *root))
+            .collect();
+        assert_eq!(got, want, "{mode:?}");
+        assert_eq!(reopened.last_block(), Some(7));
+    }
+
+    // A reader catches one tree up: that tree's log only.
+    let from = fs.op_count();
+    forest.catch_up("commitments").unwrap();
+    let (journal, trees) = syncs_since(&fs, from);
+    assert_eq!(journal, 0);
+    assert!(trees >= 1, "the tree's log was flushed");
+    assert!(!forest.trails("commitments") && forest.trails("notes"));
+    let db = forest.tree("commitments").unwrap();
+    assert_eq!(db.head().size, committed.trees[1].size);
+    assert_eq!(
+        db.head().root,
+        answered[1],
+        "the answer's root is the tree's"
+    );
+    // Caught up already: no I/O.
+    let from = fs.op_count();
+    forest.catch_up("commitments").unwrap();
+    assert_eq!(fs.op_count(), from);
+    assert!(forest.catch_up("nope").is_err());
+    // A later block rolled back before any reader caught up: the reader
+    // catches up to what the rollback left.
+    let more = values(50, 0, 4);
+    forest
+        .commit_block(block(8), &[("notes", &more[..])])
+        .unwrap();
+    forest.truncate_to_block(7).unwrap();
+    forest.catch_up("notes").unwrap();
+    let notes = forest.tree("notes").unwrap();
+    assert_eq!(
+        (notes.head().size, notes.head().root),
+        (committed.trees[0].size, answered[0])
+    );
+    forest.close().unwrap();
+}
