@@ -122,7 +122,14 @@ fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
         let context = format!("CAIRN_KILL_SEED={seed}, kill {kill} after {delay_ms} ms");
         let asked_before = server.paths().len();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["mirror", "--from", &server.url(), &replica, "--in-flight", "2"])
+            .args([
+                "mirror",
+                "--from",
+                &server.url(),
+                &replica,
+                "--in-flight",
+                "2",
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -133,13 +140,19 @@ fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
         // What this run asked for: no bundle the mirror held before it.
         for path in &server.paths()[asked_before..] {
             if let Some(k) = bundle_of(path) {
-                assert!((k + 1) * 65_536 > held, "{context}: {path} refetched at {held} leaves");
+                assert!(
+                    (k + 1) * 65_536 > held,
+                    "{context}: {path} refetched at {held} leaves"
+                );
             }
         }
         if cairn_db::is_database(std::path::Path::new(&replica)) {
             let json = cairn(&["root", &replica, "--json"]).json();
             let size = json["size"].as_u64().unwrap();
-            assert!(size >= held, "{context}: {size} leaves after holding {held}");
+            assert!(
+                size >= held,
+                "{context}: {size} leaves after holding {held}"
+            );
             held = size;
             if held > 0 {
                 assert_eq!(
@@ -156,8 +169,16 @@ fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
     let asked_before = server.paths().len();
     let json = cairn(&["mirror", "--from", &server.url(), &replica, "--json"]).json();
     let context = format!("CAIRN_KILL_SEED={seed}, resumed at {held} leaves");
-    assert_eq!(json["adopted"].as_u64(), Some(l.len() as u64 - held), "{context}");
-    assert_eq!(json["root"], root_hex(2, HashKind::Blake3, &l).as_str(), "{context}");
+    assert_eq!(
+        json["adopted"].as_u64(),
+        Some(l.len() as u64 - held),
+        "{context}"
+    );
+    assert_eq!(
+        json["root"],
+        root_hex(2, HashKind::Blake3, &l).as_str(),
+        "{context}"
+    );
     for path in &server.paths()[asked_before..] {
         if let Some(k) = bundle_of(path) {
             assert!((k + 1) * 65_536 > held, "{context}: {path} refetched");
