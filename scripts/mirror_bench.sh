@@ -7,6 +7,14 @@
 #   scripts/mirror_bench.sh [LEAVES]     (default 1000000; release builds of
 #   cairn, cairn-load; s3s-fs from scripts/install-s3-server)
 #
+# With BULK=1 it measures bulk catch-up from S3 instead, side by side in one
+# run: BLAKE3 N = 4 at LEAVES with --verify-key (a signed publication),
+# reading bundles against reading only the leaf tiles (--no-bundles), then
+# bundles with --in-flight 1, 2, 4, 8, 16; Poseidon N = 2 at POSEIDON_LEAVES
+# (default 1000000) with the hashing bound beside it (`cairn root` of the
+# same leaves from a file: the core's hash rate alone); and the publishing
+# cost per 1M leaves (objects = PUTs, bytes) with and without bundles.
+#
 # Everything listens on 127.0.0.1 and stops by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +25,67 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
+start_s3() {
+  mkdir -p "$work/s3/tiles"
+  RUST_LOG=s3s_fs=info NO_COLOR=1 "${S3S_FS:-$HOME/.cargo/bin/s3s-fs}" --host 127.0.0.1 --port 0 \
+    --access-key bench --secret-key bench-secret "$work/s3" > "$work/s3.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q "server is running" "$work/s3.log" && break; sleep 0.1; done
+  endpoint="$(grep -o 'http://[0-9.:]*' "$work/s3.log" | head -1)"
+  export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret AWS_REGION=us-east-1
+}
+
 secs() { python3 -c 'import sys,time; print(time.monotonic())'; }
 rate() { python3 -c "import sys; print(f'{int($leaves/($2-$1)):,} leaves/s ({$2-$1:.1f} s)')"; }
+
+if [[ "${BULK:-}" == 1 ]]; then
+  start_s3
+  timed_mirror() { # NAME LEAVES ARGS...: one mirror from S3 into a new directory
+    local name=$1 n=$2; shift 2
+    local t0 t1; t0=$(secs)
+    "$bin/cairn" mirror --from s3://tiles/bulk --s3-endpoint "$endpoint" "$@" "$work/m" >/dev/null
+    t1=$(secs); rm -rf "$work/m"
+    python3 -c "print(f'{\"$name\":<44} {int($n/($t1-$t0)):>10,} leaves/s ({$t1-$t0:.1f} s)')"
+  }
+  "$bin/cairn" keygen --name bench.example/tiles --out "$work/signer.key" > "$work/verifier.key"
+  "$bin/cairn-load" fill --dir "$work/primary" --leaves "$leaves" --arity 4 --hash blake3 >/dev/null 2>&1
+  "$bin/cairn" publish "$work/primary" --to s3://tiles/bulk --s3-endpoint "$endpoint" --sign-key "$work/signer.key" >/dev/null
+  echo "BLAKE3 N = 4, $leaves leaves, from S3 (s3s-fs on 127.0.0.1), --verify-key:"
+  key=(--verify-key "$work/verifier.key")
+  timed_mirror "bundles, --in-flight 4 (default)" "$leaves" "${key[@]}"
+  timed_mirror "leaf tiles only (--no-bundles), --in-flight 4" "$leaves" "${key[@]}" --no-bundles
+  for f in 1 2 8 16 4; do timed_mirror "bundles, --in-flight $f" "$leaves" "${key[@]}" --in-flight "$f"; done
+
+  # Publishing cost: what `publish` wrote to a directory, bundles apart.
+  "$bin/cairn" publish "$work/primary" --to "$work/pub" >/dev/null
+  python3 - "$work/pub" "$leaves" <<'PY'
+import os, sys
+root, leaves = sys.argv[1], int(sys.argv[2])
+count = {"bundle": [0, 0], "other": [0, 0]}
+for d, _, files in os.walk(root):
+    for f in files:
+        kind = "bundle" if os.path.relpath(d, root).split(os.sep)[0] == "bundle" else "other"
+        count[kind][0] += 1
+        count[kind][1] += os.path.getsize(os.path.join(d, f))
+per = 1e6 / leaves
+t, b = count["other"], count["bundle"]
+print(f"publishing per 1M leaves: tiles and checkpoint {t[0]*per:,.0f} objects (PUTs), {t[1]*per/2**20:,.1f} MiB; "
+      f"with bundles {(t[0]+b[0])*per:,.0f} objects (PUTs), {(t[1]+b[1])*per/2**20:,.1f} MiB "
+      f"(x{(t[0]+b[0])/t[0]:.3f} objects, x{(t[1]+b[1])/t[1]:.2f} bytes)")
+PY
+  rm -rf "$work/pub" "$work/primary"
+
+  p="${POSEIDON_LEAVES:-1000000}"
+  "$bin/cairn-load" fill --dir "$work/pos" --leaves "$p" --arity 2 --hash poseidon >/dev/null 2>&1
+  "$bin/cairn" publish "$work/pos" --to s3://tiles/bulk-p --s3-endpoint "$endpoint" >/dev/null
+  "$bin/cairn" export "$work/pos" > "$work/pos.bin"
+  echo "Poseidon N = 2, $p leaves:"
+  t0=$(secs); "$bin/cairn" root --arity 2 --hash poseidon "$work/pos.bin" >/dev/null; t1=$(secs)
+  python3 -c "print(f'{\"hashing bound (cairn root of a leaf file)\":<44} {int($p/($t1-$t0)):>10,} leaves/s ({$t1-$t0:.1f} s)')"
+  t0=$(secs); "$bin/cairn" mirror --from s3://tiles/bulk-p --s3-endpoint "$endpoint" "$work/m" >/dev/null; t1=$(secs)
+  python3 -c "print(f'{\"mirror from S3, bundles\":<44} {int($p/($t1-$t0)):>10,} leaves/s ({$t1-$t0:.1f} s)')"
+  exit 0
+fi
 
 "$bin/cairn-load" fill --dir "$work/primary" --leaves "$leaves" --arity 4 --hash blake3 >/dev/null
 "$bin/cairn" publish "$work/primary" --to "$work/tiles" >/dev/null
@@ -26,13 +93,7 @@ rate() { python3 -c "import sys; print(f'{int($leaves/($2-$1)):,} leaves/s ({$2-
 t0=$(secs); "$bin/cairn" mirror --from "$work/tiles" "$work/m-dir" >/dev/null; t1=$(secs)
 echo "mirror from a tile directory: $(rate "$t0" "$t1")"
 
-mkdir -p "$work/s3/tiles"
-RUST_LOG=s3s_fs=info NO_COLOR=1 "${S3S_FS:-$HOME/.cargo/bin/s3s-fs}" --host 127.0.0.1 --port 0 \
-  --access-key bench --secret-key bench-secret "$work/s3" > "$work/s3.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q "server is running" "$work/s3.log" && break; sleep 0.1; done
-endpoint="$(grep -o 'http://[0-9.:]*' "$work/s3.log" | head -1)"
-export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret AWS_REGION=us-east-1
+start_s3
 "$bin/cairn" publish "$work/primary" --to s3://tiles/bench --s3-endpoint "$endpoint" >/dev/null
 t0=$(secs); "$bin/cairn" mirror --from s3://tiles/bench --s3-endpoint "$endpoint" "$work/m-s3" >/dev/null; t1=$(secs)
 echo "mirror from S3 (s3s-fs): $(rate "$t0" "$t1")"

@@ -129,12 +129,16 @@ pub fn open_upstream(
             Err(e) => return Err(e.to_string()),
         }
         return Ok(Box::new(
-            TilesUpstream::new(source, signature()).with_in_flight(remote.bulk_in_flight),
+            TilesUpstream::new(source, signature())
+                .with_in_flight(remote.bulk_in_flight)
+                .with_bundles(remote.bulk_bundles),
         ));
     }
     let source = cairn_tiles::open_source(&location, remote).map_err(|e| e.to_string())?;
     Ok(Box::new(
-        TilesUpstream::new(source, signature()).with_in_flight(remote.bulk_in_flight),
+        TilesUpstream::new(source, signature())
+            .with_in_flight(remote.bulk_in_flight)
+            .with_bundles(remote.bulk_bundles),
     ))
 }
 

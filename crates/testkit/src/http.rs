@@ -7,8 +7,8 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A running static server; stops when dropped.
 #[derive(Debug)]
@@ -17,6 +17,7 @@ pub struct StaticServer {
     stop: Arc<AtomicBool>,
     requests: Arc<AtomicU64>,
     bytes: Arc<AtomicU64>,
+    paths: Arc<Mutex<Vec<String>>>,
 }
 
 impl StaticServer {
@@ -31,18 +32,21 @@ impl StaticServer {
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(AtomicU64::new(0));
         let bytes = Arc::new(AtomicU64::new(0));
+        let paths = Arc::new(Mutex::new(Vec::new()));
         let (s, r, b) = (Arc::clone(&stop), Arc::clone(&requests), Arc::clone(&bytes));
+        let p = Arc::clone(&paths);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let (dir, r, b) = (dir.clone(), Arc::clone(&r), Arc::clone(&b));
+                let (dir, r, b, p) = (dir.clone(), Arc::clone(&r), Arc::clone(&b), Arc::clone(&p));
                 std::thread::spawn(move || {
-                    if let Some(sent) = answer(&dir, stream) {
+                    if let Some((path, sent)) = answer(&dir, stream) {
                         r.fetch_add(1, Ordering::SeqCst);
                         b.fetch_add(sent, Ordering::SeqCst);
+                        p.lock().unwrap_or_else(|e| e.into_inner()).push(path);
                     }
                 });
             }
@@ -52,6 +56,7 @@ impl StaticServer {
             stop,
             requests,
             bytes,
+            paths,
         }
     }
 
@@ -63,6 +68,12 @@ impl StaticServer {
     /// GET requests answered so far (200 or 404).
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::SeqCst)
+    }
+
+    /// The paths of the requests answered so far (200 or 404), in the
+    /// order their answers were sent.
+    pub fn paths(&self) -> Vec<String> {
+        self.paths.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Body bytes sent so far.
@@ -79,8 +90,9 @@ impl Drop for StaticServer {
     }
 }
 
-/// Answers one request; the body bytes sent, `None` if it was not a GET.
-fn answer(dir: &Path, mut stream: TcpStream) -> Option<u64> {
+/// Answers one request; its path and the body bytes sent, `None` if it
+/// was not a GET or HEAD.
+fn answer(dir: &Path, mut stream: TcpStream) -> Option<(String, u64)> {
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
@@ -118,9 +130,10 @@ fn answer(dir: &Path, mut stream: TcpStream) -> Option<u64> {
     if method == "GET" {
         stream.write_all(&body).ok()?;
     }
-    Some(if method == "GET" {
+    let sent = if method == "GET" {
         body.len() as u64
     } else {
         0
-    })
+    };
+    Some((path.to_owned(), sent))
 }

@@ -49,11 +49,13 @@ pub(crate) fn plan(from: u64, to: u64, chunk: u64) -> Vec<(u64, u64)> {
 /// Fetches `chunks` of the tree at `head` in order, `in_flight` bundles at
 /// once, handing each to `emit` as soon as its batch is in; stops when
 /// `emit` says so (returns `false`) or after the first chunk that failed.
+/// Without `bundles` every chunk is read from the leaf tiles.
 pub(crate) fn fetch_chunks(
     source: &dyn TileSource,
     head: &Checkpoint,
     chunks: &[(u64, u64)],
     in_flight: usize,
+    bundles: bool,
     mut emit: impl FnMut(Chunk) -> bool,
 ) {
     let layout = head.layout();
@@ -64,7 +66,7 @@ pub(crate) fn fetch_chunks(
     // cost more than the tiles' round trips save).
     let bundle_of = |&(from, to): &(u64, u64)| {
         let k = from / per_bundle;
-        (k < full_bundles && (to - 1) / per_bundle == k && (to - from) * 8 >= per_bundle)
+        (bundles && k < full_bundles && (to - 1) / per_bundle == k && (to - from) * 8 >= per_bundle)
             .then_some(k)
     };
     for batch in chunks.chunks(in_flight.max(1)) {
@@ -217,13 +219,14 @@ impl Ahead {
         head: &Checkpoint,
         chunks: Vec<(u64, u64)>,
         in_flight: usize,
+        bundles: bool,
     ) -> Ahead {
         let (sender, receiver) = mpsc::sync_channel(in_flight.max(1));
         let theirs = *head;
         std::thread::Builder::new()
             .name("cairn-mirror-fetch".into())
             .spawn(move || {
-                fetch_chunks(&*source, &theirs, &chunks, in_flight, |chunk| {
+                fetch_chunks(&*source, &theirs, &chunks, in_flight, bundles, |chunk| {
                     sender.send(chunk).is_ok()
                 });
             })

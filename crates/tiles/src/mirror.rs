@@ -406,6 +406,7 @@ pub struct TilesUpstream {
     source: Arc<dyn TileSource>,
     signature: Box<dyn CheckpointSignature>,
     in_flight: usize,
+    bundles: bool,
     ahead: Option<Ahead>,
     /// The bundle the leaves last returned were cut from.
     last: Option<(u64, u64, String)>,
@@ -429,6 +430,7 @@ impl TilesUpstream {
             source: Arc::from(source),
             signature,
             in_flight: DEFAULT_IN_FLIGHT,
+            bundles: true,
             ahead: None,
             last: None,
         }
@@ -437,6 +439,13 @@ impl TilesUpstream {
     /// Bundles asked for at once (at least 1; [`DEFAULT_IN_FLIGHT`] by default).
     pub fn with_in_flight(mut self, in_flight: usize) -> Self {
         self.in_flight = in_flight.max(1);
+        self
+    }
+
+    /// Whether bundles are read where the store has them (the default);
+    /// without, every leaf comes from the leaf tiles (for comparisons).
+    pub fn with_bundles(mut self, bundles: bool) -> Self {
+        self.bundles = bundles;
         self
     }
 }
@@ -495,14 +504,22 @@ impl Upstream for TilesUpstream {
         let mut out = Vec::with_capacity((to - from) as usize);
         let mut failed = None;
         let mut bundles = Vec::new();
-        bulk::fetch_chunks(&*self.source, head, &chunks, self.in_flight, |chunk| {
-            match chunk.leaves {
-                Ok(leaves) => out.extend(leaves),
-                Err(error) => failed = Some(error),
-            }
-            bundles.extend(chunk.bundle);
-            true
-        });
+        let bundles_on = self.bundles;
+        bulk::fetch_chunks(
+            &*self.source,
+            head,
+            &chunks,
+            self.in_flight,
+            bundles_on,
+            |chunk| {
+                match chunk.leaves {
+                    Ok(leaves) => out.extend(leaves),
+                    Err(error) => failed = Some(error),
+                }
+                bundles.extend(chunk.bundle);
+                true
+            },
+        );
         if let Some(error) = failed {
             return Err(error);
         }
@@ -524,6 +541,7 @@ impl Upstream for TilesUpstream {
             head,
             bulk::plan(from, to, chunk),
             self.in_flight,
+            self.bundles,
         ));
     }
 

@@ -227,6 +227,9 @@ pub struct RemoteOptions {
     /// their verification ([`crate::DEFAULT_IN_FLIGHT`] by default; a store
     /// reads at most 16 objects at once).
     pub bulk_in_flight: usize,
+    /// Whether a mirror reads bundles where the store has them (the
+    /// default); without, it reads every leaf from the leaf tiles.
+    pub bulk_bundles: bool,
 }
 
 impl Default for RemoteOptions {
@@ -245,6 +248,7 @@ impl Default for RemoteOptions {
             request_timeout: Duration::from_secs(30),
             s3_credentials: None,
             bulk_in_flight: crate::DEFAULT_IN_FLIGHT,
+            bulk_bundles: true,
         }
     }
 }

@@ -81,9 +81,12 @@ fn proofs_from_published_tiles_verify_and_damage_is_refused() {
     cairn(&["publish", &db, "--to", "https://example.org/x"]).error(2, &["read-only"]);
 }
 
-/// A mirror reading bundles, killed (SIGKILL) at points spread over its
-/// run, holds a verified prefix of the published tree (or nothing), and a
-/// second run adopts exactly the rest.
+/// A mirror reading bundles over HTTP, killed (SIGKILL) several times at
+/// seeded points of its runs (`CAIRN_KILL_SEED` repeats a failing run),
+/// holds a verified prefix of the published tree (or nothing) after each
+/// kill, never asks again for a bundle it had adopted, and ends with the
+/// source's root. A store serving a corrupt bundle is refused by name with
+/// the bundles before it adopted and nothing of it.
 #[test]
 fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
     let dir = Dir::new();
@@ -94,16 +97,39 @@ fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
     ingest(&db, &l, &[]).success();
     cairn(&["publish", &db, "--to", &public]).success();
     assert!(std::path::Path::new(&format!("{public}/bundle/003")).exists());
-    // Delays spread over a run, shifted by the clock so that runs differ.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
-    for (i, base) in [20u64, 150, 400, 900].into_iter().enumerate() {
-        let delay_ms = base + (nanos >> (i * 5)) % 100;
-        let replica = dir.path(&format!("replica-{i}"));
+    let server = cairn_testkit::http::StaticServer::start(&public);
+    let seed = std::env::var("CAIRN_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos() as u64
+        });
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let replica = dir.path("replica");
+    let bundle_of = |path: &str| path.strip_prefix("bundle/")?.parse::<u64>().ok();
+    let mut held = 0u64;
+    for kill in 0..4 {
+        let delay_ms = 30 + next() % 400;
+        let context = format!("CAIRN_KILL_SEED={seed}, kill {kill} after {delay_ms} ms");
+        let asked_before = server.paths().len();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["mirror", "--from", &public, &replica, "--in-flight", "2"])
+            .args([
+                "mirror",
+                "--from",
+                &server.url(),
+                &replica,
+                "--in-flight",
+                "2",
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -111,30 +137,65 @@ fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         child.kill().expect("SIGKILL");
         child.wait().unwrap();
-        let mut held = 0;
+        // What this run asked for: no bundle the mirror held before it.
+        for path in &server.paths()[asked_before..] {
+            if let Some(k) = bundle_of(path) {
+                assert!(
+                    (k + 1) * 65_536 > held,
+                    "{context}: {path} refetched at {held} leaves"
+                );
+            }
+        }
         if cairn_db::is_database(std::path::Path::new(&replica)) {
             let json = cairn(&["root", &replica, "--json"]).json();
-            held = json["size"].as_u64().unwrap();
+            let size = json["size"].as_u64().unwrap();
+            assert!(
+                size >= held,
+                "{context}: {size} leaves after holding {held}"
+            );
+            held = size;
             if held > 0 {
                 assert_eq!(
                     json["root"],
                     root_hex(2, HashKind::Blake3, &l[..held as usize]).as_str(),
-                    "killed after {delay_ms} ms at {held} leaves"
+                    "{context}: at {held} leaves"
                 );
             }
         } else {
+            assert_eq!(held, 0, "{context}: the database is gone");
             let _ = std::fs::remove_dir_all(&replica);
         }
-        let json = cairn(&["mirror", "--from", &public, &replica, "--json"]).json();
-        assert_eq!(
-            json["adopted"].as_u64(),
-            Some(l.len() as u64 - held),
-            "killed after {delay_ms} ms at {held} leaves"
-        );
-        assert_eq!(
-            json["root"],
-            root_hex(2, HashKind::Blake3, &l).as_str(),
-            "killed after {delay_ms} ms"
-        );
     }
+    let asked_before = server.paths().len();
+    let json = cairn(&["mirror", "--from", &server.url(), &replica, "--json"]).json();
+    let context = format!("CAIRN_KILL_SEED={seed}, resumed at {held} leaves");
+    assert_eq!(
+        json["adopted"].as_u64(),
+        Some(l.len() as u64 - held),
+        "{context}"
+    );
+    assert_eq!(
+        json["root"],
+        root_hex(2, HashKind::Blake3, &l).as_str(),
+        "{context}"
+    );
+    for path in &server.paths()[asked_before..] {
+        if let Some(k) = bundle_of(path) {
+            assert!((k + 1) * 65_536 > held, "{context}: {path} refetched");
+        }
+    }
+
+    // A corrupt bundle part way: the two before it adopted, nothing of it.
+    let bundle = format!("{public}/bundle/002");
+    let mut bytes = std::fs::read(&bundle).unwrap();
+    bytes[7 * 32 + 3] ^= 1;
+    std::fs::write(&bundle, bytes).unwrap();
+    let other = dir.path("other");
+    cairn(&["mirror", "--from", &server.url(), &other]).error(1, &["bundle/002"]);
+    let json = cairn(&["root", &other, "--json"]).json();
+    assert_eq!(json["size"].as_u64(), Some(2 * 65_536));
+    assert_eq!(
+        json["root"],
+        root_hex(2, HashKind::Blake3, &l[..2 * 65_536]).as_str()
+    );
 }

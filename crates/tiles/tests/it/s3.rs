@@ -30,6 +30,7 @@ fn options(server: &S3Server) -> RemoteOptions {
         max_backoff: Duration::from_millis(500),
         request_timeout: Duration::from_secs(5),
         bulk_in_flight: cairn_tiles::DEFAULT_IN_FLIGHT,
+        bulk_bundles: true,
     }
 }
 
