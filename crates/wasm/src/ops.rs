@@ -258,7 +258,8 @@ mod tests {
                 zero: [0; 32],
             },
         ] {
-            let config = TreeConfig::new(Arity::new(2).unwrap(), HashKind::Poseidon).with_kind(kind);
+            let config =
+                TreeConfig::new(Arity::new(2).unwrap(), HashKind::Poseidon).with_kind(kind);
             let dir = tempfile::tempdir().unwrap();
             let store = DirStore::new(dir.path());
             let mut tree = LeanImt::new(config);
@@ -271,12 +272,18 @@ mod tests {
             let handle = module.call(op::TRACKER_NEW, 0, &input).unwrap();
             let handle = u32::from_le_bytes(handle.try_into().unwrap());
             module.call(op::MARK, handle, &5u64.to_le_bytes()).unwrap();
-            module.call(op::MARK, handle, &299u64.to_le_bytes()).unwrap();
+            module
+                .call(op::MARK, handle, &299u64.to_le_bytes())
+                .unwrap();
             let report = sync(&mut module, handle, dir.path());
             assert_eq!(report[..41], head_bytes(&tree.head())[..]);
-            module.call(op::CHECKPOINT, handle, &1u64.to_le_bytes()).unwrap();
+            module
+                .call(op::CHECKPOINT, handle, &1u64.to_le_bytes())
+                .unwrap();
 
-            let witness = module.call(op::WITNESS, handle, &5u64.to_le_bytes()).unwrap();
+            let witness = module
+                .call(op::WITNESS, handle, &5u64.to_le_bytes())
+                .unwrap();
             assert_eq!(witness, tree.prove(5).unwrap().to_bytes());
             let mut verify = tree_bytes(&config);
             verify.extend(head_bytes(&tree.head()));
@@ -292,26 +299,58 @@ mod tests {
             tree.append_batch(&leaves(500)[300..]).unwrap();
             publish(&tree.snapshot(), &store).unwrap();
             sync(&mut module, handle, dir.path());
-            let grown = module.call(op::WITNESS, handle, &5u64.to_le_bytes()).unwrap();
+            let grown = module
+                .call(op::WITNESS, handle, &5u64.to_le_bytes())
+                .unwrap();
             assert_eq!(grown, tree.prove(5).unwrap().to_bytes());
             let mut consistency = tree_bytes(&config);
             consistency.extend(head_bytes(&old));
             consistency.extend(head_bytes(&tree.head()));
-            consistency.extend(tree.prove_consistency(old.size).unwrap().to_bytes());
-            module.call(op::VERIFY_CONSISTENCY, 0, &consistency).unwrap();
+            consistency.extend(
+                tree.prove_consistency(old.size, tree.size())
+                    .unwrap()
+                    .to_bytes(),
+            );
+            module
+                .call(op::VERIFY_CONSISTENCY, 0, &consistency)
+                .unwrap();
 
             let saved = module.call(op::TRACKER_SAVE, handle, &[]).unwrap();
-            module.call(op::REWIND, handle, &1u64.to_le_bytes()).unwrap();
-            assert_eq!(module.call(op::WITNESS, handle, &5u64.to_le_bytes()).unwrap(), witness);
+            module
+                .call(op::REWIND, handle, &1u64.to_le_bytes())
+                .unwrap();
+            assert_eq!(
+                module
+                    .call(op::WITNESS, handle, &5u64.to_le_bytes())
+                    .unwrap(),
+                witness
+            );
 
             let loaded = module.call(op::TRACKER_LOAD, 0, &saved).unwrap();
             let loaded = u32::from_le_bytes(loaded.try_into().unwrap());
             assert_ne!(loaded, handle);
-            assert_eq!(module.call(op::WITNESS, loaded, &5u64.to_le_bytes()).unwrap(), grown);
-            assert_eq!(module.call(op::UNMARK, loaded, &5u64.to_le_bytes()).unwrap(), [1]);
-            assert_eq!(module.call(op::UNMARK, loaded, &5u64.to_le_bytes()).unwrap(), [0]);
+            assert_eq!(
+                module
+                    .call(op::WITNESS, loaded, &5u64.to_le_bytes())
+                    .unwrap(),
+                grown
+            );
+            assert_eq!(
+                module
+                    .call(op::UNMARK, loaded, &5u64.to_le_bytes())
+                    .unwrap(),
+                [1]
+            );
+            assert_eq!(
+                module
+                    .call(op::UNMARK, loaded, &5u64.to_le_bytes())
+                    .unwrap(),
+                [0]
+            );
             module.call(op::TRACKER_FREE, loaded, &[]).unwrap();
-            let gone = module.call(op::WITNESS, loaded, &5u64.to_le_bytes()).unwrap_err();
+            let gone = module
+                .call(op::WITNESS, loaded, &5u64.to_le_bytes())
+                .unwrap_err();
             assert!(matches!(gone, CallError::NoTracker { .. }), "{gone}");
         }
     }
@@ -320,16 +359,28 @@ mod tests {
     fn malformed_calls_are_refused_with_what_was_wrong() {
         let mut module = Module::default();
         let config = TreeConfig::new(Arity::new(2).unwrap(), HashKind::Blake3);
-        let short = module.call(op::TRACKER_NEW, 0, &tree_bytes(&config)).unwrap_err();
+        let short = module
+            .call(op::TRACKER_NEW, 0, &tree_bytes(&config))
+            .unwrap_err();
         assert!(
-            matches!(short, CallError::Short { field: "window", want: 4, got: 0 }),
+            matches!(
+                short,
+                CallError::Short {
+                    field: "window",
+                    want: 4,
+                    got: 0
+                }
+            ),
             "{short}"
         );
         assert_eq!(short.status(), 1);
         let mut long = tree_bytes(&config);
         long.extend([0; 5]);
         let trailing = module.call(op::TRACKER_NEW, 0, &long).unwrap_err();
-        assert!(matches!(trailing, CallError::Trailing { extra: 1 }), "{trailing}");
+        assert!(
+            matches!(trailing, CallError::Trailing { extra: 1 }),
+            "{trailing}"
+        );
         let mut bad = tree_bytes(&config);
         bad[1] = 9;
         bad.extend([0; 4]);
@@ -341,7 +392,10 @@ mod tests {
         let fields = module.call(op::TRACKER_NEW, 0, &lean).unwrap_err();
         assert!(matches!(fields, CallError::LeanFields), "{fields}");
         let unknown = module.call(99, 0, &[]).unwrap_err();
-        assert!(matches!(unknown, CallError::UnknownOp { op: 99 }), "{unknown}");
+        assert!(
+            matches!(unknown, CallError::UnknownOp { op: 99 }),
+            "{unknown}"
+        );
         let mut input = tree_bytes(&config);
         input.extend(10u32.to_le_bytes());
         let handle = module.call(op::TRACKER_NEW, 0, &input).unwrap();

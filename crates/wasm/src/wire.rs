@@ -3,8 +3,8 @@
 //! strings length-prefixed with a `u32`. A reader refuses input that ends
 //! early or runs on past what a call reads, naming the field.
 
-use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeHead, TreeKind};
 use cairn_core::kind::KindFields;
+use cairn_core::{Arity, Hash, HashKind, TreeConfig, TreeHead, TreeKind};
 
 use crate::error::CallError;
 
