@@ -64,7 +64,8 @@ try {
   for (const target of targets) {
     if (!files.has(target.replace(/^\.\//, ""))) fail(`the tarball lacks ${target}, which package.json names`);
   }
-  const subpaths = Object.keys(manifest.exports).filter((subpath) => subpath !== "./package.json");
+  // Modules only: a string export is a file (package.json, cairn.wasm).
+  const subpaths = Object.keys(manifest.exports).filter((subpath) => typeof manifest.exports[subpath] !== "string");
   for (const subpath of subpaths.filter((s) => s !== ".")) {
     if (!(subpath.slice(2) in manifest.typesVersions["*"])) fail(`typesVersions has no ${subpath}: node10 resolution would not find its types`);
   }

@@ -71,6 +71,10 @@ export type ErrorKind =
   | "BadResponse"
   // fetch: a tile store's object is not what its name says
   | "BadTile"
+  // verify: the WebAssembly wallet tracker refused a call (a sync, witness,
+  // rewind or saved state), or it and the TypeScript verifier disagree
+  | "Wallet"
+  | "Disagreement"
   | "BadCheckpoint";
 
 /** A rejected proof or argument, or a failed request. */

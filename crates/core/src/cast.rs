@@ -4,24 +4,36 @@
 //! own argument.
 //!
 //! Leaf indices, node indices and counts are `u64` everywhere (a tree's
-//! size is a `u64`), and memory is addressed with `usize`. cairn builds for
-//! 64-bit targets only (asserted below), where one converts to the other
-//! without loss.
+//! size is a `u64`), and memory is addressed with `usize`. On 64-bit
+//! targets one converts to the other without loss. On a 32-bit target
+//! (WebAssembly, where a wallet verifies proofs and tracks witnesses
+//! without holding a tree) an index past `usize::MAX` saturates: memory
+//! there cannot hold that many nodes, so the access it feeds fails its
+//! bounds check instead of reading a smaller index's node.
 
-// A `u64` index converts to a `usize` without loss: cairn's trees and
-// files are sized in `u64`, and memory holding them is indexed by `usize`.
 const _: () = assert!(
-    usize::BITS == u64::BITS,
-    "cairn builds for 64-bit targets only"
+    usize::BITS == u64::BITS || usize::BITS == 32,
+    "cairn builds for 64-bit and 32-bit targets"
 );
 
 /// A leaf or node index, a count or a byte length as a `usize`: lossless
-/// on the 64-bit targets cairn builds for.
+/// on 64-bit targets, saturating at `usize::MAX` on 32-bit ones.
 #[inline(always)]
 #[must_use]
-#[allow(clippy::cast_possible_truncation)] // lossless: usize is 64 bits (asserted above)
+#[allow(clippy::cast_possible_truncation)] // lossless where usize is 64 bits (the cfg)
 pub const fn to_usize(n: u64) -> usize {
-    n as usize
+    #[cfg(target_pointer_width = "64")]
+    {
+        n as usize
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        if n > usize::MAX as u64 {
+            usize::MAX
+        } else {
+            n as usize
+        }
+    }
 }
 
 /// A level number (0 for the leaves) as a `u32`, the type level numbers

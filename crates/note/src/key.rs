@@ -239,7 +239,9 @@ pub struct Signer {
 }
 
 impl Signer {
-    /// A new key named `name`, from the operating system's random source.
+    /// A new key named `name`, from the operating system's random source
+    /// (the `os-random` feature).
+    #[cfg(feature = "os-random")]
     pub fn generate(name: &str) -> Result<Signer, KeyError> {
         use rand::RngCore as _;
         let mut seed = Zeroizing::new([0u8; 32]);

@@ -17,21 +17,29 @@
 //! copies a tile store or a cairn server into a local tree, adopting a
 //! head only once it is proven to extend the one adopted before; the
 //! long-running publisher and follower of a served database are in
-//! `background.rs`.
+//! `background.rs`. Those three need the default `remote` feature;
+//! without it the crate has no network or thread dependencies and builds
+//! for `wasm32-unknown-unknown` (a wallet in a browser).
 
+#[cfg(feature = "remote")]
 mod background;
+#[cfg(feature = "remote")]
 mod bulk;
 mod checkpoint;
 mod client;
 mod forest;
 mod layout;
+#[cfg(feature = "remote")]
 mod mirror;
 mod publish;
+#[cfg(feature = "remote")]
 mod remote;
 mod signed;
 mod store;
 
+#[cfg(feature = "remote")]
 pub use background::{Follower, FollowerStatus, PinHeadSend, Publisher, PublisherStatus, Stop};
+#[cfg(feature = "remote")]
 pub use bulk::DEFAULT_IN_FLIGHT;
 pub use checkpoint::{Checkpoint, CheckpointError, MAGIC, MAGIC_KINDS, signers};
 pub use client::{
@@ -44,6 +52,7 @@ pub use forest::{
     tree_prefix, verify_entry, verify_signed, write_forest,
 };
 pub use layout::{Layout, MAX_BUNDLE_LEAVES, MAX_TILE_NODES, TileId};
+#[cfg(feature = "remote")]
 pub use mirror::{
     CaughtUp, DEFAULT_CHUNK_LEAVES, DEFAULT_POLL, MirrorError, MirrorTarget, NotAPrefix,
     ServerUpstream, TargetError, TilesUpstream, Upstream, catch_up, verify_leaves,
@@ -52,6 +61,7 @@ pub use publish::{
     CHECKPOINT, Foreign, PinError, PinHead, PublishError, PublishOptions, Published, publish,
     publish_at, publish_with,
 };
+#[cfg(feature = "remote")]
 pub use remote::{
     Location, LocationError, OpenError, RemoteOptions, RemoteStore, open_sink, open_source,
 };

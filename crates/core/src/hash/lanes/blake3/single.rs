@@ -149,6 +149,7 @@ pub fn single_kernel_name() -> &'static str {
 
 /// A block's length (at most 64 bytes) as the 32-bit word the SIMD
 /// compression state takes.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by the x86-64 kernels
 #[inline(always)]
 #[allow(clippy::cast_possible_wrap)] // at most 64
 const fn len_word(len: u32) -> i32 {
@@ -157,6 +158,7 @@ const fn len_word(len: u32) -> i32 {
 }
 
 /// The length of a block (a slice of at most 64 bytes) as a `u32`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by the x86-64 kernels
 #[inline(always)]
 fn block_word_len(block: &[u8]) -> u32 {
     u32::try_from(block.len()).expect("a block of at most 64 bytes")
@@ -239,11 +241,13 @@ impl PathGroup {
         usize::from(self.position)
     }
     /// Blocks of the group's hash: two members each, the last maybe one.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by the x86-64 kernels
     fn blocks(self) -> usize {
         self.width().div_ceil(2)
     }
     /// The block holding the path node; the blocks before it hold
     /// siblings only (the prefix).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by the x86-64 kernels
     fn node_block(self) -> usize {
         self.position() / 2
     }

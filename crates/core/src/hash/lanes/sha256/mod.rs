@@ -47,6 +47,7 @@ const K: [u32; 64] = [
 ];
 
 /// The SHA-256 initial hash value.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // used by the x86-64 kernels
 const IV: [u32; 8] = [
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 ];
