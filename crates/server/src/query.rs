@@ -122,6 +122,23 @@ pub(crate) async fn read_body(request_body: Body, limit: usize) -> Result<Bytes,
         })
 }
 
+/// A write's body: refused above the server's body limit (by its declared
+/// length first, then as read), and counted in the body-bytes metric.
+pub(crate) async fn write_body(
+    shared: &crate::state::Shared,
+    headers: &axum::http::HeaderMap,
+    request_body: Body,
+) -> Result<Bytes, ApiError> {
+    let limit = shared.config.max_body_bytes;
+    check_declared(headers, limit)?;
+    let bytes = read_body(request_body, limit).await?;
+    shared
+        .metrics
+        .body_bytes
+        .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    Ok(bytes)
+}
+
 /// Bodies of the rollback and finalize requests are small.
 const SMALL_BODY_BYTES: usize = 4096;
 

@@ -27,15 +27,9 @@ use crate::recompute::GroupRule;
 use crate::shape::Shape;
 use crate::view::View;
 
-/// Checks a batch against a tree that answers `index_of`: not empty, no
-/// guard value, canonical values (field hashes), no value the tree holds
-/// or repeated within the batch (every duplicate listed). Capacity is the
-/// caller's to check.
-pub(super) fn check_batch(
-    hash: HashKind,
-    values: &[Hash],
-    index_of: impl Fn(&Hash) -> Option<u64>,
-) -> Result<(), IndexedError> {
+/// Refuses what no indexed tree takes, whatever it holds: an empty batch,
+/// the guard value, a non-canonical value.
+pub(super) fn check_values(hash: HashKind, values: &[Hash]) -> Result<(), IndexedError> {
     if values.is_empty() {
         return Err(TreeError::EmptyBatch.into());
     }
@@ -50,6 +44,19 @@ pub(super) fn check_batch(
             });
         }
     }
+    Ok(())
+}
+
+/// Checks a batch against a tree that answers `index_of`: not empty, no
+/// guard value, canonical values (field hashes), no value the tree holds
+/// or repeated within the batch (every duplicate listed). Capacity is the
+/// caller's to check.
+pub(super) fn check_batch(
+    hash: HashKind,
+    values: &[Hash],
+    index_of: impl Fn(&Hash) -> Option<u64>,
+) -> Result<(), IndexedError> {
+    check_values(hash, values)?;
     let mut duplicates = Vec::new();
     let mut seen: HashMap<Hash, usize> = HashMap::with_capacity(values.len());
     for (position, value) in values.iter().enumerate() {

@@ -397,21 +397,7 @@ impl IndexedTree {
     /// Refuses what no tree takes: an empty batch, the guard value, a
     /// non-canonical value, more values than the maximum depth allows.
     fn check_basics(&self, values: &[Hash]) -> Result<(), IndexedError> {
-        if values.is_empty() {
-            return Err(crate::error::TreeError::EmptyBatch.into());
-        }
-        let hash = self.config().hash;
-        for (position, value) in values.iter().enumerate() {
-            if *value == GUARD_VALUE {
-                return Err(IndexedError::GuardValue { position });
-            }
-            if !hash.accepts(value) {
-                return Err(IndexedError::NonCanonical {
-                    position,
-                    value: *value,
-                });
-            }
-        }
+        super::simulate::check_values(self.config().hash, values)?;
         self.tree.check_batch_size(values.len() as u64)?;
         Ok(())
     }

@@ -98,13 +98,7 @@ pub(crate) async fn append(
     auth::check_write(shared.config.token.as_deref(), &headers)?;
     let encoding = body::encoding(&headers)?;
     let (query_block, witness) = options(query)?;
-    let limit = shared.config.max_body_bytes;
-    query::check_declared(&headers, limit)?;
-    let bytes = query::read_body(request_body, limit).await?;
-    shared
-        .metrics
-        .body_bytes
-        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    let bytes = query::write_body(shared, &headers, request_body).await?;
     let batch = body::batch(
         encoding,
         &bytes,

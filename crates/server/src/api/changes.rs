@@ -151,13 +151,7 @@ pub(crate) async fn changes(
             "changes are sent as application/json ({\"changes\": [{\"index\": I, \"value\": \"0x..\" or null}]})",
         ));
     }
-    let limit = shared.config.max_body_bytes;
-    query::check_declared(&headers, limit)?;
-    let bytes = query::read_body(request_body, limit).await?;
-    shared
-        .metrics
-        .body_bytes
-        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    let bytes = query::write_body(shared, &headers, request_body).await?;
     let asked = parse(
         &bytes,
         shared.config.max_batch_leaves,
