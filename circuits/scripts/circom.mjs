@@ -2,7 +2,7 @@
 // wasm), which sees only the current directory: sources live under
 // circuits/, outputs go to circuits/build/<name>/.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
@@ -27,8 +27,14 @@ export const includes = ["node_modules/circomlib/circuits", "node_modules/@zk-ki
 export function compile(name, body, { wasm = true, simplify = false } = {}) {
   const dir = `build/${name}`;
   mkdirSync(`${root}${dir}`, { recursive: true });
-  // circom writes its witness calculator as CommonJS.
-  writeFileSync(`${root}build/package.json`, '{"type": "commonjs"}\n');
+  // circom writes its witness calculator as CommonJS. Written once: CI runs
+  // the circuits' and the EVM's tests side by side, and a rewrite would
+  // truncate the file under the other's require.
+  const marker = `${root}build/package.json`;
+  if (!existsSync(marker)) {
+    writeFileSync(`${marker}.${process.pid}`, '{"type": "commonjs"}\n');
+    renameSync(`${marker}.${process.pid}`, marker);
+  }
   writeFileSync(`${root}${dir}/${name}.circom`, `pragma circom 2.1.5;\n${body}\n`);
   const started = performance.now();
   const run = () =>

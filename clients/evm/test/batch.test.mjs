@@ -35,7 +35,8 @@ test(`batch appends proven with Groth16: BatchAppendTree's root is cairn's after
   const { append, compile } = await import(`${circuits}scripts/circom.mjs`);
   groth16 = await import(`${circuits}scripts/groth16.mjs`);
   // Fully simplified (--O2), as the circuits' Groth16 test compiles it: K = 4 at depth 6 then fits the shared 2^12 powers of tau.
-  const compiled = compile(`append_${K}_${DEPTH}_o2`, append(K, DEPTH), { simplify: true });
+  // Its own build directory: CI runs the circuits' tests beside this file, and they compile the same circuit.
+  const compiled = compile(`evm_append_${K}_${DEPTH}_o2`, append(K, DEPTH), { simplify: true });
   // The powers of tau the circuits' tests made (target/ptau/), made here only when absent.
   const keys = groth16.setup(compiled);
   const verifier = compileSource("AppendVerifier.sol", keys.solidity, "Groth16Verifier");
