@@ -57,9 +57,10 @@ try {
   // The store's checkpoint names the tree (unsigned here: trusted as far as
   // this server; pass a verifier key to fetchCheckpoint or the tracker's
   // sync to trust only a signed one).
-  const checkpoint = await fetchCheckpoint(base);
-  const kind = checkpoint.kind === "imt" ? { kind: "imt", depth: checkpoint.depth, zero: checkpoint.zero } : {};
-  const tree = { arity: checkpoint.arity, hash: hashers[checkpoint.hash], ...kind };
+  const treeOf = (checkpoint) => {
+    const kind = checkpoint.kind === "imt" ? { kind: "imt", depth: checkpoint.depth, zero: checkpoint.zero } : {};
+    return { arity: checkpoint.arity, hash: hashers[checkpoint.hash], ...kind };
+  };
   // The state: the tracker's bytes, or (from the TypeScript path) the marks as JSON.
   const saved = existsSync(stateFile) ? readFileSync(stateFile) : null;
   const savedMarks = saved !== null && saved[0] === 0x7b ? JSON.parse(saved.toString("utf8")).marked.map(BigInt) : [];
@@ -67,7 +68,7 @@ try {
   let witnesses;
   let size;
   if (wasm !== null) {
-    const tracker = saved !== null && saved[0] !== 0x7b ? wasm.loadTracker(saved) : wasm.tracker(tree);
+    const tracker = saved !== null && saved[0] !== 0x7b ? wasm.loadTracker(saved) : wasm.tracker(treeOf(await fetchCheckpoint(base)));
     for (const index of [...savedMarks, ...marks]) tracker.mark(BigInt(index));
     const report = await tracker.sync(base);
     size = report.head.size;
@@ -77,8 +78,9 @@ try {
   } else {
     // The marks as JSON; each witness from whole tiles at the checkpoint's head.
     const marked = [...new Set([...savedMarks, ...marks.map(BigInt)])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const checkpoint = await fetchCheckpoint(base);
     size = checkpoint.size;
-    const client = new TileClient(base, { ...tree, size, root: checkpoint.root });
+    const client = new TileClient(base, { ...treeOf(checkpoint), size, root: checkpoint.root });
     witnesses = [];
     for (const index of marked) if (index < size) witnesses.push(await client.prove(index));
     writeFileSync(stateFile, JSON.stringify({ marked: [...marked].map(String) }));
