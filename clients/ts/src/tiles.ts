@@ -9,7 +9,10 @@
 // depth and zero) or cairn's signed checkpoint; given a verifier key, only
 // a signed one that verifies is trusted (verifyCheckpoint). Lean and imt
 // trees alike: the levels between tile-levels are recomputed by the one
-// group rule (kind.ts, `groupParent`).
+// group rule (kind.ts, `groupParent`). Given the WebAssembly module
+// (`options.wasm`), a membership proof is computed by its wallet tracker
+// from the same whole tiles and the hashing runs there; anything it refuses
+// is done again by the TypeScript path, so results and errors are the same.
 
 import { u64Argument, type Hash } from "./bytes.js";
 import { parseVerifierKey, readCheckpointUnverified, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
@@ -20,6 +23,7 @@ import { fixedDepth, groupParent, Zeros } from "./kind.js";
 import { ConsistencyProof, MembershipProof } from "./proof.js";
 import { consistencySteps, path, stepHashes } from "./shape.js";
 import { checkTree, verifyConsistency, verifyMembership, type Tree, type TreeHead, type TrustedTree } from "./verify.js";
+import type { CairnWasm } from "./wasm.js";
 
 /** The first line of a lean tree's checkpoint object. */
 export const CHECKPOINT_MAGIC = "cairn tiles v1";
@@ -56,6 +60,12 @@ export interface TileOptions {
   readonly attempts?: number;
   /** The first backoff in milliseconds; default 100. */
   readonly backoffMs?: number;
+  /**
+   * The WebAssembly module (`tryLoadWasm` of "cairn-verify/wasm"): proofs are
+   * then computed and verified there, from the same whole tiles. Null or
+   * absent: TypeScript alone. The proofs and errors are the same either way.
+   */
+  readonly wasm?: CairnWasm | null;
 }
 
 function tileError(message: string, status?: number): CairnError {
@@ -170,11 +180,12 @@ export function tilePath(arity: number, level: number, index: bigint, width: big
   return `tile/${level}/${indexPath(index)}${width < full ? `.p/${width}` : ""}`;
 }
 
-/** What a [`TileClient`] fetched: GETs answered, body bytes, tiles cached now. */
+/** What a [`TileClient`] fetched: GETs answered, body bytes, tiles cached now; and the membership proofs the WebAssembly module computed. */
 export interface TileStats {
   readonly requests: number;
   readonly bytes: number;
   readonly cachedTiles: number;
+  readonly wasmProofs: number;
 }
 
 /** A tree read through tiles at one trusted head. */
@@ -193,12 +204,14 @@ export class TileClient {
   private readonly backoffMs: number;
   private readonly height: number;
   private readonly width: bigint;
+  private readonly wasm: CairnWasm | null;
   /** Verified tiles by path, oldest first (a Map keeps insertion order). */
   private readonly cache = new Map<string, Uint8Array>();
   /** Tiles fetched by the proof being computed: cached only once it verifies. */
   private pending = new Map<string, Uint8Array>();
   private requests = 0;
   private bytes = 0;
+  private wasmProofs = 0;
 
   /** `baseUrl` serves what `cairn publish` wrote; `head` and its tree (arity, hash and kind) are trusted. */
   constructor(baseUrl: string, head: TrustedTileHead, options: TileOptions = {}) {
@@ -221,11 +234,12 @@ export class TileClient {
     if (!Number.isInteger(head.arity) || head.arity < 2 || head.arity > 16) throw inputError(`trusted arity ${String(head.arity)} is out of range, want 2..=16`);
     this.height = tileHeight(head.arity);
     this.width = BigInt(head.arity) ** BigInt(this.height);
+    this.wasm = options.wasm ?? null;
   }
 
   /** What this client fetched so far. */
   stats(): TileStats {
-    return { requests: this.requests, bytes: this.bytes, cachedTiles: this.cache.size };
+    return { requests: this.requests, bytes: this.bytes, cachedTiles: this.cache.size, wasmProofs: this.wasmProofs };
   }
 
   /** The membership proof of leaf `index` at the trusted head, verified against it. */
@@ -233,6 +247,13 @@ export class TileClient {
     const i = u64Argument(index, "leaf index");
     const { size } = this.head;
     if (i >= size) throw inputError(`leaf index ${i} is out of range for a tree of size ${size}`);
+    if (this.wasm !== null) {
+      try {
+        return await this.proveInWasm(this.wasm, i);
+      } catch {
+        // The TypeScript path below gives the same proof, or the error.
+      }
+    }
     return this.settle(async (node) => {
       const siblings: Hash[] = [];
       for (const step of path(i, size, this.tree.arity, fixedDepth(this.tree.kind))) {
@@ -242,8 +263,40 @@ export class TileClient {
         }
       }
       const proof = new MembershipProof(this.tree.arity, this.tree.hash.name, i, size, await node(0, i), siblings, this.tree.kind);
-      return verifyMembership(proof.toBytes(), this.trusted, this.head);
+      return (this.wasm ?? { verifyMembership }).verifyMembership(proof.toBytes(), this.trusted, this.head);
     });
+  }
+
+  /**
+   * Leaf `i`'s proof by the module's wallet tracker: a tracker of the
+   * trusted tree marks the leaf, plans a sync to the trusted head (given as
+   * the unsigned checkpoint that names it), is fed the whole tiles it asks
+   * for (through this client's cache: the leaf's path and the right edge)
+   * and gives the witness, verified against the head in the module.
+   */
+  private async proveInWasm(wasm: CairnWasm, i: bigint): Promise<MembershipProof> {
+    const tracker = wasm.tracker(this.trusted, 1);
+    try {
+      tracker.mark(i);
+      return await this.settle(async (_node, tile) => {
+        const plan = tracker.plan(new TextEncoder().encode(this.checkpointText()));
+        for (const t of plan.tiles) tracker.feed(t.path, await tile(t.path, Number(t.maxBytes)));
+        tracker.finish();
+        const proof = tracker.witness(i);
+        this.wasmProofs++;
+        return proof;
+      });
+    } finally {
+      tracker.free();
+    }
+  }
+
+  /** The trusted head as the unsigned checkpoint object (spec section 8). */
+  private checkpointText(): string {
+    const { arity, hash, kind } = this.tree;
+    const hex = (bytes: Uint8Array) => `0x${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+    const tree = kind.kind === "imt" ? `${CHECKPOINT_MAGIC_KINDS}\narity ${arity}\nhash ${hash.name}\nkind imt\ndepth ${kind.depth}\nzero ${hex(kind.zero)}\n` : `${CHECKPOINT_MAGIC}\narity ${arity}\nhash ${hash.name}\n`;
+    return `${tree}size ${this.head.size}\nroot ${this.head.root === null ? "none" : hex(this.head.root)}\n`;
   }
 
   /** The consistency proof from `old` (a head the caller trusts too) to the trusted head, verified against both. */
@@ -262,7 +315,7 @@ export class TileClient {
         }
       }
       const proof = new ConsistencyProof(this.tree.arity, this.tree.hash.name, oldSize, size, edgeLeaf, hashes, this.tree.kind);
-      return verifyConsistency(proof.toBytes(), this.trusted, old, this.head);
+      return (this.wasm ?? { verifyConsistency }).verifyConsistency(proof.toBytes(), this.trusted, old, this.head);
     });
   }
 
@@ -271,7 +324,9 @@ export class TileClient {
    * the cache (the oldest beyond the capacity leave it); on failure they
    * are dropped, and a verification failure names every tile read.
    */
-  private async settle<T>(build: (node: (level: number, index: bigint) => Promise<Hash>) => Promise<T>): Promise<T> {
+  private async settle<T>(
+    build: (node: (level: number, index: bigint) => Promise<Hash>, tile: (path: string, bytes: number) => Promise<Uint8Array>) => Promise<T>,
+  ): Promise<T> {
     this.pending = new Map();
     const read: string[] = [];
     const memo = new Map<string, Hash>();
@@ -284,7 +339,7 @@ export class TileClient {
       return value;
     };
     try {
-      const out = await build(node);
+      const out = await build(node, (path, bytes) => this.tileAt(path, bytes, read));
       for (const [path, tile] of this.pending) {
         this.cache.delete(path);
         this.cache.set(path, tile);
@@ -330,12 +385,15 @@ export class TileClient {
   }
 
   private async tile(level: number, index: bigint, width: bigint, read: string[]): Promise<Uint8Array> {
-    const path = tilePath(this.tree.arity, level, index, width);
+    return this.tileAt(tilePath(this.tree.arity, level, index, width), Number(width) * 32, read);
+  }
+
+  /** Tile `path` of `want` bytes: cached, or fetched and held until the proof reading it verifies. */
+  private async tileAt(path: string, want: number, read: string[]): Promise<Uint8Array> {
     const cached = this.cache.get(path) ?? this.pending.get(path);
     if (cached !== undefined) return cached;
-    const want = Number(width) * 32;
     const body = await this.get(path, want);
-    if (body.length !== want) throw tileError(`${this.baseUrl}/${path}: ${body.length} bytes, a tile of ${width} nodes has ${want}`);
+    if (body.length !== want) throw tileError(`${this.baseUrl}/${path}: ${body.length} bytes, a tile of ${want / 32} nodes has ${want}`);
     read.push(path);
     this.pending.set(path, body);
     return body;

@@ -4,7 +4,9 @@
 // (stage, kind, message) through both; and the module's wallet tracker,
 // synced from tiles the cairn CLI published and served over HTTP, gives
 // the witnesses `cairn prove` prints, keeps them across growth, rewinds
-// with no network and round-trips its state as bytes.
+// with no network and round-trips its state as bytes; and proveFromTiles
+// and TileClient with the module give the proofs and errors of the pure
+// path, for lean and imt trees.
 //
 // Needs dist/cairn.wasm (`cargo build -p cairn-wasm --release --target
 // wasm32-unknown-unknown`, then `npm run build`); skipped without it unless
@@ -17,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { CairnError, decodeMembership, hashers, verifyConsistency, verifyMembership } from "cairn-verify";
+import { CairnError, decodeMembership, hashers, proveFromTiles, TileClient, verifyConsistency, verifyMembership } from "cairn-verify";
 import { loadWasm, tryLoadWasm, verifier } from "cairn-verify/wasm";
 import { cairnBinary, fromHex, random, seed, tree, vectors } from "./helpers.mjs";
 
@@ -175,3 +177,82 @@ test("the WebAssembly tracker syncs from published tiles: witnesses equal cairn 
   loaded.free();
   assert.throws(() => tracker.witness(3n), (e) => e instanceof CairnError && e.stage === "input");
 });
+
+/** A proof's bytes, or the CairnError's stage, kind and message. */
+async function settled(body) {
+  try {
+    return { ok: Buffer.from((await body()).toBytes()).toString("hex") };
+  } catch (error) {
+    assert.ok(error instanceof CairnError, String(error));
+    return { stage: error.stage, kind: error.kind, message: error.message };
+  }
+}
+
+test("proveFromTiles and TileClient with the module: the pure path's proofs and errors, lean and imt", { skip: noWasm || (binary === null && "no cairn binary") }, async () => {
+  const rng = random(seed + 1);
+  const stores = [
+    { name: "lean", init: [], trusted: { arity: 2, hash: hashers.poseidon }, count: 1300 },
+    { name: "imt", init: ["--kind", "imt", "--depth", "12", "--zero", "0"], trusted: { arity: 2, hash: hashers.poseidon, kind: "imt", depth: 12 }, count: 700 },
+    { name: "n4", init: ["--arity", "4"], trusted: { arity: 4, hash: hashers.poseidon }, count: 900 },
+  ];
+  for (const store of stores) {
+    const db = join(dir, `fast-${store.name}`);
+    const tiles = join(dir, `fast-${store.name}-tiles`);
+    const args = store.init.includes("--arity") ? store.init : ["--arity", "2", ...store.init];
+    run("init", db, "--hash", "poseidon", ...args);
+    const file = join(dir, `fast-${store.name}.bin`);
+    writeFileSync(
+      file,
+      Buffer.concat(
+        Array.from({ length: store.count }, () => {
+          const leaf = rng.bytes(32);
+          leaf[0] &= 0x1f;
+          return leaf;
+        }),
+      ),
+    );
+    run("ingest", db, file);
+    run("publish", db, "--to", tiles);
+    const lines = readFileSync(join(tiles, "checkpoint"), "utf8").split("\n");
+    const value = (name) => lines.find((l) => l.startsWith(`${name} `)).slice(name.length + 1);
+    const zero = store.trusted.kind === "imt" ? { zero: fromHex(value("zero")) } : {};
+    const head = { ...store.trusted, ...zero, size: BigInt(value("size")), root: fromHex(value("root")) };
+    const url = `${base}/fast-${store.name}-tiles`;
+    const indices = [0, 255, 256, store.count - 1, rng.int(0, store.count - 1), rng.int(0, store.count - 1)];
+    const fast = new TileClient(url, head, { wasm });
+    for (const index of indices) {
+      const pure = await settled(() => proveFromTiles(url, head, index));
+      assert.ok(pure.ok, `${store.name} ${index}: ${pure.message}`);
+      assert.deepEqual(await settled(() => proveFromTiles(url, head, index, { wasm })), pure, `${store.name} leaf ${index}`);
+      assert.deepEqual(await settled(() => fast.prove(index)), pure, `${store.name} leaf ${index}, shared client`);
+      assert.equal(pure.ok, Buffer.from(prove(db, index)).toString("hex"), `${store.name} leaf ${index} is cairn prove's`);
+    }
+    assert.equal(fast.stats().wasmProofs, indices.length, "every proof came from the module");
+    // Refusals: a head of another root, an index beyond the head, and a
+    // tile cut short: the same CairnError through both.
+    const otherRoot = { ...head, root: fromHex(value("root")).map((b, i) => (i === 31 ? b ^ 1 : b)) };
+    const beyond = head.size;
+    for (const [what, h, i] of [["another root", otherRoot, 7], ["beyond the head", head, beyond]]) {
+      const pure = await settled(() => proveFromTiles(url, h, i));
+      assert.ok(!pure.ok, `${store.name}: ${what}`);
+      assert.deepEqual(await settled(() => proveFromTiles(url, h, i, { wasm })), pure, `${store.name}: ${what}`);
+    }
+  }
+  // A tile cut short (the lean store's first leaf tile).
+  const cut = join(dir, "fast-lean-tiles", "tile", "0", "000");
+  const whole = readFileSync(cut);
+  writeFileSync(cut, whole.subarray(0, whole.length - 32));
+  try {
+    const lines = readFileSync(join(dir, "fast-lean-tiles", "checkpoint"), "utf8").split("\n");
+    const value = (name) => lines.find((l) => l.startsWith(`${name} `)).slice(name.length + 1);
+    const head = { arity: 2, hash: hashers.poseidon, size: BigInt(value("size")), root: fromHex(value("root")) };
+    const url = `${base}/fast-lean-tiles`;
+    const pure = await settled(() => proveFromTiles(url, head, 3));
+    assert.equal(pure.kind, "BadTile", pure.message);
+    assert.deepEqual(await settled(() => proveFromTiles(url, head, 3, { wasm })), pure);
+  } finally {
+    writeFileSync(cut, whole);
+  }
+});
+
+const prove = (db, index) => new Uint8Array(run("prove", db, "--index", String(index), "--binary"));

@@ -5,13 +5,16 @@
 //! ```text
 //! cargo run -p cairn-wallet --example follow -- STORE [--state FILE]
 //!     [--mark INDEX]... [--key VERIFIER_KEY] [--checkpoint BLOCK]
-//!     [--rewind BLOCK] [--format cairn|zkkit|circom|zkkit-circom]
+//!     [--rewind BLOCK] [--offline] [--format cairn|zkkit|circom|zkkit-circom]
 //! ```
 //!
 //! STORE is a directory, `file://DIR`, `s3://BUCKET/PREFIX` or an HTTP(S)
 //! base URL. With `--key` only checkpoints signed by that key are adopted.
+//! `--offline` skips the sync (a rewind, marks and checkpoints need no
+//! network); a rewind reports how long the call took.
 
 use std::process::ExitCode;
+use std::time::Instant;
 
 use cairn_note::Verifier;
 use cairn_tiles::{
@@ -34,6 +37,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut store = None;
     let (mut state, mut key, mut format) = (None, None, "cairn".to_owned());
     let (mut marks, mut checkpoint, mut rewind) = (Vec::new(), None, None);
+    let mut offline = false;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
@@ -43,6 +47,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "--checkpoint" => checkpoint = Some(value()?.parse::<u64>()?),
             "--rewind" => rewind = Some(value()?.parse::<u64>()?),
             "--format" => format = value()?,
+            "--offline" => offline = true,
             _ if store.is_none() && !arg.starts_with("--") => store = Some(arg),
             _ => return Err(format!("unexpected argument {arg:?}").into()),
         }
@@ -59,16 +64,25 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         _ => Tracker::new(read_checkpoint(source.as_ref())?.tree, DEFAULT_WINDOW)?,
     };
     if let Some(block) = rewind {
+        let (from, started) = (tracker.head().size, Instant::now());
         tracker.rewind(block)?;
+        let took = started.elapsed();
+        eprintln!(
+            "rewound to block {block}: {from} -> {} leaves in one call of {} µs, no request",
+            tracker.head().size,
+            took.as_micros()
+        );
     }
     for index in marks {
         tracker.mark(index)?;
     }
-    let report = sync(&mut tracker, source.as_ref(), signature.as_ref())?;
-    eprintln!(
-        "synced to {} leaves: {} tiles, {} bytes; {} nodes held",
-        report.head.size, report.tiles, report.bytes, report.nodes
-    );
+    if !offline {
+        let report = sync(&mut tracker, source.as_ref(), signature.as_ref())?;
+        eprintln!(
+            "synced to {} leaves: {} tiles, {} bytes; {} nodes held",
+            report.head.size, report.tiles, report.bytes, report.nodes
+        );
+    }
     if let Some(block) = checkpoint {
         tracker.checkpoint(block)?;
     }

@@ -4,10 +4,12 @@
 //! (counted: only whole tiles, and after the first sync only the right
 //! edge and tiles whose nodes changed); and refusals: a rewind past the
 //! window, a wrong or short tile, a fork, a foreign or unsigned
-//! checkpoint, and a changed persisted state.
+//! checkpoint, and a changed persisted state; and the tracker in lockstep
+//! with zcash's `shardtree` over a Poseidon imt.
 
 mod refusals;
 mod requests;
+mod shardtree_lockstep;
 mod witnesses;
 
 use std::sync::Mutex;
