@@ -46,6 +46,10 @@ pub enum Operation {
     /// Rollbacks and finality by size: every tree but a mutable one
     /// (whose size does not order its changes: it rolls back by block).
     SizeRollback,
+    /// The witness that a range of leaves appended to an earlier head gives
+    /// a later one (the old tree's frontier and the leaves): append-only
+    /// trees.
+    AppendWitness,
 }
 
 impl Operation {
@@ -64,6 +68,7 @@ impl Operation {
             Operation::InsertionWitness => "insertion witnesses",
             Operation::Mutation => "updates or removals of leaves",
             Operation::SizeRollback => "rollbacks or finality by size",
+            Operation::AppendWitness => "append witnesses",
         }
     }
 
@@ -155,6 +160,9 @@ impl Operation {
             Operation::Repair => {
                 "a replica holds final nodes of an append-only tree; restore it from a backup (`cairn backup`)"
             }
+            Operation::AppendWitness => {
+                "its leaves below the right edge change as values are inserted, so a batch is not an append to an earlier tree; a batch of values has an insertion witness"
+            }
             Operation::SizeRollback => unreachable!("every kind rolls back by size"),
             Operation::Mutation => {
                 return format!(
@@ -178,7 +186,7 @@ impl Operation {
 mod tests {
     use super::*;
 
-    const EVERY: [Operation; 10] = [
+    const EVERY: [Operation; 11] = [
         Operation::HistoricalProof,
         Operation::ConsistencyProof,
         Operation::BlockTags,
@@ -189,6 +197,7 @@ mod tests {
         Operation::Repair,
         Operation::AbsenceProof,
         Operation::InsertionWitness,
+        Operation::AppendWitness,
     ];
 
     #[test]

@@ -21,7 +21,9 @@ use axum::routing::{MethodRouter, get, post};
 use cairn_db::Operation;
 use tracing::Instrument as _;
 
-use crate::api::{append, changes, checkpoint, history, leaves, lookup, proofs, service, writes};
+use crate::api::{
+    append, changes, checkpoint, history, leaves, lookup, proofs, service, witness, writes,
+};
 use crate::cors::CorsPolicy;
 use crate::error::{ApiError, ServerFailure};
 use crate::metrics::Metrics;
@@ -128,6 +130,20 @@ pub const ROUTES: &[Route] = &[
         statuses: &[200, 400, 401, 403, 404, 409, 413, 415, 500, 503],
         needs_token: true,
         needs: Some(Operation::Mutation),
+    },
+    Route {
+        method: "GET",
+        path: "/v1/witness/append",
+        statuses: &[200, 304, 400, 404],
+        needs_token: false,
+        needs: Some(Operation::AppendWitness),
+    },
+    Route {
+        method: "POST",
+        path: "/v1/witness/insert",
+        statuses: &[200, 400, 404, 409, 413, 415],
+        needs_token: false,
+        needs: Some(Operation::InsertionWitness),
     },
     Route {
         method: "GET",
@@ -271,6 +287,20 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/v1/trees/{name}/witness/append",
+        statuses: &[200, 304, 400, 404],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/trees/{name}/witness/insert",
+        statuses: &[200, 400, 404, 409, 413, 415],
+        needs_token: false,
+        needs: None,
+    },
+    Route {
+        method: "GET",
         path: "/v1/trees",
         statuses: &[200],
         needs_token: false,
@@ -361,6 +391,8 @@ fn handler(route: &Route, kind: cairn_core::TreeKind, mutable: bool) -> MethodRo
         ("GET", "/v1/checkpoint") => get(checkpoint::checkpoint),
         ("POST", "/v1/lookup") => post(lookup::lookup),
         ("POST", "/v1/changes") => post(changes::changes),
+        ("GET", "/v1/witness/append") => get(witness::append),
+        ("POST", "/v1/witness/insert") => post(witness::insert),
         (method, path) => panic!("route {method} {path} is in ROUTES but has no handler"),
     }
 }
@@ -461,13 +493,18 @@ impl RequestIds {
 /// Refuses every write with 403 on a read-only server (`--read-only`),
 /// and on one listening beyond loopback without a write token, before the
 /// handler runs: nothing about the database changes. (`POST /v1/lookup`
-/// is a read with a body, not a write.)
+/// and `POST /v1/witness/insert` are reads with a body, not writes.)
 async fn read_only(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let config = &state.shared().config;
     let path = request.uri().path();
-    let lookup =
-        path == "/v1/lookup" || (path.starts_with("/v1/trees/") && path.ends_with("/lookup"));
-    if request.method() == Method::POST && !lookup {
+    // The route's tail for the tree it names: `/v1/TAIL` or
+    // `/v1/trees/{name}/TAIL`.
+    let tail = match path.strip_prefix("/v1/trees/") {
+        Some(named) => named.split_once('/').map(|(_, tail)| tail),
+        None => path.strip_prefix("/v1/"),
+    };
+    let read = matches!(tail, Some("lookup" | "witness/insert"));
+    if request.method() == Method::POST && !read {
         let refusal = if config.read_only {
             Some("this server is read-only (--read-only): send writes to the primary")
         } else if crate::auth::open_writes_refused(config) {

@@ -412,9 +412,9 @@ impl Database {
     /// The witness that the leaves `from..to` (`to` default the durable
     /// size) appended to the durable tree of `from` leaves give the tree
     /// of `to`: both heads, the old tree's frontier and the leaves, as a
-    /// batch-update circuit takes them ([`Operation::HistoricalProof`]).
+    /// batch-update circuit takes them ([`Operation::AppendWitness`]).
     pub fn append_witness(&self, from: u64, to: Option<u64>) -> Result<AppendWitness> {
-        let db = self.append_only(Operation::HistoricalProof)?;
+        let db = self.append_only(Operation::AppendWitness)?;
         let head = db.durable_head();
         let to = to.unwrap_or(head.size);
         if to > head.size {

@@ -21,3 +21,4 @@ mod pending;
 mod shutdown;
 mod store_faults;
 mod support;
+mod witness;
