@@ -18,6 +18,8 @@
 //! optimised one.
 
 mod grain;
+#[cfg(any(target_arch = "wasm32", test))]
+mod limbs32;
 pub(in crate::hash) mod optimised;
 mod params;
 #[cfg(test)]
@@ -95,12 +97,23 @@ fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
     Ok(field_to_be(state[0]))
 }
 
+/// The Poseidon permutation of width `T`: over 32-bit limbs on wasm32
+/// ([`limbs32`], the same result), over `ark-ff`'s 64-bit limbs elsewhere.
+#[inline(always)]
+fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
+    #[cfg(target_arch = "wasm32")]
+    limbs32::permute(state, opt);
+    #[cfg(not(target_arch = "wasm32"))]
+    permute_ark(state, opt);
+}
+
 /// The Poseidon permutation of width `T`, in the equivalent form of
 /// [`optimised`]: the first full rounds as in the textbook (the last of them
 /// with the matrix `P_0 * M`), then the partial rounds (S-box on cell 0, one
 /// scalar constant, a sparse matrix), then the last full rounds. Everything
 /// lives on the stack; the constants are only read.
-fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+fn permute_ark<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
     let (first_constants, _) = opt.first_constants.as_chunks::<T>();
     let (mds, _) = opt.mds.as_chunks::<T>();
     let (entry_mds, _) = opt.entry_mds.as_chunks::<T>();
