@@ -119,6 +119,37 @@ function fetchError(kind: "Network" | "Http" | "NotFound" | "Conflict" | "BadRes
   return new CairnError("fetch", kind, message, status, code);
 }
 
+/** The inputs of one of cairn's batch circuits as snarkjs reads them: decimal strings, and lists of them. */
+export type CircuitInput = Record<string, unknown>;
+
+/**
+ * A batch witness answer of `what`, checked for its shape: an object whose
+ * roots, size and commitment are decimal strings, whose size is `size`
+ * (when known), and whose list `key` holds `values` (or `count` decimals).
+ */
+export function witnessInput(body: string, what: string, key: string, count: bigint, size?: bigint, values?: readonly bigint[]): CircuitInput {
+  const bad = (why: string): never => {
+    throw fetchError("BadResponse", `${what}: ${why}`);
+  };
+  const decimal = (item: unknown): item is string => typeof item === "string" && /^\d+$/.test(item);
+  let input: unknown = null;
+  try {
+    input = JSON.parse(body);
+  } catch {
+    // refused below
+  }
+  if (input === null || typeof input !== "object" || Array.isArray(input)) return bad("want a JSON object");
+  const fields = input as Record<string, unknown>;
+  for (const name of ["oldRoot", "newRoot", "size", "commitment"]) if (!decimal(fields[name])) bad(`${name} is not a decimal string`);
+  if (size !== undefined && fields.size !== String(size)) bad(`size is ${String(fields.size)}, asked for ${size}`);
+  const list = fields[key];
+  if (!Array.isArray(list) || BigInt(list.length) !== count) return bad(`${key} is not a list of ${count}`);
+  list.forEach((item, i) => {
+    if (!decimal(item) || (values !== undefined && BigInt(item) !== values[i])) bad(`${key}[${i}] is not the value asked`);
+  });
+  return fields;
+}
+
 /** The error kind of a refused answer: 404 and 409 by name, the others as Http. */
 function statusKind(status: number): "Http" | "NotFound" | "Conflict" {
   if (status === 404) return "NotFound";
@@ -153,15 +184,17 @@ export class CairnClient {
   /**
    * A client of the tree `name` of the same server's database
    * (`/v1/trees/{name}/...`), trusting `tree` (default: this client's
-   * trusted tree). (`tree` is the trusted tree's property, so the method
-   * is `forTree`.)
+   * trusted tree), of this client's class. (`tree` is the trusted tree's
+   * property, so the method is `forTree`.)
    */
-  forTree(name: string, tree: TrustedTree = this.tree): CairnClient {
-    return new CairnClient(this.baseUrl, tree, { ...this.options, treeName: treeName(name) });
+  forTree(name: string, tree: TrustedTree = this.tree): this {
+    // Of this client's class: an IndexedClient's is an IndexedClient.
+    const Class = this.constructor as new (baseUrl: string, tree: TrustedTree, options: ClientOptions) => this;
+    return new Class(this.baseUrl, tree, { ...this.options, treeName: treeName(name) });
   }
 
   /** A tree route's path for this client's tree. */
-  private scoped(path: string): string {
+  protected scoped(path: string): string {
     if (this.treeName === null || !path.startsWith("/v1/")) return path;
     return `/v1/trees/${this.treeName}/${path.slice(4)}`;
   }
@@ -171,7 +204,7 @@ export class CairnClient {
     return this.send("GET", this.scoped(path), undefined, absentOk);
   }
 
-  private async send(method: "GET" | "POST", path: string, json: string | undefined, absentOk: boolean): Promise<string | null> {
+  protected async send(method: "GET" | "POST", path: string, json: string | undefined, absentOk: boolean): Promise<string | null> {
     let response: Response;
     try {
       const init: RequestInit =
@@ -504,6 +537,27 @@ export class CairnClient {
       throw new CairnError("verify", "LeafMismatch", `leaf ${index} is ${toHex(proof.leaf)}, not ${toHex(leaf)}`);
     }
     return proof;
+  }
+
+  /**
+   * The inputs of the batch-append circuit `LeanIMTAppend(K, D)` for the
+   * leaves `from..to` (`GET /v1/witness/append`; a binary Poseidon lean
+   * tree, K = to - from a positive multiple of 4, D `circuitDepth` or the
+   * depth of the tree of `to` leaves): the JSON `cairn prove
+   * --append-witness` prints, which snarkjs takes as is. Its shape is
+   * checked; its roots are the server's word (the proof binds them:
+   * compare `oldRoot` and `newRoot` with heads you trust). A refusal
+   * rejects with a CairnError: NotFound for a tree without append
+   * witnesses or a `to` beyond the durable size, Http (400) for a bad
+   * range or depth.
+   */
+  async appendWitness(from: bigint | number, to: bigint | number, circuitDepth?: number): Promise<CircuitInput> {
+    const start = u64Argument(from, "from");
+    const end = u64Argument(to, "to");
+    if (start > end) throw inputError(`from ${start} is above to ${end}`);
+    const depth = circuitDepth === undefined ? "" : `&circuit_depth=${u64Argument(circuitDepth, "circuit depth")}`;
+    const body = (await this.get(`/v1/witness/append?from=${start}&to=${end}${depth}`))!;
+    return witnessInput(body, "GET /v1/witness/append", "leaves", end - start, start);
   }
 
   /** Refuses a method of lean and fixed-depth trees when the trusted tree is indexed. */

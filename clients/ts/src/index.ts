@@ -10,7 +10,7 @@ import type { Hasher, HashName } from "./hasher.js";
 
 export * from "./core.js";
 export { keyId, MAX_SIGNATURES, openNote, parseVerifierKey, readCheckpointUnverified, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
-export { CairnClient, type BlockAppended, type BlockInput, type ChangeInput, type Changed, type ChangedLeaf, type ClientOptions, type ServerHead, type TreeInfo, type TreesInfo } from "./client.js";
+export { CairnClient, type BlockAppended, type CircuitInput, type BlockInput, type ChangeInput, type Changed, type ChangedLeaf, type ClientOptions, type ServerHead, type TreeInfo, type TreesInfo } from "./client.js";
 export { IndexedClient } from "./indexed-client.js";
 export { blake3, keccak256, mimcsponge, poseidon, sha256 };
 

@@ -5,7 +5,7 @@
 // lean-tree client does not carry the indexed decoders.
 
 import { hashArgument, toHex, u64Argument } from "./bytes.js";
-import { CairnClient, type ClientOptions } from "./client.js";
+import { CairnClient, witnessInput, type CircuitInput, type ClientOptions } from "./client.js";
 import { CairnError, inputError } from "./errors.js";
 import {
   decodeIndexedMembership,
@@ -96,5 +96,27 @@ export class IndexedClient extends CairnClient {
       throw error;
     }
     return verifyAbsence(body, this.tree, head, asked);
+  }
+
+  /**
+   * The inputs of the indexed batch-insert circuit `IndexedInsertBatch(K,
+   * D)` for inserting `values` in order at the durable head (`POST
+   * /v1/witness/insert`; a binary Poseidon indexed tree, K a positive
+   * multiple of 4, D `circuitDepth` or the depth of the tree after the
+   * batch): the JSON `cairn prove --insert-witness` prints, which snarkjs
+   * takes as is. Nothing is inserted. Its shape is checked, and that it
+   * witnesses the values asked; its roots are the server's word (the proof
+   * binds them). A value the tree holds or the batch repeats rejects with a
+   * CairnError of kind Conflict; a guard (0) or non-canonical value, a bad
+   * K or depth with Http (400).
+   */
+  async insertWitness(values: readonly (Uint8Array | string)[], circuitDepth?: number): Promise<CircuitInput> {
+    if (!Array.isArray(values)) throw inputError("values: want a list");
+    const hex = values.map((value, position) => toHex(hashArgument(value, `value ${position}`)));
+    const request: Record<string, unknown> = { values: hex };
+    if (circuitDepth !== undefined) request.circuit_depth = Number(u64Argument(circuitDepth, "circuit depth"));
+    const path = this.scoped("/v1/witness/insert");
+    const body = (await this.send("POST", path, JSON.stringify(request), false))!;
+    return witnessInput(body, `POST ${path}`, "values", BigInt(hex.length), undefined, hex.map((h) => BigInt(h)));
   }
 }

@@ -17,8 +17,8 @@
 use std::borrow::Cow;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, StatusCode};
 use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use cairn_db::ErrorKind;
 use serde::Deserialize;
@@ -43,8 +43,7 @@ pub(crate) async fn append(
 ) -> Result<Response, ApiError> {
     let shared = state.shared();
     let numbers = query::numbers(query, &["from", "to", "circuit_depth"])?;
-    let (Some(from), Some(to)) = (query::get(&numbers, "from"), query::get(&numbers, "to"))
-    else {
+    let (Some(from), Some(to)) = (query::get(&numbers, "from"), query::get(&numbers, "to")) else {
         return Err(ApiError::bad_request(
             "missing query parameter: want ?from=F&to=T[&circuit_depth=D] (the leaves F..T, appended to the tree of the first F)",
         ));
@@ -131,15 +130,16 @@ pub(crate) async fn insert(
                 .map_err(|e| ApiError::bad_request(format!("value at position {position}: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let (head, witness) = shared
-        .db
-        .insertion_witness(&values)
-        .map_err(|error| match error.kind() {
-            // Past the tree's capacity: the tree's state refuses the
-            // batch, no storage is short (nothing is written).
-            ErrorKind::Full => ApiError::new(StatusCode::CONFLICT, error.to_string()),
-            _ => ApiError::from_db(error),
-        })?;
+    let (head, witness) =
+        shared
+            .db
+            .insertion_witness(&values)
+            .map_err(|error| match error.kind() {
+                // Past the tree's capacity: the tree's state refuses the
+                // batch, no storage is short (nothing is written).
+                ErrorKind::Full => ApiError::new(StatusCode::CONFLICT, error.to_string()),
+                _ => ApiError::from_db(error),
+            })?;
     let json = witness
         .to_circom_json(&head, circuit_depth(asked.circuit_depth))
         .map_err(|error| {

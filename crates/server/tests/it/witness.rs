@@ -70,7 +70,11 @@ async fn append_witnesses_are_the_trees_own_and_bad_ranges_are_refused() {
         ("from=9&to=5", 400, "from 9 is above to 5"),
         ("from=5&to=5", 400, "a batch of 0"),
         ("from=5&to=8", 400, "a batch of 3"),
-        ("from=5&to=41", 404, "to 41 is beyond the tree's durable size 37"),
+        (
+            "from=5&to=41",
+            404,
+            "to 41 is beyond the tree's durable size 37",
+        ),
         ("from=5&to=21&circuit_depth=4", 400, "depth"),
         ("from=5&to=21&circuit_depth=65", 400, "depth"),
         ("from=5&to=21&circuit_depth=99999999999", 400, "depth"),
@@ -155,20 +159,48 @@ async fn insertion_witnesses_are_the_databases_and_insert_nothing() {
         .await
         .ok();
     assert_eq!(reply["frontier"][0].as_array().unwrap().len(), 4);
-    assert_eq!(client.get("/v1/root").await.ok(), before, "nothing inserted");
+    assert_eq!(
+        client.get("/v1/root").await.ok(),
+        before,
+        "nothing inserted"
+    );
 
     let p = "21888242871839275222246405745257275088548364400416034343698204186575808495617";
     for (body, status, says) in [
-        (json!({"values": ["300", "150", "160", "170"]}), 409, "already leaf 3"),
-        (json!({"values": ["150", "160", "150", "170"]}), 409, "position 2"),
+        (
+            json!({"values": ["300", "150", "160", "170"]}),
+            409,
+            "already leaf 3",
+        ),
+        (
+            json!({"values": ["150", "160", "150", "170"]}),
+            409,
+            "position 2",
+        ),
         (json!({"values": ["0", "150", "160", "170"]}), 400, "guard"),
-        (json!({"values": [p, "150", "160", "170"]}), 400, "position 0"),
-        (json!({"values": ["150", "160", "170"]}), 400, "a batch of 3"),
-        (json!({"values": ["150", "160", "170", "180"], "circuit_depth": 3}), 400, "depth"),
+        (
+            json!({"values": [p, "150", "160", "170"]}),
+            400,
+            "position 0",
+        ),
+        (
+            json!({"values": ["150", "160", "170"]}),
+            400,
+            "a batch of 3",
+        ),
+        (
+            json!({"values": ["150", "160", "170", "180"], "circuit_depth": 3}),
+            400,
+            "depth",
+        ),
         (json!({"values": []}), 400, "no values"),
         (json!({"leaves": ["150"]}), 400, "values"),
         (json!({"values": ["x1"]}), 400, "position 0"),
-        (json!({"values": ["1", "2", "3", "4", "5", "6", "7", "8", "9"]}), 413, "limit of 8"),
+        (
+            json!({"values": ["1", "2", "3", "4", "5", "6", "7", "8", "9"]}),
+            413,
+            "limit of 8",
+        ),
     ] {
         let reply = client.post_to("/v1/witness/insert", &body, None).await;
         let error = reply.error(status);
@@ -187,7 +219,11 @@ async fn insertion_witnesses_are_the_databases_and_insert_nothing() {
         )
         .await;
     reply.error(415);
-    assert_eq!(client.get("/v1/root").await.ok(), before, "nothing inserted");
+    assert_eq!(
+        client.get("/v1/root").await.ok(),
+        before,
+        "nothing inserted"
+    );
     server.stop().await.unwrap();
 }
 
@@ -197,7 +233,10 @@ async fn a_read_only_server_and_one_with_a_token_answer_insertion_witnesses() {
     let path = dir.path().join("db");
     {
         let db = cairn_db::Database::create(&path, indexed(2, HashKind::Poseidon)).unwrap();
-        db.append(&[value(10), value(20)]).unwrap();
+        db.append(&[value(10), value(20)])
+            .unwrap()
+            .wait(&db, std::time::Duration::from_secs(30))
+            .unwrap();
         db.close().unwrap();
     }
     for read_only in [true, false] {
