@@ -790,7 +790,16 @@ impl MutableDb {
             }
         }
         tree.commit();
-        pending.retain(|_, (_, end)| *end > at);
+        // Writers append under the state lock, so the log's size is every
+        // accepted change. All applied: a fresh map, since a retain walks
+        // every bucket of the capacity a large batch once grew.
+        if at >= self.db.store.size() {
+            if !pending.is_empty() {
+                *pending = HashMap::new();
+            }
+        } else {
+            pending.retain(|_, (_, end)| *end > at);
+        }
         self.applied.store(at, Ordering::Release);
     }
 
