@@ -748,7 +748,11 @@ impl MutableDb {
         let durable = durable.min(leaves.len() as u64);
         // Whole batches only: a reader never sees part of one.
         let durable = batch_end(at, durable, |i| {
-            Change::continues(leaves.get(i as usize).expect("durable words are in the log"))
+            Change::continues(
+                leaves
+                    .get(i as usize)
+                    .expect("durable words are in the log"),
+            )
         });
         let State {
             tree,

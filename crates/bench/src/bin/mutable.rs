@@ -81,7 +81,8 @@ struct Timing {
 impl Timing {
     fn row(&mut self, what: &str) -> String {
         self.rates.sort_by(f64::total_cmp);
-        let at = |q: f64| self.rates[((self.rates.len() as f64 * q) as usize).min(self.rates.len() - 1)];
+        let at =
+            |q: f64| self.rates[((self.rates.len() as f64 * q) as usize).min(self.rates.len() - 1)];
         format!(
             "| {what} | {} | {:.0} | {:.0} / {:.0} / {:.0} | {:.2} |",
             self.changes,
@@ -123,8 +124,8 @@ fn main() {
     let options = options();
     let shape = TreeConfig::new(Arity::new(options.arity).expect("arity"), options.hash);
     let root = tempfile::tempdir_in(&options.dir).expect("a scratch directory");
-    let db = MutableDb::create(root.path().join("db"), DbConfig::new(shape), false)
-        .expect("create");
+    let db =
+        MutableDb::create(root.path().join("db"), DbConfig::new(shape), false).expect("create");
     // Canonical values under every hash; seeds apart per use.
     let fresh = |seed: u64, i: u64| cairn_testkit::leaf(seed, i);
     let started = Instant::now();
@@ -134,7 +135,8 @@ fn main() {
         let end = (at + chunk).min(options.leaves);
         let values: Vec<Hash> = (at..end).map(|i| fresh(1, i)).collect();
         let (ticket, _) = db.append_values(&values, None, false).expect("append");
-        db.changed(&ticket.expect("appended"), WAIT).expect("durable");
+        db.changed(&ticket.expect("appended"), WAIT)
+            .expect("durable");
         at = end;
     }
     eprintln!(

@@ -283,8 +283,8 @@ fn kill_rounds(fixed: bool, kills: u64) {
         std::thread::sleep(Duration::from_millis(rng.gen_range(10..150)));
         victim.kill();
         let (want, ends) = allowed(&acks, acked);
-        let db = MutableDb::open(&path)
-            .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
+        let db =
+            MutableDb::open(&path).unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
         let count = changes_in(&db);
         assert!(
             count >= want,
