@@ -37,8 +37,8 @@ const ACKS_ENV: &str = "CAIRN_MUTABLE_CRASH_ACKS";
 const SEED_ENV: &str = "CAIRN_MUTABLE_CRASH_SEED";
 const FIXED_ENV: &str = "CAIRN_MUTABLE_CRASH_FIXED";
 /// Seeds of the change stream's randomness and of its new values.
-const STREAM: u64 = 0x3c4a_1e5;
-const VALUES: u64 = 0x3c4a_1e6;
+const STREAM: u64 = 0x03c4_a1e5;
+const VALUES: u64 = 0x03c4_a1e6;
 /// A fresh database once this many changes were recovered.
 const MAX_CHANGES: u64 = 40_000;
 const WAIT: Duration = Duration::from_secs(30);
