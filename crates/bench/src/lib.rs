@@ -147,3 +147,16 @@ pub mod rotor {
         tree
     }
 }
+
+/// The process's CPU time (user + system, all threads) from
+/// `/proc/self/stat`, in seconds: less sensitive than the wall clock to
+/// other load on a shared machine. `None` where there is no procfs.
+pub fn cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start at ')'.
+    let rest = text.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}

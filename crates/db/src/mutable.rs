@@ -98,8 +98,9 @@ impl Change {
     const REMOVE: u8 = 3;
 
     /// The two log words of this change, applied to a tree of `size`
-    /// leaves with zero leaf `zero`: word 0 is the operation byte (1
-    /// append, 2 update, 3 remove), 7 zero bytes, the leaf index
+    /// leaves with zero leaf `zero`, as the last change of its batch: word
+    /// 0 is the operation byte (1 append, 2 update, 3 remove), the batch
+    /// byte (0 here; see [`Change::continues`]), 6 zero bytes, the leaf index
     /// (little-endian u64; an append's is the size it lands at) and 16 zero
     /// bytes; word 1 is the leaf's new value (the zero leaf for a removal).
     pub fn encode(&self, size: u64, zero: &Hash) -> [Hash; 2] {
@@ -114,8 +115,16 @@ impl Change {
         [word, value]
     }
 
+    /// Whether the change whose first log word is `head` is followed by
+    /// more of its batch (its batch byte is 1): a log ending in such a
+    /// change ends inside a batch, which recovery drops whole.
+    pub fn continues(head: &Hash) -> bool {
+        head[1] == 1
+    }
+
     /// The change two log words hold, checked against a tree of `size`
-    /// leaves with zero leaf `zero`: every reserved byte zero, a known
+    /// leaves with zero leaf `zero`: a batch byte 0 or 1, every reserved
+    /// byte zero, a known
     /// operation, an append at `size`, an update or removal below it, a
     /// removal's value the zero leaf.
     pub fn decode(
@@ -124,7 +133,10 @@ impl Change {
         zero: &Hash,
     ) -> std::result::Result<Change, String> {
         let [head, value] = words;
-        if head[1..8] != [0; 7] || head[16..32] != [0; 16] {
+        if head[1] > 1 {
+            return Err(format!("a change's batch byte is {}, want 0 or 1", head[1]));
+        }
+        if head[2..8] != [0; 6] || head[16..32] != [0; 16] {
             return Err("reserved bytes of a change are not zero".to_owned());
         }
         let index = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
@@ -231,6 +243,20 @@ struct State {
     tagged: BTreeMap<u64, Option<TreeHead>>,
 }
 
+/// The end of the last whole batch among the changes from log word `from`
+/// (a batch's end) to `to`: after the last change whose batch byte says its
+/// batch ends there, given `continues(at)` of the change at word `at`.
+fn batch_end(from: u64, to: u64, continues: impl Fn(u64) -> bool) -> u64 {
+    if to <= from {
+        return from;
+    }
+    let mut end = to - (to - from) % WORDS_PER_CHANGE;
+    while end > from && continues(end - WORDS_PER_CHANGE) {
+        end -= WORDS_PER_CHANGE;
+    }
+    end
+}
+
 /// The store flag that says removed values may come back.
 pub(crate) const FLAG_READMIT: u64 = 1 << 8;
 
@@ -324,11 +350,33 @@ impl MutableDb {
         Ok(mutable)
     }
 
+    /// The log's size without a last batch it holds only part of (a
+    /// commit that crossed a log file may have made its first part
+    /// durable): a writer truncates the log to the last batch's end, a
+    /// reader replays up to it.
+    fn drop_torn_batch(&self) -> Result<u64> {
+        let size = self.db.store.size();
+        if !size.is_multiple_of(WORDS_PER_CHANGE) {
+            // The replay reports it.
+            return Ok(size);
+        }
+        let end = {
+            let leaves = self.db.store.leaves();
+            batch_end(0, size, |at| {
+                Change::continues(leaves.get(at as usize).expect("below the size"))
+            })
+        };
+        if end < size && !self.db.store.is_read_only() {
+            self.db.truncate(end)?;
+        }
+        Ok(end)
+    }
+
     /// Replays the whole log into a fresh tree (at open and after a
     /// rollback). Appends are batched into one tree append per run.
     fn replay(&self) -> Result<()> {
         let mut state = self.state.write();
-        let size = self.db.store.size();
+        let size = self.drop_torn_batch()?;
         let leaves = self.db.store.leaves();
         let corrupt = |at: u64, detail: String| {
             DbError::Store(StoreError::corrupt(
@@ -583,7 +631,13 @@ impl MutableDb {
             if let Some(value) = value {
                 added.insert(value, position);
             }
-            words.extend(change.encode(size, &self.zero));
+            let [mut head, value] = change.encode(size, &self.zero);
+            // Every change but the batch's last says the batch goes on, so
+            // recovery never keeps part of a batch.
+            if position + 1 < changes.len() {
+                head[1] = 1;
+            }
+            words.extend([head, value]);
             if matches!(change, Change::Append(_)) {
                 size += 1;
             }
@@ -692,6 +746,14 @@ impl MutableDb {
         let mut at = self.applied.load(Ordering::Acquire);
         let leaves = self.db.store.leaves();
         let durable = durable.min(leaves.len() as u64);
+        // Whole batches only: a reader never sees part of one.
+        let durable = batch_end(at, durable, |i| {
+            Change::continues(
+                leaves
+                    .get(i as usize)
+                    .expect("durable words are in the log"),
+            )
+        });
         let State {
             tree,
             pending,
@@ -732,7 +794,16 @@ impl MutableDb {
             }
         }
         tree.commit();
-        pending.retain(|_, (_, end)| *end > at);
+        // Writers append under the state lock, so the log's size is every
+        // accepted change. All applied: a fresh map, since a retain walks
+        // every bucket of the capacity a large batch once grew.
+        if at >= self.db.store.size() {
+            if !pending.is_empty() {
+                *pending = HashMap::new();
+            }
+        } else {
+            pending.retain(|_, (_, end)| *end > at);
+        }
         self.applied.store(at, Ordering::Release);
     }
 

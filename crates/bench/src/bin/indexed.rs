@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cairn_bench::durable::{IoCounters, IoDelta};
-use cairn_bench::median;
+use cairn_bench::{cpu_seconds, median};
 use cairn_core::indexed::IndexedTree;
 use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig};
 use cairn_db::{Db, DbConfig, IndexedDb};
@@ -185,19 +185,6 @@ struct Ingested {
     seconds: f64,
     cpu_seconds: Option<f64>,
     disk_bytes: Option<u64>,
-}
-
-/// The process's CPU time (user + system, all threads) from
-/// `/proc/self/stat`, in seconds: less sensitive than the wall clock to
-/// other load on a shared machine.
-fn cpu_seconds() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which may hold spaces) start at ')'.
-    let rest = text.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
 }
 
 fn ingest_indexed(dir: &Path, values: &[Hash], batch: usize) -> Ingested {

@@ -14,6 +14,7 @@ mod forest_read;
 mod indexed;
 mod indexed_crash;
 mod mutable;
+mod mutable_crash;
 mod pending;
 mod read_only;
 mod rollback;

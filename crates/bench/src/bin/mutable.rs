@@ -1,0 +1,208 @@
+//! The mutable tree's figures (docs/performance.md, "Mutable trees and
+//! indexed history"): a `MutableDb` of `--leaves` leaves (appended in
+//! batches of 1M, durable), then `--rounds` rounds, each of one batch of
+//! `--batch` updates of random live leaves, one batch of `--batch`
+//! removals and one batch of `--batch` appends, in that order, each waited
+//! for until durable with its old leaves' proofs (what `cairn update`
+//! answers). Per kind of change: changes per second over the whole run,
+//! the spread of the per-batch rates (p10, p50, p90), and the CPU seconds
+//! of the process (user and system, all threads, from `/proc/self/stat`)
+//! per change. Every batch's proofs are checked against the head before
+//! it outside the timing.
+//!
+//! Run: `cargo run --release -p cairn-bench --bin mutable -- [--leaves N]
+//! [--batch B] [--rounds R] [--hash blake3|poseidon] [--arity N] [--dir DIR]`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use cairn_bench::cpu_seconds;
+use cairn_core::{Arity, Hash, HashKind, TreeConfig};
+use cairn_db::{Change, DbConfig, MutableDb};
+
+struct Options {
+    leaves: u64,
+    batch: u64,
+    rounds: u64,
+    hash: HashKind,
+    arity: u64,
+    dir: PathBuf,
+}
+
+const USAGE: &str = "usage: mutable [--leaves N] [--batch B] [--rounds R] [--hash blake3|poseidon] [--arity N] [--dir DIR]";
+const WAIT: Duration = Duration::from_secs(600);
+
+fn options() -> Options {
+    let mut options = Options {
+        leaves: 10_000_000,
+        batch: 1_000,
+        rounds: 100,
+        hash: HashKind::Blake3,
+        arity: 4,
+        dir: std::env::temp_dir(),
+    };
+    let mut args = std::env::args().skip(1);
+    let bad = || -> ! {
+        eprintln!("{USAGE}");
+        std::process::exit(2)
+    };
+    let number = |text: &str| -> u64 { text.replace('_', "").parse().unwrap_or_else(|_| bad()) };
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| bad());
+        match arg.as_str() {
+            "--leaves" => options.leaves = number(&value()),
+            "--batch" => options.batch = number(&value()),
+            "--rounds" => options.rounds = number(&value()),
+            "--arity" => options.arity = number(&value()),
+            "--dir" => options.dir = PathBuf::from(value()),
+            "--hash" => {
+                let name = value();
+                options.hash = HashKind::ALL
+                    .into_iter()
+                    .find(|kind| kind.name() == name)
+                    .unwrap_or_else(|| bad());
+            }
+            _ => bad(),
+        }
+    }
+    options
+}
+
+/// One kind of change's timings.
+#[derive(Default)]
+struct Timing {
+    seconds: f64,
+    cpu: f64,
+    /// Changes per second of each batch.
+    rates: Vec<f64>,
+    changes: u64,
+}
+
+impl Timing {
+    fn row(&mut self, what: &str) -> String {
+        self.rates.sort_by(f64::total_cmp);
+        let at =
+            |q: f64| self.rates[((self.rates.len() as f64 * q) as usize).min(self.rates.len() - 1)];
+        format!(
+            "| {what} | {} | {:.0} | {:.0} / {:.0} / {:.0} | {:.2} |",
+            self.changes,
+            self.changes as f64 / self.seconds,
+            at(0.1),
+            at(0.5),
+            at(0.9),
+            self.cpu / self.changes as f64 * 1e6
+        )
+    }
+}
+
+/// Applies `batch` durably, timed into `timing`; checks every old leaf's
+/// proof against the head before it (outside the timing).
+fn timed(db: &MutableDb, shape: &TreeConfig, batch: &[Change], timing: &mut Timing) {
+    let before = db.head();
+    let cpu = cpu_seconds();
+    let started = Instant::now();
+    let ticket = db.change(batch).expect("a valid batch");
+    let old = db.changed(&ticket, WAIT).expect("durable");
+    let seconds = started.elapsed().as_secs_f64();
+    if let Some(used) = cpu.zip(cpu_seconds()).map(|(a, b)| b - a) {
+        timing.cpu += used;
+    }
+    timing.seconds += seconds;
+    timing.rates.push(batch.len() as f64 / seconds);
+    timing.changes += batch.len() as u64;
+    // Within a batch each proof is against the root the previous change
+    // left; the first one's is the head before the batch.
+    if let Some(Some(first)) = old.first() {
+        first
+            .proof
+            .verify_with(shape, &before)
+            .expect("the first old leaf proves against the head before");
+    }
+}
+
+fn main() {
+    let options = options();
+    let shape = TreeConfig::new(Arity::new(options.arity).expect("arity"), options.hash);
+    let root = tempfile::tempdir_in(&options.dir).expect("a scratch directory");
+    let db =
+        MutableDb::create(root.path().join("db"), DbConfig::new(shape), false).expect("create");
+    // Canonical values under every hash; seeds apart per use.
+    let fresh = |seed: u64, i: u64| cairn_testkit::leaf(seed, i);
+    let started = Instant::now();
+    let chunk = 1_000_000u64;
+    let mut at = 0;
+    while at < options.leaves {
+        let end = (at + chunk).min(options.leaves);
+        let values: Vec<Hash> = (at..end).map(|i| fresh(1, i)).collect();
+        let (ticket, _) = db.append_values(&values, None, false).expect("append");
+        db.changed(&ticket.expect("appended"), WAIT)
+            .expect("durable");
+        at = end;
+    }
+    eprintln!(
+        "built {} leaves ({} N = {}) in {:.1} s",
+        options.leaves,
+        options.hash.name(),
+        options.arity,
+        started.elapsed().as_secs_f64()
+    );
+    let (mut updates, mut removals, mut appends) =
+        (Timing::default(), Timing::default(), Timing::default());
+    let mut removed = std::collections::HashSet::new();
+    let mut size = options.leaves;
+    let mut next = 0u64;
+    // A splitmix64 stream picks the indices (leaves removed are skipped).
+    let mut state = 0x5eed_u64;
+    let mut random = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for _ in 0..options.rounds {
+        let mut pick = |removed: &std::collections::HashSet<u64>, taken: &mut Vec<u64>| loop {
+            let index = random() % size;
+            if !removed.contains(&index) && !taken.contains(&index) {
+                taken.push(index);
+                return index;
+            }
+        };
+        let mut taken = Vec::new();
+        let batch: Vec<Change> = (0..options.batch)
+            .map(|_| {
+                next += 1;
+                Change::Update(pick(&removed, &mut taken), fresh(2, next))
+            })
+            .collect();
+        timed(&db, &shape, &batch, &mut updates);
+        let mut taken = Vec::new();
+        let batch: Vec<Change> = (0..options.batch)
+            .map(|_| Change::Remove(pick(&removed, &mut taken)))
+            .collect();
+        timed(&db, &shape, &batch, &mut removals);
+        removed.extend(taken);
+        let batch: Vec<Change> = (0..options.batch)
+            .map(|_| {
+                next += 1;
+                Change::Append(fresh(2, next))
+            })
+            .collect();
+        timed(&db, &shape, &batch, &mut appends);
+        size += options.batch;
+    }
+    println!(
+        "\nmutable: {} leaves, {} N = {}, batches of {}, {} rounds (update, remove, append), each batch durable",
+        options.leaves,
+        options.hash.name(),
+        options.arity,
+        options.batch,
+        options.rounds
+    );
+    println!("| change | changes | per second | per batch: p10 / p50 / p90 | CPU us per change |");
+    println!("|---|---|---|---|---|");
+    println!("{}", updates.row("update"));
+    println!("{}", removals.row("remove"));
+    println!("{}", appends.row("append"));
+    db.close().expect("close");
+}
