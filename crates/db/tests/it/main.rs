@@ -18,5 +18,6 @@ mod pending;
 mod read_only;
 mod rollback;
 mod rollover;
+mod rollover_whole;
 mod setfile;
 mod support;
