@@ -157,7 +157,7 @@ fn blocks(dir: &Path) {
     let rate = |t: Duration| (BLOCKS * 3 * PER_TREE) as f64 / t.as_secs_f64();
     let (f, o) = (forest_times[ROUNDS / 2], one_times[ROUNDS / 2]);
     println!(
-        "{BLOCKS} blocks of 3 x {PER_TREE} values: 3 trees {:.0} values/s ({:.0}..{:.0}), one tree {:.0} values/s ({:.0}..{:.0}); one tree / 3 trees time = {:.2}",
+        "{BLOCKS} blocks of 3 x {PER_TREE} values: 3 trees {:.0} values/s ({:.0}..{:.0}), one tree {:.0} values/s ({:.0}..{:.0}); 3 trees / one tree time = {:.2}",
         rate(f),
         rate(forest_times[ROUNDS - 1]),
         rate(forest_times[0]),
