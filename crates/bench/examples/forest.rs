@@ -2,7 +2,7 @@
 //! trees (time, resident memory and disk per empty tree), blocks across
 //! three trees against the same leaves appended to one tree as tagged
 //! blocks (throughput, and fsyncs counted on the simulated file system),
-//! and a 64-block rollback across three trees at two tree sizes.
+//! and a 64-block rollback across three trees at three tree sizes.
 //! Run: `cargo run --release -p cairn-bench --example forest -- [--dir DIR]
 //! [--part open|blocks|reorg]` (every part without `--part`).
 
@@ -157,7 +157,7 @@ fn blocks(dir: &Path) {
     let rate = |t: Duration| (BLOCKS * 3 * PER_TREE) as f64 / t.as_secs_f64();
     let (f, o) = (forest_times[ROUNDS / 2], one_times[ROUNDS / 2]);
     println!(
-        "{BLOCKS} blocks of 3 x {PER_TREE} values: 3 trees {:.0} values/s ({:.0}..{:.0}), one tree {:.0} values/s ({:.0}..{:.0}); one tree / 3 trees time = {:.2}",
+        "{BLOCKS} blocks of 3 x {PER_TREE} values: 3 trees {:.0} values/s ({:.0}..{:.0}), one tree {:.0} values/s ({:.0}..{:.0}); 3 trees / one tree time = {:.2}",
         rate(f),
         rate(forest_times[ROUNDS - 1]),
         rate(forest_times[0]),
@@ -220,8 +220,24 @@ fn reorg(fs: Arc<dyn Fs>, path: &Path, size: usize) -> Duration {
     elapsed
 }
 
+/// The tree sizes of the rollback part: `CAIRN_REORG_SIZES=10000,100000`
+/// picks some (10,000, 100,000 and 1,000,000 leaves a tree by default).
+fn sizes() -> Vec<usize> {
+    match std::env::var("CAIRN_REORG_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .expect("CAIRN_REORG_SIZES: sizes separated by commas")
+            })
+            .collect(),
+        Err(_) => vec![10_000, 100_000, 1_000_000],
+    }
+}
+
 fn reorgs(dir: &Path) {
-    for size in [10_000usize, 1_000_000] {
+    for size in sizes() {
         let mut times = Vec::new();
         for round in 0..ROUNDS {
             let path = dir.join(format!("reorg-{size}-{round}"));

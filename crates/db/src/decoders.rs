@@ -65,8 +65,8 @@ pub struct ManifestFamily {
     pub member: u32,
     /// The most leaves a member holds.
     pub capacity: u64,
-    /// Whether a full member is followed by a new one.
-    pub rollover: bool,
+    /// What a full member does with values that do not fit.
+    pub rollover: crate::forest::Rollover,
 }
 
 /// Reads `bytes` as `cairn.trees`, as open does.

@@ -202,7 +202,9 @@ impl DbError {
                 use crate::forest::ForestError as Forest;
                 match error {
                     Forest::BadName { .. } | Forest::TreeTwice { .. } => ErrorKind::InvalidBatch,
-                    Forest::MemberWrite { .. } => ErrorKind::InvalidBatch,
+                    Forest::MemberWrite { .. } | Forest::BatchOverMember { .. } => {
+                        ErrorKind::InvalidBatch
+                    }
                     Forest::BadCapacity { .. } => ErrorKind::Config,
                     Forest::Full { .. } => ErrorKind::Full,
                     Forest::InFamily { .. } => ErrorKind::Duplicate,

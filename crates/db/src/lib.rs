@@ -73,8 +73,9 @@ pub use db::{AppendedNew, Db, DbSnapshot, DbStats, DurableHead};
 pub use error::{DbError, ErrorKind, Result};
 pub use forest::{
     BlockId, BlockParts, Capacity, Committed, DEFAULT_TREE, Family, Forest, ForestError, JOURNAL,
-    JOURNAL_VERSION, Located, MANIFEST, MANIFEST_VERSION, ReadTree, TREES_DIR, Tree, TreeAt,
-    check_name, family_dirs, is_forest, member_name, open_tree, open_trees, tree_dir, tree_dirs,
+    JOURNAL_VERSION, Located, MANIFEST, MANIFEST_VERSION, ReadTree, Rollover, TREES_DIR, Tree,
+    TreeAt, check_name, family_dirs, is_forest, member_name, open_tree, open_trees, tree_dir,
+    tree_dirs,
 };
 pub use indexed::{IndexedDb, Inserted, WitnessTicket};
 pub use mutable::{Change, ChangeTicket, MutableDb, MutableError, OldLeaf, WORDS_PER_CHANGE};

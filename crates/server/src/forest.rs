@@ -358,6 +358,13 @@ struct TreeJson {
     size: u64,
     root: Option<String>,
     finalized: u64,
+    /// A family member's capacity (absent for a tree without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity: Option<u64>,
+    /// A family member's successor rule: `none`, `split` or
+    /// `whole-batch` (absent for a tree without a capacity).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rollover: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -386,7 +393,15 @@ async fn list(State(trees): State<Arc<Trees>>) -> Response {
             let db = &tree.state.shared().db;
             let durable = db.durable();
             let config = db.tree_config();
+            let family = trees.forest.as_ref().and_then(|forest| {
+                forest
+                    .family(&tree.name)
+                    .ok()
+                    .and_then(|members| members.first().and_then(|m| m.family))
+            });
             TreeJson {
+                capacity: family.map(|f| f.capacity),
+                rollover: family.map(|f| f.rollover.name()),
                 name: tree.name.clone(),
                 kind: config.kind.name(),
                 arity: config.arity.as_u64(),

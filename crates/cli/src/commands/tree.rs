@@ -26,12 +26,17 @@ tree made before: adding a tree converts it, its tree named `default` and left w
 (docs/file-format.md, \"Database directory of several trees\"). Such a directory must not be \
 written by an earlier build afterwards.
 
---json prints {\"dir\":\"..\",\"tree\":\"NAME\",\"kind\":\"..\",\"arity\":N,\"hash\":\"..\",\"size\":S}.
+--json prints {\"dir\":\"..\",\"tree\":\"NAME\",\"kind\":\"..\",\"arity\":N,\"hash\":\"..\",\"size\":S,\
+\"capacity\":C|null,\"rollover\":true|false,\"rule\":\"none|split|whole-batch\"}.
 
 With --capacity LEAVES the tree holds at most that many leaves (an indexed tree's guard counted; \
 an imt at most N^depth): full, it refuses more, or with --rollover the next values (of the same \
 block, which stays one atomic write) go to a new member NAME/1, then NAME/2, ..., each of the \
-same config (Railgun's tree numbers). Writes name the family NAME; reads take NAME (every \
+same config (Railgun's tree numbers). `--rollover split` (what --rollover alone means) fills \
+the full member exactly and puts the rest in the next; `--rollover whole-batch` puts a block's \
+values for the family whole in the next member when they do not fit in the last, leaving it \
+short, as Railgun's contract starts a new tree for a batch that does not fit (one block per \
+batch, then; a batch larger than a member is refused). Writes name the family NAME; reads take NAME (every \
 member: `cairn contains` and `cairn prove --leaf` say which) or NAME/K (one member). A family \
 with a nullifier set refuses a value any member holds.
 
@@ -94,12 +99,36 @@ struct TreeAddCmd {
     /// The most leaves the tree holds (an indexed tree's guard counted; an imt's at most N^depth): a full tree refuses more, or rolls over with --rollover.
     #[arg(long, value_name = "LEAVES")]
     capacity: Option<u64>,
-    /// When full, the next values go to a new member NAME/1, NAME/2, ... of the same config (needs --capacity).
-    #[arg(long, requires = "capacity")]
-    rollover: bool,
+    /// When full, the next values go to a new member NAME/1, NAME/2, ... of the same config (needs --capacity): `split` (the default) fills the full member exactly and puts the rest in the next; `whole-batch` puts a block's values for the family whole in the next member when they do not fit, leaving the full one short (Railgun's rule).
+    #[arg(
+        long,
+        requires = "capacity",
+        value_name = "RULE",
+        num_args = 0..=1,
+        default_missing_value = "split"
+    )]
+    rollover: Option<RolloverRule>,
     /// Print what was added as one line of JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// A family's successor rule.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum RolloverRule {
+    /// Fill the full member exactly; the rest goes to the next.
+    Split,
+    /// A block's values for the family that do not fit go whole to the next member.
+    WholeBatch,
+}
+
+impl RolloverRule {
+    fn rule(self) -> cairn_db::Rollover {
+        match self {
+            RolloverRule::Split => cairn_db::Rollover::Split,
+            RolloverRule::WholeBatch => cairn_db::Rollover::WholeBatch,
+        }
+    }
 }
 
 impl TreeCmd {
@@ -121,9 +150,12 @@ impl TreeAddCmd {
             true,
         )?;
         let forest = Forest::open(&self.dir).map_err(database::db_failure)?;
+        let rule = self
+            .rollover
+            .map_or(cairn_db::Rollover::Refuse, RolloverRule::rule);
         let capacity = self.capacity.map(|leaves| cairn_db::Capacity {
             leaves,
-            rollover: self.rollover,
+            rollover: rule,
         });
         let added = forest.add_tree_with(&self.name, config, capacity);
         let size = added.as_ref().map(|db| db.size()).unwrap_or(0);
@@ -140,14 +172,20 @@ impl TreeAddCmd {
                     .field("hash", self.hash.name())
                     .field("size", size)
                     .field("capacity", self.capacity)
-                    .field("rollover", self.rollover)
+                    .field("rollover", rule.rolls_over())
+                    .field("rule", rule.name())
                     .finish(),
             );
         }
         let capacity = match self.capacity {
-            Some(leaves) if self.rollover => {
+            Some(leaves) if rule.rolls_over() => {
+                let whole = if rule == cairn_db::Rollover::WholeBatch {
+                    ", a block's values whole in one member"
+                } else {
+                    ""
+                };
                 format!(
-                    ", capacity {leaves} then {}/1, {}/2, ...",
+                    ", capacity {leaves} then {}/1, {}/2, ...{whole}",
                     self.name, self.name
                 )
             }

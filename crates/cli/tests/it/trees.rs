@@ -164,3 +164,93 @@ fn read_only_commands_answer_as_the_journal_after_a_crash_before_the_trees_caugh
     let root = cairn(&["root", &db, "--tree", "notes"]).success();
     assert_eq!(root.trim(), root_hex(2, HashKind::Blake3, notes));
 }
+
+#[test]
+fn tree_add_takes_the_whole_batch_rollover_and_a_block_that_does_not_fit_starts_a_member() {
+    let dir = Dir::new();
+    let db = dir.path("db");
+    cairn(&["init", &db]).success();
+    let added = cairn(&[
+        "tree",
+        "add",
+        &db,
+        "rg",
+        "--arity",
+        "2",
+        "--hash",
+        "blake3",
+        "--capacity",
+        "4",
+        "--json",
+        "--rollover",
+        "whole-batch",
+    ])
+    .json();
+    assert_eq!(added["rollover"], true, "{added}");
+    assert_eq!(added["rule"], "whole-batch", "{added}");
+    // --rollover alone is the split rule, as before.
+    let split = cairn(&[
+        "tree",
+        "add",
+        &db,
+        "sp",
+        "--arity",
+        "2",
+        "--hash",
+        "blake3",
+        "--capacity",
+        "4",
+        "--rollover",
+    ])
+    .success();
+    assert!(split.contains("capacity 4 then sp/1, sp/2, ..."), "{split}");
+    assert!(!split.contains("whole"), "{split}");
+    cairn(&[
+        "tree",
+        "add",
+        &db,
+        "bad",
+        "--arity",
+        "2",
+        "--hash",
+        "blake3",
+        "--capacity",
+        "4",
+        "--rollover",
+        "halves",
+    ])
+    .error(2, &["invalid value 'halves'", "split, whole-batch"]);
+    let all = leaves(9);
+    ingest(&db, &all[..3], &["--tree", "rg", "--block", "1"]).success();
+    ingest(&db, &all[3..5], &["--tree", "sp", "--block", "2"]).success();
+    // 2 values, 1 of room: both go to rg/1 and rg keeps 3.
+    ingest(&db, &all[5..7], &["--tree", "rg", "--block", "3"]).success();
+    let trees = cairn(&["trees", &db, "--json"]).json();
+    let sizes: Vec<(String, u64)> = trees["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64)> = [("rg", 3), ("sp", 2), ("rg/1", 2)]
+        .iter()
+        .map(|(n, s)| (n.to_string(), *s))
+        .collect();
+    assert_eq!(sizes, want);
+    let root = cairn(&["root", &db, "--tree", "rg/1"]).success();
+    assert_eq!(root.trim(), root_hex(2, HashKind::Blake3, &all[5..7]));
+    let found = cairn(&[
+        "contains",
+        &db,
+        "--tree",
+        "rg",
+        crate::support::hex(&all[6..7]).trim(),
+    ])
+    .success();
+    assert!(found.contains("1 1"), "{found}");
+}

@@ -144,6 +144,19 @@ pub enum ForestError {
         /// The values refused.
         values: u64,
     },
+    /// A write to a whole-batch family larger than one member holds: no
+    /// member can take it whole.
+    #[error(
+        "{values} values for family {tree:?}, which rolls over whole batches: one member holds at most {capacity}"
+    )]
+    BatchOverMember {
+        /// The family.
+        tree: String,
+        /// The values one member holds.
+        capacity: u64,
+        /// The values written.
+        values: u64,
+    },
     /// A value a member of a strict family holds, or one a write to the
     /// family repeats.
     #[error("value {} is {}: the family refuses it", to_hex(value), match (tree, index) {

@@ -31,9 +31,41 @@ pub struct Capacity {
     /// The most leaves one member holds (an indexed tree's guard leaf
     /// counted; a fixed-depth tree's is at most `arity^depth`).
     pub leaves: u64,
-    /// Whether the next values go to a new member (`true`) or a full
-    /// tree refuses them (`false`).
-    pub rollover: bool,
+    /// What happens to values that do not fit in the last member.
+    pub rollover: Rollover,
+}
+
+/// A family's successor rule: where the values of a write that do not
+/// fit in its last member go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rollover {
+    /// No successor: a full tree refuses what does not fit, whole.
+    #[default]
+    Refuse,
+    /// The last member is filled exactly and the rest goes on in new
+    /// members (as many as the values need).
+    Split,
+    /// A write that does not fit in the last member goes whole to a new
+    /// member, leaving the last one short (Railgun's contract: a batch of
+    /// commitments is never split across trees). A write larger than one
+    /// member is refused.
+    WholeBatch,
+}
+
+impl Rollover {
+    /// Whether a full member is followed by a new one.
+    pub fn rolls_over(self) -> bool {
+        self != Rollover::Refuse
+    }
+
+    /// The name the CLI and the JSON answers give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rollover::Refuse => "none",
+            Rollover::Split => "split",
+            Rollover::WholeBatch => "whole-batch",
+        }
+    }
 }
 
 /// Where a value is in a family: the member holding it and its index.
@@ -167,7 +199,9 @@ impl Forest {
             let last = *members.last().expect("member 0 is live");
             let size = state.journaled[last];
             let room = usize::try_from(family.capacity.saturating_sub(size)).unwrap_or(usize::MAX);
-            if values.len() > room && !family.rollover {
+            let per_member =
+                usize::try_from(family.capacity - empty_size(tree.db.kind())).unwrap_or(usize::MAX);
+            if values.len() > room && !family.rollover.rolls_over() {
                 return Err(ForestError::Full {
                     tree: trees[last].name.clone(),
                     capacity: family.capacity,
@@ -176,14 +210,24 @@ impl Forest {
                 }
                 .into());
             }
-            let (head, mut rest) = values.split_at(room.min(values.len()));
+            // Under the whole-batch rule a write that does not fit goes
+            // whole to the next member (the last keeps its head: an empty
+            // share still records the block).
+            let whole = family.rollover == Rollover::WholeBatch && values.len() > room;
+            if whole && values.len() > per_member {
+                return Err(ForestError::BatchOverMember {
+                    tree: name.to_owned(),
+                    capacity: per_member as u64,
+                    values: values.len() as u64,
+                }
+                .into());
+            }
+            let (head, mut rest) = values.split_at(if whole { 0 } else { room.min(values.len()) });
             let mut split = vec![(Some(last), head.to_vec())];
             planned.push(Planned {
                 number: last,
                 values: head.to_vec(),
             });
-            let per_member =
-                usize::try_from(family.capacity - empty_size(tree.db.kind())).unwrap_or(usize::MAX);
             let mut member = trees[last].family.map_or(0, |f| f.member);
             while !rest.is_empty() {
                 member += 1;

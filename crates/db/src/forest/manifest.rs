@@ -8,10 +8,14 @@
 //! capacity and successor rule of a tree that rolls over (member `k` of
 //! family `NAME` is the tree `NAME/k`; member 0 is `NAME` itself). A
 //! manifest without a capacity is still written as version 1, which
-//! builds before families read.
+//! builds before families read. Version 3 adds the whole-batch successor
+//! rule (a rollover byte of 2); it is written only while a family has that
+//! rule, so a build that knows only splitting refuses such a manifest
+//! instead of splitting that family's writes.
 #![deny(clippy::indexing_slicing, clippy::unwrap_used)]
 
 use crate::forest::ForestError;
+use crate::forest::family::Rollover;
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "cairn.trees";
@@ -19,8 +23,10 @@ pub const MANIFEST: &str = "cairn.trees";
 pub(crate) const MANIFEST_TMP: &str = "cairn.trees.tmp";
 const MAGIC: &[u8; 8] = b"CAIRNTRS";
 /// The newest manifest format this build writes and reads (it reads
-/// version 1 too, and writes it while no tree has a capacity).
-pub const MANIFEST_VERSION: u32 = 2;
+/// versions 1 and 2 too, and writes the oldest that holds its trees).
+pub const MANIFEST_VERSION: u32 = 3;
+/// The manifest format with families that split writes only.
+const MANIFEST_VERSION_SPLIT: u32 = 2;
 /// The manifest format before families.
 const MANIFEST_VERSION_PLAIN: u32 = 1;
 /// The longest tree name, in bytes.
@@ -49,9 +55,8 @@ pub struct Family {
     pub member: u32,
     /// The most leaves a member holds (an indexed tree's guard counted).
     pub capacity: u64,
-    /// Whether a full member is followed by a new one (`true`), or
-    /// refuses what does not fit (`false`).
-    pub rollover: bool,
+    /// What a full member does with values that do not fit.
+    pub rollover: Rollover,
 }
 
 impl Entry {
@@ -104,15 +109,34 @@ pub fn check_name(name: &str) -> Result<(), ForestError> {
     }
 }
 
+/// The rollover byte of `rule`.
+fn rollover_byte(rule: Rollover) -> u8 {
+    match rule {
+        Rollover::Refuse => 0,
+        Rollover::Split => 1,
+        Rollover::WholeBatch => 2,
+    }
+}
+
+/// The version a manifest of `entries` is written as: the oldest that
+/// holds them, so that builds that read it are as many as can.
+fn written_version(entries: &[Entry]) -> u32 {
+    let families = entries.iter().any(|e| e.family.is_some());
+    let whole = entries
+        .iter()
+        .any(|e| e.family.is_some_and(|f| f.rollover == Rollover::WholeBatch));
+    match (families, whole) {
+        (_, true) => MANIFEST_VERSION,
+        (true, false) => MANIFEST_VERSION_SPLIT,
+        (false, false) => MANIFEST_VERSION_PLAIN,
+    }
+}
+
 pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
     let mut out = Vec::with_capacity(20 + entries.len() * 40);
     out.extend_from_slice(MAGIC);
     let families = entries.iter().any(|e| e.family.is_some());
-    let version = if families {
-        MANIFEST_VERSION
-    } else {
-        MANIFEST_VERSION_PLAIN
-    };
+    let version = written_version(entries);
     out.extend_from_slice(&version.to_le_bytes());
     let count = u32::try_from(entries.len()).expect("at most MAX_TREES trees");
     out.extend_from_slice(&count.to_le_bytes());
@@ -128,11 +152,11 @@ pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
             let family = entry.family.unwrap_or(Family {
                 member: 0,
                 capacity: 0,
-                rollover: false,
+                rollover: Rollover::Refuse,
             });
             out.extend_from_slice(&family.member.to_le_bytes());
             out.extend_from_slice(&family.capacity.to_le_bytes());
-            out.push(u8::from(family.rollover));
+            out.push(rollover_byte(family.rollover));
         }
     }
     let crc = crc32c::crc32c(&out);
@@ -177,7 +201,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
         return Err(corrupt("no cairn.trees magic".into()));
     }
     let version = reader.u32()?;
-    if version != MANIFEST_VERSION && version != MANIFEST_VERSION_PLAIN {
+    if ![
+        MANIFEST_VERSION_PLAIN,
+        MANIFEST_VERSION_SPLIT,
+        MANIFEST_VERSION,
+    ]
+    .contains(&version)
+    {
         return Err(ForestError::UnsupportedVersion {
             file: MANIFEST,
             version,
@@ -212,12 +242,17 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
             let member = reader.u32()?;
             let capacity = reader.u64()?;
             let rollover = match reader.take(1)?.first().copied() {
-                Some(0) => false,
-                Some(1) => true,
-                other => return Err(corrupt(format!("tree {name}: rollover flag {other:?}"))),
+                Some(0) => Rollover::Refuse,
+                Some(1) => Rollover::Split,
+                Some(2) if version >= MANIFEST_VERSION => Rollover::WholeBatch,
+                other => {
+                    return Err(corrupt(format!(
+                        "tree {name}: rollover {other:?} in a version {version} manifest"
+                    )));
+                }
             };
             if capacity == 0 {
-                if member != 0 || rollover {
+                if member != 0 || rollover != Rollover::Refuse {
                     return Err(corrupt(format!(
                         "tree {name}: member {member} or a rollover without a capacity"
                     )));
@@ -239,7 +274,10 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
                 .iter()
                 .find(|e| e.name == name && e.family.map(|g| g.member) == Some(f.member - 1));
             match before.and_then(|e| e.family) {
-                Some(g) if g.capacity == f.capacity && g.rollover && f.rollover => {}
+                Some(g)
+                    if g.capacity == f.capacity
+                        && g.rollover == f.rollover
+                        && f.rollover.rolls_over() => {}
                 _ => {
                     return Err(corrupt(format!(
                         "tree {name}/{} without its predecessor of the same capacity and rollover",
@@ -265,6 +303,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Entry>, ForestError> {
         return Err(corrupt(format!(
             "{} bytes after the last tree",
             body.len() - reader.at
+        )));
+    }
+    let want = written_version(&entries);
+    if version != want {
+        // One encoding per content: the oldest version that holds it.
+        return Err(corrupt(format!(
+            "version {version} for trees a version {want} manifest holds"
         )));
     }
     Ok(entries)
@@ -346,7 +391,7 @@ mod tests {
                 family: Some(Family {
                     member,
                     capacity: 65_536,
-                    rollover: true,
+                    rollover: Rollover::Split,
                 }),
             });
         }
@@ -422,6 +467,58 @@ mod tests {
         }
     }
 
+    fn whole_batch_family() -> Vec<Entry> {
+        let mut entries = family();
+        for entry in &mut entries {
+            if let Some(family) = &mut entry.family {
+                family.rollover = Rollover::WholeBatch;
+            }
+        }
+        entries
+    }
+
+    #[test]
+    fn a_whole_batch_family_is_written_as_version_3_and_only_version_3_holds_it() {
+        let bytes = encode(&whole_batch_family());
+        assert_eq!(bytes[8..12], 3u32.to_le_bytes());
+        assert_eq!(decode(&bytes).unwrap(), whole_batch_family());
+        // A version 2 reader's format has no rule 2: refused, not split.
+        let error = decode(&encode_as(2, &whole_batch_family())).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("rollover Some(2) in a version 2"),
+            "{error}"
+        );
+        // One encoding per content: no newer version than needed.
+        for (version, entries) in [(3, family()), (3, entries()), (2, entries())] {
+            let error = decode(&encode_as(version, &entries)).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .contains(&format!("version {version} for trees")),
+                "{error}"
+            );
+        }
+        // A family's members share one rule.
+        let mut mixed = whole_batch_family();
+        if let Some(family) = &mut mixed[3].family {
+            family.rollover = Rollover::Split;
+        }
+        let error = decode(&encode_as(3, &mixed)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("commitments/1 without its predecessor"),
+            "{error}"
+        );
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert!(decode(&flipped).is_err(), "bit {bit}");
+        }
+    }
+
     #[test]
     fn a_member_without_its_predecessor_is_refused() {
         let mut entries = family();
@@ -437,8 +534,13 @@ mod tests {
 
     /// [`encode`] without its pair assertion, for manifests it refuses.
     fn encode_unchecked(entries: &[Entry]) -> Vec<u8> {
+        encode_as(2, entries)
+    }
+
+    /// The manifest of `entries` with any version number.
+    fn encode_as(version: u32, entries: &[Entry]) -> Vec<u8> {
         let mut out = b"CAIRNTRS".to_vec();
-        out.extend_from_slice(&2u32.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
         for entry in entries {
             out.push(entry.name.len() as u8);
@@ -448,11 +550,11 @@ mod tests {
             let f = entry.family.unwrap_or(Family {
                 member: 0,
                 capacity: 0,
-                rollover: false,
+                rollover: Rollover::Refuse,
             });
             out.extend_from_slice(&f.member.to_le_bytes());
             out.extend_from_slice(&f.capacity.to_le_bytes());
-            out.push(u8::from(f.rollover));
+            out.push(rollover_byte(f.rollover));
         }
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());

@@ -48,7 +48,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::database::Database;
 use crate::error::{DbError, Result};
 
-pub use family::{Capacity, Located};
+pub use family::{Capacity, Located, Rollover};
 pub use journal::{BlockId, JOURNAL, JOURNAL_VERSION};
 pub use manifest::{Family, MANIFEST, MANIFEST_VERSION, MAX_NAME, check_name, member_name};
 

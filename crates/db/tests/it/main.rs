@@ -19,5 +19,6 @@ mod pending;
 mod read_only;
 mod rollback;
 mod rollover;
+mod rollover_whole;
 mod setfile;
 mod support;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cairn_core::{Hash, HashKind, TreeKind};
-use cairn_db::{BlockId, Capacity, DbConfig, DbError, Forest, ForestError, Located};
+use cairn_db::{BlockId, Capacity, DbConfig, DbError, Forest, ForestError, Located, Rollover};
 use cairn_store::Fs;
 use cairn_testkit::reference;
 use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
@@ -18,22 +18,22 @@ use rand::SeedableRng;
 
 use crate::support::{config_of, tree, value};
 
-fn block(number: u64) -> BlockId {
+pub(super) fn block(number: u64) -> BlockId {
     BlockId {
         number,
         hash: [number as u8; 32],
     }
 }
 
-fn values(seed: u64, from: u64, to: u64) -> Vec<Hash> {
+pub(super) fn values(seed: u64, from: u64, to: u64) -> Vec<Hash> {
     (from..to).map(|i| value(seed, i)).collect()
 }
 
-const DEPTH: u32 = 3;
+pub(super) const DEPTH: u32 = 3;
 const ZERO: Hash = [7; 32];
 
 /// A binary fixed-depth tree of 8 leaves, with or without its set.
-fn imt(unique: bool) -> DbConfig {
+pub(super) fn imt(unique: bool) -> DbConfig {
     let mut config = config_of(tree(2, HashKind::Blake3).with_kind(TreeKind::Fixed {
         depth: DEPTH,
         zero: ZERO,
@@ -45,11 +45,11 @@ fn imt(unique: bool) -> DbConfig {
 fn rolling(leaves: u64) -> Option<Capacity> {
     Some(Capacity {
         leaves,
-        rollover: true,
+        rollover: Rollover::Split,
     })
 }
 
-fn root_of(leaves: &[Hash]) -> Hash {
+pub(super) fn root_of(leaves: &[Hash]) -> Hash {
     reference::fixed_root(
         cairn_core::Arity::new(2).unwrap(),
         HashKind::Blake3,
@@ -60,7 +60,7 @@ fn root_of(leaves: &[Hash]) -> Hash {
 }
 
 /// (name, size, root) of every member of `family` that holds something.
-fn members(forest: &Forest, family: &str) -> Vec<(String, u64, Option<Hash>)> {
+pub(super) fn members(forest: &Forest, family: &str) -> Vec<(String, u64, Option<Hash>)> {
     forest.apply().unwrap();
     forest
         .family(family)
@@ -281,7 +281,7 @@ fn a_capacity_without_rollover_refuses_what_does_not_fit_and_a_capacity_past_the
     let forest = Forest::create(dir.path()).unwrap();
     let capped = Some(Capacity {
         leaves: 4,
-        rollover: false,
+        rollover: Rollover::Refuse,
     });
     forest.add_tree_with("capped", imt(true), capped).unwrap();
     forest
@@ -366,7 +366,7 @@ fn a_manifest_without_families_stays_version_1_and_opens_after_a_family_is_added
     forest.close().unwrap();
 }
 
-fn sim_open(fs: &SimFs) -> Forest {
+pub(super) fn sim_open(fs: &SimFs) -> Forest {
     Forest::open_in(Arc::new(fs.clone()) as Arc<dyn Fs>, Path::new("/db")).unwrap()
 }
 

@@ -571,3 +571,78 @@ async fn one_database_is_served_as_the_tree_default() {
     assert!(text.contains("\ncairn_tree_size 3\n"), "{text}");
     server.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_batch_family_is_listed_with_its_rule_and_a_block_that_does_not_fit_starts_a_member()
+ {
+    let (dir, forest) = three_trees();
+    forest
+        .add_tree_with(
+            "rg",
+            DbConfig::new(tree(2, HashKind::Blake3)),
+            Some(cairn_db::Capacity {
+                leaves: 4,
+                rollover: cairn_db::Rollover::WholeBatch,
+            }),
+        )
+        .unwrap();
+    let server = ForestServer::serve(dir, Arc::new(forest), |_| {}).await;
+    let client = &server.client;
+    let listed = client.get("/v1/trees").await.ok();
+    let rg = listed["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "rg")
+        .unwrap()
+        .clone();
+    assert_eq!(rg["capacity"], 4);
+    assert_eq!(rg["rollover"], "whole-batch");
+    assert!(listed["trees"][0].get("capacity").is_none());
+    let first = leaves(7, 3);
+    client
+        .post_to(
+            "/v1/blocks",
+            &block(1, json!({ "rg": hexes(&first) })),
+            None,
+        )
+        .await
+        .ok();
+    // 2 values, 1 of room: both go to member 1, member 0 stays at 3.
+    let second = leaves(8, 2);
+    let answer = client
+        .post_to(
+            "/v1/blocks",
+            &block(2, json!({ "rg": hexes(&second) })),
+            None,
+        )
+        .await
+        .ok();
+    let written: Vec<(String, u64, u64)> = answer["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["first_index"].as_u64().unwrap(),
+                t["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        written,
+        [("rg".to_owned(), 3, 0), ("rg/1".to_owned(), 0, 2)]
+    );
+    // Too many values for one member: refused whole, as a bad batch.
+    let refused = client
+        .post_to(
+            "/v1/blocks",
+            &block(3, json!({ "rg": hexes(&leaves(9, 5)) })),
+            None,
+        )
+        .await;
+    let message = refused.error(400);
+    assert!(message.contains("one member holds at most 4"), "{message}");
+    server.stop().await;
+}

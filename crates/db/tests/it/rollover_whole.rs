@@ -1,0 +1,237 @@
+//! Families under the whole-batch successor rule (Railgun's contract): a
+//! block's values for the family that do not fit in its last member go
+//! whole to the next member, leaving the last one short; a write larger
+//! than a member is refused whole; a rollback across the boundary makes
+//! the short member the last again; the rule survives a reopen (manifest
+//! version 3); and a power loss anywhere in a block crossing a boundary
+//! leaves all of it or none.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cairn_db::{Capacity, DbError, Forest, ForestError, Located, Rollover};
+use cairn_store::Fs;
+use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
+use rand::SeedableRng;
+
+use super::rollover::{block, imt, members, root_of, sim_open, values};
+
+fn whole(leaves: u64) -> Option<Capacity> {
+    Some(Capacity {
+        leaves,
+        rollover: Rollover::WholeBatch,
+    })
+}
+
+/// (name, size, root) of members holding `chunks`, in member order.
+fn expected(
+    family: &str,
+    chunks: &[&[cairn_core::Hash]],
+) -> Vec<(String, u64, Option<cairn_core::Hash>)> {
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(k, chunk)| {
+            (
+                cairn_db::member_name(family, k as u32),
+                chunk.len() as u64,
+                Some(root_of(chunk)),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_write_that_does_not_fit_goes_whole_to_the_next_member_leaving_the_last_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let forest = Forest::create(dir.path()).unwrap();
+    forest.add_tree_with("w", imt(true), whole(8)).unwrap();
+    let first = values(1, 0, 6);
+    let second = values(2, 0, 5);
+    forest.commit_block(block(1), &[("w", &first)]).unwrap();
+    // 5 values, 2 of room: all 5 start member 1; member 0 keeps its head.
+    let committed = forest.commit_block(block(2), &[("w", &second)]).unwrap();
+    let written: Vec<(&str, u64, u64)> = committed
+        .trees
+        .iter()
+        .map(|t| (t.tree.as_str(), t.first, t.count))
+        .collect();
+    assert_eq!(written, [("w", 6, 0), ("w/1", 0, 5)]);
+    assert_eq!(members(&forest, "w"), expected("w", &[&first, &second]));
+    // What fits in the last member goes there, even exactly.
+    let third = values(3, 0, 3);
+    forest.commit_block(block(3), &[("w", &third)]).unwrap();
+    let member_1: Vec<_> = second.iter().chain(&third).copied().collect();
+    assert_eq!(members(&forest, "w"), expected("w", &[&first, &member_1]));
+    // A write no member can hold whole is refused, changing nothing.
+    let refused = forest
+        .commit_block(block(4), &[("w", &values(4, 0, 9))])
+        .unwrap_err();
+    match &refused {
+        DbError::Forest(ForestError::BatchOverMember {
+            tree,
+            capacity,
+            values,
+        }) => assert_eq!((tree.as_str(), *capacity, *values), ("w", 8, 9)),
+        other => panic!("{other}"),
+    }
+    assert_eq!(members(&forest, "w"), expected("w", &[&first, &member_1]));
+    // A strict family refuses a value of the short member in a whole
+    // batch going to the next.
+    let mut repeat = values(5, 0, 3);
+    repeat.push(first[4]);
+    let refused = forest
+        .commit_block(block(4), &[("w", &repeat)])
+        .unwrap_err();
+    match &refused {
+        DbError::Forest(ForestError::InFamily { value, tree, index }) => {
+            assert_eq!(*value, first[4]);
+            assert_eq!(tree.as_deref(), Some("w"));
+            assert_eq!(*index, Some(4));
+        }
+        other => panic!("{other}"),
+    }
+    let fourth = values(4, 0, 8);
+    forest.commit_block(block(4), &[("w", &fourth)]).unwrap();
+    let chunks: [&[cairn_core::Hash]; 3] = [&first, &member_1, &fourth];
+    assert_eq!(members(&forest, "w"), expected("w", &chunks));
+    for (member, chunk) in chunks.iter().enumerate() {
+        for (index, v) in chunk.iter().enumerate() {
+            assert_eq!(
+                forest.locate("w", v).unwrap(),
+                Some(Located {
+                    tree: cairn_db::member_name("w", member as u32),
+                    member: member as u32,
+                    index: index as u64,
+                }),
+                "member {member} index {index}"
+            );
+        }
+    }
+    // The rule is the manifest's: version 3, and a reopen keeps it.
+    forest.close().unwrap();
+    let manifest = std::fs::read(dir.path().join(cairn_db::MANIFEST)).unwrap();
+    assert_eq!(manifest[8..12], 3u32.to_le_bytes());
+    let forest = Forest::open(dir.path()).unwrap();
+    assert_eq!(members(&forest, "w"), expected("w", &chunks));
+    let tree = forest.family("w").unwrap().remove(0);
+    assert_eq!(tree.family.map(|f| f.rollover), Some(Rollover::WholeBatch));
+    // Back before the boundary, the short member is the last again and
+    // takes what fits; the next crossing reuses member 1.
+    forest.truncate_to_block(1).unwrap();
+    assert_eq!(members(&forest, "w"), expected("w", &[&first]));
+    let fits = values(6, 0, 2);
+    forest.commit_block(block(2), &[("w", &fits)]).unwrap();
+    let over = values(7, 0, 1);
+    forest.commit_block(block(3), &[("w", &over)]).unwrap();
+    let member_0: Vec<_> = first.iter().chain(&fits).copied().collect();
+    assert_eq!(members(&forest, "w"), expected("w", &[&member_0, &over]));
+    assert_eq!(forest.names().len(), 3, "member 1 and 2 made once each");
+    forest.close().unwrap();
+}
+
+/// A block whose values go whole to a new member beside another tree,
+/// a rollback across the boundary and a crossing again, with a power
+/// loss after every file-system operation: the database opens at the
+/// state after some write, at or after the last acknowledged one and at
+/// most one past it.
+#[test]
+fn a_whole_batch_crossing_is_all_or_nothing_after_a_power_loss_anywhere() {
+    let fs = SimFs::new();
+    let forest = Forest::create_in(Arc::new(fs.clone()) as Arc<dyn Fs>, Path::new("/db")).unwrap();
+    forest.add_tree_with("c", imt(true), whole(8)).unwrap();
+    forest.add_tree("notes", imt(false)).unwrap();
+    forest
+        .commit_block(block(1), &[("c", &values(1, 0, 6))])
+        .unwrap();
+    forest.checkpoint().unwrap();
+    let state = |f: &Forest| (members(f, "c"), members(f, "notes"));
+    let mut states = vec![state(&forest)];
+    let mut acked = vec![fs.op_count()];
+    let start = fs.op_count();
+    type Write = Box<dyn Fn(&Forest)>;
+    let writes: Vec<Write> = vec![
+        Box::new(|f| {
+            f.commit_block(
+                block(2),
+                &[("c", &values(1, 6, 11)), ("notes", &values(2, 0, 2))],
+            )
+            .map(drop)
+            .unwrap()
+        }),
+        Box::new(|f| f.truncate_to_block(1).map(drop).unwrap()),
+        Box::new(|f| {
+            f.commit_block(
+                block(2),
+                &[("notes", &values(2, 5, 6)), ("c", &values(3, 0, 8))],
+            )
+            .map(drop)
+            .unwrap()
+        }),
+    ];
+    for write in &writes {
+        write(&forest);
+        acked.push(fs.op_count());
+        states.push(state(&forest));
+    }
+    // The crossings left member 0 short.
+    assert_eq!(states[1].0[0].1, 6);
+    assert_eq!(states[3].0[1].1, 8);
+    let end = fs.op_count();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let mut replay = fs.replay();
+    let mut checked = 0;
+    for k in start..=end {
+        replay.seek(k);
+        let mut modes = vec![
+            CrashMode::DropUnsynced,
+            CrashMode::KeepUnsynced,
+            CrashMode::UndoDirOps,
+            CrashMode::GrowthLost,
+        ];
+        for keep in 0..replay.tear_points(SECTOR).min(2) {
+            modes.push(CrashMode::TearLastWrite {
+                boundary: SECTOR,
+                keep,
+            });
+        }
+        let done = acked.iter().rposition(|&a| a <= k).unwrap();
+        for mode in modes {
+            let crashed = replay.crash(&mode, &mut rng);
+            let ctx = format!(
+                "boundary {k} of {start}..={end} ({}), {mode:?}",
+                fs.describe_op(k.saturating_sub(1))
+            );
+            let reopened =
+                Forest::open_in(Arc::new(crashed.clone()) as Arc<dyn Fs>, Path::new("/db"))
+                    .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let got = state(&reopened);
+            assert!(
+                states.iter().skip(done).take(2).any(|s| *s == got),
+                "{ctx}: opened at {got:?}, acknowledged write {done}"
+            );
+            // The family takes the next block whatever the crash left,
+            // under the same rule: 7 values fit in no short member.
+            let last = reopened.last_block().unwrap_or(0);
+            let before = got.0.len();
+            reopened
+                .commit_block(block(last + 1), &[("c", &values(4, 0, 7))])
+                .unwrap_or_else(|e| panic!("{ctx}: a block after: {e}"));
+            assert_eq!(
+                members(&reopened, "c").len(),
+                before + 1,
+                "{ctx}: a whole batch in a new member"
+            );
+            reopened.close().unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let again = sim_open(&crashed);
+            assert_eq!(
+                again.family("c").unwrap().len(),
+                before + 1,
+                "{ctx}: a second open"
+            );
+            drop(again);
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "{checked} states");
+}
