@@ -19,7 +19,7 @@ use ark_bn254::Fr;
 use ark_ff::BigInt;
 
 use super::optimised::Optimised;
-use super::params::FULL_ROUNDS;
+use super::{Cell, run_rounds};
 
 /// A field element in Montgomery form, little-endian 32-bit limbs, always
 /// below the modulus.
@@ -149,76 +149,48 @@ fn dot<const T: usize>(row: &[Fr; T], state: &[F; T]) -> F {
     sum
 }
 
-#[inline(always)]
-fn mix<const T: usize>(state: &mut [F; T], mds: &[[Fr; T]]) {
-    let old = *state;
-    for (cell, row) in state.iter_mut().zip(mds) {
-        *cell = dot(row, &old);
+impl Cell for F {
+    #[inline(always)]
+    fn add_constants<const T: usize>(state: &mut [F; T], constants: &[Fr; T]) {
+        for (cell, constant) in state.iter_mut().zip(constants) {
+            cell.add_constant(constant);
+        }
     }
-}
 
-#[inline(always)]
-fn add_constants<const T: usize>(state: &mut [F; T], constants: &[Fr; T]) {
-    for (cell, constant) in state.iter_mut().zip(constants) {
-        *cell = cell.add(F::from_fr(constant));
+    #[inline(always)]
+    fn add_constant(&mut self, constant: &Fr) {
+        *self = self.add(F::from_fr(constant));
     }
-}
 
-#[inline(always)]
-fn sbox_all<const T: usize>(state: &mut [F; T]) {
-    for cell in state.iter_mut() {
-        *cell = cell.sbox();
+    #[inline(always)]
+    fn sbox(&mut self) {
+        *self = F::sbox(*self);
     }
-}
 
-/// [`super::permute`] over 32-bit limbs: the same rounds, constants and
-/// result.
-pub(super) fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
-    let (first_constants, _) = opt.first_constants.as_chunks::<T>();
-    let (mds, _) = opt.mds.as_chunks::<T>();
-    let (entry_mds, _) = opt.entry_mds.as_chunks::<T>();
-    let (entry_constants, _) = opt.entry_constants.as_chunks::<T>();
-    let (sparse_rows, _) = opt.sparse_rows.as_chunks::<T>();
-    let (sparse_columns, _) = opt.sparse_columns.as_chunks::<T>();
-    let (last_constants, _) = opt.last_constants.as_chunks::<T>();
-    debug_assert_eq!(first_constants.len(), FULL_ROUNDS / 2);
-
-    let mut s: [F; T] = std::array::from_fn(|i| F::from_fr(&state[i]));
-    let Some((last_first, first_rounds)) = first_constants.split_last() else {
-        unreachable!("FULL_ROUNDS / 2 >= 1")
-    };
-    for constants in first_rounds {
-        add_constants(&mut s, constants);
-        sbox_all(&mut s);
-        mix(&mut s, mds);
+    #[inline(always)]
+    fn mix<const T: usize>(state: &mut [F; T], matrix: &[[Fr; T]]) {
+        let old = *state;
+        for (cell, row) in state.iter_mut().zip(matrix) {
+            *cell = dot(row, &old);
+        }
     }
-    add_constants(&mut s, last_first);
-    sbox_all(&mut s);
-    mix(&mut s, entry_mds);
-    add_constants(&mut s, &entry_constants[0]);
 
-    let partial = opt
-        .partial_constants
-        .iter()
-        .zip(sparse_rows)
-        .zip(sparse_columns);
-    for ((constant, row), column) in partial {
-        s[0] = s[0].sbox().add(F::from_fr(constant));
-        let first = s[0];
-        let new_first = dot(row, &s);
-        for (cell, entry) in s.iter_mut().zip(column).skip(1) {
+    #[inline(always)]
+    fn mix_sparse<const T: usize>(state: &mut [F; T], row: &[Fr; T], column: &[Fr; T]) {
+        let first = state[0];
+        let new_first = dot(row, state);
+        for (cell, entry) in state.iter_mut().zip(column).skip(1) {
             *cell = cell.add(first.mul(F::from_fr(entry)));
         }
-        s[0] = new_first;
+        state[0] = new_first;
     }
+}
 
-    sbox_all(&mut s);
-    mix(&mut s, mds);
-    for constants in last_constants {
-        add_constants(&mut s, constants);
-        sbox_all(&mut s);
-        mix(&mut s, mds);
-    }
+/// [`super::permute`] over 32-bit limbs: [`run_rounds`] over [`F`], the same
+/// result.
+pub(super) fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
+    let mut s: [F; T] = std::array::from_fn(|i| F::from_fr(&state[i]));
+    run_rounds(&mut s, opt);
     for (cell, value) in state.iter_mut().zip(s) {
         *cell = value.to_fr();
     }

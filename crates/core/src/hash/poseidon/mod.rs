@@ -107,13 +107,39 @@ fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
     permute_ark(state, opt);
 }
 
+/// `ark-ff`'s permutation: [`run_rounds`] over [`Fr`] itself.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+#[inline(always)]
+fn permute_ark<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
+    run_rounds(state, opt);
+}
+
+/// One cell of the permutation's state with the operations a round needs,
+/// the constants given as [`Fr`]: `Fr` itself, or [`limbs32`]'s 32-bit
+/// limbs on wasm32. The round schedule, [`run_rounds`], is written once over it.
+pub(super) trait Cell: Copy {
+    /// cell <- cell + constant, for every cell.
+    fn add_constants<const T: usize>(state: &mut [Self; T], constants: &[Fr; T]);
+    /// cell <- cell + constant.
+    fn add_constant(&mut self, constant: &Fr);
+    /// x -> x^5.
+    fn sbox(&mut self);
+    /// state <- M * state.
+    fn mix<const T: usize>(state: &mut [Self; T], matrix: &[[Fr; T]]);
+    /// state <- S * state for the sparse matrix `S = [[row], [column, I]]`:
+    /// cell 0 becomes `row . state`, cell i > 0 gains `column[i] *
+    /// state[0]` (`column[0]` is unused). About 2t multiplications instead
+    /// of t^2.
+    fn mix_sparse<const T: usize>(state: &mut [Self; T], row: &[Fr; T], column: &[Fr; T]);
+}
+
 /// The Poseidon permutation of width `T`, in the equivalent form of
 /// [`optimised`]: the first full rounds as in the textbook (the last of them
 /// with the matrix `P_0 * M`), then the partial rounds (S-box on cell 0, one
 /// scalar constant, a sparse matrix), then the last full rounds. Everything
 /// lives on the stack; the constants are only read.
-#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-fn permute_ark<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
+#[inline(always)]
+pub(super) fn run_rounds<C: Cell, const T: usize>(state: &mut [C; T], opt: &Optimised) {
     let (first_constants, _) = opt.first_constants.as_chunks::<T>();
     let (mds, _) = opt.mds.as_chunks::<T>();
     let (entry_mds, _) = opt.entry_mds.as_chunks::<T>();
@@ -132,14 +158,14 @@ fn permute_ark<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
         unreachable!("FULL_ROUNDS / 2 >= 1")
     };
     for constants in first_rounds {
-        add_constants(state, constants);
-        state.iter_mut().for_each(sbox);
-        mix(state, mds);
+        C::add_constants(state, constants);
+        state.iter_mut().for_each(C::sbox);
+        C::mix(state, mds);
     }
-    add_constants(state, last_first);
-    state.iter_mut().for_each(sbox);
-    mix(state, entry_mds);
-    add_constants(state, &entry_constants[0]);
+    C::add_constants(state, last_first);
+    state.iter_mut().for_each(C::sbox);
+    C::mix(state, entry_mds);
+    C::add_constants(state, &entry_constants[0]);
 
     let partial = opt
         .partial_constants
@@ -147,57 +173,61 @@ fn permute_ark<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
         .zip(sparse_rows)
         .zip(sparse_columns);
     for ((constant, row), column) in partial {
-        sbox(&mut state[0]);
-        state[0] += constant;
-        mix_sparse(state, row, column);
+        state[0].sbox();
+        state[0].add_constant(constant);
+        C::mix_sparse(state, row, column);
     }
 
     // The first full round of the second half has no constants left.
-    state.iter_mut().for_each(sbox);
-    mix(state, mds);
+    state.iter_mut().for_each(C::sbox);
+    C::mix(state, mds);
     for constants in last_constants {
-        add_constants(state, constants);
-        state.iter_mut().for_each(sbox);
-        mix(state, mds);
+        C::add_constants(state, constants);
+        state.iter_mut().for_each(C::sbox);
+        C::mix(state, mds);
     }
 }
 
-#[inline(always)]
-fn add_constants<const T: usize>(state: &mut [Fr; T], constants: &[Fr; T]) {
-    for (cell, constant) in state.iter_mut().zip(constants) {
-        *cell += constant;
+impl Cell for Fr {
+    #[inline(always)]
+    fn add_constants<const T: usize>(state: &mut [Fr; T], constants: &[Fr; T]) {
+        for (cell, constant) in state.iter_mut().zip(constants) {
+            *cell += constant;
+        }
     }
-}
 
-/// x -> x^5 in two squarings and one multiplication.
-#[inline(always)]
-fn sbox(x: &mut Fr) {
-    let x4 = x.square().square();
-    *x *= x4;
-}
-
-/// state <- M * state. `sum_of_products` accumulates several products before
-/// one Montgomery reduction (BN254 leaves two spare bits in the top limb),
-/// which is cheaper than reducing every product.
-#[inline(always)]
-fn mix<const T: usize>(state: &mut [Fr; T], mds: &[[Fr; T]]) {
-    let old = *state;
-    for (cell, row) in state.iter_mut().zip(mds) {
-        *cell = Fr::sum_of_products(row, &old);
+    #[inline(always)]
+    fn add_constant(&mut self, constant: &Fr) {
+        *self += constant;
     }
-}
 
-/// state <- S * state for the sparse matrix `S = [[row], [column, I]]`: cell
-/// 0 becomes `row . state`, cell i > 0 gains `column[i] * state[0]`
-/// (`column[0]` is unused). About 2t multiplications instead of t^2.
-#[inline(always)]
-fn mix_sparse<const T: usize>(state: &mut [Fr; T], row: &[Fr; T], column: &[Fr; T]) {
-    let first = state[0];
-    let new_first = Fr::sum_of_products(row, state);
-    for (cell, entry) in state.iter_mut().zip(column).skip(1) {
-        *cell += first * entry;
+    /// In two squarings and one multiplication.
+    #[inline(always)]
+    fn sbox(&mut self) {
+        let x4 = self.square().square();
+        *self *= x4;
     }
-    state[0] = new_first;
+
+    /// `sum_of_products` accumulates several products before one
+    /// Montgomery reduction (BN254 leaves two spare bits in the top limb),
+    /// which is cheaper than reducing every product.
+    #[inline(always)]
+    fn mix<const T: usize>(state: &mut [Fr; T], matrix: &[[Fr; T]]) {
+        let old = *state;
+        for (cell, row) in state.iter_mut().zip(matrix) {
+            *cell = Fr::sum_of_products(row, &old);
+        }
+    }
+
+    #[inline(always)]
+    fn mix_sparse<const T: usize>(state: &mut [Fr; T], row: &[Fr; T], column: &[Fr; T]) {
+        let first = state[0];
+        let new_first = Fr::sum_of_products(row, state);
+        for (cell, entry) in state.iter_mut().zip(column).skip(1) {
+            *cell += first * entry;
+        }
+        state[0] = new_first;
+    }
 }
 
 /// A canonical big-endian value as a field element, or `None` if it is

@@ -76,19 +76,19 @@ fn textbook_permute<const T: usize>(state: &mut [Fr; T], params: &params::Params
     let (partial, last_full) = rest.split_at(partial_rounds);
 
     for constants in first_full {
-        add_constants(state, constants);
-        state.iter_mut().for_each(sbox);
-        mix(state, mds);
+        Fr::add_constants(state, constants);
+        state.iter_mut().for_each(Fr::sbox);
+        Fr::mix(state, mds);
     }
     for constants in partial {
-        add_constants(state, constants);
-        sbox(&mut state[0]);
-        mix(state, mds);
+        Fr::add_constants(state, constants);
+        Fr::sbox(&mut state[0]);
+        Fr::mix(state, mds);
     }
     for constants in last_full {
-        add_constants(state, constants);
-        state.iter_mut().for_each(sbox);
-        mix(state, mds);
+        Fr::add_constants(state, constants);
+        state.iter_mut().for_each(Fr::sbox);
+        Fr::mix(state, mds);
     }
 }
 
