@@ -2,7 +2,7 @@
 // and against a lying server: every proof it returns has been verified
 // against the head the caller trusts, and a tampered answer is refused.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { once } from "node:events";
 import { test } from "node:test";
 import { CairnClient, CairnError, computeRoot, hashers, IndexedClient, indexedRoot, toHex } from "cairn-verify";
-import { cairnBinary, random, seed } from "./helpers.mjs";
+import { cairnBinary, random, seed, serveCairn } from "./helpers.mjs";
 
 const binary = cairnBinary();
 
@@ -24,27 +24,6 @@ async function rejection(promise) {
   assert.fail("accepted");
 }
 
-/** Starts `cairn serve` on a fresh database; resolves to {url, stop}. */
-async function serve(dir) {
-  const child = spawn(binary, ["serve", dir, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout.setEncoding("utf8");
-  const address = await new Promise((resolve, reject) => {
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-      const match = /listening on (\S+)/.exec(output);
-      if (match) resolve(match[1]);
-    });
-    child.on("exit", (code) => reject(new Error(`cairn serve exited with ${code}`)));
-  });
-  return {
-    url: `http://${address}`,
-    async stop() {
-      child.kill("SIGTERM");
-      await once(child, "exit");
-    },
-  };
-}
 
 for (const [arity, hashName] of [
   [4, "blake3"],
@@ -63,7 +42,7 @@ for (const [arity, hashName] of [
     writeFileSync(join(dir, "leaves.bin"), Buffer.concat(leaves));
     execFileSync(binary, ["init", db, "--arity", String(arity), "--hash", hashName]);
     execFileSync(binary, ["ingest", db, join(dir, "leaves.bin")]);
-    const server = await serve(db);
+    const server = await serveCairn(binary, db);
     try {
       const t = { arity, hash: hashers[hashName] };
       const client = new CairnClient(server.url, t);
@@ -138,7 +117,7 @@ test("the client verifies a fixed-depth (imt) tree's proofs from cairn serve, it
   };
   const zero = leaf();
   execFileSync(binary, ["init", db, "--arity", "3", "--hash", "keccak256", "--kind", "imt", "--depth", "7", "--zero", toHex(zero)]);
-  const server = await serve(db);
+  const server = await serveCairn(binary, db);
   try {
     const t = { arity: 3, hash: hashers.keccak256, kind: "imt", depth: 7, zero };
     const client = new CairnClient(server.url, t);
@@ -288,7 +267,7 @@ test("the client verifies an indexed server's membership and absence proofs, and
     return v;
   };
   execFileSync(binary, ["init", db, "--kind", "indexed", "--arity", "4", "--hash", "blake3"]);
-  const server = await serve(db);
+  const server = await serveCairn(binary, db);
   try {
     const t = { arity: 4, hash: hashers.blake3, kind: "indexed" };
     const insert = async (values) => {
@@ -379,7 +358,7 @@ test("the client updates and removes leaves of a mutable tree and checks the old
   writeFileSync(join(dir, "leaves.bin"), Buffer.concat(leaves));
   execFileSync(binary, ["init", db, "--arity", "2", "--hash", "blake3", "--mutable"]);
   execFileSync(binary, ["ingest", db, join(dir, "leaves.bin")]);
-  const server = await serve(db);
+  const server = await serveCairn(binary, db);
   try {
     const t = { arity: 2, hash: hashers.blake3 };
     const client = new CairnClient(server.url, t);

@@ -3,14 +3,13 @@
 // once, each tree's proofs verified through its scoped client, and a
 // refused block that writes nothing.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { once } from "node:events";
 import { test } from "node:test";
 import { CairnClient, CairnError, computeRoot, hashers, toHex } from "cairn-verify";
-import { cairnBinary, random, seed } from "./helpers.mjs";
+import { cairnBinary, random, seed, serveCairn } from "./helpers.mjs";
 
 const binary = cairnBinary();
 
@@ -24,27 +23,6 @@ async function rejection(promise) {
   assert.fail("accepted");
 }
 
-/** Starts `cairn serve` on `dir`; resolves to {url, stop}. */
-async function serve(dir) {
-  const child = spawn(binary, ["serve", dir, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout.setEncoding("utf8");
-  const address = await new Promise((resolve, reject) => {
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-      const match = /listening on (\S+)/.exec(output);
-      if (match) resolve(match[1]);
-    });
-    child.on("exit", (code) => reject(new Error(`cairn serve exited with ${code}`)));
-  });
-  return {
-    url: `http://${address}`,
-    async stop() {
-      child.kill("SIGTERM");
-      await once(child, "exit");
-    },
-  };
-}
 
 test("the client writes a block to several trees and verifies each tree's proofs", { skip: binary === null && "no cairn binary" }, async () => {
   const rng = random(seed);
@@ -58,7 +36,7 @@ test("the client writes a block to several trees and verifies each tree's proofs
   execFileSync(binary, ["init", db]);
   execFileSync(binary, ["tree", "add", db, "notes", "--arity", "2", "--hash", "poseidon"]);
   execFileSync(binary, ["tree", "add", db, "nullifiers", "--arity", "4", "--hash", "blake3"]);
-  const server = await serve(db);
+  const server = await serveCairn(binary, db);
   try {
     const notesTree = { arity: 2, hash: hashers.poseidon };
     const nullTree = { arity: 4, hash: hashers.blake3 };

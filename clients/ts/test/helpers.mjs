@@ -1,6 +1,8 @@
 // Shared by the tests: the committed vectors, hex helpers, and one check
 // for "rejected with this stage and reason".
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { CairnError, hashers } from "cairn-verify";
@@ -75,3 +77,25 @@ export function random(seed) {
 }
 
 export const seed = Number(process.env.CAIRN_TS_SEED ?? Date.now() % 1_000_000);
+
+/** Starts `cairn serve` (the binary at `binary`) on `dir`; resolves to {url, stop}. */
+export async function serveCairn(binary, dir) {
+  const child = spawn(binary, ["serve", dir, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.setEncoding("utf8");
+  const address = await new Promise((resolve, reject) => {
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+      const match = /listening on (\S+)/.exec(output);
+      if (match) resolve(match[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`cairn serve exited with ${code}`)));
+  });
+  return {
+    url: `http://${address}`,
+    async stop() {
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    },
+  };
+}

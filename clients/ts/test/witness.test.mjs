@@ -5,39 +5,17 @@
 // refusals reject with the server's status, and an answer for another
 // range or other values is refused.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import { once } from "node:events";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { CairnClient, CairnError, hashers, IndexedClient } from "cairn-verify";
-import { cairnBinary, random, seed } from "./helpers.mjs";
+import { cairnBinary, random, seed, serveCairn } from "./helpers.mjs";
 
 const binary = cairnBinary();
 const cairn = (...args) => execFileSync(binary, args).toString();
 
-/** Starts `cairn serve` on `dir`; resolves to {url, stop}. */
-async function serve(dir) {
-  const child = spawn(binary, ["serve", dir, "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout.setEncoding("utf8");
-  const address = await new Promise((resolve, reject) => {
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-      const match = /listening on (\S+)/.exec(output);
-      if (match) resolve(match[1]);
-    });
-    child.on("exit", (code) => reject(new Error(`cairn serve exited with ${code}`)));
-  });
-  return {
-    url: `http://${address}`,
-    async stop() {
-      child.kill("SIGTERM");
-      await once(child, "exit");
-    },
-  };
-}
 
 async function rejection(promise) {
   try {
@@ -69,7 +47,7 @@ test(`appendWitness is what cairn prove --append-witness prints (seed ${seed})`,
   const from = rng.int(0, 12);
   const printed = JSON.parse(cairn("prove", db, "--append-witness", `${from}..${from + 8}`, "--circuit-depth", "6"));
   const whole = JSON.parse(cairn("prove", db, "--append-witness", "16..24"));
-  const server = await serve(db);
+  const server = await serveCairn(binary, db);
   try {
     const client = new CairnClient(server.url, { arity: 2, hash: hashers.poseidon });
     assert.deepEqual(await client.appendWitness(from, from + 8, 6), printed);
@@ -103,7 +81,7 @@ test("insertWitness is what cairn prove --insert-witness prints, and inserts not
   // Two sharing a low leaf, one above every stored value, one below.
   const batch = [150, 160, 5000, 7];
   const printed = JSON.parse(cairn("prove", db, "--insert-witness", batch.join(","), "--circuit-depth", "5"));
-  const server = await serve(db);
+  const server = await serveCairn(binary, db);
   try {
     const t = { arity: 2, hash: hashers.poseidon, kind: "indexed" };
     const client = new IndexedClient(server.url, t);
