@@ -6,15 +6,9 @@
 //! version 3); and a power loss anywhere in a block crossing a boundary
 //! leaves all of it or none.
 
-use std::path::Path;
-use std::sync::Arc;
-
 use cairn_db::{Capacity, DbError, Forest, ForestError, Located, Rollover};
-use cairn_store::Fs;
-use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
-use rand::SeedableRng;
 
-use super::rollover::{block, imt, members, root_of, sim_open, values};
+use super::rollover::{block, crossing_under_power_loss, imt, members, root_of, values};
 
 fn whole(leaves: u64) -> Option<Capacity> {
     Some(Capacity {
@@ -137,101 +131,30 @@ fn a_write_that_does_not_fit_goes_whole_to_the_next_member_leaving_the_last_shor
 /// most one past it.
 #[test]
 fn a_whole_batch_crossing_is_all_or_nothing_after_a_power_loss_anywhere() {
-    let fs = SimFs::new();
-    let forest = Forest::create_in(Arc::new(fs.clone()) as Arc<dyn Fs>, Path::new("/db")).unwrap();
-    forest.add_tree_with("c", imt(true), whole(8)).unwrap();
-    forest.add_tree("notes", imt(false)).unwrap();
-    forest
-        .commit_block(block(1), &[("c", &values(1, 0, 6))])
-        .unwrap();
-    forest.checkpoint().unwrap();
-    let state = |f: &Forest| (members(f, "c"), members(f, "notes"));
-    let mut states = vec![state(&forest)];
-    let mut acked = vec![fs.op_count()];
-    let start = fs.op_count();
-    type Write = Box<dyn Fn(&Forest)>;
-    let writes: Vec<Write> = vec![
-        Box::new(|f| {
-            f.commit_block(
-                block(2),
-                &[("c", &values(1, 6, 11)), ("notes", &values(2, 0, 2))],
-            )
-            .map(drop)
-            .unwrap()
-        }),
-        Box::new(|f| f.truncate_to_block(1).map(drop).unwrap()),
-        Box::new(|f| {
-            f.commit_block(
-                block(2),
-                &[("notes", &values(2, 5, 6)), ("c", &values(3, 0, 8))],
-            )
-            .map(drop)
-            .unwrap()
-        }),
-    ];
-    for write in &writes {
-        write(&forest);
-        acked.push(fs.op_count());
-        states.push(state(&forest));
-    }
-    // The crossings left member 0 short.
-    assert_eq!(states[1].0[0].1, 6);
-    assert_eq!(states[3].0[1].1, 8);
-    let end = fs.op_count();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-    let mut replay = fs.replay();
-    let mut checked = 0;
-    for k in start..=end {
-        replay.seek(k);
-        let mut modes = vec![
-            CrashMode::DropUnsynced,
-            CrashMode::KeepUnsynced,
-            CrashMode::UndoDirOps,
-            CrashMode::GrowthLost,
-        ];
-        for keep in 0..replay.tear_points(SECTOR).min(2) {
-            modes.push(CrashMode::TearLastWrite {
-                boundary: SECTOR,
-                keep,
-            });
-        }
-        let done = acked.iter().rposition(|&a| a <= k).unwrap();
-        for mode in modes {
-            let crashed = replay.crash(&mode, &mut rng);
-            let ctx = format!(
-                "boundary {k} of {start}..={end} ({}), {mode:?}",
-                fs.describe_op(k.saturating_sub(1))
-            );
-            let reopened =
-                Forest::open_in(Arc::new(crashed.clone()) as Arc<dyn Fs>, Path::new("/db"))
-                    .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            let got = state(&reopened);
-            assert!(
-                states.iter().skip(done).take(2).any(|s| *s == got),
-                "{ctx}: opened at {got:?}, acknowledged write {done}"
-            );
-            // The family takes the next block whatever the crash left,
-            // under the same rule: 7 values fit in no short member.
-            let last = reopened.last_block().unwrap_or(0);
-            let before = got.0.len();
-            reopened
-                .commit_block(block(last + 1), &[("c", &values(4, 0, 7))])
-                .unwrap_or_else(|e| panic!("{ctx}: a block after: {e}"));
-            assert_eq!(
-                members(&reopened, "c").len(),
-                before + 1,
-                "{ctx}: a whole batch in a new member"
-            );
-            reopened.close().unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            let again = sim_open(&crashed);
-            assert_eq!(
-                again.family("c").unwrap().len(),
-                before + 1,
-                "{ctx}: a second open"
-            );
-            drop(again);
-            checked += 1;
-        }
-    }
-    assert!(checked > 30, "{checked} states");
+    crossing_under_power_loss(
+        whole(8),
+        (8, 5),
+        // Under the same rule, 7 values fit in no short member.
+        7,
+        |states| {
+            // The crossings left member 0 short.
+            assert_eq!(states[1].0[0].1, 6);
+            assert_eq!(states[3].0[1].1, 8);
+        },
+        |ctx, before, forest, second_open| {
+            if second_open {
+                assert_eq!(
+                    forest.family("c").unwrap().len(),
+                    before + 1,
+                    "{ctx}: a second open"
+                );
+            } else {
+                assert_eq!(
+                    members(forest, "c").len(),
+                    before + 1,
+                    "{ctx}: a whole batch in a new member"
+                );
+            }
+        },
+    );
 }
