@@ -19,7 +19,7 @@
 
 mod grain;
 #[cfg(any(target_arch = "wasm32", test))]
-mod limbs32;
+mod limbs29;
 pub(in crate::hash) mod optimised;
 mod params;
 #[cfg(test)]
@@ -97,12 +97,12 @@ fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
     Ok(field_to_be(state[0]))
 }
 
-/// The Poseidon permutation of width `T`: over 32-bit limbs on wasm32
-/// ([`limbs32`], the same result), over `ark-ff`'s 64-bit limbs elsewhere.
+/// The Poseidon permutation of width `T`: over 29-bit limbs on wasm32
+/// ([`limbs29`], the same result), over `ark-ff`'s 64-bit limbs elsewhere.
 #[inline(always)]
 fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
     #[cfg(target_arch = "wasm32")]
-    limbs32::permute(state, opt);
+    limbs29::permute(state, opt);
     #[cfg(not(target_arch = "wasm32"))]
     permute_ark(state, opt);
 }
@@ -114,23 +114,30 @@ fn permute_ark<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
     run_rounds(state, opt);
 }
 
-/// One cell of the permutation's state with the operations a round needs,
-/// the constants given as [`Fr`]: `Fr` itself, or [`limbs32`]'s 32-bit
-/// limbs on wasm32. The round schedule, [`run_rounds`], is written once over it.
+/// One cell of the permutation's state with the operations a round needs:
+/// `Fr` itself, or [`limbs29`]'s 29-bit limbs on wasm32, each with its
+/// constants in its own representation ([`Optimised::map`]). The round
+/// schedule, [`run_rounds`], is written once over it.
 pub(super) trait Cell: Copy {
+    /// What the tables hold: a round constant or a matrix entry, made once.
+    type Constant;
     /// cell <- cell + constant, for every cell.
-    fn add_constants<const T: usize>(state: &mut [Self; T], constants: &[Fr; T]);
+    fn add_constants<const T: usize>(state: &mut [Self; T], constants: &[Self::Constant; T]);
     /// cell <- cell + constant.
-    fn add_constant(&mut self, constant: &Fr);
+    fn add_constant(&mut self, constant: &Self::Constant);
     /// x -> x^5.
     fn sbox(&mut self);
     /// state <- M * state.
-    fn mix<const T: usize>(state: &mut [Self; T], matrix: &[[Fr; T]]);
+    fn mix<const T: usize>(state: &mut [Self; T], matrix: &[[Self::Constant; T]]);
     /// state <- S * state for the sparse matrix `S = [[row], [column, I]]`:
     /// cell 0 becomes `row . state`, cell i > 0 gains `column[i] *
     /// state[0]` (`column[0]` is unused). About 2t multiplications instead
     /// of t^2.
-    fn mix_sparse<const T: usize>(state: &mut [Self; T], row: &[Fr; T], column: &[Fr; T]);
+    fn mix_sparse<const T: usize>(
+        state: &mut [Self; T],
+        row: &[Self::Constant; T],
+        column: &[Self::Constant; T],
+    );
 }
 
 /// The Poseidon permutation of width `T`, in the equivalent form of
@@ -139,7 +146,7 @@ pub(super) trait Cell: Copy {
 /// scalar constant, a sparse matrix), then the last full rounds. Everything
 /// lives on the stack; the constants are only read.
 #[inline(always)]
-pub(super) fn run_rounds<C: Cell, const T: usize>(state: &mut [C; T], opt: &Optimised) {
+pub(super) fn run_rounds<C: Cell, const T: usize>(state: &mut [C; T], opt: &Optimised<C::Constant>) {
     let (first_constants, _) = opt.first_constants.as_chunks::<T>();
     let (mds, _) = opt.mds.as_chunks::<T>();
     let (entry_mds, _) = opt.entry_mds.as_chunks::<T>();
@@ -189,6 +196,8 @@ pub(super) fn run_rounds<C: Cell, const T: usize>(state: &mut [C; T], opt: &Opti
 }
 
 impl Cell for Fr {
+    type Constant = Fr;
+
     #[inline(always)]
     fn add_constants<const T: usize>(state: &mut [Fr; T], constants: &[Fr; T]) {
         for (cell, constant) in state.iter_mut().zip(constants) {

@@ -45,32 +45,54 @@ use ark_ff::{AdditiveGroup, Field};
 
 use super::params::{self, FULL_ROUNDS, MAX_WIDTH, MIN_WIDTH};
 
-/// The optimised constants of one width, in Montgomery form. Every matrix is
-/// row-major `t x t`; every per-round table is round-major, `t` per round.
+/// The optimised constants of one width, as `E`: `ark-ff`'s [`Fr`] (Montgomery
+/// form) as derived, or another representation made once by
+/// [`Optimised::map`]. Every matrix is row-major `t x t`; every per-round
+/// table is round-major, `t` per round.
 #[derive(Debug)]
-pub(in crate::hash) struct Optimised {
+pub(in crate::hash) struct Optimised<E = Fr> {
     /// The original constants of the first `R_F / 2` full rounds, added
     /// before their S-boxes.
-    pub(in crate::hash) first_constants: Box<[Fr]>,
+    pub(in crate::hash) first_constants: Box<[E]>,
     /// The MDS matrix: the linear layer of every full round but one.
-    pub(in crate::hash) mds: Box<[Fr]>,
+    pub(in crate::hash) mds: Box<[E]>,
     /// The linear layer of the last full round of the first half: `P_0 * M`.
-    pub(in crate::hash) entry_mds: Box<[Fr]>,
+    pub(in crate::hash) entry_mds: Box<[E]>,
     /// Added after [`Optimised::entry_mds`]: every partial-round constant
     /// that could be moved out of the partial rounds.
-    pub(in crate::hash) entry_constants: Box<[Fr]>,
+    pub(in crate::hash) entry_constants: Box<[E]>,
     /// One scalar per partial round, added to cell 0 after its S-box.
-    pub(in crate::hash) partial_constants: Box<[Fr]>,
+    pub(in crate::hash) partial_constants: Box<[E]>,
     /// The first row of each partial round's sparse matrix.
-    pub(in crate::hash) sparse_rows: Box<[Fr]>,
+    pub(in crate::hash) sparse_rows: Box<[E]>,
     /// The first column of each partial round's sparse matrix below the
     /// diagonal; slot 0 of each round is unused (zero) so rows and columns
     /// both come in chunks of `t`.
-    pub(in crate::hash) sparse_columns: Box<[Fr]>,
+    pub(in crate::hash) sparse_columns: Box<[E]>,
     /// The original constants of the second-half full rounds but the first
     /// (whose constants were moved into the partial rounds), added before
     /// their S-boxes.
-    pub(in crate::hash) last_constants: Box<[Fr]>,
+    pub(in crate::hash) last_constants: Box<[E]>,
+}
+
+impl Optimised {
+    /// The same tables with every value converted by `convert`: a
+    /// permutation over another representation of the field converts its
+    /// constants once per width, not on every use.
+    #[cfg(any(target_arch = "wasm32", test))]
+    pub(in crate::hash) fn map<E>(&self, convert: impl Fn(&Fr) -> E) -> Optimised<E> {
+        let table = |values: &[Fr]| -> Box<[E]> { values.iter().map(&convert).collect() };
+        Optimised {
+            first_constants: table(&self.first_constants),
+            mds: table(&self.mds),
+            entry_mds: table(&self.entry_mds),
+            entry_constants: table(&self.entry_constants),
+            partial_constants: table(&self.partial_constants),
+            sparse_rows: table(&self.sparse_rows),
+            sparse_columns: table(&self.sparse_columns),
+            last_constants: table(&self.last_constants),
+        }
+    }
 }
 
 /// The optimised constants for `width`, derived on the first call for that

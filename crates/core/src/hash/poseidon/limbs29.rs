@@ -1,0 +1,622 @@
+//! The Poseidon permutation over BN254 field elements held as nine 29-bit
+//! limbs in 64-bit words, for WebAssembly: wasm32 has a native 64-bit
+//! multiply but no 64x64->128-bit one, which `ark-ff`'s four 64-bit limbs
+//! need for every partial product (emulated in several instructions each).
+//! Here every partial product is one 64-bit multiply of two values below
+//! 2^29, and the product (below 2^58) is added to a 64-bit column with no
+//! carry: 64 of them fit, so carries are propagated once per
+//! multiplication, not once per partial product as with 32-bit limbs.
+//!
+//! **Representation.** Nine limbs of 29 bits (radix 2^29, 261 bits), each
+//! below 2^29 ("normalised"), in Montgomery form with R = 2^261. `ark-ff`
+//! uses R = 2^256, so a value enters with one multiplication by
+//! `2^266 mod p` and leaves with one by `2^256 mod p` ([`F::from_fr`],
+//! [`F::to_fr`]); the constants are converted once per width
+//! ([`tables`]).
+//!
+//! **Multiplication.** [`F::mul`] and [`dot`] run the word-by-word
+//! Montgomery reduction over unreduced columns: per limb `a_i` of the
+//! left operand(s), add `a_i * b` (for a matrix row, `a_k,i * b_k` for
+//! every entry `k`) into the columns, then `m * p` with `m = column_0 *
+//! (-p^-1) mod 2^29`, which clears column 0; shift the columns down one
+//! limb, carrying column 0's high bits into the new column 0. The result
+//! is `(X + M p) / 2^261` with `M < 2^261`: below `X / 2^261 + p`. A matrix
+//! row is reduced once, not once per product.
+//!
+//! **Bounds (lazy reduction).** Every value in flight is below `2p`, the
+//! constants below `p`, and `p / 2^261 < 2^-7.4`:
+//! - a product of `a, b < 2p` is below `4p^2 / 2^261 + p < 1.03 p`;
+//! - a matrix row of at most 17 entries (`< p`) times values `< 2p` is
+//!   below `34 p^2 / 2^261 + p < 1.21 p`;
+//! - a sum of two values `< 2p` is below `4p` and has `2p` subtracted when
+//!   at least `2p` ([`F::add`]).
+//!
+//! So nothing is reduced below `p` until the output ([`F::canonical`]). A
+//! column gathers at most 9 products per operand pair and 9 of the
+//! reduction's, each below 2^58, and carries below 2^36: for rows of up to
+//! 6 entries, 63 products, below 2^64; longer rows (widths 7..17) propagate
+//! the carries after every limb step, so a column gathers at most 18
+//! products on top of a normalised limb. Debug builds (the tests) check
+//! every addition for overflow.
+
+use std::marker::PhantomData;
+use std::sync::OnceLock;
+
+use ark_bn254::Fr;
+use ark_ff::BigInt;
+
+use super::optimised::Optimised;
+use super::params::{MAX_WIDTH, MIN_WIDTH};
+use super::{Cell, run_rounds};
+
+/// Limbs per element.
+const LIMBS: usize = 9;
+/// Bits per limb.
+const BITS: u32 = 29;
+/// The low `BITS` bits.
+const MASK: u64 = (1 << BITS) - 1;
+
+/// A field element in Montgomery form (R = 2^261), nine normalised 29-bit
+/// limbs, little-endian, below `2p` (not necessarily below `p`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct F([u64; LIMBS]);
+
+/// 256 bits in four little-endian 64-bit words as nine 29-bit limbs.
+const fn from_words(words: [u64; 4]) -> [u64; LIMBS] {
+    let mut out = [0u64; LIMBS];
+    let mut i = 0;
+    while i < LIMBS {
+        let bit = i * BITS as usize;
+        let (word, shift) = (bit / 64, bit % 64);
+        let mut limb = words[word] >> shift;
+        if shift + BITS as usize > 64 && word + 1 < 4 {
+            limb |= words[word + 1] << (64 - shift);
+        }
+        out[i] = limb & MASK;
+        i += 1;
+    }
+    out
+}
+
+/// Nine normalised 29-bit limbs of a value below 2^256 as four 64-bit
+/// words.
+fn to_words(limbs: [u64; LIMBS]) -> [u64; 4] {
+    let mut words = [0u64; 4];
+    for (i, limb) in limbs.into_iter().enumerate() {
+        let bit = i * BITS as usize;
+        let (word, shift) = (bit / 64, bit % 64);
+        words[word] |= limb << shift;
+        if shift + BITS as usize > 64 && word + 1 < 4 {
+            words[word + 1] |= limb >> (64 - shift);
+        }
+    }
+    words
+}
+
+/// The BN254 scalar modulus.
+const P: [u64; LIMBS] = from_words([
+    0x43e1_f593_f000_0001,
+    0x2833_e848_79b9_7091,
+    0xb850_45b6_8181_585d,
+    0x3064_4e72_e131_a029,
+]);
+
+/// `2p`, the bound every value in flight stays below.
+const TWO_P: [u64; LIMBS] = {
+    let mut out = [0u64; LIMBS];
+    let mut carry = 0;
+    let mut i = 0;
+    while i < LIMBS {
+        let sum = 2 * P[i] + carry;
+        out[i] = sum & MASK;
+        carry = sum >> BITS;
+        i += 1;
+    }
+    out
+};
+
+/// -p^-1 mod 2^29, for the Montgomery reduction.
+const P_INV_NEG: u64 = {
+    // Newton's iteration: each step doubles the correct low bits of p^-1.
+    let mut inverse: u64 = 1;
+    let mut step = 0;
+    while step < 6 {
+        inverse = inverse.wrapping_mul(2u64.wrapping_sub(P[0].wrapping_mul(inverse)));
+        step += 1;
+    }
+    inverse.wrapping_neg() & MASK
+};
+
+/// Columns with unpropagated carries: `sum columns[i] 2^(29 i)`.
+type Columns = [u64; LIMBS];
+
+/// Clears column 0 by adding `m p` and divides by 2^29: column 0's carry
+/// moves into the next column, which becomes the new column 0. With
+/// `spread`, then propagates every carry (for the longest rows, module
+/// doc).
+#[inline(always)]
+fn reduce_step(mut t: Columns, spread: bool) -> Columns {
+    let m = t[0].wrapping_mul(P_INV_NEG) & MASK;
+    for (column, p) in t.iter_mut().zip(P) {
+        *column += m * p;
+    }
+    let carry = t[0] >> BITS;
+    let shifted = [t[1] + carry, t[2], t[3], t[4], t[5], t[6], t[7], t[8], 0];
+    if spread { propagate(shifted) } else { shifted }
+}
+
+/// Propagates every column's carry into the next: normalised limbs. The
+/// top column keeps what it holds (below 2^29 for any value below 2^261).
+#[inline(always)]
+fn propagate(mut t: Columns) -> Columns {
+    for i in 0..LIMBS - 1 {
+        t[i + 1] += t[i] >> BITS;
+        t[i] &= MASK;
+    }
+    t
+}
+
+/// What a Montgomery product adds at each limb step.
+trait Products {
+    /// Adds the products of limb `i` into the columns, then
+    /// [`reduce_step`].
+    fn step(&self, t: Columns, i: usize) -> Columns;
+}
+
+/// The nine limb steps of a Montgomery product. Each step is called with a
+/// literal `i` and inlined (`#[inline(always)]` on every [`Products::step`];
+/// a closure here would be left out of line), so every column index is a
+/// constant and the columns stay in locals: a loop over `i` keeps them in
+/// memory.
+#[inline(always)]
+fn montgomery(products: &impl Products) -> F {
+    let mut t: Columns = [0; LIMBS];
+    t = products.step(t, 0);
+    t = products.step(t, 1);
+    t = products.step(t, 2);
+    t = products.step(t, 3);
+    t = products.step(t, 4);
+    t = products.step(t, 5);
+    t = products.step(t, 6);
+    t = products.step(t, 7);
+    t = products.step(t, 8);
+    let t = propagate(t);
+    debug_assert!(t[LIMBS - 1] <= MASK);
+    F(t)
+}
+
+/// The products of [`dot`].
+struct Dot<'a, const T: usize> {
+    row: &'a [F; T],
+    state: &'a [F; T],
+}
+
+impl<const T: usize> Products for Dot<'_, T> {
+    #[inline(always)]
+    fn step(&self, mut t: Columns, i: usize) -> Columns {
+        // At step i the columns are 2^(29 i) apart from the product's:
+        // limb i times limb j lands in column j.
+        for (entry, cell) in self.row.iter().zip(self.state) {
+            let a = entry.0[i];
+            for (column, b) in t.iter_mut().zip(cell.0) {
+                *column += a * b;
+            }
+        }
+        // Without carries, a column gathers 9 (T + 1) products below 2^58.
+        reduce_step(t, 9 * (T + 1) >= 64)
+    }
+}
+
+/// `row . state / 2^261 mod p`, reduced once: below `2p` for a row of at
+/// most 17 entries below `p` and a state below `2p` (module doc).
+#[inline(never)]
+fn dot<const T: usize>(row: &[F; T], state: &[F; T]) -> F {
+    montgomery(&Dot { row, state })
+}
+
+/// The products of [`square`].
+struct Square(F);
+
+impl Products for Square {
+    #[inline(always)]
+    fn step(&self, mut t: Columns, i: usize) -> Columns {
+        // Step i adds limb i's products with limbs i.. (those with the
+        // limbs below were added, doubled, at their own steps): a column
+        // gathers at most 5 doubled products and 9 of the reduction's.
+        let limbs = self.0.0;
+        let a = limbs[i];
+        t[i] += a * a;
+        let twice = a << 1;
+        for j in i + 1..LIMBS {
+            t[j] += twice * limbs[j];
+        }
+        reduce_step(t, false)
+    }
+}
+
+/// `x^2 / 2^261 mod p`, below `2p` (`x` below `2p`): [`dot`] of one entry
+/// with 45 products instead of 81, each product `a_i a_j` (i < j) once,
+/// doubled.
+#[inline(never)]
+fn square(x: F) -> F {
+    montgomery(&Square(x))
+}
+
+impl F {
+    /// `ark-ff`'s value (`x 2^256 mod p`, canonical) in this Montgomery
+    /// form (`x 2^261 mod p`), below `2p`.
+    #[inline(always)]
+    fn from_fr(value: &Fr) -> F {
+        F(from_words(value.0.0)).mul(factors().into_ours)
+    }
+
+    /// The value as `ark-ff` holds it (canonical, Montgomery form).
+    #[inline(always)]
+    fn to_fr(self) -> Fr {
+        let limbs = self.mul(factors().into_ark).canonical().0;
+        ark_ff::Fp(BigInt::new(to_words(limbs)), PhantomData)
+    }
+
+    /// `value - subtrahend` if that is not negative, else `value`.
+    #[inline(always)]
+    fn subtract_if_at_least(value: [u64; LIMBS], subtrahend: [u64; LIMBS]) -> [u64; LIMBS] {
+        let mut out = [0u64; LIMBS];
+        let mut borrow = 0u64;
+        for ((o, v), s) in out.iter_mut().zip(value).zip(subtrahend) {
+            let d = v.wrapping_sub(s).wrapping_sub(borrow);
+            *o = d & MASK;
+            borrow = d >> 63;
+        }
+        if borrow == 0 { out } else { value }
+    }
+
+    /// The same value below `p` (for a value below `2p`).
+    #[inline(always)]
+    fn canonical(self) -> F {
+        F(F::subtract_if_at_least(self.0, P))
+    }
+
+    /// `self + other`, below `2p` (both below `2p`).
+    #[inline(always)]
+    fn add(self, other: F) -> F {
+        let mut sum = [0u64; LIMBS];
+        let mut carry = 0u64;
+        for ((s, a), b) in sum.iter_mut().zip(self.0).zip(other.0) {
+            let t = a + b + carry;
+            *s = t & MASK;
+            carry = t >> BITS;
+        }
+        // Below 4p < 2^256: nothing carries out of the top limb.
+        debug_assert_eq!(carry, 0);
+        F(F::subtract_if_at_least(sum, TWO_P))
+    }
+
+    /// Montgomery multiplication: `self * other / 2^261 mod p`, below `2p`
+    /// (both below `2p`).
+    #[inline(always)]
+    fn mul(self, other: F) -> F {
+        dot(&[self], &[other])
+    }
+
+    #[inline(always)]
+    fn sbox(self) -> F {
+        let x4 = square(square(self));
+        self.mul(x4)
+    }
+}
+
+/// The factors that move a value between `ark-ff`'s Montgomery form and
+/// this one.
+#[derive(Clone, Copy, Debug)]
+struct Factors {
+    /// `2^266 mod p`: `x 2^256 * 2^266 / 2^261 = x 2^261`.
+    into_ours: F,
+    /// `2^256 mod p`: `x 2^261 * 2^256 / 2^261 = x 2^256`.
+    into_ark: F,
+}
+
+/// [`Factors`], made on the first call: `ark-ff` holds `v` as `v 2^256 mod
+/// p`, so the words of `Fr::from(2^10)` are `2^266 mod p` and those of
+/// `Fr::from(1)` are `2^256 mod p` (both canonical, as plain integers).
+fn factors() -> &'static Factors {
+    static FACTORS: OnceLock<Factors> = OnceLock::new();
+    FACTORS.get_or_init(|| Factors {
+        into_ours: F(from_words(Fr::from(1u64 << 10).0.0)),
+        into_ark: F(from_words(Fr::from(1u64).0.0)),
+    })
+}
+
+/// The optimised constants of width `T` in this form, canonical, converted
+/// on the first call for that width from `opt` (the tables of width `T`).
+fn tables<const T: usize>(opt: &Optimised) -> &'static Optimised<F> {
+    static CACHE: [OnceLock<Optimised<F>>; MAX_WIDTH - MIN_WIDTH + 1] =
+        [const { OnceLock::new() }; MAX_WIDTH - MIN_WIDTH + 1];
+    debug_assert_eq!(opt.mds.len(), T * T, "the tables of width T");
+    CACHE[T - MIN_WIDTH].get_or_init(|| opt.map(|value| F::from_fr(value).canonical()))
+}
+
+impl Cell for F {
+    type Constant = F;
+
+    #[inline(always)]
+    fn add_constants<const T: usize>(state: &mut [F; T], constants: &[F; T]) {
+        for (cell, constant) in state.iter_mut().zip(constants) {
+            cell.add_constant(constant);
+        }
+    }
+
+    #[inline(always)]
+    fn add_constant(&mut self, constant: &F) {
+        *self = self.add(*constant);
+    }
+
+    #[inline(always)]
+    fn sbox(&mut self) {
+        *self = F::sbox(*self);
+    }
+
+    #[inline(always)]
+    fn mix<const T: usize>(state: &mut [F; T], matrix: &[[F; T]]) {
+        let old = *state;
+        for (cell, row) in state.iter_mut().zip(matrix) {
+            *cell = dot(row, &old);
+        }
+    }
+
+    #[inline(always)]
+    fn mix_sparse<const T: usize>(state: &mut [F; T], row: &[F; T], column: &[F; T]) {
+        let first = state[0];
+        let new_first = dot(row, state);
+        for (cell, entry) in state.iter_mut().zip(column).skip(1) {
+            *cell = cell.add(first.mul(*entry));
+        }
+        state[0] = new_first;
+    }
+}
+
+/// [`super::permute`] over 29-bit limbs: [`run_rounds`] over [`F`], the same
+/// result.
+pub(super) fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
+    let tables = tables::<T>(opt);
+    let mut s: [F; T] = std::array::from_fn(|i| F::from_fr(&state[i]));
+    run_rounds(&mut s, tables);
+    for (cell, value) in state.iter_mut().zip(s) {
+        *cell = value.to_fr();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ark_ff::{AdditiveGroup, BigInteger, Field, PrimeField};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn element(seed: u64) -> Fr {
+        // Products of small values spread over the whole field.
+        let x = Fr::from(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        x.pow([seed % 97 + 3])
+    }
+
+    /// The modulus as words.
+    fn modulus() -> [u64; 4] {
+        Fr::MODULUS.0
+    }
+
+    /// `x + y` over 256-bit words (no overflow for the values used here).
+    fn add_words(x: [u64; 4], y: [u64; 4]) -> [u64; 4] {
+        let mut a = BigInt::new(x);
+        assert!(!a.add_with_carry(&BigInt::new(y)));
+        a.0
+    }
+
+    /// The element whose plain integer (not Montgomery form) is `words`,
+    /// reduced mod p.
+    fn plain(words: [u64; 4]) -> Fr {
+        Fr::from_le_bytes_mod_order(&BigInt::new(words).to_bytes_le())
+    }
+
+    /// `value` in this form, given as a plain integer below `2p` (a
+    /// non-canonical representative when at least `p`).
+    fn ours(words: [u64; 4]) -> F {
+        F(from_words(words))
+    }
+
+    /// What an [`F`] means: its limbs as an integer, over R = 2^261.
+    fn meaning(value: F) -> Fr {
+        let r_inv = Fr::from(2u64).pow([261]).inverse().unwrap();
+        plain(to_words(value.0)) * r_inv
+    }
+
+    /// Checks the representation invariant: normalised limbs, below `2p`.
+    fn assert_in_range(value: F) {
+        assert!(value.0.iter().all(|&limb| limb <= MASK), "{value:?}");
+        let words = to_words(value.0);
+        let two_p = add_words(modulus(), modulus());
+        assert!(
+            BigInt::new(words) < BigInt::new(two_p),
+            "{value:?} is not below 2p"
+        );
+    }
+
+    /// Plain integers below 2p that stress the bounds: 0, 1, p - 1, p,
+    /// p + 1, 2p - 1, 2^253 and its neighbours, and pseudo-random ones.
+    fn edge_words() -> Vec<[u64; 4]> {
+        let p = modulus();
+        let p_minus = |k: u64| {
+            let mut x = BigInt::new(p);
+            x.sub_with_borrow(&BigInt::from(k));
+            x.0
+        };
+        let p_plus = |k: u64| add_words(p, [k, 0, 0, 0]);
+        let two_p_minus_1 = add_words(p, p_minus(1));
+        let mut values = vec![
+            [0; 4],
+            [1, 0, 0, 0],
+            p_minus(1),
+            p_minus(2),
+            p,
+            p_plus(1),
+            two_p_minus_1,
+            [0, 0, 0, 1 << 61],
+            [u64::MAX, u64::MAX, u64::MAX, (1 << 61) - 1],
+            [MASK, 0, 0, 0],
+            [u64::MAX, u64::MAX, u64::MAX, 0x3064_4e72_e131_a029],
+        ];
+        values.extend((1..24).map(|seed| element(seed).into_bigint().0));
+        values.extend(
+            (1..24).map(|seed| add_words(element(seed + 100).into_bigint().0, p_minus(0))),
+        );
+        values
+    }
+
+    #[test]
+    fn radix_conversion_round_trips() {
+        // Up to 2^256 - 1: nine limbs hold 261 bits.
+        for words in edge_words().into_iter().chain([[u64::MAX; 4], [0, 0, 0, 1 << 63]]) {
+            assert_eq!(to_words(from_words(words)), words);
+        }
+        assert_eq!(to_words(P), modulus());
+        assert_eq!(to_words(TWO_P), add_words(modulus(), modulus()));
+        assert_eq!(P[0].wrapping_mul(P_INV_NEG.wrapping_neg()) & MASK, 1);
+    }
+
+    #[test]
+    fn limbs29_arithmetic_equals_ark_ff_on_edge_values() {
+        let values = edge_words();
+        for &x in &values {
+            let a = ours(x);
+            assert_in_range(a);
+            assert_eq!(F::from_fr(&meaning(a)).to_fr(), meaning(a));
+            for &y in &values {
+                let b = ours(y);
+                let product = a.mul(b);
+                assert_in_range(product);
+                assert_eq!(meaning(product), meaning(a) * meaning(b), "{x:?} * {y:?}");
+                assert_eq!(square(a), a.mul(a), "{x:?}^2");
+                let sum = a.add(b);
+                assert_in_range(sum);
+                assert_eq!(meaning(sum), meaning(a) + meaning(b), "{x:?} + {y:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn limbs29_conversion_equals_ark_ff() {
+        let mut values = vec![Fr::ZERO, Fr::ONE, -Fr::ONE, -Fr::from(2u64)];
+        values.extend((1..40).map(element));
+        for a in &values {
+            let ours = F::from_fr(a);
+            assert_in_range(ours);
+            assert_eq!(meaning(ours), *a);
+            assert_eq!(ours.to_fr(), *a);
+            for b in &values {
+                assert_eq!(F::from_fr(a).mul(F::from_fr(b)).to_fr(), *a * b);
+                assert_eq!(F::from_fr(a).add(F::from_fr(b)).to_fr(), *a + b);
+            }
+        }
+    }
+
+    /// A row of `T` entries at the bounds (canonical constants, state below
+    /// 2p) against the sum of the products in `ark-ff`.
+    fn check_dot<const T: usize>(entries: &[[u64; 4]], cells: &[[u64; 4]]) {
+        let row: [F; T] = std::array::from_fn(|k| ours(entries[k % entries.len()]).canonical());
+        let state: [F; T] = std::array::from_fn(|k| ours(cells[(k * 7 + 3) % cells.len()]));
+        let got = dot(&row, &state);
+        assert_in_range(got);
+        let want: Fr = row
+            .iter()
+            .zip(&state)
+            .map(|(a, b)| meaning(*a) * meaning(*b))
+            .sum();
+        assert_eq!(meaning(got), want, "t = {T}");
+    }
+
+    #[test]
+    fn limbs29_dot_equals_ark_ff_for_every_width_at_the_bounds() {
+        let p = modulus();
+        let mut p_minus_1 = BigInt::new(p);
+        p_minus_1.sub_with_borrow(&BigInt::from(1u64));
+        let two_p_minus_1 = add_words(p, p_minus_1.0);
+        // The largest inputs the bounds allow, then a mix of edge values.
+        for (entries, cells) in [
+            (vec![p_minus_1.0], vec![two_p_minus_1]),
+            (edge_words(), edge_words()),
+        ] {
+            check_dot::<2>(&entries, &cells);
+            check_dot::<3>(&entries, &cells);
+            check_dot::<5>(&entries, &cells);
+            check_dot::<6>(&entries, &cells);
+            check_dot::<7>(&entries, &cells);
+            check_dot::<9>(&entries, &cells);
+            check_dot::<13>(&entries, &cells);
+            check_dot::<17>(&entries, &cells);
+        }
+    }
+
+    /// Any plain integer below 2p, as words.
+    fn below_two_p() -> impl Strategy<Value = [u64; 4]> {
+        any::<[u64; 4]>().prop_map(|mut words| {
+            // Below 2^255, then below 2p (about 2^254.6) by subtracting p
+            // if at least 2p.
+            words[3] &= (1 << 63) - 1;
+            let two_p = add_words(modulus(), modulus());
+            if BigInt::new(words) >= BigInt::new(two_p) {
+                let mut x = BigInt::new(words);
+                x.sub_with_borrow(&BigInt::new(modulus()));
+                words = x.0;
+            }
+            words
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn limbs29_mul_add_and_dot_equal_ark_ff(
+            x in below_two_p(),
+            y in below_two_p(),
+            cells in proptest::collection::vec(below_two_p(), 17),
+            entries in proptest::collection::vec(below_two_p(), 17),
+        ) {
+            let (a, b) = (ours(x), ours(y));
+            let product = a.mul(b);
+            assert_in_range(product);
+            prop_assert_eq!(meaning(product), meaning(a) * meaning(b));
+            let squared = square(a);
+            assert_in_range(squared);
+            prop_assert_eq!(meaning(squared), meaning(a).square());
+            let sum = a.add(b);
+            assert_in_range(sum);
+            prop_assert_eq!(meaning(sum), meaning(a) + meaning(b));
+            prop_assert_eq!(a.canonical().to_fr(), meaning(a));
+            check_dot::<3>(&entries, &cells);
+            check_dot::<17>(&entries, &cells);
+        }
+    }
+
+    fn check_width<const T: usize>() {
+        for seed in 0..8u64 {
+            let start: [Fr; T] = std::array::from_fn(|i| element(seed * 31 + i as u64));
+            let mut ours = start;
+            permute(&mut ours, super::super::optimised::get(T));
+            let mut reference = start;
+            super::super::permute_ark(&mut reference, super::super::optimised::get(T));
+            assert_eq!(ours, reference, "t = {T}, seed {seed}");
+        }
+    }
+
+    #[test]
+    fn limbs29_permutation_equals_ark_ff_for_every_width() {
+        check_width::<2>();
+        check_width::<3>();
+        check_width::<4>();
+        check_width::<5>();
+        check_width::<6>();
+        check_width::<7>();
+        check_width::<8>();
+        check_width::<9>();
+        check_width::<13>();
+        check_width::<16>();
+        check_width::<17>();
+    }
+}
