@@ -538,8 +538,13 @@ mod tests {
         let mut p_minus_1 = BigInt::new(p);
         p_minus_1.sub_with_borrow(&BigInt::from(1u64));
         let two_p_minus_1 = add_words(p, p_minus_1.0);
+        // 2^253 - 1: every limb but the top one all ones, the largest
+        // columns a value below p makes (widths 7..17 overflow a column
+        // unless carries are propagated per step).
+        let ones = [u64::MAX, u64::MAX, u64::MAX, (1 << 61) - 1];
         // The largest inputs the bounds allow, then a mix of edge values.
         for (entries, cells) in [
+            (vec![ones], vec![ones]),
             (vec![p_minus_1.0], vec![two_p_minus_1]),
             (edge_words(), edge_words()),
         ] {
