@@ -464,16 +464,18 @@ mod tests {
             [u64::MAX, u64::MAX, u64::MAX, 0x3064_4e72_e131_a029],
         ];
         values.extend((1..24).map(|seed| element(seed).into_bigint().0));
-        values.extend(
-            (1..24).map(|seed| add_words(element(seed + 100).into_bigint().0, p_minus(0))),
-        );
+        values
+            .extend((1..24).map(|seed| add_words(element(seed + 100).into_bigint().0, p_minus(0))));
         values
     }
 
     #[test]
     fn radix_conversion_round_trips() {
         // Up to 2^256 - 1: nine limbs hold 261 bits.
-        for words in edge_words().into_iter().chain([[u64::MAX; 4], [0, 0, 0, 1 << 63]]) {
+        for words in edge_words()
+            .into_iter()
+            .chain([[u64::MAX; 4], [0, 0, 0, 1 << 63]])
+        {
             assert_eq!(to_words(from_words(words)), words);
         }
         assert_eq!(to_words(P), modulus());

@@ -146,7 +146,10 @@ pub(super) trait Cell: Copy {
 /// scalar constant, a sparse matrix), then the last full rounds. Everything
 /// lives on the stack; the constants are only read.
 #[inline(always)]
-pub(super) fn run_rounds<C: Cell, const T: usize>(state: &mut [C; T], opt: &Optimised<C::Constant>) {
+pub(super) fn run_rounds<C: Cell, const T: usize>(
+    state: &mut [C; T],
+    opt: &Optimised<C::Constant>,
+) {
     let (first_constants, _) = opt.first_constants.as_chunks::<T>();
     let (mds, _) = opt.mds.as_chunks::<T>();
     let (entry_mds, _) = opt.entry_mds.as_chunks::<T>();
