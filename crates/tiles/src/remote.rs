@@ -227,8 +227,9 @@ pub struct RemoteOptions {
     /// their verification ([`crate::DEFAULT_IN_FLIGHT`] by default; a store
     /// reads at most 16 objects at once).
     pub bulk_in_flight: usize,
-    /// Whether a mirror reads bundles where the store has them (the
-    /// default); without, it reads every leaf from the leaf tiles.
+    /// Whether a mirror reads whole bundles where the store has them (the
+    /// default); without, it reads each chunk as a range of its bundle,
+    /// and leaf tiles past the last complete bundle.
     pub bulk_bundles: bool,
 }
 
