@@ -349,8 +349,13 @@ impl Tiles<'_> {
         if let Some((nodes, _)) = self.tiles.get(&tile) {
             return Ok(Arc::clone(nodes));
         }
-        let (bytes, path) =
-            read_tile(self.source, &self.layout, self.size, tile, &mut self.no_bundle)?;
+        let (bytes, path) = read_tile(
+            self.source,
+            &self.layout,
+            self.size,
+            tile,
+            &mut self.no_bundle,
+        )?;
         let want = tile.width as usize * 32;
         if bytes.len() != want {
             return Err(TileError::Malformed {

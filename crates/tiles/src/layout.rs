@@ -333,8 +333,22 @@ mod tests {
         // since are not written again.
         let l = layout(4);
         let b = l.bundle_leaves();
-        assert!(l.tile_objects_since(b - 10, b + 10).iter().all(|t| t.level != 0 || t.index >= b / 256));
-        assert_eq!(l.in_bundle(b - 1, TileId { level: 0, index: 0, width: 256 }), None);
+        assert!(
+            l.tile_objects_since(b - 10, b + 10)
+                .iter()
+                .all(|t| t.level != 0 || t.index >= b / 256)
+        );
+        assert_eq!(
+            l.in_bundle(
+                b - 1,
+                TileId {
+                    level: 0,
+                    index: 0,
+                    width: 256
+                }
+            ),
+            None
+        );
     }
 
     #[test]

@@ -66,6 +66,6 @@ pub use remote::{
     Location, LocationError, OpenError, RemoteOptions, RemoteStore, open_sink, open_source,
 };
 pub use signed::{CheckpointSignature, SignatureError, SignedBy, Unsigned};
-pub use store::{CHECKPOINT_MAX_BYTES, DirStore, ObjectError, TileSink, TileSource, read_tile,
-    read_tile_object,
+pub use store::{
+    CHECKPOINT_MAX_BYTES, DirStore, ObjectError, TileSink, TileSource, read_tile, read_tile_object,
 };

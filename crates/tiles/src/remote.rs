@@ -463,8 +463,9 @@ impl RemoteStore {
     /// A ranged GET (`Range: bytes=a-b`): the answer's `Content-Range`
     /// gives the whole object's length, checked before the body is read.
     /// A server that ignores `Range` (a 200 with the whole object, which
-    /// `object_store` refuses as "non-partial") is asked for the whole
-    /// object, accepted only at exactly `whole` bytes, and cut.
+    /// `object_store` refuses) is asked for the whole
+    /// object (or that `object_store` says cannot range), accepted only at
+    /// exactly `whole` bytes, and cut.
     async fn get_range_async(
         &self,
         path: &str,
@@ -478,9 +479,21 @@ impl RemoteStore {
         };
         let result = match self.store.get_opts(&self.key(path), options).await {
             Ok(result) => result,
-            Err(e) if one_line(&e).contains("non-partial") => {
+            // The HTTP store says "Range request not supported" (a server
+            // without ranges); S3 clients "non-partial response".
+            Err(e)
+                if matches!(e, object_store::Error::NotSupported { .. })
+                    || one_line(&e).contains("non-partial") =>
+            {
                 let bytes = self.get_async(path, whole).await?;
-                return crate::store::cut_range(self.shown.clone(), path, &bytes, offset, len, whole);
+                return crate::store::cut_range(
+                    self.shown.clone(),
+                    path,
+                    &bytes,
+                    offset,
+                    len,
+                    whole,
+                );
             }
             Err(e) => return Err(self.error("get", path, &e)),
         };

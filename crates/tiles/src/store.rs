@@ -157,7 +157,12 @@ pub(crate) fn cut_range(
     whole: u64,
 ) -> Result<Vec<u8>, ObjectError> {
     if bytes.len() as u64 != whole {
-        return Err(ObjectError::wrong_length(store, path, bytes.len() as u64, whole));
+        return Err(ObjectError::wrong_length(
+            store,
+            path,
+            bytes.len() as u64,
+            whole,
+        ));
     }
     let end = offset.checked_add(len).filter(|&end| end <= whole);
     match end {
@@ -329,7 +334,10 @@ impl TileSource for DirStore {
         whole: u64,
     ) -> Result<Vec<u8>, ObjectError> {
         use std::io::{Read as _, Seek as _};
-        assert!(offset + len <= whole, "range {offset}+{len} outside {whole} bytes");
+        assert!(
+            offset + len <= whole,
+            "range {offset}+{len} outside {whole} bytes"
+        );
         let mut file =
             std::fs::File::open(self.file(path)).map_err(|e| self.error("get", path, &e))?;
         let got = file

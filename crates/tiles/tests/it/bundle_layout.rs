@@ -39,7 +39,12 @@ fn files(dir: &std::path::Path) -> Vec<(String, u64)> {
             if entry.file_type().unwrap().is_dir() {
                 stack.push(entry.path());
             } else {
-                let name = entry.path().strip_prefix(dir).unwrap().display().to_string();
+                let name = entry
+                    .path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .display()
+                    .to_string();
                 out.push((name, entry.metadata().unwrap().len()));
             }
         }
@@ -73,8 +78,13 @@ pub(crate) fn older_layout(dir: &std::path::Path, keep_bundles: bool) {
 
 /// `1234` as `x001/234`.
 fn three_digit_groups(index: u64) -> String {
-    let digits = format!("{index:0>width$}", width = index.to_string().len().div_ceil(3) * 3);
-    let groups: Vec<&str> = (0..digits.len() / 3).map(|i| &digits[3 * i..3 * i + 3]).collect();
+    let digits = format!(
+        "{index:0>width$}",
+        width = index.to_string().len().div_ceil(3) * 3
+    );
+    let groups: Vec<&str> = (0..digits.len() / 3)
+        .map(|i| &digits[3 * i..3 * i + 3])
+        .collect();
     let (last, rest) = groups.split_last().unwrap();
     rest.iter().map(|g| format!("x{g}/")).collect::<String>() + last
 }
@@ -84,7 +94,18 @@ fn three_digit_groups(index: u64) -> String {
 fn proves_like_the_tree(tree: &mut LeanImt, source: &dyn TileSource) -> Vec<String> {
     let head = tree.head();
     let mut client = TileTree::new(config(2), head, source);
-    for i in [0, 5, 255, 256, B - 1, B, 2 * B - 1, 2 * B, 2 * B + 700, SIZE - 1] {
+    for i in [
+        0,
+        5,
+        255,
+        256,
+        B - 1,
+        B,
+        2 * B - 1,
+        2 * B,
+        2 * B + 700,
+        SIZE - 1,
+    ] {
         assert_eq!(client.prove(i).unwrap(), tree.prove(i).unwrap(), "leaf {i}");
     }
     let snapshot = tree.snapshot();
@@ -97,7 +118,11 @@ fn proves_like_the_tree(tree: &mut LeanImt, source: &dyn TileSource) -> Vec<Stri
             "from {old}"
         );
     }
-    client.fetched().iter().map(|(name, _)| name.clone()).collect()
+    client
+        .fetched()
+        .iter()
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 #[test]
@@ -105,10 +130,16 @@ fn the_leaf_level_is_stored_once_and_proofs_read_bundle_ranges() {
     let all = leaves(31, SIZE);
     let (mut tree, dir) = published(&all);
     let files = files(dir.path());
-    let leaf_tiles: Vec<&(String, u64)> = files.iter().filter(|(p, _)| p.starts_with("tile/0/")).collect();
+    let leaf_tiles: Vec<&(String, u64)> = files
+        .iter()
+        .filter(|(p, _)| p.starts_with("tile/0/"))
+        .collect();
     // The tail only: three full leaf tiles and the partial one.
     let names: Vec<&str> = leaf_tiles.iter().map(|(p, _)| p.as_str()).collect();
-    assert_eq!(names, ["tile/0/512", "tile/0/513", "tile/0/514", "tile/0/515.p/100"]);
+    assert_eq!(
+        names,
+        ["tile/0/512", "tile/0/513", "tile/0/514", "tile/0/515.p/100"]
+    );
     // Every leaf once: the bundles' bytes and the tail's are the leaves'.
     let leaf_bytes: u64 = files
         .iter()
@@ -119,20 +150,34 @@ fn the_leaf_level_is_stored_once_and_proofs_read_bundle_ranges() {
 
     let read = proves_like_the_tree(&mut tree, &DirStore::new(dir.path()));
     assert!(read.iter().any(|r| r == "bundle/000[0..8192]"), "{read:?}");
-    assert!(read.iter().any(|r| r.starts_with("bundle/001[")), "{read:?}");
+    assert!(
+        read.iter().any(|r| r.starts_with("bundle/001[")),
+        "{read:?}"
+    );
     assert!(read.iter().any(|r| r == "tile/0/515.p/100"), "{read:?}");
 
     // Over HTTP from a server that answers `Range` with the whole object:
     // accepted at exactly the bundle's length, and cut.
     let server = StaticServer::start(dir.path());
-    let http = RemoteStore::open(&Location::parse(&server.url()).unwrap(), &RemoteOptions::default()).unwrap();
+    let http = RemoteStore::open(
+        &Location::parse(&server.url()).unwrap(),
+        &RemoteOptions::default(),
+    )
+    .unwrap();
     proves_like_the_tree(&mut tree, &http);
-    assert!(server.paths().iter().any(|p| p == "bundle/001"), "{:?}", server.paths());
+    assert!(
+        server.paths().iter().any(|p| p == "bundle/001"),
+        "{:?}",
+        server.paths()
+    );
 
     // A mirror copies the whole tree from it.
     let mut mirror = Memory::new(config(2));
     let done = catch_up(
-        &mut cairn_tiles::TilesUpstream::new(Box::new(DirStore::new(dir.path())), Box::new(cairn_tiles::Unsigned)),
+        &mut cairn_tiles::TilesUpstream::new(
+            Box::new(DirStore::new(dir.path())),
+            Box::new(cairn_tiles::Unsigned),
+        ),
         &mut mirror,
         1_000,
     )
@@ -144,7 +189,7 @@ fn the_leaf_level_is_stored_once_and_proofs_read_bundle_ranges() {
 #[test]
 fn a_wrong_bundle_range_is_refused_naming_the_bundle() {
     let all = leaves(32, SIZE);
-    let (tree, dir) = published(&all);
+    let (mut tree, dir) = published(&all);
     let bundle = dir.path().join("bundle/001");
     let good = std::fs::read(&bundle).unwrap();
     // Leaf B + 300 is in the bundle's second leaf tile: bytes 8192..16384.
@@ -157,13 +202,23 @@ fn a_wrong_bundle_range_is_refused_naming_the_bundle() {
     let TileError::Mismatch { objects, .. } = &err else {
         panic!("want a mismatch, got {err:?}");
     };
-    assert!(objects.iter().any(|o| o == "bundle/001[8192..16384]"), "{err}");
-    assert_eq!(client.cached_tiles(), 0, "nothing of a failed proof is kept");
+    assert!(
+        objects.iter().any(|o| o == "bundle/001[8192..16384]"),
+        "{err}"
+    );
+    assert_eq!(
+        client.cached_tiles(),
+        0,
+        "nothing of a failed proof is kept"
+    );
     // A leaf outside the damaged range still proves.
     client.prove(B + 5).unwrap();
 
     // A bundle of another length is refused by name, even read in part.
-    for bytes in [good[..good.len() - 32].to_vec(), [good.clone(), vec![0; 32]].concat()] {
+    for bytes in [
+        good[..good.len() - 32].to_vec(),
+        [good.clone(), vec![0; 32]].concat(),
+    ] {
         std::fs::write(&bundle, &bytes).unwrap();
         let mut client = TileTree::new(config(2), tree.head(), &store);
         let err = client.prove(B + 300).unwrap_err();
@@ -171,7 +226,10 @@ fn a_wrong_bundle_range_is_refused_naming_the_bundle() {
             panic!("want a refused object, got {err:?}");
         };
         assert_eq!(path, "bundle/001", "{err}");
-        assert!(message.contains(&format!("want exactly {}", B * 32)), "{err}");
+        assert!(
+            message.contains(&format!("want exactly {}", B * 32)),
+            "{err}"
+        );
     }
 }
 
@@ -183,14 +241,20 @@ fn a_store_of_the_older_layout_is_still_read() {
         older_layout(dir.path(), keep_bundles);
         let read = proves_like_the_tree(&mut tree, &DirStore::new(dir.path()));
         if keep_bundles {
-            assert!(read.iter().any(|r| r.starts_with("bundle/000[")), "{read:?}");
+            assert!(
+                read.iter().any(|r| r.starts_with("bundle/000[")),
+                "{read:?}"
+            );
         } else {
             assert!(read.iter().any(|r| r == "tile/0/000"), "{read:?}");
             assert!(!read.iter().any(|r| r.starts_with("bundle/")), "{read:?}");
         }
         let mut mirror = Memory::new(config(2));
         let done = catch_up(
-            &mut cairn_tiles::TilesUpstream::new(Box::new(DirStore::new(dir.path())), Box::new(cairn_tiles::Unsigned)),
+            &mut cairn_tiles::TilesUpstream::new(
+                Box::new(DirStore::new(dir.path())),
+                Box::new(cairn_tiles::Unsigned),
+            ),
             &mut mirror,
             1_000,
         )
@@ -203,7 +267,8 @@ fn a_store_of_the_older_layout_is_still_read() {
         publish(&tree.snapshot(), &DirStore::new(dir.path())).unwrap();
         assert!(dir.path().join("bundle/002").exists());
         assert!(!dir.path().join("tile/0/520").exists(), "inside bundle 2");
-        let mut client = TileTree::new(config(2), tree.head(), &DirStore::new(dir.path()));
+        let store = DirStore::new(dir.path());
+        let mut client = TileTree::new(config(2), tree.head(), &store);
         for i in [3, B + 9, 2 * B + 10, 3 * B - 1, 3 * B + 5] {
             assert_eq!(client.prove(i).unwrap(), tree.prove(i).unwrap(), "leaf {i}");
         }
@@ -271,5 +336,11 @@ fn a_publication_stopped_before_its_checkpoint_leaves_a_readable_store_and_resum
     publish_at(&snapshot, SIZE, &store).unwrap();
     proves_like_the_tree(&mut tree, &store);
     let layout = Layout::new(config(2).arity, config(2).hash);
-    assert_eq!(layout.in_bundle(SIZE, layout.tile_of(SIZE, 0, B + 5).unwrap()).unwrap().path, "bundle/001");
+    assert_eq!(
+        layout
+            .in_bundle(SIZE, layout.tile_of(SIZE, 0, B + 5).unwrap())
+            .unwrap()
+            .path,
+        "bundle/001"
+    );
 }

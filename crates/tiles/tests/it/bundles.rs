@@ -38,7 +38,10 @@ impl TileSource for Counted {
         whole: u64,
     ) -> Result<Vec<u8>, ObjectError> {
         let end = offset + len;
-        self.read.lock().unwrap().push(format!("{path}[{offset}..{end}]"));
+        self.read
+            .lock()
+            .unwrap()
+            .push(format!("{path}[{offset}..{end}]"));
         self.dir.get_range(path, offset, len, whole)
     }
 }

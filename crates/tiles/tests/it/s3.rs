@@ -145,7 +145,10 @@ fn a_server_killed_mid_publish_leaves_no_checkpoint_naming_a_missing_tile() {
         snapshot.prove(150_000).unwrap()
     );
     assert!(
-        client.fetched().iter().any(|(o, _)| o.starts_with("bundle/002[")),
+        client
+            .fetched()
+            .iter()
+            .any(|(o, _)| o.starts_with("bundle/002[")),
         "{:?}",
         client.fetched()
     );

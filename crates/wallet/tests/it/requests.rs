@@ -16,8 +16,14 @@ fn tile_of(path: &str) -> (u32, u64) {
         let (bundle, range) = rest.split_once('[').expect("a range");
         let digits: String = bundle.chars().filter(char::is_ascii_digit).collect();
         let offset: u64 = range.split_once("..").unwrap().0.parse().unwrap();
-        assert!(range.ends_with(&format!("..{}]", offset + 256 * 32)), "{path}");
-        return (0, digits.parse::<u64>().unwrap() * 256 + offset / (256 * 32));
+        assert!(
+            range.ends_with(&format!("..{}]", offset + 256 * 32)),
+            "{path}"
+        );
+        return (
+            0,
+            digits.parse::<u64>().unwrap() * 256 + offset / (256 * 32),
+        );
     }
     let rest = path.strip_prefix("tile/").expect("a tile path");
     let rest = rest.split(".p/").next().unwrap();
@@ -90,7 +96,10 @@ fn following_the_tree_reads_only_the_right_edge_and_the_marked_paths() {
     }
     // Past the first bundle (65,536 leaves), a leaf tile inside it is read
     // as a range of it.
-    assert!(ranges > 0, "the old right edge inside the bundle, read as a range");
+    assert!(
+        ranges > 0,
+        "the old right edge inside the bundle, read as a range"
+    );
     // A sync with nothing new reads the checkpoint alone.
     let report = sync(&mut tracker, &published.store, &Unsigned).unwrap();
     assert_eq!((report.tiles, published.store.take().len()), (0, 1));
