@@ -5,9 +5,10 @@
 //   node examples/wallet.mjs ./tiles 5 1234        # marks leaves 5 and 1234
 //   node examples/wallet.mjs ./tiles               # later: follows the tree
 //
-// It serves ./tiles on 127.0.0.1 (any static server or CDN would do) and
-// fetches the checkpoint and whole tiles only, never an object that names
-// one leaf. With the WebAssembly module (dist/cairn.wasm, present once
+// It serves ./tiles on 127.0.0.1 (any static server or CDN would do; it
+// answers `Range:`) and fetches the checkpoint and tiles only (a leaf tile
+// inside a complete bundle as its range of the bundle), never an object
+// that names one leaf. With the WebAssembly module (dist/cairn.wasm, present once
 // crates/wasm is built and `npm run build` copied it) the wallet is the
 // module's tracker, whose state (bytes, versioned and checksummed) is kept
 // in the state file between runs; without it, the marks are kept there and
@@ -46,6 +47,14 @@ const server = createServer((request, response) => {
   const file = join(root, path);
   if (path.split("/").includes("..") || !existsSync(file)) return void response.writeHead(404).end();
   const body = readFileSync(file);
+  // A leaf tile inside a complete bundle is read as a range of the bundle.
+  const range = /^bytes=(\d+)-(\d+)$/.exec(request.headers.range ?? "");
+  if (range !== null && Number(range[2]) < body.length) {
+    const part = body.subarray(Number(range[1]), Number(range[2]) + 1);
+    fetched.push({ path, bytes: part.length });
+    const headers = { "content-length": part.length, "content-range": `bytes ${range[1]}-${range[2]}/${body.length}` };
+    return void response.writeHead(206, headers).end(part);
+  }
   fetched.push({ path, bytes: body.length });
   response.writeHead(200, { "content-length": body.length }).end(body);
 });
@@ -87,7 +96,7 @@ try {
   }
   for (const witness of witnesses) console.log(witness.toJson());
   const bytes = fetched.reduce((sum, f) => sum + f.bytes, 0);
-  const perLeaf = fetched.filter((f) => !(f.path === "checkpoint" || f.path.startsWith("tile/")));
+  const perLeaf = fetched.filter((f) => !(f.path === "checkpoint" || f.path.startsWith("tile/") || (f.path.startsWith("bundle/") && f.bytes <= 8192)));
   console.error(
     `${wasm !== null ? "webassembly tracker" : "typescript"}: ${witnesses.length} witnesses at ${size} leaves; fetched ${fetched.length} objects, ${bytes} bytes` +
       (perLeaf.length > 0 ? `; unexpected objects: ${perLeaf.map((f) => f.path).join(" ")}` : ""),

@@ -38,6 +38,7 @@ export {
   type TileStats,
   type TrustedTileHead,
 } from "./tiles.js";
+export { bundleLeaves, bundlePath, leafTileInBundle, type BundleRange } from "./range.js";
 export {
   decodeAbsence,
   decodeIndexedMembership,

@@ -13,6 +13,8 @@
 // (`options.wasm`), a membership proof is computed by its wallet tracker
 // from the same whole tiles and the hashing runs there; anything it refuses
 // is done again by the TypeScript path, so results and errors are the same.
+// A leaf tile inside a complete bundle is read as its byte range of the
+// bundle (range.ts), and from its own object in a store of the older layout.
 
 import { u64Argument, type Hash } from "./bytes.js";
 import { parseVerifierKey, readCheckpointUnverified, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
@@ -23,6 +25,7 @@ import { fixedDepth, groupParent, Zeros } from "./kind.js";
 import { ConsistencyProof, MembershipProof } from "./proof.js";
 import { consistencySteps, path, stepHashes } from "./shape.js";
 import { checkTree, verifyConsistency, verifyMembership, type Tree, type TreeHead, type TrustedTree } from "./verify.js";
+import { describeRange, fetchRetrying, getRange, indexPath, leafTileInBundle, type BundleRange } from "./range.js";
 import type { CairnWasm } from "./wasm.js";
 
 /** The first line of a lean tree's checkpoint object. */
@@ -166,14 +169,6 @@ export function tileHeight(arity: number): number {
   return height;
 }
 
-/** `1234067` as `x001/x234/067`. */
-function indexPath(index: bigint): string {
-  let digits = index.toString();
-  digits = "0".repeat((3 - (digits.length % 3)) % 3) + digits;
-  const groups = digits.match(/.../g)!;
-  return groups.map((group, i) => (i < groups.length - 1 ? `x${group}` : group)).join("/");
-}
-
 /** The object path of tile `index` of tile-level `level` holding `width` nodes (spec section 8). */
 export function tilePath(arity: number, level: number, index: bigint, width: bigint): string {
   const full = BigInt(arity) ** BigInt(tileHeight(arity));
@@ -209,6 +204,8 @@ export class TileClient {
   private readonly cache = new Map<string, Uint8Array>();
   /** Tiles fetched by the proof being computed: cached only once it verifies. */
   private pending = new Map<string, Uint8Array>();
+  /** Bundles found missing (a store of leaf tiles everywhere): not asked again. */
+  private readonly noBundle = new Set<string>();
   private requests = 0;
   private bytes = 0;
   private wasmProofs = 0;
@@ -280,7 +277,7 @@ export class TileClient {
       tracker.mark(i);
       return await this.settle(async (_node, tile) => {
         const plan = tracker.plan(new TextEncoder().encode(this.checkpointText()));
-        for (const t of plan.tiles) tracker.feed(t.path, await tile(t.path, Number(t.maxBytes)));
+        for (const t of plan.tiles) tracker.feed(t.path, await tile(t.path, Number(t.maxBytes), t.bundle));
         tracker.finish();
         const proof = tracker.witness(i);
         this.wasmProofs++;
@@ -325,7 +322,7 @@ export class TileClient {
    * are dropped, and a verification failure names every tile read.
    */
   private async settle<T>(
-    build: (node: (level: number, index: bigint) => Promise<Hash>, tile: (path: string, bytes: number) => Promise<Uint8Array>) => Promise<T>,
+    build: (node: (level: number, index: bigint) => Promise<Hash>, tile: (path: string, bytes: number, range: BundleRange | null) => Promise<Uint8Array>) => Promise<T>,
   ): Promise<T> {
     this.pending = new Map();
     const read: string[] = [];
@@ -339,7 +336,7 @@ export class TileClient {
       return value;
     };
     try {
-      const out = await build(node, (path, bytes) => this.tileAt(path, bytes, read));
+      const out = await build(node, (path, bytes, range) => this.tileAt(path, bytes, read, range));
       for (const [path, tile] of this.pending) {
         this.cache.delete(path);
         this.cache.set(path, tile);
@@ -385,26 +382,44 @@ export class TileClient {
   }
 
   private async tile(level: number, index: bigint, width: bigint, read: string[]): Promise<Uint8Array> {
-    return this.tileAt(tilePath(this.tree.arity, level, index, width), Number(width) * 32, read);
+    const range = level === 0 ? leafTileInBundle(this.tree.arity, this.width, this.head.size, index) : null;
+    return this.tileAt(tilePath(this.tree.arity, level, index, width), Number(width) * 32, read, range);
   }
 
-  /** Tile `path` of `want` bytes: cached, or fetched and held until the proof reading it verifies. */
-  private async tileAt(path: string, want: number, read: string[]): Promise<Uint8Array> {
+  /**
+   * Tile `path` of `want` bytes: cached, or fetched (as its `range` of a
+   * bundle when it has one and the bundle exists) and held until the proof
+   * reading it verifies.
+   */
+  private async tileAt(path: string, want: number, read: string[], range: BundleRange | null): Promise<Uint8Array> {
     const cached = this.cache.get(path) ?? this.pending.get(path);
     if (cached !== undefined) return cached;
-    const body = await this.get(path, want);
-    if (body.length !== want) throw tileError(`${this.baseUrl}/${path}: ${body.length} bytes, a tile of ${want / 32} nodes has ${want}`);
-    read.push(path);
+    let body: Uint8Array | null = null;
+    let name = path;
+    if (range !== null && !this.noBundle.has(range.path)) {
+      try {
+        body = await getRange(this.fetcher, `${this.baseUrl}/`, range, this.attempts, this.backoffMs, (bytes) => this.count(bytes));
+        name = describeRange(range);
+      } catch (error) {
+        if (!(error instanceof CairnError && error.status === 404)) throw error;
+        this.noBundle.add(range.path);
+      }
+    }
+    body ??= await this.get(path, want);
+    if (body.length !== want) throw tileError(`${this.baseUrl}/${name}: ${body.length} bytes, a tile of ${want / 32} nodes has ${want}`);
+    read.push(name);
     this.pending.set(path, body);
     return body;
   }
 
+  private count(bytes: number): void {
+    this.requests++;
+    this.bytes += bytes;
+  }
+
   /** GETs `path`, refusing bodies over `maxBytes`; retries connection failures and 5xx with backoff. */
   async get(path: string, maxBytes: number): Promise<Uint8Array> {
-    return getObject(this.fetcher, `${this.baseUrl}/${path}`, maxBytes, this.attempts, this.backoffMs, (bytes) => {
-      this.requests++;
-      this.bytes += bytes;
-    });
+    return getObject(this.fetcher, `${this.baseUrl}/${path}`, maxBytes, this.attempts, this.backoffMs, (bytes) => this.count(bytes));
   }
 }
 
@@ -428,43 +443,25 @@ export async function getObject(
   backoffMs: number,
   count: (bytes: number) => void,
 ): Promise<Uint8Array> {
-  let delay = backoffMs;
-  for (let attempt = 1; ; attempt++) {
-    let response: Response | null = null;
-    let failure: string;
-    try {
-      response = await fetcher.call(globalThis, url);
-    } catch (error) {
-      failure = `GET ${url}: ${error instanceof Error ? error.message : String(error)}`;
-    }
-    if (response !== null) {
-      if (response.status === 404) {
-        await response.body?.cancel();
-        count(0);
-        throw tileError(`${url}: missing (404)`, 404);
-      }
-      if (response.status < 500) {
-        if (!response.ok) {
-          await response.body?.cancel();
-          throw tileError(`${url}: status ${response.status}`, response.status);
-        }
-        const declared = Number(response.headers.get("content-length") ?? "-1");
-        if (declared > maxBytes) {
-          await response.body?.cancel();
-          throw tileError(`${url}: the object has ${declared} bytes, at most ${maxBytes} are accepted here`, response.status);
-        }
-        const body = new Uint8Array(await response.arrayBuffer());
-        count(body.length);
-        if (body.length > maxBytes) throw tileError(`${url}: the object has ${body.length} bytes, at most ${maxBytes} are accepted here`, response.status);
-        return body;
-      }
-      await response.body?.cancel();
-      failure = `GET ${url}: status ${response.status}`;
-    }
-    if (attempt >= attempts) throw new CairnError("fetch", "Network", `${failure!} (after ${attempt} tries)`);
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay *= 2;
+  const response = await fetchRetrying(fetcher, url, undefined, attempts, backoffMs);
+  if (response.status === 404) {
+    await response.body?.cancel();
+    count(0);
+    throw tileError(`${url}: missing (404)`, 404);
   }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw tileError(`${url}: status ${response.status}`, response.status);
+  }
+  const declared = Number(response.headers.get("content-length") ?? "-1");
+  if (declared > maxBytes) {
+    await response.body?.cancel();
+    throw tileError(`${url}: the object has ${declared} bytes, at most ${maxBytes} are accepted here`, response.status);
+  }
+  const body = new Uint8Array(await response.arrayBuffer());
+  count(body.length);
+  if (body.length > maxBytes) throw tileError(`${url}: the object has ${body.length} bytes, at most ${maxBytes} are accepted here`, response.status);
+  return body;
 }
 
 /** Options of the functions that read a store's checkpoint. */

@@ -10,6 +10,7 @@
 import { hashArgument, type Hash } from "./bytes.js";
 import { CairnError, inputError } from "./errors.js";
 import { HASH_IDS } from "./hasher.js";
+import { getRange, type BundleRange } from "./range.js";
 import { decodeConsistency, decodeMembership, membershipFromBytes, type ConsistencyProof, type MembershipProof, type ProofInput } from "./proof.js";
 import { checkTree, verifyConsistency as pureConsistency, verifyMembership as pureMembership, type TreeHead, type TrustedTree } from "./verify.js";
 import type { TreeKind } from "./kind.js";
@@ -188,10 +189,11 @@ function disagreement(what: string): CairnError {
   return new CairnError("verify", "Disagreement", `the WebAssembly verifier refused a ${what} proof the TypeScript verifier accepts`);
 }
 
-/** A sync's plan: the checkpoint's head and the tiles to fetch (whole tiles only). */
+/** A sync's plan: the checkpoint's head and the tiles to fetch. */
 export interface SyncPlan {
   readonly head: { readonly size: bigint; readonly root: Hash | null };
-  readonly tiles: readonly { readonly path: string; readonly maxBytes: bigint }[];
+  /** Each tile's name and exact length; a leaf tile inside a complete bundle also its range of the bundle (read that; the tile's own object when the bundle is missing). */
+  readonly tiles: readonly { readonly path: string; readonly maxBytes: bigint; readonly bundle: BundleRange | null }[];
 }
 
 /** What a finished sync adopted and read. */
@@ -261,14 +263,23 @@ export class WasmTracker {
     const head = readHead(out, 0);
     const view = new DataView(out.buffer);
     const count = view.getUint32(41, true);
-    const tiles: { path: string; maxBytes: bigint }[] = [];
+    const tiles: { path: string; maxBytes: bigint; bundle: BundleRange | null }[] = [];
     let at = 45;
-    for (let i = 0; i < count; i++) {
+    const text = (): string => {
       const len = view.getUint32(at, true);
-      const path = decoder.decode(out.subarray(at + 4, at + 4 + len));
+      const value = decoder.decode(out.subarray(at + 4, at + 4 + len));
       at += 4 + len;
-      tiles.push({ path, maxBytes: readU64(out, at) });
+      return value;
+    };
+    for (let i = 0; i < count; i++) {
+      const path = text();
+      const maxBytes = readU64(out, at);
       at += 8;
+      const bundle = text();
+      const offset = readU64(out, at);
+      const bundleBytes = readU64(out, at + 8);
+      at += 16;
+      tiles.push({ path, maxBytes, bundle: bundle === "" ? null : { path: bundle, offset, length: Number(maxBytes), bundleBytes } });
     }
     return { head, tiles };
   }
@@ -296,7 +307,19 @@ export class WasmTracker {
       return new Uint8Array(await response.arrayBuffer());
     };
     const plan = this.plan(await fetchBytes("checkpoint"), options.verifierKeys ?? []);
-    const tiles = await Promise.all(plan.tiles.map((t) => fetchBytes(t.path)));
+    // A leaf tile inside a complete bundle is a range of it; a missing
+    // bundle (a store of the older layout) sends the read to the tile.
+    const tileBytes = async (t: SyncPlan["tiles"][number]): Promise<Uint8Array> => {
+      if (t.bundle !== null) {
+        try {
+          return await getRange(get, base, t.bundle, 1, 0, () => {});
+        } catch (error) {
+          if (!(error instanceof CairnError && error.status === 404)) throw error;
+        }
+      }
+      return fetchBytes(t.path);
+    };
+    const tiles = await Promise.all(plan.tiles.map(tileBytes));
     plan.tiles.forEach((t, i) => this.feed(t.path, tiles[i]!));
     return this.finish();
   }

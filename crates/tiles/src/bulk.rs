@@ -1,7 +1,8 @@
 //! Bulk reads of a tile store's leaves for a mirror: whole bundles
 //! (`bundle/{K}`, the leaves of one node of the bundle level) where the
-//! store has them, leaf tiles elsewhere (the partial right edge, a store
-//! published before bundles), several objects in flight at once, and a
+//! store has them, byte ranges of them for shorter stretches, leaf tiles
+//! elsewhere (past the last complete bundle, a store published before
+//! bundles), several objects in flight at once, and a
 //! thread that fetches the next chunks while the caller verifies and
 //! adopts the current one. Nothing here is trusted: the mirror verifies
 //! every leaf it is handed before it adopts it (`mirror.rs`).
@@ -152,9 +153,48 @@ fn cut_bundle(
         .collect())
 }
 
+/// Leaves `[from, to)` of the tree at `head` without reading whole
+/// bundles: inside a complete bundle, one ranged read of the bundle per
+/// bundle the stretch touches (the bundle is the leaf level there,
+/// docs/spec.md 8.1), from the leaf tiles where that bundle is missing (a
+/// store published before bundles were the leaf level) and past the last
+/// complete bundle.
+pub(crate) fn tile_leaves(
+    source: &dyn TileSource,
+    head: &Checkpoint,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Hash>, MirrorError> {
+    let per_bundle = head.layout().bundle_leaves();
+    let in_bundles = (head.head.size / per_bundle) * per_bundle;
+    let mut out = Vec::with_capacity((to - from) as usize);
+    let mut at = from;
+    while at < to.min(in_bundles) {
+        let k = at / per_bundle;
+        let end = ((k + 1) * per_bundle).min(to);
+        let path = head.layout().bundle_path(k);
+        let offset = (at - k * per_bundle) * 32;
+        match source.get_range(&path, offset, (end - at) * 32, per_bundle * 32) {
+            Ok(bytes) => out.extend(bytes.as_chunks::<32>().0.iter().copied()),
+            Err(e) if e.missing => out.extend(leaf_tile_leaves(source, head, at, end)?),
+            Err(e) => {
+                return Err(MirrorError::Refused {
+                    object: format!("{}/{path}", source.location()),
+                    reason: e.message,
+                });
+            }
+        }
+        at = end;
+    }
+    if at < to {
+        out.extend(leaf_tile_leaves(source, head, at, to)?);
+    }
+    Ok(out)
+}
+
 /// Leaves `[from, to)` of the tree at `head` from its leaf tiles (64 tiles
 /// asked for at once), each checked for length.
-pub(crate) fn tile_leaves(
+fn leaf_tile_leaves(
     source: &dyn TileSource,
     head: &Checkpoint,
     from: u64,

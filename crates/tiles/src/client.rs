@@ -6,12 +6,13 @@
 //! the proof with the core's shape arithmetic, and verifies it against the
 //! head before handing it out. A tile of the wrong length is refused naming
 //! the object; tiles that do not hash to the head make the proof fail, and
-//! the error names every object it read.
+//! the error names every object it read. A leaf tile inside a complete
+//! bundle is read as its byte range of the bundle (`store::read_tile`).
 //!
 //! Invariant: the cache only keeps tiles a verified proof was computed
 //! from; a proof that fails drops every tile it fetched.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use cairn_core::proof::FromNodesError;
@@ -24,7 +25,7 @@ use crate::checkpoint::{Checkpoint, CheckpointError};
 use crate::layout::{Layout, TileId};
 use crate::publish::CHECKPOINT;
 use crate::signed::{CheckpointSignature, SignatureError};
-use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSource};
+use crate::store::{CHECKPOINT_MAX_BYTES, ObjectError, TileSource, read_tile};
 
 /// Why a proof could not be computed from tiles.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -152,8 +153,11 @@ struct Tiles<'s> {
     tiles: HashMap<TileId, (Arc<Vec<Hash>>, bool)>,
     /// Nodes computed from tiles.
     nodes: HashMap<(u32, u64), Hash>,
-    /// Objects fetched, in order (for errors and figures).
+    /// Objects fetched, in order (for errors and figures); a leaf tile read
+    /// from a bundle is named by its range, `bundle/{K}[a..b]`.
     fetched: Vec<(String, usize)>,
+    /// Bundles found missing (a store of leaf tiles): not asked again.
+    no_bundle: BTreeSet<u64>,
 }
 
 impl std::fmt::Debug for TileTree<'_> {
@@ -180,6 +184,7 @@ impl<'s> TileTree<'s> {
                 tiles: HashMap::new(),
                 nodes: HashMap::new(),
                 fetched: Vec::new(),
+                no_bundle: BTreeSet::new(),
             },
             order: VecDeque::new(),
             capacity: DEFAULT_CACHED_TILES,
@@ -344,8 +349,13 @@ impl Tiles<'_> {
         if let Some((nodes, _)) = self.tiles.get(&tile) {
             return Ok(Arc::clone(nodes));
         }
-        let path = self.layout.path(tile);
-        let bytes = self.source.get(&path, tile.width * 32)?;
+        let (bytes, path) = read_tile(
+            self.source,
+            &self.layout,
+            self.size,
+            tile,
+            &mut self.no_bundle,
+        )?;
         let want = tile.width as usize * 32;
         if bytes.len() != want {
             return Err(TileError::Malformed {

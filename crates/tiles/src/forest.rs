@@ -847,6 +847,15 @@ impl<S: TileSource> TileSource for Prefixed<S> {
         let paths: Vec<String> = paths.iter().map(|p| self.path(p)).collect();
         self.inner.get_many(&paths, max_bytes)
     }
+    fn get_range(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u64,
+        whole: u64,
+    ) -> Result<Vec<u8>, ObjectError> {
+        self.inner.get_range(&self.path(path), offset, len, whole)
+    }
 }
 
 impl<S: TileSink> TileSink for Prefixed<S> {

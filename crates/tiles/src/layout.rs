@@ -7,6 +7,12 @@
 //! `h` levels: the levels between are recomputed from the tile below.
 //! Full tiles and partial ones (named by how many final nodes they hold)
 //! are both immutable.
+//!
+//! Bundles are the leaf level in large objects: `B` leaves (a power of `N`
+//! at most 65,536). Inside a complete bundle's stretch the bundle IS the
+//! leaf level: no leaf tile is written there, and a reader reads leaf tile
+//! `j` as a byte range of bundle `j / (B / W)` ([`Layout::in_bundle`]),
+//! from the checkpoint's size alone, so the store holds each leaf once.
 
 use cairn_core::{Arity, HashKind};
 
@@ -34,6 +40,30 @@ pub struct TileId {
     pub index: u64,
     /// Nodes in the tile: the width when full, fewer when partial.
     pub width: u64,
+}
+
+/// Where the bytes of a leaf tile lie in the bundle that holds it (a leaf
+/// tile inside a complete bundle's stretch has no object of its own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BundleRange {
+    /// The bundle's index.
+    pub bundle: u64,
+    /// The bundle's path (`bundle/{K}`).
+    pub path: String,
+    /// The tile's first byte in the bundle.
+    pub offset: u64,
+    /// The tile's bytes (`32 W`).
+    pub len: u64,
+    /// The bundle's whole length (`32 B`): a bundle of any other length is
+    /// refused.
+    pub bundle_bytes: u64,
+}
+
+impl BundleRange {
+    /// `bundle/{K}[a..b]`: how messages and fetch lists name the range.
+    pub fn describe(&self) -> String {
+        format!("{}[{}..{}]", self.path, self.offset, self.offset + self.len)
+    }
 }
 
 impl Layout {
@@ -149,6 +179,33 @@ impl Layout {
         (from / leaves).min(size / leaves)..size / leaves
     }
 
+    /// Where leaf tile `tile` lies in a bundle, when it is in the stretch
+    /// of a complete bundle of the tree of `size` leaves (`k < floor(S /
+    /// B)`): leaf tile `j` is bytes `[(j mod B/W) 32 W, +32 W)` of bundle
+    /// `j / (B/W)`. `None` for a tile of another level and a leaf tile past
+    /// `floor(S / B) B` (the right edge keeps its leaf tiles).
+    pub fn in_bundle(&self, size: u64, tile: TileId) -> Option<BundleRange> {
+        let (leaves, width) = (self.bundle_leaves(), self.width());
+        let per_bundle = leaves / width;
+        let bundle = tile.index / per_bundle;
+        (tile.level == 0 && bundle < size / leaves).then(|| BundleRange {
+            bundle,
+            path: self.bundle_path(bundle),
+            offset: (tile.index % per_bundle) * width * 32,
+            len: width * 32,
+            bundle_bytes: leaves * 32,
+        })
+    }
+
+    /// The tiles of [`Layout::tiles_since`] that are objects of their own
+    /// in the tree of `size` leaves: all but the leaf tiles inside complete
+    /// bundles (their bytes are the bundles').
+    pub fn tile_objects_since(&self, from: u64, size: u64) -> Vec<TileId> {
+        let mut tiles = self.tiles_since(from, size);
+        tiles.retain(|&tile| self.in_bundle(size, tile).is_none());
+        tiles
+    }
+
     /// The object path of bundle `index` (leaves `[index B, (index + 1) B)`):
     /// `bundle/{index}`, the index in groups of three digits as a tile's.
     pub fn bundle_path(&self, index: u64) -> String {
@@ -242,6 +299,56 @@ mod tests {
         assert_eq!(l.bundles_since(65_536, 3 * 65_536), 1..3);
         assert_eq!(l.bundles_since(200_000, 200_001), 3..3);
         assert_eq!(l.bundle_path(1_234_067), "bundle/x001/x234/067");
+    }
+
+    #[test]
+    fn leaf_tiles_of_complete_bundles_are_bundle_ranges() {
+        for n in [2, 3, 4, 5, 7, 16] {
+            let l = layout(n);
+            let (b, w) = (l.bundle_leaves(), l.width());
+            let size = 2 * b + w + 3;
+            let tiles = l.tiles(size);
+            let objects = l.tile_objects_since(0, size);
+            for tile in &tiles {
+                let range = l.in_bundle(size, *tile);
+                // A naive reading of the geometry: the leaves of the tile
+                // are the leaves of its bundle at the same offsets.
+                let first_leaf = tile.index * w;
+                let inside = tile.level == 0 && first_leaf + w <= (size / b) * b;
+                assert_eq!(range.is_some(), inside, "arity {n} {tile:?}");
+                assert_eq!(objects.contains(tile), !inside, "arity {n} {tile:?}");
+                if let Some(range) = range {
+                    assert_eq!(range.bundle, first_leaf / b);
+                    assert_eq!(range.offset, (first_leaf - range.bundle * b) * 32);
+                    assert_eq!((range.len, range.bundle_bytes), (w * 32, b * 32));
+                    assert_eq!(range.path, l.bundle_path(range.bundle));
+                }
+            }
+            // The leaf tiles of the tail stay, the partial one included.
+            let tail: Vec<_> = objects.iter().filter(|t| t.level == 0).collect();
+            assert_eq!(tail.len(), 2, "arity {n}");
+            assert_eq!(tail[1].width, 3, "arity {n}");
+        }
+        // A resumed publication: tiles of a stretch whose bundle completed
+        // since are not written again.
+        let l = layout(4);
+        let b = l.bundle_leaves();
+        assert!(
+            l.tile_objects_since(b - 10, b + 10)
+                .iter()
+                .all(|t| t.level != 0 || t.index >= b / 256)
+        );
+        assert_eq!(
+            l.in_bundle(
+                b - 1,
+                TileId {
+                    level: 0,
+                    index: 0,
+                    width: 256
+                }
+            ),
+            None
+        );
     }
 
     #[test]

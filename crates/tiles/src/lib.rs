@@ -51,7 +51,7 @@ pub use forest::{
     WriteForestError, check_tree_name, entries_path, is_forest_checkpoint, read_forest,
     tree_prefix, verify_entry, verify_signed, write_forest,
 };
-pub use layout::{Layout, MAX_BUNDLE_LEAVES, MAX_TILE_NODES, TileId};
+pub use layout::{BundleRange, Layout, MAX_BUNDLE_LEAVES, MAX_TILE_NODES, TileId};
 #[cfg(feature = "remote")]
 pub use mirror::{
     CaughtUp, DEFAULT_CHUNK_LEAVES, DEFAULT_POLL, MirrorError, MirrorTarget, NotAPrefix,
@@ -66,4 +66,6 @@ pub use remote::{
     Location, LocationError, OpenError, RemoteOptions, RemoteStore, open_sink, open_source,
 };
 pub use signed::{CheckpointSignature, SignatureError, SignedBy, Unsigned};
-pub use store::{CHECKPOINT_MAX_BYTES, DirStore, ObjectError, TileSink, TileSource};
+pub use store::{
+    CHECKPOINT_MAX_BYTES, DirStore, ObjectError, TileSink, TileSource, read_tile, read_tile_object,
+};

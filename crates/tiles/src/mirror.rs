@@ -396,7 +396,12 @@ fn verify_chunk(
 fn leaf_object(new: &Checkpoint, index: u64) -> Option<String> {
     let layout = new.layout();
     let tile = layout.tile_of(new.head.size, 0, index)?;
-    Some(layout.path(tile))
+    // Inside a complete bundle the leaf tile is a range of the bundle (a
+    // store of the older layout also has the tile itself): name both.
+    Some(match layout.in_bundle(new.head.size, tile) {
+        Some(range) => format!("{} ({})", range.describe(), layout.path(tile)),
+        None => layout.path(tile),
+    })
 }
 
 /// A published tile store as upstream: leaves from its bundles where it

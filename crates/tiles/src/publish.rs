@@ -3,6 +3,10 @@
 //! published checkpoint never names a missing tile. With a signer key the
 //! checkpoint is cairn's signed checkpoint; a store whose checkpoint is
 //! signed is never given an unsigned one.
+//!
+//! The leaf level is written once: as bundles (`bundle/{K}`, `B` leaves)
+//! for every complete bundle, as leaf tiles only past the last complete
+//! bundle, so the store holds each leaf once (docs/spec.md 8.1).
 
 use cairn_core::{Snapshot, TreeConfig, TreeError, TreeHead};
 use cairn_note::Signer;
@@ -174,7 +178,9 @@ pub fn publish_with(
     let from = published_size(sink, snapshot, size, tree, options.signer.is_some())?;
     let width = layout.width();
     let mut done = Published::default();
-    let tiles = layout.tiles_since(from, size);
+    // Inside a complete bundle's stretch the bundle is the leaf level: its
+    // leaf tiles are not written (a reader reads them as bundle ranges).
+    let tiles = layout.tile_objects_since(from, size);
     for batch in tiles.chunks(BATCH_TILES) {
         let objects: Vec<(String, Vec<u8>)> = batch
             .iter()

@@ -18,8 +18,8 @@ use object_store::aws::AmazonS3Builder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    Attribute, Attributes, BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt as _,
-    PutOptions, PutPayload, RetryConfig,
+    Attribute, Attributes, BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore,
+    ObjectStoreExt as _, PutOptions, PutPayload, RetryConfig,
 };
 
 use crate::store::{DirStore, ObjectError, TileSink, TileSource};
@@ -227,8 +227,9 @@ pub struct RemoteOptions {
     /// their verification ([`crate::DEFAULT_IN_FLIGHT`] by default; a store
     /// reads at most 16 objects at once).
     pub bulk_in_flight: usize,
-    /// Whether a mirror reads bundles where the store has them (the
-    /// default); without, it reads every leaf from the leaf tiles.
+    /// Whether a mirror reads whole bundles where the store has them (the
+    /// default); without, it reads each chunk as a range of its bundle,
+    /// and leaf tiles past the last complete bundle.
     pub bulk_bundles: bool,
 }
 
@@ -459,6 +460,68 @@ impl RemoteStore {
         Ok(bytes.to_vec())
     }
 
+    /// A ranged GET (`Range: bytes=a-b`): the answer's `Content-Range`
+    /// gives the whole object's length, checked before the body is read.
+    /// A server that ignores `Range` (a 200 with the whole object, which
+    /// `object_store` refuses) is asked for the whole
+    /// object (or that `object_store` says cannot range), accepted only at
+    /// exactly `whole` bytes, and cut.
+    async fn get_range_async(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u64,
+        whole: u64,
+    ) -> Result<Vec<u8>, ObjectError> {
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(offset..offset + len)),
+            ..GetOptions::default()
+        };
+        let result = match self.store.get_opts(&self.key(path), options).await {
+            Ok(result) => result,
+            // The HTTP store says "Range request not supported" (a server
+            // without ranges); S3 clients "non-partial response".
+            Err(e)
+                if matches!(e, object_store::Error::NotSupported { .. })
+                    || one_line(&e).contains("non-partial") =>
+            {
+                let bytes = self.get_async(path, whole).await?;
+                return crate::store::cut_range(
+                    self.shown.clone(),
+                    path,
+                    &bytes,
+                    offset,
+                    len,
+                    whole,
+                );
+            }
+            Err(e) => return Err(self.error("get", path, &e)),
+        };
+        if result.meta.size != whole {
+            return Err(ObjectError::wrong_length(
+                self.shown.clone(),
+                path,
+                result.meta.size,
+                whole,
+            ));
+        }
+        let bytes = result
+            .bytes()
+            .await
+            .map_err(|e| self.error("get", path, &e))?;
+        if bytes.len() as u64 != len {
+            return Err(ObjectError {
+                message: format!(
+                    "asked for bytes {offset}..{}, got {} bytes",
+                    offset + len,
+                    bytes.len()
+                ),
+                ..ObjectError::wrong_length(self.shown.clone(), path, whole, whole)
+            });
+        }
+        Ok(bytes.to_vec())
+    }
+
     async fn put_async(&self, path: &str, bytes: Vec<u8>) -> Result<(), ObjectError> {
         let mut attributes = Attributes::new();
         // Every object but the checkpoint is immutable: a CDN may keep it
@@ -507,6 +570,17 @@ impl TileSource for RemoteStore {
 
     fn location(&self) -> String {
         self.shown.clone()
+    }
+
+    fn get_range(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u64,
+        whole: u64,
+    ) -> Result<Vec<u8>, ObjectError> {
+        self.runtime
+            .block_on(self.get_range_async(path, offset, len, whole))
     }
 
     fn get_many(&self, paths: &[String], max_bytes: u64) -> Vec<Result<Vec<u8>, ObjectError>> {

@@ -19,7 +19,7 @@ use cairn_core::{
     ConsistencyProof, GroupRule, Hash, MembershipProof, RecomputeError, TreeConfig, TreeHead,
     TreeKind, VerifyError,
 };
-use cairn_tiles::{Checkpoint, CheckpointSignature, Layout, TileId};
+use cairn_tiles::{BundleRange, Checkpoint, CheckpointSignature, Layout, TileId};
 
 use crate::error::WalletError;
 use crate::nodes::{Key, Mode, Source, Unfed};
@@ -66,13 +66,18 @@ impl std::fmt::Debug for Tracker {
 }
 
 /// One tile a sync needs: its path in the store and the most bytes to
-/// accept for it.
+/// accept for it, and, for a leaf tile inside a complete bundle, the byte
+/// range of the bundle that holds it (docs/spec.md 8.1): read that range
+/// first, and the tile's own object only when the bundle is missing (a
+/// store of the older layout). Either way the bytes are fed under `path`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TileRequest {
-    /// The object's path (`tile/{t}/{K}` or `tile/{t}/{K}.p/{w}`).
+    /// The tile's name (`tile/{t}/{K}` or `tile/{t}/{K}.p/{w}`).
     pub path: String,
     /// Its exact length: 32 bytes per node.
     pub max_bytes: u64,
+    /// Where its bytes lie in a bundle, for a leaf tile of a complete one.
+    pub bundle: Option<BundleRange>,
 }
 
 /// A sync in progress: the verified checkpoint's head and the tiles it
@@ -113,6 +118,10 @@ impl SyncPlan {
             .map(|(path, tile)| TileRequest {
                 path: path.clone(),
                 max_bytes: tile.width * 32,
+                bundle: self
+                    .checkpoint
+                    .layout()
+                    .in_bundle(self.checkpoint.head.size, *tile),
             })
             .collect()
     }

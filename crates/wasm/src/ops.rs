@@ -38,7 +38,10 @@ pub mod op {
     /// (handle) block (`u64`) -> nothing.
     pub const REWIND: u32 = 24;
     /// (handle) key count (`u32`), keys (text each), checkpoint object (rest)
-    /// -> head, tile count (`u32`), per tile its path (text) and byte limit (`u64`).
+    /// -> head, tile count (`u32`), per tile its path (text), byte limit
+    /// (`u64`), and its bundle (text, empty for none), offset in it (`u64`)
+    /// and the bundle's length (`u64`) for a leaf tile inside a complete
+    /// bundle (read that range; the tile's own path if the bundle is missing).
     pub const PLAN: u32 = 30;
     /// (handle) path (text), tile bytes (rest) -> nothing.
     pub const FEED: u32 = 31;
@@ -148,6 +151,15 @@ impl Module {
                 for tile in wanted {
                     put_bytes(&mut out, tile.path.as_bytes());
                     out.extend_from_slice(&tile.max_bytes.to_le_bytes());
+                    // A leaf tile inside a complete bundle: the bundle's
+                    // path, the tile's offset in it and the bundle's
+                    // length; an empty path otherwise.
+                    let (bundle, offset, whole) = tile.bundle.map_or((String::new(), 0, 0), |b| {
+                        (b.path, b.offset, b.bundle_bytes)
+                    });
+                    put_bytes(&mut out, bundle.as_bytes());
+                    out.extend_from_slice(&offset.to_le_bytes());
+                    out.extend_from_slice(&whole.to_le_bytes());
                 }
                 slot.plan = Some(plan);
             }
@@ -239,10 +251,19 @@ mod tests {
         r.head().unwrap();
         for _ in 0..r.u32("count").unwrap() {
             let path = r.text("path").unwrap().to_owned();
-            r.u64("max").unwrap();
+            let max = r.u64("max").unwrap() as usize;
+            let bundle = r.text("bundle").unwrap().to_owned();
+            let offset = r.u64("offset").unwrap() as usize;
+            let whole = r.u64("bundle length").unwrap() as usize;
             let mut feed = Vec::new();
             put_bytes(&mut feed, path.as_bytes());
-            feed.extend(std::fs::read(dir.join(&path)).unwrap());
+            match std::fs::read(dir.join(&bundle)) {
+                Ok(bytes) if !bundle.is_empty() => {
+                    assert_eq!(bytes.len(), whole, "{bundle}");
+                    feed.extend(&bytes[offset..offset + max]);
+                }
+                _ => feed.extend(std::fs::read(dir.join(&path)).unwrap()),
+            }
             module.call(op::FEED, handle, &feed).unwrap();
         }
         r.end().unwrap();

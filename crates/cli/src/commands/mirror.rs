@@ -27,7 +27,7 @@ store if it serves `checkpoint`, else a server.
 A DIR without a database is created with the upstream's arity, hash and kind (--no-unique for a tree \
 that repeats values). Leaves are fetched in chunks (--chunk, at most a bundle: 65,536 leaves for \
 N = 2, 4, 16): from a tile store, one bundle object per chunk where the store has them (else its \
-leaf tiles; --no-bundles reads only the tiles), --in-flight of them at once, ahead of the verification; for each, the mirror hashes the root \
+leaf tiles; --no-bundles reads chunk-sized ranges of the bundles), --in-flight of them at once, ahead of the verification; for each, the mirror hashes the root \
 its own tree would have with them and adopts them only if upstream proves that root is a prefix \
 of its head (a consistency proof; the head's root itself for the last chunk). A head that does \
 not extend what the mirror adopted before (a fork, a rewritten history, a size going backwards) \
@@ -78,7 +78,8 @@ pub struct MirrorCmd {
     /// Bundles (2 MiB each) fetched at once, ahead of their verification (at most 16).
     #[arg(long, value_name = "N", default_value_t = cairn_tiles::DEFAULT_IN_FLIGHT)]
     in_flight: usize,
-    /// Read every leaf from the leaf tiles, not from bundles (to compare the two).
+    /// Read chunk-sized ranges of the bundles rather than whole ones, and
+    /// leaf tiles elsewhere (to compare the two).
     #[arg(long)]
     no_bundles: bool,
     /// When creating DIR: keep no nullifier set (for trees that repeat values).

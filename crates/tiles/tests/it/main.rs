@@ -2,6 +2,7 @@
 //! real S3-protocol server, compute
 //! proofs from the tiles alone, and refuse tiles that are wrong.
 
+mod bundle_layout;
 mod bundles;
 mod mirror;
 mod proofs;

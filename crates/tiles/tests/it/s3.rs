@@ -44,12 +44,18 @@ fn assert_checkpoint_complete(server: &S3Server, bucket_prefix: &str) -> Option<
     let bytes = std::fs::read(dir.join(CHECKPOINT)).ok()?;
     let checkpoint = Checkpoint::decode(&bytes).unwrap();
     let layout = checkpoint.layout();
-    for tile in layout.tiles(checkpoint.head.size) {
-        let path = dir.join(layout.path(tile));
+    let size = checkpoint.head.size;
+    for tile in layout.tiles(size) {
+        // A leaf tile inside a complete bundle is a range of the bundle.
+        let (path, want) = match layout.in_bundle(size, tile) {
+            Some(range) => (range.path, range.bundle_bytes),
+            None => (layout.path(tile), tile.width * 32),
+        };
+        let path = dir.join(path);
         let len = std::fs::metadata(&path)
             .unwrap_or_else(|_| panic!("the checkpoint names {} but it is missing", path.display()))
             .len();
-        assert_eq!(len, tile.width * 32, "{}", path.display());
+        assert_eq!(len, want, "{}", path.display());
     }
     Some(checkpoint)
 }
@@ -133,9 +139,18 @@ fn a_server_killed_mid_publish_leaves_no_checkpoint_naming_a_missing_tile() {
     assert_eq!(after.head, snapshot.head());
     let s3 = store(&server, "s3://tiles/x");
     let mut client = TileTree::new(config(2), after.head, &s3);
+    // Leaf 150,000 is inside bundle 2: its leaf tile is a ranged GET.
     assert_eq!(
         client.prove(150_000).unwrap(),
         snapshot.prove(150_000).unwrap()
+    );
+    assert!(
+        client
+            .fetched()
+            .iter()
+            .any(|(o, _)| o.starts_with("bundle/002[")),
+        "{:?}",
+        client.fetched()
     );
 }
 
@@ -165,7 +180,7 @@ fn a_server_down_past_the_retries_fails_the_publication_and_the_next_one_complet
     server.kill();
     let error = publisher.join().unwrap().unwrap_err();
     assert!(
-        error.contains("s3://tiles/tile/"),
+        error.contains("s3://tiles/tile/") || error.contains("s3://tiles/bundle/"),
         "names the object: {error}"
     );
     assert_eq!(

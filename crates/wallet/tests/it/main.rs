@@ -99,4 +99,18 @@ impl TileSource for Counting {
     fn location(&self) -> String {
         self.inner.location()
     }
+
+    /// Logged as `bundle/{K}[a..b]` (a leaf tile inside a complete bundle).
+    fn get_range(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u64,
+        whole: u64,
+    ) -> Result<Vec<u8>, ObjectError> {
+        let bytes = self.inner.get_range(path, offset, len, whole)?;
+        let name = format!("{path}[{offset}..{}]", offset + len);
+        self.log.lock().unwrap().push((name, bytes.len()));
+        Ok(bytes)
+    }
 }

@@ -8,8 +8,23 @@ use cairn_wallet::{Tracker, sync};
 
 use crate::{Published, config, leaves};
 
-/// The tile-level and index a path names (`tile/{t}/{K}[.p/{w}]`).
+/// The tile-level and index a path names (`tile/{t}/{K}[.p/{w}]`), or a
+/// bundle range does (`bundle/{K}[a..b]`: a leaf tile of N = 2, 256 per
+/// bundle, by the spec's geometry).
 fn tile_of(path: &str) -> (u32, u64) {
+    if let Some(rest) = path.strip_prefix("bundle/") {
+        let (bundle, range) = rest.split_once('[').expect("a range");
+        let digits: String = bundle.chars().filter(char::is_ascii_digit).collect();
+        let offset: u64 = range.split_once("..").unwrap().0.parse().unwrap();
+        assert!(
+            range.ends_with(&format!("..{}]", offset + 256 * 32)),
+            "{path}"
+        );
+        return (
+            0,
+            digits.parse::<u64>().unwrap() * 256 + offset / (256 * 32),
+        );
+    }
     let rest = path.strip_prefix("tile/").expect("a tile path");
     let rest = rest.split(".p/").next().unwrap();
     let (level, index) = rest.split_once('/').unwrap();
@@ -41,6 +56,7 @@ fn following_the_tree_reads_only_the_right_edge_and_the_marked_paths() {
         cold.len() - 1
     );
     let mut size = 50_000u64;
+    let mut ranges = 0;
     for block in 0..70u64 {
         let to = size + 1_000;
         published.grow(&all[size as usize..to as usize]);
@@ -52,6 +68,7 @@ fn following_the_tree_reads_only_the_right_edge_and_the_marked_paths() {
             "the checkpoint and the tiles"
         );
         for (path, _) in &fetched[1..] {
+            ranges += usize::from(path.starts_with("bundle/"));
             let (level, index) = tile_of(path);
             // The last tile of its tile-level at the new size, or the one
             // holding the new size's first node of that level (the old
@@ -77,6 +94,12 @@ fn following_the_tree_reads_only_the_right_edge_and_the_marked_paths() {
         }
         size = to;
     }
+    // Past the first bundle (65,536 leaves), a leaf tile inside it is read
+    // as a range of it.
+    assert!(
+        ranges > 0,
+        "the old right edge inside the bundle, read as a range"
+    );
     // A sync with nothing new reads the checkpoint alone.
     let report = sync(&mut tracker, &published.store, &Unsigned).unwrap();
     assert_eq!((report.tiles, published.store.take().len()), (0, 1));
