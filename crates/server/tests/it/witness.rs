@@ -364,13 +364,21 @@ async fn each_tree_of_a_forest_answers_its_own_witnesses() {
             "an indexed database has no append witnesses",
         ),
         ("/v1/trees/wide/witness/append?from=0&to=8", 400, "arity"),
-        ("/v1/trees/plain/witness/append?from=0&to=4", 400, "Poseidon"),
+        (
+            "/v1/trees/plain/witness/append?from=0&to=4",
+            400,
+            "Poseidon",
+        ),
         (
             "/v1/trees/notes/witness/append?from=16&to=24",
             404,
             "to 24 is beyond the tree's durable size 20",
         ),
-        ("/v1/trees/missing/witness/append?from=0&to=4", 404, "\"missing\""),
+        (
+            "/v1/trees/missing/witness/append?from=0&to=4",
+            404,
+            "\"missing\"",
+        ),
     ] {
         let error = client.get(path).await.error(status);
         assert!(error.contains(says), "{path}: {error}");
