@@ -87,3 +87,7 @@ export const binaryMerkleRoot = (depth) =>
 /** The batch-append template as a main component with its public inputs. */
 export const append = (k, depth) =>
   `include "../../append.circom";\ncomponent main {public [oldRoot, newRoot, size, commitment]} = LeanIMTAppend(${k}, ${depth});`;
+
+/** The indexed batch-insert template as a main component with its public inputs. */
+export const indexedBatch = (k, depth) =>
+  `include "../../indexed-batch.circom";\ncomponent main {public [oldRoot, newRoot, size, commitment]} = IndexedInsertBatch(${k}, ${depth});`;

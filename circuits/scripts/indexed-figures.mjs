@@ -5,13 +5,10 @@
 //   node scripts/indexed-figures.mjs "16,64,256" "20,32"
 // A compile needs memory in proportion to the constraints (about 27k a
 // value at depth 20): the largest sizes take minutes each.
-import { compile } from "./circom.mjs";
+import { compile, indexedBatch } from "./circom.mjs";
 
 const ks = (process.argv[2] ?? "16,64,256").split(",").map(Number);
 const depths = (process.argv[3] ?? "20,32").split(",").map(Number);
-
-const batch = (k, depth) =>
-  `include "../../indexed-batch.circom";\ncomponent main {public [oldRoot, newRoot, size, commitment]} = IndexedInsertBatch(${k}, ${depth});`;
 
 const commitments = new Map();
 console.log("| K | D | non-linear | per value | commitment | per value without it | compile s |");
@@ -23,7 +20,7 @@ for (const k of ks) {
   }
   const commitment = commitments.get(k);
   for (const depth of depths) {
-    const c = compile(`count_ibatch_${k}_${depth}`, batch(k, depth), { wasm: false });
+    const c = compile(`count_ibatch_${k}_${depth}`, indexedBatch(k, depth), { wasm: false });
     const perValue = (c.nonLinear / k).toFixed(0);
     const without = ((c.nonLinear - commitment) / k).toFixed(0);
     console.log(`| ${k} | ${depth} | ${c.nonLinear} | ${perValue} | ${commitment} | ${without} | ${c.seconds.toFixed(1)} |`);

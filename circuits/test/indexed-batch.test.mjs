@@ -1,4 +1,4 @@
-// The indexed batch-insert circuit against cairn: IndexedInsertBatch(4, 4)
+// The indexed batch-insert circuit against cairn: IndexedInsertBatch(K, D)
 // takes the witness `cairn prove --insert-witness` prints for a batch at an
 // indexed Poseidon database's head, whose new root is cairn's root after
 // the batch is then inserted and whose commitment is the one `cairn prove
@@ -8,20 +8,23 @@
 // value repeated in the batch, a changed low leaf, path, frontier, size or
 // root have no witness.
 //
-// The circuit compiles for about a minute, so the test runs with
-// CAIRN_INDEXED_BATCH=1 or CAIRN_CIRCUIT_DEPTHS=full, not in the default run.
+// K = 4 at depth 4 runs by default (a compile of about a minute, the
+// witnesses a few seconds); CAIRN_INDEXED_BATCH=1 or
+// CAIRN_CIRCUIT_DEPTHS=full adds K = 8 at depth 8 (minutes).
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { compile } from "../scripts/circom.mjs";
+import { compile, indexedBatch } from "../scripts/circom.mjs";
 import { P, accepts, binary, endCurve, full, load, random, refuses, run, seed, withTree } from "../scripts/harness.mjs";
 
 after(endCurve);
 
-const enabled = full || process.env.CAIRN_INDEXED_BATCH === "1";
-const K = 4;
-const DEPTH = 4;
+const larger = full || process.env.CAIRN_INDEXED_BATCH === "1";
+const SIZES = [
+  [4, 4],
+  [8, 8],
+];
 const bump = (value) => String((BigInt(value) + 1n) % P);
 
 /** An indexed Poseidon database in `dir` holding `values`, with what a batch witness needs. */
@@ -40,12 +43,12 @@ function indexedDatabase(dir, name, values) {
 }
 
 /** cairn's batch commitment of `values` (the Poseidon(5) chain of --append-witness over them as leaves). */
-function commitmentOf(dir, values) {
+function commitmentOf(dir, values, depth) {
   const db = join(dir, `commit-${values.join("-").slice(0, 40)}-${Math.random().toString(36).slice(2)}`);
   run("init", db, "--arity", "2", "--hash", "poseidon", "--no-unique");
   writeFileSync(`${db}.dec`, values.map(String).join("\n") + "\n");
   run("ingest", db, `${db}.dec`, "--format", "dec");
-  return JSON.parse(run("prove", db, "--append-witness", `0..${values.length}`, "--circuit-depth", String(DEPTH))).commitment;
+  return JSON.parse(run("prove", db, "--append-witness", `0..${values.length}`, "--circuit-depth", String(depth))).commitment;
 }
 
 /**
@@ -54,14 +57,14 @@ function commitmentOf(dir, values) {
  * change); then the values inserted for real, whose new root must be the
  * one the witness claims.
  */
-function insertBatch(dir, tree, values) {
+function insertBatch(dir, tree, values, depth) {
   const before = tree.head();
-  const input = JSON.parse(run("prove", tree.db, "--insert-witness", values.map(String).join(","), "--circuit-depth", String(DEPTH)));
+  const input = JSON.parse(run("prove", tree.db, "--insert-witness", values.map(String).join(","), "--circuit-depth", String(depth)));
   assert.equal(tree.head().root, before.root, "the witness inserts nothing");
   assert.equal(input.size, String(before.size));
   assert.equal(input.oldRoot, BigInt(before.root).toString());
   assert.deepEqual(input.values, values.map(String));
-  assert.equal(input.commitment, commitmentOf(dir, values), "the append circuit's commitment of the same values");
+  assert.equal(input.commitment, commitmentOf(dir, values, depth), "the append circuit's commitment of the same values");
   tree.ingest(values);
   const after = tree.head();
   assert.equal(after.size, before.size + values.length);
@@ -69,10 +72,13 @@ function insertBatch(dir, tree, values) {
   return input;
 }
 
-test(`IndexedInsertBatch(${K}, ${DEPTH}): cairn's insertions satisfy it with cairn's new root; stored, repeated and tampered values do not (seed ${seed})`, { skip: (binary === null && "no cairn binary") || (!enabled && "CAIRN_INDEXED_BATCH=1 to run") }, async () => {
-  const circuit = await load(
-    compile(`ibatch_${K}_${DEPTH}`, `include "../../indexed-batch.circom";\ncomponent main {public [oldRoot, newRoot, size, commitment]} = IndexedInsertBatch(${K}, ${DEPTH});`),
-  );
+for (const [K, DEPTH] of SIZES) {
+  const skip = (binary === null && "no cairn binary") || (K > 4 && !larger && "CAIRN_INDEXED_BATCH=1 to run");
+  test(`IndexedInsertBatch(${K}, ${DEPTH}): cairn's insertions satisfy it with cairn's new root; stored, repeated and tampered values do not (seed ${seed})`, { skip }, () => checkBatches(K, DEPTH));
+}
+
+async function checkBatches(K, DEPTH) {
+  const circuit = await load(compile(`ibatch_${K}_${DEPTH}`, indexedBatch(K, DEPTH)));
   const rng = random(seed);
   await withTree(async (dir) => {
     // Random batches onto a tree of a few random values.
@@ -81,7 +87,7 @@ test(`IndexedInsertBatch(${K}, ${DEPTH}): cairn's insertions satisfy it with cai
       const tree = indexedDatabase(dir, `random${round}`, stored);
       const batch = new Set();
       while (batch.size < K) batch.add(rng.int(0, 1) ? rng.element() : rng.field());
-      const input = insertBatch(dir, tree, [...batch]);
+      const input = insertBatch(dir, tree, [...batch], DEPTH);
       await accepts(circuit, input, `random batch ${round}`, true);
 
       await refuses(circuit, { ...input, newRoot: bump(input.newRoot) }, "another new root");
@@ -103,10 +109,10 @@ test(`IndexedInsertBatch(${K}, ${DEPTH}): cairn's insertions satisfy it with cai
       }
     }
 
-    // Two new values sharing one low leaf, one above every stored value, one near p - 1.
+    // Two new values sharing one low leaf, one above every stored value, one near p - 1 (then values between 9500 and p - 2).
     const tree = indexedDatabase(dir, "shared", [1000n, 5000n, 9000n]);
-    const values = [2000n, 3000n, 9500n, P - 2n];
-    const input = insertBatch(dir, tree, values);
+    const values = [2000n, 3000n, 9500n, P - 2n, ...Array.from({ length: K - 4 }, (_, i) => 10_000n + BigInt(i))];
+    const input = insertBatch(dir, tree, values, DEPTH);
     await accepts(circuit, input, "shared low leaf, end marker", true);
     assert.equal(input.lowIndex[1], String(Number(input.size) + 0), "3000's low leaf is 2000's new leaf");
     assert.equal(input.lowNextValue[3], "0", "p - 2's low leaf is the last");
@@ -114,14 +120,14 @@ test(`IndexedInsertBatch(${K}, ${DEPTH}): cairn's insertions satisfy it with cai
 
     // A value stored already: its predecessor's low leaf (x < x fails) or its own leaf (v < x fails).
     const dupNext = values.with(1, 5000n);
-    await refuses(circuit, { ...input, values: dupNext.map(String), commitment: commitmentOf(dir, dupNext) }, "a stored value (its predecessor's leaf)");
+    await refuses(circuit, { ...input, values: dupNext.map(String), commitment: commitmentOf(dir, dupNext, DEPTH) }, "a stored value (its predecessor's leaf)");
     // A value repeated in the batch: its second copy's low leaf is its first copy's new leaf.
     const repeated = values.with(1, 2000n);
-    await refuses(circuit, { ...input, values: repeated.map(String), commitment: commitmentOf(dir, repeated) }, "a value repeated in the batch");
+    await refuses(circuit, { ...input, values: repeated.map(String), commitment: commitmentOf(dir, repeated, DEPTH) }, "a value repeated in the batch");
     // The guard's 0.
     const zero = values.with(0, 0n);
-    await refuses(circuit, { ...input, values: zero.map(String), commitment: commitmentOf(dir, zero) }, "the guard's value");
+    await refuses(circuit, { ...input, values: zero.map(String), commitment: commitmentOf(dir, zero, DEPTH) }, "the guard's value");
     // The commitment of other values.
-    await refuses(circuit, { ...input, commitment: commitmentOf(dir, [...values].reverse()) }, "values reordered under the commitment");
+    await refuses(circuit, { ...input, commitment: commitmentOf(dir, [...values].reverse(), DEPTH) }, "values reordered under the commitment");
   });
-});
+}

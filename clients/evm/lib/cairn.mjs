@@ -35,7 +35,8 @@ const hex32 = (value) => "0x" + value.toString(16).padStart(64, "0");
 export class CairnTree {
   /**
    * `options`: { arity, hash } and, for the fixed-depth kind,
-   * { kind: "imt", depth, zero } (zero a bigint); { mutable: true } makes
+   * { kind: "imt", depth, zero } (zero a bigint), for the indexed kind
+   * { kind: "indexed" }; { mutable: true } makes
    * a mutable tree, { readmit: true } one that takes removed values back.
    */
   static create(options) {
@@ -118,6 +119,11 @@ export class CairnTree {
   /** `cairn prove DIR --append-witness FROM..TO --circuit-depth D`: the batch-append circuit's inputs, parsed. */
   appendWitness(from, to, depth) {
     return JSON.parse(run("prove", this.dir, "--append-witness", `${from}..${to}`, "--circuit-depth", String(depth)));
+  }
+
+  /** `cairn prove DIR --insert-witness V1,V2,.. --circuit-depth D`: the indexed batch circuit's inputs for inserting `values` (bigints) at the head, parsed; nothing is inserted. */
+  insertWitness(values, depth) {
+    return JSON.parse(run("prove", this.dir, "--insert-witness", values.map(String).join(","), "--circuit-depth", String(depth)));
   }
 
   remove() {

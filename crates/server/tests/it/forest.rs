@@ -18,8 +18,8 @@ use tokio::task::JoinHandle;
 use crate::support::*;
 
 /// A database of several trees served on a free port until `stop`.
-struct ForestServer {
-    client: Client,
+pub(crate) struct ForestServer {
+    pub(crate) client: Client,
     forest: Arc<Forest>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), ServerError>>>,
@@ -50,7 +50,7 @@ impl ForestServer {
         ForestServer::serve(dir, Arc::new(forest), edit).await
     }
 
-    async fn serve(
+    pub(crate) async fn serve(
         dir: TempDir,
         forest: Arc<Forest>,
         edit: impl FnOnce(&mut ServerConfig),
@@ -76,18 +76,18 @@ impl ForestServer {
         }
     }
 
-    async fn stop(mut self) -> (TempDir, Arc<Forest>) {
+    pub(crate) async fn stop(mut self) -> (TempDir, Arc<Forest>) {
         let _ = self.shutdown.take().unwrap().send(());
         self.task.take().unwrap().await.unwrap().unwrap();
         (self.dir, self.forest)
     }
 }
 
-fn hexes(values: &[Hash]) -> Vec<String> {
+pub(crate) fn hexes(values: &[Hash]) -> Vec<String> {
     values.iter().map(to_hex).collect()
 }
 
-fn block(number: u64, trees: Value) -> Value {
+pub(crate) fn block(number: u64, trees: Value) -> Value {
     json!({ "number": number, "hash": to_hex(&[number as u8; 32]), "trees": trees })
 }
 

@@ -3,13 +3,19 @@
 //! `POST /v1/witness/insert` the indexed tree's insertion witness for
 //! values it does not insert; both under `/v1/trees/{name}` too; each
 //! refusal with its status and the value it names; the kinds without the
-//! witness answer 404.
+//! witness answer 404. In a database of several trees of mixed kinds, each
+//! tree's routes answer its own witnesses (those of a single-tree database
+//! holding the same values) and its own refusals.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use cairn_core::hex::to_hex;
-use cairn_core::{HashKind, LeanImt, TreeKind};
-use cairn_db::DbConfig;
+use cairn_core::{Hash, HashKind, LeanImt, TreeKind};
+use cairn_db::{Database, DbConfig, Forest};
 use serde_json::json;
 
+use crate::forest::{ForestServer, block, hexes};
 use crate::support::*;
 
 /// The config of an indexed database of arity `n` under `hash`.
@@ -255,6 +261,172 @@ async fn a_read_only_server_and_one_with_a_token_answer_insertion_witnesses() {
         assert_eq!(reply.json()["size"], "3");
         server.stop().await.unwrap();
     }
+}
+
+/// `values` appended to a fresh single-tree database of `config`: the
+/// reference a forest's tree of the same values must answer as.
+fn reference_db(config: DbConfig, values: &[Hash]) -> (tempfile::TempDir, Database) {
+    let (dir, db) = temp_db(config);
+    db.append(values)
+        .unwrap()
+        .wait(&db, Duration::from_secs(30))
+        .unwrap();
+    (dir, db)
+}
+
+/// The circom input of inserting `batch` into `db` at depth `depth`, as the server ends it.
+fn reference_insert(db: &Database, batch: &[Hash], depth: u32) -> String {
+    let (head, witness) = db.insertion_witness(batch).unwrap();
+    witness.to_circom_json(&head, Some(depth)).unwrap() + "\n"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_tree_of_a_forest_answers_its_own_witnesses() {
+    // Two indexed trees (one of them `default`, the tree of the routes
+    // without a prefix) holding different values, a binary Poseidon lean
+    // tree, and two lean trees without append witnesses.
+    let dir = tempfile::tempdir().unwrap();
+    let forest = Forest::create(dir.path().join("db")).unwrap();
+    for (name, config) in [
+        ("default", indexed(2, HashKind::Poseidon)),
+        ("notes", DbConfig::new(tree(2, HashKind::Poseidon))),
+        ("set", indexed(2, HashKind::Poseidon)),
+        ("wide", DbConfig::new(tree(4, HashKind::Poseidon))),
+        ("plain", DbConfig::new(tree(2, HashKind::Blake3))),
+    ] {
+        forest.add_tree(name, config).unwrap();
+    }
+    let server = ForestServer::serve(dir, Arc::new(forest), |_| {}).await;
+    let client = &server.client;
+    let in_default: Vec<_> = (1..=8u64).map(|i| value(i * 100)).collect();
+    let in_set: Vec<_> = [150, 250, 350, 9000, 12].map(value).to_vec();
+    let mut notes = leaves(41, 20);
+    client
+        .post_to(
+            "/v1/blocks",
+            &block(
+                1,
+                json!({
+                    "default": hexes(&in_default),
+                    "set": hexes(&in_set),
+                    "notes": hexes(&notes),
+                    "wide": hexes(&leaves(42, 9)),
+                    "plain": hexes(&leaves(43, 5)),
+                }),
+            ),
+            None,
+        )
+        .await
+        .ok();
+    let (_default_dir, default_db) = reference_db(indexed(2, HashKind::Poseidon), &in_default);
+    let (_set_dir, set_db) = reference_db(indexed(2, HashKind::Poseidon), &in_set);
+
+    // Insertion witnesses: each indexed tree's own, with and without the prefix for `default`.
+    let batch = [value(160), value(170), value(5000), value(7)];
+    let body = json!({"values": hexes(&batch), "circuit_depth": 6});
+    let want = reference_insert(&default_db, &batch, 6);
+    for path in ["/v1/witness/insert", "/v1/trees/default/witness/insert"] {
+        let reply = client.post_to(path, &body, None).await;
+        assert_eq!(reply.status, 200, "{path}: {}", reply.text());
+        assert_eq!(reply.text(), want, "{path}");
+    }
+    let reply = client
+        .post_to("/v1/trees/set/witness/insert", &body, None)
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.text(), reference_insert(&set_db, &batch, 6));
+    assert_ne!(reply.text(), want, "the two indexed trees differ");
+    assert_eq!(reply.json()["size"], "6");
+    // A value one indexed tree holds and the other does not.
+    let held = json!({"values": ["150", "160", "170", "5000"]});
+    let refused = client
+        .post_to("/v1/trees/set/witness/insert", &held, None)
+        .await;
+    assert!(refused.error(409).contains("already leaf 1"));
+    let reply = client.post_to("/v1/witness/insert", &held, None).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+
+    // Append witnesses: the lean Poseidon tree's own, and each other kind's refusal.
+    let reply = client
+        .get("/v1/trees/notes/witness/append?from=4&to=20&circuit_depth=8")
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.text(), reference_append(&notes, 4, 20, Some(8)));
+    for (path, status, says) in [
+        (
+            "/v1/witness/append?from=0&to=4",
+            404,
+            "an indexed database has no append witnesses",
+        ),
+        (
+            "/v1/trees/set/witness/append?from=0&to=4",
+            404,
+            "an indexed database has no append witnesses",
+        ),
+        ("/v1/trees/wide/witness/append?from=0&to=8", 400, "arity"),
+        (
+            "/v1/trees/plain/witness/append?from=0&to=4",
+            400,
+            "Poseidon",
+        ),
+        (
+            "/v1/trees/notes/witness/append?from=16&to=24",
+            404,
+            "to 24 is beyond the tree's durable size 20",
+        ),
+        (
+            "/v1/trees/missing/witness/append?from=0&to=4",
+            404,
+            "\"missing\"",
+        ),
+    ] {
+        let error = client.get(path).await.error(status);
+        assert!(error.contains(says), "{path}: {error}");
+    }
+    for (name, says) in [
+        ("notes", "no insertion witnesses"),
+        ("plain", "no insertion witnesses"),
+        ("missing", "\"missing\""),
+    ] {
+        let path = format!("/v1/trees/{name}/witness/insert");
+        let error = client.post_to(&path, &body, None).await.error(404);
+        assert!(error.contains(says), "{path}: {error}");
+    }
+
+    // The witnessed batch inserted into `set` in a block with more notes:
+    // the next witnesses start from the head the last one claimed.
+    let claimed = client
+        .post_to("/v1/trees/set/witness/insert", &body, None)
+        .await
+        .ok();
+    let more = leaves(44, 4);
+    client
+        .post_to(
+            "/v1/blocks",
+            &block(2, json!({"set": hexes(&batch), "notes": hexes(&more)})),
+            None,
+        )
+        .await
+        .ok();
+    notes.extend(more);
+    let next = client
+        .post_to(
+            "/v1/trees/set/witness/insert",
+            &json!({"values": ["1", "2", "3", "4"], "circuit_depth": 6}),
+            None,
+        )
+        .await
+        .ok();
+    assert_eq!(next["oldRoot"], claimed["newRoot"]);
+    assert_eq!(next["size"], "10");
+    let reply = client
+        .get("/v1/trees/notes/witness/append?from=20&to=24")
+        .await;
+    assert_eq!(reply.text(), reference_append(&notes, 20, 24, None));
+    // `default` was not in the block: its witness is unchanged.
+    let reply = client.post_to("/v1/witness/insert", &body, None).await;
+    assert_eq!(reply.text(), want);
+    server.stop().await;
 }
 
 /// The field element `n` as a 32-byte big-endian value.
