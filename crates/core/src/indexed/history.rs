@@ -127,6 +127,12 @@ impl History {
     pub(crate) fn set_window(&mut self, window: usize) {
         self.window = window.max(1);
         self.prune();
+        if !self.records() {
+            // The one head left is the current tree's: proofs read the tree.
+            for head in &mut self.heads {
+                head.edge = None;
+            }
+        }
     }
 
     /// Records that leaves `changed` (below `at`, the tree's size) are about
