@@ -142,7 +142,7 @@ mod tests {
             assert_eq!(map.get(key), Some(index));
         }
         assert_eq!(indices.len(), 20_000);
-        assert_eq!(indices.get(&(4096 * 17)), Some(&value(17)));
+        assert_eq!(indices.get(&(4096 * 16)), Some(&value(16)));
     }
 
     #[test]
