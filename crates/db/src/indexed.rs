@@ -42,10 +42,10 @@ use cairn_store::fs::Fs;
 use cairn_store::{Backup, CheckpointMeta, StdFs, StoreError, Token};
 use parking_lot::{Mutex, RwLock};
 
-use crate::set::value_map::ValueMap;
 use crate::config::DbConfig;
 use crate::db::{Db, DbStats};
 use crate::error::{DbError, Result};
+use crate::set::value_map::ValueMap;
 use crate::set::{Duplicate, DuplicateOf};
 
 /// A durable indexed Merkle tree in a directory: insert values, prove

@@ -247,7 +247,10 @@ fn print_disturbances(samples: &mut [(Duration, Option<ThreadCounters>)]) {
     for (what, part) in [
         ("all", &samples[..]),
         ("slowest 1%", &samples[tail..]),
-        ("slowest 0.1%", &samples[samples.len() - samples.len() / 1000..]),
+        (
+            "slowest 0.1%",
+            &samples[samples.len() - samples.len() / 1000..],
+        ),
     ] {
         let (count, preempted, faulted) = tally(part);
         println!("| {what} | {count} | {preempted} | {faulted} |");

@@ -981,7 +981,10 @@ impl Past<'_> {
         }
         // On the right edge at this size: recorded with the head, or its
         // children at this size.
-        if let Some(&node) = self.edge.and_then(|edge| edge.get(to_usize(u64::from(level) - 1))) {
+        if let Some(&node) = self
+            .edge
+            .and_then(|edge| edge.get(to_usize(u64::from(level) - 1)))
+        {
             return node;
         }
         let below = n.saturating_pow(level - 1);

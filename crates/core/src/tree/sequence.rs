@@ -78,7 +78,10 @@ impl LeanImt {
     /// [`LeanImt::update`]-ing one update after the other. All or
     /// nothing: an index past the end or a non-canonical leaf is refused
     /// before anything changes. Commits first.
-    pub fn update_each(&mut self, updates: &[(u64, Hash)]) -> Result<Vec<MembershipProof>, TreeError> {
+    pub fn update_each(
+        &mut self,
+        updates: &[(u64, Hash)],
+    ) -> Result<Vec<MembershipProof>, TreeError> {
         let size = self.size();
         for (position, &(index, leaf)) in updates.iter().enumerate() {
             if index >= size {
@@ -102,7 +105,11 @@ impl LeanImt {
         let shape = config.shape();
         // Every leaf's path has the same number of steps at one size.
         let depth = shape.path(first, size).count();
-        assert_eq!(depth + 1, self.levels.len(), "a committed tree has its levels");
+        assert_eq!(
+            depth + 1,
+            self.levels.len(),
+            "a committed tree has its levels"
+        );
         let mut steps = Vec::with_capacity(updates.len() * depth);
         for &(index, _) in updates {
             steps.extend(shape.path(index, size));
@@ -175,12 +182,8 @@ impl LeanImt {
                     children.extend_from_slice(&group[..n]);
                     hashed_by_lanes.push(change);
                 } else {
-                    next[change] = crate::kind::group_parent(
-                        hash,
-                        n,
-                        pad.as_ref(),
-                        &group[..step.group_len],
-                    );
+                    next[change] =
+                        crate::kind::group_parent(hash, n, pad.as_ref(), &group[..step.group_len]);
                 }
             }
             let mut parents = vec![[0u8; 32]; hashed_by_lanes.len()];
@@ -283,7 +286,8 @@ mod tests {
                     zero: [0; 32],
                 },
             ] {
-                let config = TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3).with_kind(kind);
+                let config =
+                    TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3).with_kind(kind);
                 for size in [1u64, 2, 5, 17, 100] {
                     let updates: Vec<(u64, Hash)> = [0, size - 1, size / 2, 0, size - 1, size / 3]
                         .iter()

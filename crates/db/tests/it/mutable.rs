@@ -250,7 +250,14 @@ fn poseidon_mutable_trees_agree_with_the_reference() {
             2 => Op::Remove(i * 3),
             // Updates and removals through the lanes together, the same
             // leaf twice, an append between.
-            3 => Op::Batch(vec![(1, i), (1, i * 5), (2, i * 3), (0, 0), (1, i), (1, i + 1)]),
+            3 => Op::Batch(vec![
+                (1, i),
+                (1, i * 5),
+                (2, i * 3),
+                (0, 0),
+                (1, i),
+                (1, i + 1),
+            ]),
             _ => Op::Append(1),
         })
         .collect();
