@@ -33,14 +33,14 @@ use super::LeanImt;
 #[derive(Clone, Copy, Debug)]
 struct Version {
     node: u64,
-    change: u32,
+    change: usize,
     value: Hash,
 }
 
 /// The value of `node` that change `change` sees before it is applied:
 /// the last version an earlier change gave it (`versions` sorted by
 /// (node, change)), `None` if no earlier change did.
-fn before(versions: &[Version], node: u64, change: u32) -> Option<Hash> {
+fn before(versions: &[Version], node: u64, change: usize) -> Option<Hash> {
     let at = versions.partition_point(|v| (v.node, v.change) < (node, change));
     at.checked_sub(1)
         .map(|i| versions[i])
@@ -91,10 +91,6 @@ impl LeanImt {
                 return Err(TreeError::NonCanonicalLeaf { position, leaf });
             }
         }
-        assert!(
-            u32::try_from(updates.len()).is_ok(),
-            "at most 2^32 updates in one call"
-        );
         self.commit();
         let Some(&(first, _)) = updates.first() else {
             return Ok(Vec::new());
@@ -141,7 +137,7 @@ impl LeanImt {
                 .enumerate()
                 .map(|(change, (&node, &value))| Version {
                     node,
-                    change: change as u32,
+                    change,
                     value,
                 })
                 .collect();
@@ -149,7 +145,7 @@ impl LeanImt {
             let stored = &self.levels[level];
             if level == 0 {
                 for (change, proof) in proofs.iter_mut().enumerate() {
-                    proof.leaf = before(&versions, proof.index, change as u32)
+                    proof.leaf = before(&versions, proof.index, change)
                         .unwrap_or_else(|| stored.at(to_usize(proof.index)));
                 }
             }
@@ -174,8 +170,8 @@ impl LeanImt {
                         continue;
                     }
                     let at = step.group_start + member as u64;
-                    *slot = before(&versions, at, change as u32)
-                        .unwrap_or_else(|| stored.at(to_usize(at)));
+                    *slot =
+                        before(&versions, at, change).unwrap_or_else(|| stored.at(to_usize(at)));
                     proof.siblings.push(*slot);
                 }
                 if step.group_len == n {
