@@ -26,6 +26,7 @@ pub use crate::config::{TreeConfig, TreeHead};
 pub use crate::snapshot::Snapshot;
 pub use crate::view::View;
 
+mod sequence;
 mod update;
 
 /// An in-memory n-ary incremental Merkle tree of either kind: a LeanIMT,

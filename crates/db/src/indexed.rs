@@ -27,7 +27,7 @@
 //! store records the kind, so [`crate::Db`] refuses an indexed directory
 //! and `IndexedDb` any other, and that tree is never mistaken for this one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -45,6 +45,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::config::DbConfig;
 use crate::db::{Db, DbStats};
 use crate::error::{DbError, Result};
+use crate::set::value_map::ValueMap;
 use crate::set::{Duplicate, DuplicateOf};
 
 /// A durable indexed Merkle tree in a directory: insert values, prove
@@ -89,7 +90,7 @@ pub struct IndexedDb {
 struct State {
     tree: IndexedTree,
     /// Values in the log but not yet in the tree: value -> log index.
-    pending: HashMap<Hash, u64>,
+    pending: ValueMap<Hash, u64>,
     /// Batches whose witness was asked for: first log index -> (count, slot).
     witnesses: BTreeMap<u64, (u64, Arc<OnceLock<InsertionWitness>>)>,
     /// Every insert not yet applied: first log index -> count. Each is
@@ -222,7 +223,7 @@ impl IndexedDb {
             db,
             state: RwLock::new(State {
                 tree,
-                pending: HashMap::new(),
+                pending: ValueMap::default(),
                 witnesses: BTreeMap::new(),
                 batches: BTreeMap::new(),
             }),
@@ -722,7 +723,8 @@ impl State {
             }
         }
         let mut duplicates = Vec::new();
-        let mut seen: HashMap<&Hash, usize> = HashMap::with_capacity(values.len());
+        let mut seen: ValueMap<&Hash, usize> =
+            ValueMap::with_capacity_and_hasher(values.len(), Default::default());
         // Held values, found for a large batch by one walk of the order.
         let mut held = self.tree.present(values).into_iter().peekable();
         for (position, value) in values.iter().enumerate() {

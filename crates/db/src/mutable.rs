@@ -28,7 +28,7 @@
 //! replay at open (one hash per leaf and a path per update) and the
 //! store's own LeanIMT over the change words, kept for its recovery.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -42,6 +42,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::config::DbConfig;
 use crate::db::{Db, DbStats};
 use crate::error::{DbError, Result};
+use crate::set::value_map::{ValueMap, ValueSet};
 use crate::set::{Duplicate, DuplicateOf};
 
 /// Words of the log per change.
@@ -227,11 +228,11 @@ struct State {
     tree: LeanImt,
     /// Every accepted change's effect (durable or pending): value -> leaf
     /// index of each nonzero leaf.
-    present: HashMap<Hash, u64>,
+    present: ValueMap<Hash, u64>,
     /// Values removed (accepted), kept out unless the policy readmits them.
-    removed: HashSet<Hash>,
+    removed: ValueSet,
     /// Leaves as pending changes left them: index -> (value, log end).
-    pending: HashMap<u64, (Hash, u64)>,
+    pending: ValueMap<u64, (Hash, u64)>,
     /// The tree's size once every accepted change is applied.
     accepted_size: u64,
     /// Batches not yet applied: first log word -> (end word, slot).
@@ -335,9 +336,9 @@ impl MutableDb {
             zero,
             state: RwLock::new(State {
                 tree: LeanImt::try_new(shape)?,
-                present: HashMap::new(),
-                removed: HashSet::new(),
-                pending: HashMap::new(),
+                present: ValueMap::default(),
+                removed: ValueSet::default(),
+                pending: ValueMap::default(),
                 accepted_size: 0,
                 batches: BTreeMap::new(),
                 collecting: Vec::new(),
@@ -389,8 +390,8 @@ impl MutableDb {
             return Err(corrupt(size, "the log ends inside a change".to_owned()));
         }
         let mut tree = LeanImt::try_new(self.shape)?;
-        let mut present: HashMap<Hash, u64> = HashMap::new();
-        let mut removed = HashSet::new();
+        let mut present: ValueMap<Hash, u64> = ValueMap::default();
+        let mut removed = ValueSet::default();
         let mut run: Vec<Hash> = Vec::new();
         let mut tagged: BTreeMap<u64, Option<TreeHead>> = self
             .db
@@ -518,7 +519,7 @@ impl MutableDb {
         let mut fresh = Vec::with_capacity(values.len());
         if skip {
             let state = self.state.read();
-            let mut seen: HashMap<Hash, usize> = HashMap::new();
+            let mut seen: ValueMap<Hash, usize> = ValueMap::default();
             for (position, value) in values.iter().enumerate() {
                 let of = match (seen.get(value), state.present.get(value)) {
                     (Some(&at), _) => Some(DuplicateOf::Batch(at)),
@@ -571,10 +572,10 @@ impl MutableDb {
         // The batch's own effects, checked before any is recorded: leaves
         // it changed, values it added (and holds at its end), values held
         // before it that it freed, values it removed.
-        let mut leaves: HashMap<u64, Hash> = HashMap::new();
-        let mut added: HashMap<Hash, usize> = HashMap::new();
-        let mut freed: HashSet<Hash> = HashSet::new();
-        let mut removed: HashSet<Hash> = HashSet::new();
+        let mut leaves: ValueMap<u64, Hash> = ValueMap::default();
+        let mut added: ValueMap<Hash, usize> = ValueMap::default();
+        let mut freed = ValueSet::default();
+        let mut removed = ValueSet::default();
         let mut duplicates = Vec::new();
         for (position, change) in changes.iter().enumerate() {
             let value = match *change {
@@ -762,6 +763,17 @@ impl MutableDb {
             tagged,
             ..
         } = &mut *state;
+        // Consecutive updates and removals are applied together (one
+        // level-by-level pass through the lane hashers, each with its
+        // proof against the root just before it), up to an append, a
+        // tagged head or the end of a writer's batch.
+        let mut run: Vec<(u64, Hash)> = Vec::new();
+        let flush = |tree: &mut LeanImt, run: &mut Vec<(u64, Hash)>, out: &mut Vec<_>| {
+            if !run.is_empty() {
+                out.extend(self.apply(tree, run).into_iter().map(Some));
+                run.clear();
+            }
+        };
         while at + WORDS_PER_CHANGE <= durable {
             let word = |i: u64| {
                 leaves
@@ -770,28 +782,33 @@ impl MutableDb {
             };
             let change = Change::decode([word(at), word(at + 1)], tree.size(), &self.zero)
                 .expect("changes were checked when they were logged");
-            let old = match change {
+            match change {
                 Change::Append(value) => {
+                    flush(tree, &mut run, collecting);
                     tree.append(value).expect("checked when logged");
-                    None
+                    collecting.push(None);
                 }
-                Change::Update(index, value) => Some(self.apply(tree, index, value)),
-                Change::Remove(index) => Some(self.apply(tree, index, self.zero)),
-            };
-            collecting.push(old);
+                Change::Update(index, value) => run.push((index, value)),
+                Change::Remove(index) => run.push((index, self.zero)),
+            }
             at += WORDS_PER_CHANGE;
+            let batch_ends = batches
+                .first_key_value()
+                .is_some_and(|(_, (end, _))| *end == at);
             if let Some(slot) = tagged.get_mut(&at) {
+                flush(tree, &mut run, collecting);
                 *slot = Some(tree.head());
             }
-            if let Some(entry) = batches.first_entry() {
-                if entry.get().0 == at {
-                    let (_, slot) = entry.remove();
-                    let _ = slot.set(std::mem::take(collecting));
-                }
-            } else {
-                // Replayed or recovered changes have no writer waiting.
-                collecting.clear();
+            if batch_ends {
+                flush(tree, &mut run, collecting);
+                let (_, (_, slot)) = batches.pop_first().expect("a first batch");
+                let _ = slot.set(std::mem::take(collecting));
             }
+        }
+        flush(tree, &mut run, collecting);
+        if batches.is_empty() {
+            // Replayed or recovered changes have no writer waiting.
+            collecting.clear();
         }
         tree.commit();
         // Writers append under the state lock, so the log's size is every
@@ -799,7 +816,7 @@ impl MutableDb {
         // every bucket of the capacity a large batch once grew.
         if at >= self.db.store.size() {
             if !pending.is_empty() {
-                *pending = HashMap::new();
+                *pending = ValueMap::default();
             }
         } else {
             pending.retain(|_, (_, end)| *end > at);
@@ -807,13 +824,19 @@ impl MutableDb {
         self.applied.store(at, Ordering::Release);
     }
 
-    /// Sets leaf `index` to `new`, returning the old leaf and its proof
-    /// against the root before.
-    fn apply(&self, tree: &mut LeanImt, index: u64, new: Hash) -> OldLeaf {
-        let proof = tree.prove(index).expect("checked when logged");
-        let old = tree.leaf(index).expect("checked when logged");
-        tree.update(index, new).expect("checked when logged");
-        OldLeaf { index, old, proof }
+    /// Applies `run` (updates and removals as `(index, new leaf)`, in
+    /// order), returning each one's old leaf and its proof against the
+    /// root just before it.
+    fn apply(&self, tree: &mut LeanImt, run: &[(u64, Hash)]) -> Vec<OldLeaf> {
+        tree.update_each(run)
+            .expect("checked when logged")
+            .into_iter()
+            .map(|proof| OldLeaf {
+                index: proof.index(),
+                old: proof.leaf(),
+                proof,
+            })
+            .collect()
     }
 
     fn check_value(&self, position: usize, value: &Hash) -> Result<()> {
@@ -1016,8 +1039,8 @@ impl State {
 /// A replayed append's or update's value checked against what the changes
 /// before it left: a log holding what this database never writes is corrupt.
 fn check_replayed(
-    present: &HashMap<Hash, u64>,
-    removed: &HashSet<Hash>,
+    present: &ValueMap<Hash, u64>,
+    removed: &ValueSet,
     readmit: bool,
     zero: &Hash,
     value: &Hash,

@@ -123,14 +123,20 @@ fn history(options: &Options, all: &[Hash]) {
     assert_eq!(heads.len(), window);
     let stats = with.history_stats();
     let mut samples = Vec::with_capacity(options.samples);
+    // Per sample, what the thread went through: read outside the timing.
+    let mut disturbed = Vec::with_capacity(options.samples);
     for k in 0..options.samples as u64 {
         // Another seed's values: absent but for a 2^-256 chance.
         let absent = cairn_testkit::leaf(0x5eed, k);
         let pick = u64::from_le_bytes(absent[..8].try_into().expect("8 bytes"));
         let head = heads[(pick % heads.len() as u64) as usize];
+        let before = ThreadCounters::now();
         let started = Instant::now();
         let proof = with.prove_absence_at(&absent, head.size);
-        samples.push(started.elapsed());
+        let elapsed = started.elapsed();
+        let after = ThreadCounters::now();
+        samples.push(elapsed);
+        disturbed.push((elapsed, before.zip(after).map(|(b, a)| a.since(&b))));
         let proof = proof.expect("a random value is absent");
         proof
             .verify(config.arity, config.hash, &head, &absent)
@@ -153,6 +159,7 @@ history: {} values, N = 4, BLAKE3, window {window} heads of {block} values (buil
         at(0.99).as_secs_f64() * 1e6,
         samples.last().expect("samples").as_secs_f64() * 1e6
     );
+    print_disturbances(&mut disturbed);
     let inserted = (window - 1) * block;
     println!(
         "history: {} leaf records, {} node records at {} positions, {} bytes: {:.0} bytes per head, {:.1} bytes per value inserted",
@@ -169,6 +176,103 @@ history: {} values, N = 4, BLAKE3, window {window} heads of {block} values (buil
         on.as_secs_f64(),
         off.as_secs_f64(),
         on.as_secs_f64() / off.as_secs_f64()
+    );
+}
+
+/// What the scheduler and the memory manager did to this thread so far:
+/// from `/proc/thread-self/schedstat` (nanoseconds spent waiting on a run
+/// queue, times scheduled in) and `/proc/thread-self/stat` (minor and
+/// major page faults). `None` where those files are not.
+#[derive(Clone, Copy, Debug, Default)]
+struct ThreadCounters {
+    waited_ns: u64,
+    slices: u64,
+    faults: u64,
+}
+
+impl ThreadCounters {
+    fn now() -> Option<ThreadCounters> {
+        let sched = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        let mut sched = sched.split_whitespace().map(|f| f.parse::<u64>().ok());
+        let _on_cpu = sched.next()??;
+        let waited_ns = sched.next()??;
+        let slices = sched.next()??;
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+        // Fields after the command name (which may hold spaces) start at ')'.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let minor: u64 = fields.get(7)?.parse().ok()?;
+        let major: u64 = fields.get(9)?.parse().ok()?;
+        Some(ThreadCounters {
+            waited_ns,
+            slices,
+            faults: minor + major,
+        })
+    }
+
+    fn since(&self, before: &ThreadCounters) -> ThreadCounters {
+        ThreadCounters {
+            waited_ns: self.waited_ns - before.waited_ns,
+            slices: self.slices - before.slices,
+            faults: self.faults - before.faults,
+        }
+    }
+
+    /// Descheduled or waiting on a run queue during the sample.
+    fn preempted(&self) -> bool {
+        self.slices > 0 || self.waited_ns > 0
+    }
+}
+
+/// Where the time of the slowest samples went: how many of them the
+/// thread spent partly descheduled (the machine), or faulting pages in
+/// (cold memory), against all samples; and the quantiles of the samples
+/// that saw neither (the code's own tail).
+fn print_disturbances(samples: &mut [(Duration, Option<ThreadCounters>)]) {
+    if samples.iter().any(|(_, c)| c.is_none()) {
+        println!("(no per-thread counters on this system)");
+        return;
+    }
+    samples.sort_by_key(|(elapsed, _)| *elapsed);
+    let tally = |part: &[(Duration, Option<ThreadCounters>)]| {
+        let counters = || part.iter().filter_map(|(_, c)| *c);
+        (
+            part.len(),
+            counters().filter(ThreadCounters::preempted).count(),
+            counters().filter(|c| c.faults > 0).count(),
+        )
+    };
+    println!("| samples | count | descheduled during it | page faults during it |");
+    println!("|---|---|---|---|");
+    let tail = samples.len() - samples.len() / 100;
+    for (what, part) in [
+        ("all", &samples[..]),
+        ("slowest 1%", &samples[tail..]),
+        (
+            "slowest 0.1%",
+            &samples[samples.len() - samples.len() / 1000..],
+        ),
+    ] {
+        let (count, preempted, faulted) = tally(part);
+        println!("| {what} | {count} | {preempted} | {faulted} |");
+    }
+    let mut quiet: Vec<Duration> = samples
+        .iter()
+        .filter(|(_, c)| c.is_some_and(|c| !c.preempted() && c.faults == 0))
+        .map(|(elapsed, _)| *elapsed)
+        .collect();
+    if quiet.is_empty() {
+        return;
+    }
+    quiet.sort();
+    let at = |q: f64| quiet[((quiet.len() as f64 * q) as usize).min(quiet.len() - 1)];
+    println!(
+        "undisturbed samples ({} of {}): p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us",
+        quiet.len(),
+        samples.len(),
+        at(0.5).as_secs_f64() * 1e6,
+        at(0.99).as_secs_f64() * 1e6,
+        at(0.999).as_secs_f64() * 1e6,
+        quiet.last().expect("samples").as_secs_f64() * 1e6
     );
 }
 

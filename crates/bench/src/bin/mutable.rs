@@ -204,5 +204,53 @@ fn main() {
     println!("{}", updates.row("update"));
     println!("{}", removals.row("remove"));
     println!("{}", appends.row("append"));
+    hash_cost(&shape, size);
     db.close().expect("close");
+}
+
+/// What hashing costs per update at `size` leaves: the hashes on its path
+/// (one per hashing level, the minimum when every update's proof is
+/// against the root just before it; averaged over spread indices), the
+/// log's own tree's share (two words per change, appended to a Lean tree
+/// of the same hash), and the time of one hash alone and in lanes.
+fn hash_cost(shape: &TreeConfig, size: u64) {
+    let path: usize = (0..1000u64)
+        .map(|k| {
+            let index = (k * 7_919_993) % size;
+            shape
+                .shape()
+                .path(index, size)
+                .filter(cairn_core::shape::PathStep::hashes)
+                .count()
+        })
+        .sum();
+    let path = path as f64 / 1000.0;
+    // A Lean tree of arity N hashes (w - 1) / (N - 1) parents for w leaves.
+    let log = 2.0 / (shape.arity.get() as f64 - 1.0);
+    let n = shape.arity.get();
+    let groups = 4096;
+    let children: Vec<Hash> = (0..(groups * n) as u64)
+        .map(|i| cairn_testkit::leaf(3, i))
+        .collect();
+    let mut out = vec![[0u8; 32]; groups];
+    let mut lanes = Vec::new();
+    let mut alone = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        shape.hash.hash_groups(&children, n, &mut out);
+        lanes.push(started.elapsed() / groups as u32);
+        let started = Instant::now();
+        for (parent, group) in out.iter_mut().zip(children.chunks_exact(n)) {
+            *parent = shape.hash.hash_children(group);
+        }
+        alone.push(started.elapsed() / groups as u32);
+    }
+    let lanes = cairn_bench::median(&mut lanes).as_secs_f64() * 1e6;
+    let alone = cairn_bench::median(&mut alone).as_secs_f64() * 1e6;
+    println!(
+        "hashing per update: {path:.1} on its path (the minimum: one per hashing level) + {log:.1} for the log's own tree; one hash {alone:.3} us alone, {lanes:.3} us in lanes ({}): {:.2} us per update alone, {:.2} us in lanes",
+        shape.hash.kernel_name(),
+        (path + log) * alone,
+        (path + log) * lanes
+    );
 }

@@ -44,14 +44,30 @@ pub const NODE_VERSION_BYTES: usize = std::mem::size_of::<NodeVersion>();
 /// header, and the hash map's control byte), beside its records.
 const SLOT_BYTES: usize = 16 + std::mem::size_of::<Vec<NodeVersion>>() + 1;
 
+/// A retained head: its size and root, and the last node of each level
+/// above the leaves at its size (`edge[level - 1]`), when recorded.
+///
+/// The edge is what a proof at an old head would otherwise recompute on
+/// every call: a node partial at that size is the hash of its children
+/// at that size, recursively down to the leaves (a dozen hashes and a few
+/// dozen history lookups at 10^7 leaves, for the top level alone, which
+/// every proof crosses). It never changes once the head is made (later
+/// insertions overwrite only nodes complete at that size, or append), so
+/// it is taken from the tree when the head is current: depth x 32 bytes.
+#[derive(Debug, Clone)]
+struct Head {
+    size: u64,
+    root: Hash,
+    edge: Option<Box<[Hash]>>,
+}
+
 /// The retained heads and the overwrites since the oldest of them.
 #[derive(Debug, Clone)]
 pub(crate) struct History {
     /// Heads kept at most (the current one included), at least 1.
     window: usize,
-    /// Retained heads, oldest first, as (size, root); the last is the
-    /// tree's current head.
-    heads: VecDeque<(u64, Hash)>,
+    /// Retained heads, oldest first; the last is the tree's current head.
+    heads: VecDeque<Head>,
     /// Leaf index -> its pointers before each overwrite, oldest first.
     leaves: HashMap<u64, Vec<LeafVersion>>,
     /// (level >= 1, index) -> its values before each overwrite, oldest first.
@@ -75,9 +91,9 @@ pub struct HistoryStats {
     pub node_records: usize,
     /// Positions with records.
     pub positions: usize,
-    /// Bytes the records take, with their map slots (an estimate of the
-    /// heap: list capacity beyond length and allocator overhead are not
-    /// counted).
+    /// Bytes the records take, with their map slots and the heads' right
+    /// edges (an estimate of the heap: list capacity beyond length and
+    /// allocator overhead are not counted).
     pub bytes: usize,
 }
 
@@ -86,7 +102,11 @@ impl History {
     pub(crate) fn new(window: usize, size: u64, root: Hash) -> History {
         History {
             window: window.max(1),
-            heads: VecDeque::from([(size, root)]),
+            heads: VecDeque::from([Head {
+                size,
+                root,
+                edge: None,
+            }]),
             leaves: HashMap::new(),
             nodes: HashMap::new(),
             records: (0, 0),
@@ -107,6 +127,12 @@ impl History {
     pub(crate) fn set_window(&mut self, window: usize) {
         self.window = window.max(1);
         self.prune();
+        if !self.records() {
+            // The one head left is the current tree's: proofs read the tree.
+            for head in &mut self.heads {
+                head.edge = None;
+            }
+        }
     }
 
     /// Records that leaves `changed` (below `at`, the tree's size) are about
@@ -163,24 +189,22 @@ impl History {
         }
     }
 
-    /// Records the tree's new head after a change that grew it.
-    pub(crate) fn push_head(&mut self, size: u64, root: Hash) {
-        match self.heads.back() {
-            Some(&(last, _)) if last == size => {
-                self.heads.pop_back();
-            }
-            _ => {}
+    /// Records the tree's new head after a change that grew it, with its
+    /// right edge (see [`Head`]) if given.
+    pub(crate) fn push_head(&mut self, size: u64, root: Hash, edge: Option<Box<[Hash]>>) {
+        if self.heads.back().is_some_and(|last| last.size == size) {
+            self.heads.pop_back();
         }
-        debug_assert!(self.heads.back().is_none_or(|&(last, _)| last < size));
-        self.heads.push_back((size, root));
+        debug_assert!(self.heads.back().is_none_or(|last| last.size < size));
+        self.heads.push_back(Head { size, root, edge });
         self.prune();
     }
 
     /// Forgets every head above `size` and every overwrite made at or
     /// after it (a rollback to `size`), then records `(size, root)` as the
     /// current head.
-    pub(crate) fn truncate(&mut self, size: u64, root: Hash) {
-        while self.heads.back().is_some_and(|&(last, _)| last >= size) {
+    pub(crate) fn truncate(&mut self, size: u64, root: Hash, edge: Option<Box<[Hash]>>) {
+        while self.heads.back().is_some_and(|last| last.size >= size) {
             self.heads.pop_back();
         }
         let mut dropped = (0, 0);
@@ -198,7 +222,7 @@ impl History {
         });
         self.records.0 -= dropped.0;
         self.records.1 -= dropped.1;
-        self.heads.push_back((size, root));
+        self.heads.push_back(Head { size, root, edge });
         self.prune();
     }
 
@@ -231,17 +255,27 @@ impl History {
 
     /// The oldest retained head's size.
     pub(crate) fn oldest(&self) -> u64 {
-        self.heads.front().map_or(0, |&(size, _)| size)
+        self.heads.front().map_or(0, |head| head.size)
     }
 
     /// The retained heads, oldest first.
     pub(crate) fn heads(&self) -> impl DoubleEndedIterator<Item = (u64, Hash)> + '_ {
-        self.heads.iter().copied()
+        self.heads.iter().map(|head| (head.size, head.root))
+    }
+
+    /// The right edge recorded with the retained head of `size` (see
+    /// [`Head`]), if any.
+    pub(crate) fn edge_at(&self, size: u64) -> Option<&[Hash]> {
+        let at = self.heads.partition_point(|head| head.size < size);
+        self.heads
+            .get(at)
+            .filter(|head| head.size == size)
+            .and_then(|head| head.edge.as_deref())
     }
 
     /// The root of the retained head of `size`, or why there is none.
     pub(crate) fn root_of(&self, size: u64) -> Result<Hash, IndexedError> {
-        let newest = self.heads.back().map_or(0, |&(size, _)| size);
+        let newest = self.heads.back().map_or(0, |head| head.size);
         if size > newest {
             return Err(crate::error::TreeError::SizeBeyondTree {
                 size,
@@ -258,16 +292,16 @@ impl History {
                 window: self.window,
             });
         }
-        let at = self.heads.partition_point(|&(s, _)| s < size);
+        let at = self.heads.partition_point(|head| head.size < size);
         match self.heads.get(at) {
-            Some(&(s, root)) if s == size => Ok(root),
+            Some(head) if head.size == size => Ok(head.root),
             next => Err(IndexedError::NotAHead {
                 size,
                 before: at
                     .checked_sub(1)
                     .and_then(|i| self.heads.get(i))
-                    .map_or(oldest, |&(s, _)| s),
-                after: next.map_or(newest, |&(s, _)| s),
+                    .map_or(oldest, |head| head.size),
+                after: next.map_or(newest, |head| head.size),
             }),
         }
     }
@@ -277,8 +311,8 @@ impl History {
         self.heads
             .iter()
             .rev()
-            .find(|(_, r)| r == root)
-            .map(|&(size, _)| size)
+            .find(|head| head.root == *root)
+            .map(|head| head.size)
     }
 
     /// Leaf `index`'s pointer at size `size` if it was overwritten since:
@@ -300,6 +334,12 @@ impl History {
     /// What it holds and its cost.
     pub(crate) fn stats(&self) -> HistoryStats {
         let positions = self.leaves.len() + self.nodes.len();
+        let edges: usize = self
+            .heads
+            .iter()
+            .filter_map(|head| head.edge.as_ref())
+            .map(|edge| edge.len() * std::mem::size_of::<Hash>())
+            .sum();
         HistoryStats {
             window: self.window,
             heads: self.heads.len(),
@@ -309,7 +349,8 @@ impl History {
             positions,
             bytes: self.records.0 * LEAF_VERSION_BYTES
                 + self.records.1 * NODE_VERSION_BYTES
-                + positions * SLOT_BYTES,
+                + positions * SLOT_BYTES
+                + edges,
         }
     }
 }

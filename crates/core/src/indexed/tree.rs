@@ -325,7 +325,7 @@ impl IndexedTree {
             .append_batch(&new_hashes)
             .expect("capacity checked with the values");
         self.tree.commit();
-        self.history.push_head(self.size(), self.root());
+        self.push_head();
         debug_assert_eq!(self.sorted.len(), self.size());
         Ok(first)
     }
@@ -389,7 +389,7 @@ impl IndexedTree {
             .append_batch(&new_hashes)
             .expect("capacity checked with the values");
         self.tree.commit();
-        self.history.push_head(self.size(), self.root());
+        self.push_head();
         debug_assert_eq!(self.sorted.len(), self.size());
         Ok(first)
     }
@@ -481,7 +481,7 @@ impl IndexedTree {
                 new_siblings: after.siblings().to_vec(),
             });
         }
-        self.history.push_head(self.size(), self.root());
+        self.push_head();
         Ok(InsertionWitness {
             arity: config.arity,
             hash: config.hash,
@@ -545,8 +545,39 @@ impl IndexedTree {
         let hashes = hash_leaves(self.config().hash, &leaves);
         let updates: Vec<(u64, Hash)> = changed.into_iter().zip(hashes).collect();
         self.tree.update_leaves(&updates)?;
-        self.history.truncate(size, self.root());
+        let edge = self.edge();
+        self.history.truncate(size, self.root(), edge);
         Ok(())
+    }
+
+    /// Records the tree's current head in the history, with its right
+    /// edge when a history is kept.
+    fn push_head(&mut self) {
+        let edge = self.edge();
+        self.history.push_head(self.size(), self.root(), edge);
+    }
+
+    /// The last node of each level above the leaves (level 1 first), when
+    /// a history is kept: what proofs at this head, once it is old, read
+    /// instead of recomputing the nodes partial at its size.
+    fn edge(&self) -> Option<Box<[Hash]>> {
+        if !self.history.records() {
+            return None;
+        }
+        let config = self.config();
+        let size = self.size();
+        let view = self
+            .tree
+            .view(size)
+            .expect("every operation leaves the tree committed");
+        Some(
+            (1..=config.depth_at(size))
+                .map(|level| {
+                    let last = crate::shape::level_len(size, config.arity, level) - 1;
+                    view.node(level, last)
+                })
+                .collect(),
+        )
     }
 
     /// The low leaves (below the tree's size) that inserting `values`
@@ -656,7 +687,10 @@ impl IndexedTree {
     /// history's nodes (equal to [`IndexedTree::head_at`]'s, which was
     /// recorded when the head was current): a check of the history.
     pub fn recompute_root_at(&self, size: u64) -> Result<Hash, IndexedError> {
-        let past = self.past(size)?;
+        let past = Past {
+            edge: None,
+            ..self.past(size)?
+        };
         let depth = self.config().depth_at(size);
         Ok(past.node(depth, 0))
     }
@@ -667,6 +701,7 @@ impl IndexedTree {
             reader: self.reader(),
             history: &self.history,
             size,
+            edge: self.history.edge_at(size),
         })
     }
 
@@ -908,6 +943,8 @@ struct Past<'a> {
     reader: Reader<'a>,
     history: &'a History,
     size: u64,
+    /// The head's right edge, if recorded (else recomputed).
+    edge: Option<&'a [Hash]>,
 }
 
 impl Past<'_> {
@@ -942,7 +979,14 @@ impl Past<'_> {
                 .node_at(level, index, self.size)
                 .unwrap_or_else(|| self.reader.view.node(level, index));
         }
-        // On the right edge at this size: its children at this size.
+        // On the right edge at this size: recorded with the head, or its
+        // children at this size.
+        if let Some(&node) = self
+            .edge
+            .and_then(|edge| edge.get(to_usize(u64::from(level) - 1)))
+        {
+            return node;
+        }
         let below = n.saturating_pow(level - 1);
         let children = self.size.div_ceil(below);
         let start = index * n;

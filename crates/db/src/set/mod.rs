@@ -27,6 +27,7 @@
 
 pub(crate) mod file;
 pub(crate) mod table;
+pub(crate) mod value_map;
 
 use std::hash::Hasher as _;
 use std::sync::OnceLock;

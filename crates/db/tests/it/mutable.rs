@@ -83,6 +83,9 @@ enum Op {
     Append(u8),
     Update(u16),
     Remove(u16),
+    /// Several changes in one batch: (0 append, 1 update, 2 removal, of
+    /// the live leaf `at` picks among those the batch left so far).
+    Batch(Vec<(u8, u16)>),
     Reopen,
 }
 
@@ -91,6 +94,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (1u8..20).prop_map(Op::Append),
         3 => any::<u16>().prop_map(Op::Update),
         2 => any::<u16>().prop_map(Op::Remove),
+        2 => prop::collection::vec((0u8..3, any::<u16>()), 2..16).prop_map(Op::Batch),
         1 => Just(Op::Reopen),
     ]
 }
@@ -138,6 +142,37 @@ fn run(tree: TreeConfig, ops: &[Op]) -> Result<(), TestCaseError> {
                     }
                     _ => Change::Remove(index),
                 });
+            }
+            Op::Batch(ref picks) => {
+                let capacity = match tree.kind {
+                    TreeKind::Fixed { depth, .. } => tree.arity.get().pow(depth) as u64,
+                    _ => u64::MAX,
+                };
+                // The leaves as the batch so far leaves them.
+                let mut leaves = model.leaves.clone();
+                for &(kind, at) in picks {
+                    let live: Vec<u64> = (0..leaves.len() as u64)
+                        .filter(|&i| leaves[i as usize] != zero_of(&tree))
+                        .collect();
+                    if kind == 0 || live.is_empty() {
+                        if leaves.len() as u64 >= capacity {
+                            continue;
+                        }
+                        leaves.push(value(3, next));
+                        batch.push(Change::Append(value(3, next)));
+                        next += 1;
+                        continue;
+                    }
+                    let index = live[at as usize % live.len()];
+                    if kind == 1 {
+                        leaves[index as usize] = value(3, next);
+                        batch.push(Change::Update(index, value(3, next)));
+                        next += 1;
+                    } else {
+                        leaves[index as usize] = zero_of(&tree);
+                        batch.push(Change::Remove(index));
+                    }
+                }
             }
             Op::Reopen => {
                 db.close().unwrap();
@@ -209,10 +244,20 @@ proptest! {
 #[test]
 fn poseidon_mutable_trees_agree_with_the_reference() {
     let ops: Vec<Op> = (0..30)
-        .map(|i| match i % 4 {
+        .map(|i| match i % 5 {
             0 => Op::Append(5),
             1 => Op::Update(i * 7),
             2 => Op::Remove(i * 3),
+            // Updates and removals through the lanes together, the same
+            // leaf twice, an append between.
+            3 => Op::Batch(vec![
+                (1, i),
+                (1, i * 5),
+                (2, i * 3),
+                (0, 0),
+                (1, i),
+                (1, i + 1),
+            ]),
             _ => Op::Append(1),
         })
         .collect();
