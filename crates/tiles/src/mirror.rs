@@ -20,9 +20,9 @@ use cairn_core::hex::to_hex;
 use cairn_core::{ConsistencyProof, Hash, Snapshot, TreeHead, VerifyError};
 
 use crate::bulk::{self, Ahead, DEFAULT_IN_FLIGHT};
-use crate::pipeline;
 use crate::checkpoint::{Checkpoint, MAGIC, MAGIC_KINDS, describe_tree};
 use crate::client::{TileError, TileTree, read_checkpoint_checked};
+use crate::pipeline;
 use crate::publish::CHECKPOINT;
 use crate::remote::{OpenError, RemoteOptions};
 use crate::signed::CheckpointSignature;

@@ -62,8 +62,8 @@ pub(crate) fn adopt_chunks(
     // The level whose nodes are the chunks' roots, if chunks are complete
     // subtrees of a level that upstream's tiles hold (at or above tile-level
     // 1, so that the row never reads leaf tiles).
-    let level = chunk_level(config.arity.as_u64(), chunk)
-        .filter(|&level| level >= new.layout().height());
+    let level =
+        chunk_level(config.arity.as_u64(), chunk).filter(|&level| level >= new.layout().height());
     let start = target.adopted().size();
     let stages = target.stages();
     let mut row = Row::Undecided;
@@ -98,10 +98,7 @@ pub(crate) fn adopt_chunks(
                 if leaves.len() as u64 != end - fetched {
                     failed = Some(MirrorError::Refused {
                         object: upstream.describe(),
-                        reason: format!(
-                            "asked for leaves {fetched}..{end}, got {}",
-                            leaves.len()
-                        ),
+                        reason: format!("asked for leaves {fetched}..{end}, got {}", leaves.len()),
                     });
                     break;
                 }
@@ -332,7 +329,9 @@ mod tests {
             let config = TreeConfig::new(Arity::new(n).unwrap(), HashKind::Blake3);
             let c = n.pow(if n == 16 { 2 } else { 4 });
             let leaves: Vec<Hash> = (0..3 * c + 5)
-                .map(|i| HashKind::Blake3.hash_children(&[[(i % 251) as u8; 32], [(i / 251) as u8; 32]]))
+                .map(|i| {
+                    HashKind::Blake3.hash_children(&[[(i % 251) as u8; 32], [(i / 251) as u8; 32]])
+                })
                 .collect();
             let tree = LeanImt::from_leaves(config, &leaves).unwrap();
             let view = tree.view(tree.size()).unwrap();

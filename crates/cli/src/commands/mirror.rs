@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::anyhow;
+use cairn_core::{Hash, Snapshot};
 use cairn_db::{Database, DbConfig, Operation};
 use cairn_server::{DbTarget, adopt_error, open_upstream};
-use cairn_core::{Hash, Snapshot};
 use cairn_tiles::{
     DEFAULT_CHUNK_LEAVES, MirrorError, MirrorTarget, TargetError, Upstream, catch_up,
 };

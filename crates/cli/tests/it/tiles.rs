@@ -208,7 +208,8 @@ fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
     let third = dir.path("third");
     for kill in 0..3 {
         let delay_ms = 20 + next() % 300;
-        let context = format!("CAIRN_KILL_SEED={seed}, corrupt store, kill {kill} after {delay_ms} ms");
+        let context =
+            format!("CAIRN_KILL_SEED={seed}, corrupt store, kill {kill} after {delay_ms} ms");
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
             .args(["mirror", "--from", &server.url(), &third])
             .stdout(std::process::Stdio::null())

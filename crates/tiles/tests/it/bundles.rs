@@ -203,7 +203,10 @@ fn full_bundles_are_checked_against_a_verified_row_not_a_proof_each() {
         }
         let (mut upstream, read) = counted(dir.path());
         let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
-        assert_eq!((done.head, done.adopted), (source.head(), all.len() as u64 - held as u64));
+        assert_eq!(
+            (done.head, done.adopted),
+            (source.head(), all.len() as u64 - held as u64)
+        );
         assert!(mirror.tree.leaves().eq(all.iter()));
         let (bundles, leaf_tiles, upper) = kinds(&read.lock().unwrap());
         assert_eq!(bundles, 5 - held / 65_536, "{config:?}");
@@ -225,18 +228,30 @@ fn a_bundle_changed_with_its_node_in_the_tiles_is_refused_by_the_root() {
     let mut bad: Vec<cairn_core::Hash> = all[65_536..2 * 65_536].to_vec();
     bad[40][0] ^= 1;
     std::fs::write(&bundle, bad.concat()).unwrap();
-    let node = LeanImt::from_leaves(config(2), &bad).unwrap().head().root.unwrap();
+    let node = LeanImt::from_leaves(config(2), &bad)
+        .unwrap()
+        .head()
+        .root
+        .unwrap();
     let row = dir.path().join("tile/2/000.p/3");
     let mut nodes = std::fs::read(&row).unwrap();
     assert_eq!(nodes.len(), 3 * 32);
     nodes[32..64].copy_from_slice(&node);
     std::fs::write(&row, &nodes).unwrap();
     let mut mirror = Memory::new(config(2));
-    let err = catch_up(&mut counted(dir.path()).0, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap_err();
+    let err = catch_up(
+        &mut counted(dir.path()).0,
+        &mut mirror,
+        DEFAULT_CHUNK_LEAVES,
+    )
+    .unwrap_err();
     assert!(matches!(err, MirrorError::Refused { .. }), "{err}");
     assert!(mirror.snapshot.size() <= 65_536, "{err}");
     assert!(
-        mirror.tree.leaves().eq(all[..mirror.snapshot.size() as usize].iter()),
+        mirror
+            .tree
+            .leaves()
+            .eq(all[..mirror.snapshot.size() as usize].iter()),
         "{err}"
     );
 }
