@@ -16,13 +16,14 @@
 # interleaved, and both are shown side by side. SWEEP=1 adds reading only
 # the leaf tiles (--no-bundles), --in-flight 1, 2, 8, 16, and the
 # publishing cost per 1M leaves (objects = PUTs, bytes) with and without
-# bundles.
+# bundles. BIN=DIR takes cairn and cairn-load from DIR instead of
+# target/release.
 #
 # Everything listens on 127.0.0.1 and stops by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 leaves="${1:-1000000}"
-bin=target/release
+bin="${BIN:-target/release}"
 work="$(mktemp -d)"
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
