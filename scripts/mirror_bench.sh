@@ -7,19 +7,23 @@
 #   scripts/mirror_bench.sh [LEAVES]     (default 1000000; release builds of
 #   cairn, cairn-load; s3s-fs from scripts/install-s3-server)
 #
-# With BULK=1 it measures bulk catch-up from S3 instead, side by side in one
-# run: BLAKE3 N = 4 at LEAVES with --verify-key (a signed publication),
-# reading bundles against reading only the leaf tiles (--no-bundles), then
-# bundles with --in-flight 1, 2, 4, 8, 16; Poseidon N = 2 at POSEIDON_LEAVES
-# (default 1000000) with the hashing bound beside it (`cairn root` of the
-# same leaves from a file: the core's hash rate alone); and the publishing
-# cost per 1M leaves (objects = PUTs, bytes) with and without bundles.
+# With BULK=1 it measures bulk catch-up from S3 instead, in one run: BLAKE3
+# N = 4 at LEAVES with --verify-key (a signed publication), reading bundles;
+# Poseidon N = 2 at POSEIDON_LEAVES (default 1000000) with the hashing bound
+# beside it (`cairn root` of the same leaves from a file: the core's hash
+# rate alone). Each mirror row is the median of ROUNDS runs (default 3);
+# with OLD=path/to/another/cairn each is also run with that binary,
+# interleaved, and both are shown side by side. SWEEP=1 adds reading only
+# the leaf tiles (--no-bundles), --in-flight 1, 2, 8, 16, and the
+# publishing cost per 1M leaves (objects = PUTs, bytes) with and without
+# bundles. BIN=DIR takes cairn and cairn-load from DIR instead of
+# target/release.
 #
 # Everything listens on 127.0.0.1 and stops by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 leaves="${1:-1000000}"
-bin=target/release
+bin="${BIN:-target/release}"
 work="$(mktemp -d)"
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -40,25 +44,51 @@ rate() { python3 -c "import sys; print(f'{int($leaves/($2-$1)):,} leaves/s ({$2-
 
 if [[ "${BULK:-}" == 1 ]]; then
   start_s3
-  timed_mirror() { # NAME LEAVES ARGS...: one mirror from S3 into a new directory
-    local name=$1 n=$2; shift 2
+  # OLD=path/to/another/cairn runs every mirror row with both binaries,
+  # interleaved (old, new, old, new, ...), ROUNDS times (default 3), and
+  # prints the medians side by side.
+  old="${OLD:-}"
+  rounds="${ROUNDS:-3}"
+  mirror_once() { # BIN FROM ARGS...: seconds of one mirror into a new directory
+    local bin=$1 from=$2; shift 2
     local t0 t1; t0=$(secs)
-    "$bin/cairn" mirror --from s3://tiles/bulk --s3-endpoint "$endpoint" "$@" "$work/m" >/dev/null
+    "$bin" mirror --from "$from" --s3-endpoint "$endpoint" "$@" "$work/m" >/dev/null
     t1=$(secs); rm -rf "$work/m"
-    python3 -c "print(f'{\"$name\":<44} {int($n/($t1-$t0)):>10,} leaves/s ({$t1-$t0:.1f} s)')"
+    python3 -c "print($t1-$t0)"
+  }
+  timed_mirror() { # NAME LEAVES FROM ARGS...: the row of one configuration
+    local name=$1 n=$2 from=$3; shift 3
+    local new_times=() old_times=()
+    for _ in $(seq "$rounds"); do
+      [[ -n "$old" ]] && old_times+=("$(mirror_once "$old" "$from" "$@")")
+      new_times+=("$(mirror_once "$bin/cairn" "$from" "$@")")
+    done
+    python3 - "$name" "$n" "${#old_times[@]}" "${old_times[@]}" "${new_times[@]}" <<'PY'
+import statistics, sys
+name, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+olds, news = [float(x) for x in sys.argv[4:4 + k]], [float(x) for x in sys.argv[4 + k:]]
+def cell(ts):
+    m = statistics.median(ts)
+    return f"{int(n / m):>11,} leaves/s ({m:.1f} s)"
+row = f"{name:<44} {cell(news)}"
+if olds:
+    row += f"   old {cell(olds)}   x{statistics.median(olds) / statistics.median(news):.2f}"
+print(row, flush=True)
+PY
   }
   "$bin/cairn" keygen --name bench.example/tiles --out "$work/signer.key" > "$work/verifier.key"
   "$bin/cairn-load" fill --dir "$work/primary" --leaves "$leaves" --arity 4 --hash blake3 >/dev/null 2>&1
   "$bin/cairn" publish "$work/primary" --to s3://tiles/bulk --s3-endpoint "$endpoint" --sign-key "$work/signer.key" >/dev/null
-  echo "BLAKE3 N = 4, $leaves leaves, from S3 (s3s-fs on 127.0.0.1), --verify-key:"
+  echo "BLAKE3 N = 4, $leaves leaves, from S3 (s3s-fs on 127.0.0.1), --verify-key, medians of $rounds:"
   key=(--verify-key "$work/verifier.key")
-  timed_mirror "bundles, --in-flight 4 (default)" "$leaves" "${key[@]}"
-  timed_mirror "leaf tiles only (--no-bundles), --in-flight 4" "$leaves" "${key[@]}" --no-bundles
-  for f in 1 2 8 16 4; do timed_mirror "bundles, --in-flight $f" "$leaves" "${key[@]}" --in-flight "$f"; done
+  timed_mirror "bundles, --in-flight 4 (default)" "$leaves" s3://tiles/bulk "${key[@]}"
+  if [[ "${SWEEP:-}" == 1 ]]; then
+    timed_mirror "leaf tiles only (--no-bundles), --in-flight 4" "$leaves" s3://tiles/bulk "${key[@]}" --no-bundles
+    for f in 1 2 8 16; do timed_mirror "bundles, --in-flight $f" "$leaves" s3://tiles/bulk "${key[@]}" --in-flight "$f"; done
 
-  # Publishing cost: what `publish` wrote to a directory, bundles apart.
-  "$bin/cairn" publish "$work/primary" --to "$work/pub" >/dev/null
-  python3 - "$work/pub" "$leaves" <<'PY'
+    # Publishing cost: what `publish` wrote to a directory, bundles apart.
+    "$bin/cairn" publish "$work/primary" --to "$work/pub" >/dev/null
+    python3 - "$work/pub" "$leaves" <<'PY'
 import os, sys
 root, leaves = sys.argv[1], int(sys.argv[2])
 count = {"bundle": [0, 0], "other": [0, 0]}
@@ -73,7 +103,9 @@ print(f"publishing per 1M leaves: tiles and checkpoint {t[0]*per:,.0f} objects (
       f"with bundles {(t[0]+b[0])*per:,.0f} objects (PUTs), {(t[1]+b[1])*per/2**20:,.1f} MiB "
       f"(x{(t[0]+b[0])/t[0]:.3f} objects, x{(t[1]+b[1])/t[1]:.2f} bytes)")
 PY
-  rm -rf "$work/pub" "$work/primary"
+    rm -rf "$work/pub"
+  fi
+  rm -rf "$work/primary"
 
   p="${POSEIDON_LEAVES:-1000000}"
   "$bin/cairn-load" fill --dir "$work/pos" --leaves "$p" --arity 2 --hash poseidon >/dev/null 2>&1
@@ -81,9 +113,8 @@ PY
   "$bin/cairn" export "$work/pos" > "$work/pos.bin"
   echo "Poseidon N = 2, $p leaves:"
   t0=$(secs); "$bin/cairn" root --arity 2 --hash poseidon "$work/pos.bin" >/dev/null; t1=$(secs)
-  python3 -c "print(f'{\"hashing bound (cairn root of a leaf file)\":<44} {int($p/($t1-$t0)):>10,} leaves/s ({$t1-$t0:.1f} s)')"
-  t0=$(secs); "$bin/cairn" mirror --from s3://tiles/bulk-p --s3-endpoint "$endpoint" "$work/m" >/dev/null; t1=$(secs)
-  python3 -c "print(f'{\"mirror from S3, bundles\":<44} {int($p/($t1-$t0)):>10,} leaves/s ({$t1-$t0:.1f} s)')"
+  python3 -c "print(f'{\"hashing bound (cairn root of a leaf file)\":<44} {int($p/($t1-$t0)):>11,} leaves/s ({$t1-$t0:.1f} s)')"
+  timed_mirror "mirror from S3, bundles" "$p" s3://tiles/bulk-p
   exit 0
 fi
 

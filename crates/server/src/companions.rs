@@ -71,20 +71,22 @@ impl MirrorTarget for DbTarget {
         let acked = db
             .append(leaves)
             .and_then(|ack| ack.wait(db, ADOPT_TIMEOUT));
-        acked.map(|_| ()).map_err(|e| {
-            if matches!(e, cairn_db::DbError::Duplicates { .. }) {
-                format!(
-                    "{e} (upstream repeats values: mirror it into a database made with --no-unique)"
-                )
-                .into()
-            } else {
-                e.into()
-            }
-        })
+        acked.map(|_| ()).map_err(adopt_error)
     }
 
     fn sync(&mut self) -> Result<(), cairn_tiles::TargetError> {
         self.0.flush().map(|_| ()).map_err(Into::into)
+    }
+}
+
+/// The error of a mirror's append, with a hint when upstream repeats
+/// values the mirror's nullifier set refuses.
+pub fn adopt_error(e: cairn_db::DbError) -> cairn_tiles::TargetError {
+    if matches!(e, cairn_db::DbError::Duplicates { .. }) {
+        format!("{e} (upstream repeats values: mirror it into a database made with --no-unique)")
+            .into()
+    } else {
+        e.into()
     }
 }
 

@@ -63,7 +63,9 @@ mod state;
 
 pub use api::service::OPENAPI_JSON;
 pub use build_info::{BUILD, BuildInfo};
-pub use companions::{DbTarget, MirrorSettings, PublishSettings, check_tiles, open_upstream};
+pub use companions::{
+    DbTarget, MirrorSettings, PublishSettings, adopt_error, check_tiles, open_upstream,
+};
 pub use config::{
     DEFAULT_DURABILITY_TIMEOUT_SECONDS, DEFAULT_HEADER_READ_TIMEOUT_SECONDS,
     DEFAULT_IDLE_TIMEOUT_SECONDS, DEFAULT_MAX_BATCH_LEAVES, DEFAULT_MAX_BODY_BYTES,

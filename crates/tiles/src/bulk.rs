@@ -20,7 +20,7 @@ use crate::store::TileSource;
 /// waiting for the verifier, at most 16 MiB of leaves are held ahead of
 /// it, and a bundle's download (tens of milliseconds on a local network)
 /// overlaps the verification and append of the ones before it.
-/// `scripts/mirror_bench.sh` compares other values (`IN_FLIGHT`).
+/// `scripts/mirror_bench.sh` compares other values (`BULK=1 SWEEP=1`).
 pub const DEFAULT_IN_FLIGHT: usize = 4;
 
 /// Leaves `[from, to)` of one chunk, and the bundle they were cut from

@@ -31,6 +31,8 @@ mod forest;
 mod layout;
 #[cfg(feature = "remote")]
 mod mirror;
+#[cfg(feature = "remote")]
+mod pipeline;
 mod publish;
 #[cfg(feature = "remote")]
 mod remote;

@@ -22,6 +22,7 @@ use cairn_core::{ConsistencyProof, Hash, Snapshot, TreeHead, VerifyError};
 use crate::bulk::{self, Ahead, DEFAULT_IN_FLIGHT};
 use crate::checkpoint::{Checkpoint, MAGIC, MAGIC_KINDS, describe_tree};
 use crate::client::{TileError, TileTree, read_checkpoint_checked};
+use crate::pipeline;
 use crate::publish::CHECKPOINT;
 use crate::remote::{OpenError, RemoteOptions};
 use crate::signed::CheckpointSignature;
@@ -133,6 +134,21 @@ pub trait Upstream {
     fn leaves_object(&self, _from: u64, _to: u64) -> Option<String> {
         None
     }
+    /// Nodes `[from, to)` of tree level `level` of `head`'s tree as
+    /// upstream's own objects give them (a tile store: from its tiles, the
+    /// last one computed from the tiles below when it is not final), not
+    /// verified: the caller checks them against the head's root. `None`
+    /// when upstream has no such objects (a cairn server); the mirror then
+    /// verifies every chunk by a proof.
+    fn nodes(
+        &mut self,
+        _head: &Checkpoint,
+        _level: u32,
+        _from: u64,
+        _to: u64,
+    ) -> Option<Result<Vec<Hash>, MirrorError>> {
+        None
+    }
 }
 
 /// The tree a mirror writes to.
@@ -143,6 +159,30 @@ pub trait MirrorTarget {
     fn adopt(&mut self, leaves: &[Hash]) -> Result<(), TargetError>;
     /// Makes everything adopted durable.
     fn sync(&mut self) -> Result<(), TargetError>;
+    /// Whether the target stages leaves ([`MirrorTarget::stage`]); `false`
+    /// by default. A target that does lets the mirror hash a chunk once:
+    /// its own tree computes the chunk's node, which the mirror compares
+    /// with the verified one before the chunk is committed.
+    fn stages(&self) -> bool {
+        false
+    }
+    /// Appends leaves not verified yet (one chunk at a time, after the
+    /// adopted ones) such that nothing of them is durable or served before
+    /// [`MirrorTarget::commit`], and returns the tree with them, from
+    /// which the mirror reads the node it checks.
+    fn stage(&mut self, _leaves: &[Hash]) -> Result<Arc<Snapshot>, TargetError> {
+        Err("this mirror target does not stage leaves".into())
+    }
+    /// Adopts the staged leaves (they were verified): like
+    /// [`MirrorTarget::adopt`] of them.
+    fn commit(&mut self) -> Result<(), TargetError> {
+        Err("this mirror target does not stage leaves".into())
+    }
+    /// Removes the staged leaves (they failed verification), leaving the
+    /// tree as adopted, with nothing of them durable.
+    fn discard(&mut self) -> Result<(), TargetError> {
+        Err("this mirror target does not stage leaves".into())
+    }
 }
 
 /// What one [`catch_up`] did.
@@ -219,34 +259,8 @@ pub fn catch_up(
         .chunk_hint(&new)
         .map_or(chunk_leaves, |hint| hint.min(chunk_leaves))
         .max(1);
-    let mut at = old.size;
-    let mut count = 0;
-    upstream.fetch_ahead(&new, at, new.head.size, chunk_leaves);
-    while at < new.head.size {
-        let snapshot = target.adopted();
-        if snapshot.size() != at {
-            return Err(MirrorError::Target(
-                format!(
-                    "the mirror's tree has {} leaves, {at} were adopted: another writer?",
-                    snapshot.size()
-                )
-                .into(),
-            ));
-        }
-        let end = chunk_end(at, chunk_leaves, new.head.size);
-        let leaves = upstream.leaves(&new, at, end)?;
-        if leaves.len() as u64 != end - at {
-            return Err(refused(format!(
-                "asked for leaves {at}..{end}, got {}",
-                leaves.len()
-            )));
-        }
-        let object = upstream.leaves_object(at, end);
-        verify_chunk(upstream, &new, &snapshot, &leaves, object)?;
-        target.adopt(&leaves).map_err(MirrorError::Target)?;
-        count += end - at;
-        at = end;
-    }
+    upstream.fetch_ahead(&new, old.size, new.head.size, chunk_leaves);
+    let count = pipeline::adopt_chunks(upstream, target, &new, chunk_leaves)?;
     target.sync().map_err(MirrorError::Target)?;
     let head = target.adopted().head();
     if head != new.head {
@@ -265,12 +279,6 @@ pub fn catch_up(
         head,
         adopted: count,
     })
-}
-
-/// The end of the chunk that starts at `at`: the next multiple of `chunk`
-/// (so that chunks line up with bundles after any start), at most `size`.
-fn chunk_end(at: u64, chunk: u64, size: u64) -> u64 {
-    ((at / chunk + 1) * chunk).min(size)
 }
 
 /// Checks that `leaves`, appended to the tree of `snapshot`, make exactly
@@ -309,7 +317,7 @@ fn show(head: &TreeHead) -> String {
 /// Checks that `leaves` after the tree of `snapshot` make a prefix of
 /// `new`; when they do not, finds the first bad stretch by bisection to
 /// name it.
-fn verify_chunk(
+pub(crate) fn verify_chunk(
     upstream: &mut dyn Upstream,
     new: &Checkpoint,
     snapshot: &Snapshot,
@@ -570,6 +578,21 @@ impl Upstream for TilesUpstream {
                     .join(", ")
             ),
         }))
+    }
+
+    fn nodes(
+        &mut self,
+        head: &Checkpoint,
+        level: u32,
+        from: u64,
+        to: u64,
+    ) -> Option<Result<Vec<Hash>, MirrorError>> {
+        let mut tree = TileTree::new(head.tree, head.head, &*self.source);
+        Some(
+            (from..to)
+                .map(|index| tree.node(level, index).map_err(tile_refusal))
+                .collect(),
+        )
     }
 
     fn leaves_object(&self, from: u64, to: u64) -> Option<String> {

@@ -5,9 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::anyhow;
+use cairn_core::{Hash, Snapshot};
 use cairn_db::{Database, DbConfig, Operation};
-use cairn_server::{DbTarget, open_upstream};
-use cairn_tiles::{DEFAULT_CHUNK_LEAVES, MirrorError, Upstream, catch_up};
+use cairn_server::{DbTarget, adopt_error, open_upstream};
+use cairn_tiles::{
+    DEFAULT_CHUNK_LEAVES, MirrorError, MirrorTarget, TargetError, Upstream, catch_up,
+};
 
 use crate::commands::forest_tiles;
 use crate::commands::ingest::CHECKPOINT_AFTER;
@@ -27,14 +30,19 @@ store if it serves `checkpoint`, else a server.
 A DIR without a database is created with the upstream's arity, hash and kind (--no-unique for a tree \
 that repeats values). Leaves are fetched in chunks (--chunk, at most a bundle: 65,536 leaves for \
 N = 2, 4, 16): from a tile store, one bundle object per chunk where the store has them (else its \
-leaf tiles; --no-bundles reads chunk-sized ranges of the bundles), --in-flight of them at once, ahead of the verification; for each, the mirror hashes the root \
-its own tree would have with them and adopts them only if upstream proves that root is a prefix \
-of its head (a consistency proof; the head's root itself for the last chunk). A head that does \
+leaf tiles; --no-bundles reads chunk-sized ranges of the bundles), --in-flight of them at once, ahead of the verification. \
+Whole bundles are checked against the store's nodes of the bundle level, taken once and accepted \
+only if they hash to the head's root: each bundle is appended to the mirror's tree in memory, and \
+made durable only if the node it hashes to there is the verified one (else it is removed again). \
+Any other chunk (and every chunk from a cairn server) is adopted only if upstream proves the root \
+the mirror's tree has with it to be a prefix of its head (a consistency proof; the head's root \
+itself for the last chunk). A head that does \
 not extend what the mirror adopted before (a fork, a rewritten history, a size going backwards) \
 and a leaf tile that is wrong, short or oversized are refused loudly, naming the object, and \
 nothing of them is adopted (exit 1). An upstream that cannot be reached after the retries exits 4; \
-run again to resume from the adopted size. Each verified chunk is durable once adopted, so a mirror \
-killed at any moment resumes from the last one; a run ends with a checkpoint of the database, so \
+run again to resume from the adopted size. Each verified chunk is made durable as the next one is \
+checked, and nothing unverified ever is, so a mirror killed at any moment resumes from the last \
+durable one; a run ends with a checkpoint of the database, so \
 opening the mirror afterwards does not rehash its log.
 
 Signed checkpoints: with --verify-key FILE (a file of verifier keys, one per line, as `cairn \
@@ -159,6 +167,114 @@ pub(crate) fn create_for(
     db.close().map_err(database::db_failure)
 }
 
+/// The mirror's database as the target of [`catch_up`], staging each
+/// chunk so that the mirror hashes it once: staged leaves are appended to
+/// the tree in memory, where nothing makes them durable (the database runs
+/// no background flush, and no checkpoint is taken while a chunk is
+/// staged), then made durable up to their end once verified (`flush_to`,
+/// which writes nothing past it), or rolled back (`truncate`: out of the
+/// tree and the nullifier set, nothing of them on disk). The flush of a
+/// committed chunk runs on a thread of its own while the next chunk is
+/// staged and checked; the next commit, a discard or a sync waits for it.
+struct Staging {
+    db: Arc<Database>,
+    /// The adopted size while a chunk is staged.
+    staged: Option<u64>,
+    /// The flush of the last committed chunk, and its end.
+    flushing: Option<(u64, std::thread::JoinHandle<cairn_db::Result<u64>>)>,
+}
+
+impl Staging {
+    fn new(db: Arc<Database>) -> Staging {
+        Staging {
+            db,
+            staged: None,
+            flushing: None,
+        }
+    }
+
+    /// Waits for the flush of the last committed chunk.
+    fn settle(&mut self) -> Result<(), TargetError> {
+        if let Some((end, flush)) = self.flushing.take() {
+            let durable = match flush.join() {
+                Ok(durable) => durable?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            if durable < end {
+                return Err(format!("{end} leaves adopted, {durable} durable").into());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // No flush outlives its target (the database is closed after).
+        let _ = self.settle();
+    }
+}
+
+impl MirrorTarget for Staging {
+    fn adopted(&self) -> Arc<Snapshot> {
+        DbTarget(Arc::clone(&self.db)).adopted()
+    }
+
+    fn adopt(&mut self, leaves: &[Hash]) -> Result<(), TargetError> {
+        self.settle()?;
+        DbTarget(Arc::clone(&self.db)).adopt(leaves)
+    }
+
+    fn sync(&mut self) -> Result<(), TargetError> {
+        self.settle()?;
+        DbTarget(Arc::clone(&self.db)).sync()
+    }
+
+    fn stages(&self) -> bool {
+        true
+    }
+
+    fn stage(&mut self, leaves: &[Hash]) -> Result<Arc<Snapshot>, TargetError> {
+        let before = self.db.size();
+        let want = before + leaves.len() as u64;
+        // Nothing is staged before (each chunk is committed or discarded
+        // first), so the append is done here, or refused whole.
+        let _not_waited = self.db.append(leaves).map_err(adopt_error)?;
+        self.staged = Some(before);
+        if self.db.size() != want {
+            self.discard()?;
+            return Err(format!(
+                "staging leaves {before}..{want}: the tree holds {} leaves",
+                self.db.size()
+            )
+            .into());
+        }
+        Ok(self.db.tree_snapshot()?)
+    }
+
+    fn commit(&mut self) -> Result<(), TargetError> {
+        self.settle()?;
+        let end = self.db.size();
+        let db = Arc::clone(&self.db);
+        let flush = std::thread::Builder::new()
+            .name("cairn-mirror-flush".into())
+            .spawn(move || db.flush_to(end))?;
+        self.flushing = Some((end, flush));
+        self.staged = None;
+        Ok(())
+    }
+
+    fn discard(&mut self) -> Result<(), TargetError> {
+        self.settle()?;
+        if let Some(before) = self.staged.take()
+            && self.db.size() > before
+        {
+            self.db.truncate(before)?;
+        }
+        Ok(())
+    }
+}
+
 /// Checkpoints the mirror as an ingest checkpoints its primary: once
 /// [`CHECKPOINT_AFTER`] leaves were adopted since the last checkpoint, and
 /// at the end of a run (`last`) whatever was adopted, so that the next
@@ -247,16 +363,18 @@ impl MirrorCmd {
             .map_err(|why| Failure::new(Code::Usage, anyhow!("{why}")))?,
         };
         create_for(&self.dir, &mut *upstream, self.no_unique)?;
+        // Nothing in the background: a staged chunk stays in memory until
+        // it is verified (`Staging`).
         let db = Arc::new(database::open(
             &self.dir,
             Options {
-                background: true,
+                background: false,
                 verify: false,
             },
         )?);
         db.supports(Operation::Tiles)
             .map_err(database::db_failure)?;
-        let mut target = DbTarget(Arc::clone(&db));
+        let mut target = Staging::new(Arc::clone(&db));
         let mut adopted = 0;
         let result = loop {
             match catch_up(&mut *upstream, &mut target, self.chunk) {
@@ -273,6 +391,12 @@ impl MirrorCmd {
                 Err(error) => eprintln!("warning: {error}"),
             }
             std::thread::sleep(std::time::Duration::from_secs_f64(self.interval.max(0.01)));
+        };
+        // A chunk committed before a failure is durable before the error
+        // is reported.
+        let result = match (result, target.settle()) {
+            (Ok(_), Err(error)) => Err(Failure::new(Code::Input, anyhow!("{error}"))),
+            (result, _) => result,
         };
         drop(target);
         let db = Arc::try_unwrap(db)

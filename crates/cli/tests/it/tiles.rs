@@ -186,8 +186,12 @@ fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
     }
 
     // A corrupt bundle part way: the two before it adopted, nothing of it.
+    // Its leaves were staged in the mirror's tree and rolled back: out of
+    // the tree, the nullifier set and the files, so the repaired bundle is
+    // adopted afterwards.
     let bundle = format!("{public}/bundle/002");
-    let mut bytes = std::fs::read(&bundle).unwrap();
+    let good = std::fs::read(&bundle).unwrap();
+    let mut bytes = good.clone();
     bytes[7 * 32 + 3] ^= 1;
     std::fs::write(&bundle, bytes).unwrap();
     let other = dir.path("other");
@@ -198,4 +202,40 @@ fn a_mirror_killed_while_reading_bundles_resumes_from_what_it_adopted() {
         json["root"],
         root_hex(2, HashKind::Blake3, &l[..2 * 65_536]).as_str()
     );
+    cairn(&["check", &other]).success();
+    // Killed at any moment while the corrupt bundle is fetched, staged and
+    // rolled back: it holds a verified prefix, never a leaf of bundle 2.
+    let third = dir.path("third");
+    for kill in 0..3 {
+        let delay_ms = 20 + next() % 300;
+        let context =
+            format!("CAIRN_KILL_SEED={seed}, corrupt store, kill {kill} after {delay_ms} ms");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["mirror", "--from", &server.url(), &third])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+        if cairn_db::is_database(std::path::Path::new(&third)) {
+            let json = cairn(&["root", &third, "--json"]).json();
+            let size = json["size"].as_u64().unwrap();
+            assert!(size <= 2 * 65_536, "{context}: {size} leaves");
+            if size > 0 {
+                assert_eq!(
+                    json["root"],
+                    root_hex(2, HashKind::Blake3, &l[..size as usize]).as_str(),
+                    "{context}"
+                );
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(&third);
+        }
+    }
+    std::fs::write(&bundle, good).unwrap();
+    let json = cairn(&["mirror", "--from", &server.url(), &other, "--json"]).json();
+    assert_eq!(json["adopted"].as_u64(), Some(l.len() as u64 - 2 * 65_536));
+    assert_eq!(json["root"], root_hex(2, HashKind::Blake3, &l).as_str());
 }

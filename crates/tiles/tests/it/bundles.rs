@@ -11,6 +11,8 @@ use cairn_tiles::{
     catch_up, publish,
 };
 
+use cairn_tiles::MirrorTarget as _;
+
 use crate::mirror::{Memory, config, leaves};
 
 /// Bundles of N = 2 hold 65,536 leaves: three full ones and a right edge.
@@ -189,4 +191,84 @@ fn a_checkpoint_over_another_historys_tiles_is_named_not_the_first_tile() {
     let err = catch_up(&mut counted(dir.path()).0, &mut mirror, 1_000).unwrap_err();
     assert!(err.to_string().contains("its tiles hash to root"), "{err}");
     assert_eq!(mirror.snapshot.size(), 1_000, "nothing more adopted");
+}
+
+/// Reads per kind of object: bundles, leaf tiles, tiles above.
+fn kinds(read: &[String]) -> (usize, usize, usize) {
+    let count = |prefix: &str| read.iter().filter(|p| p.starts_with(prefix)).count();
+    let leaf = count("tile/0/");
+    (count("bundle/"), leaf, count("tile/") - leaf)
+}
+
+#[test]
+fn full_bundles_are_checked_against_a_verified_row_not_a_proof_each() {
+    // Lean trees of N = 2 and 4 and a fixed-depth one, from empty and
+    // from a mirror that holds part of a bundle already.
+    let n4 = cairn_core::TreeConfig::new(cairn_core::Arity::new(4).unwrap(), config(2).hash);
+    let imt = n4.with_kind(cairn_core::TreeKind::Fixed {
+        depth: 10,
+        zero: [0x21; 32],
+    });
+    for (config, held) in [(config(2), 0), (n4, 0), (imt, 0), (n4, 70_000)] {
+        let all = leaves(9, 5 * 65_536 + 777);
+        let mut source = LeanImt::from_leaves(config, &all).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        publish(&source.snapshot(), &DirStore::new(dir.path())).unwrap();
+        let mut mirror = Memory::new(config);
+        if held > 0 {
+            mirror.adopt(&all[..held]).unwrap();
+        }
+        let (mut upstream, read) = counted(dir.path());
+        let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
+        assert_eq!(
+            (done.head, done.adopted),
+            (source.head(), all.len() as u64 - held as u64)
+        );
+        assert!(mirror.tree.leaves().eq(all.iter()));
+        let (bundles, leaf_tiles, upper) = kinds(&read.lock().unwrap());
+        assert_eq!(bundles, 5 - held / 65_536, "{config:?}");
+        // The right edge, and a proof for a first chunk that is not a
+        // whole bundle; not one proof per bundle.
+        assert!(leaf_tiles <= 16, "{config:?}: {leaf_tiles} leaf tiles");
+        assert!(upper <= 8, "{config:?}: {upper} upper tiles: {read:?}");
+    }
+}
+
+#[test]
+fn a_bundle_changed_with_its_node_in_the_tiles_is_refused_by_the_root() {
+    // A store whose bundle 1 and its node (level 16, tile-level 2) were both
+    // changed to agree: each bundle hashes to its node, but the nodes no
+    // longer hash to the checkpoint's root. Nothing of bundle 1 is adopted.
+    let all = leaves(10, SIZE);
+    let (_, dir) = published(&all);
+    let bundle = dir.path().join("bundle/001");
+    let mut bad: Vec<cairn_core::Hash> = all[65_536..2 * 65_536].to_vec();
+    bad[40][0] ^= 1;
+    std::fs::write(&bundle, bad.concat()).unwrap();
+    let node = LeanImt::from_leaves(config(2), &bad)
+        .unwrap()
+        .head()
+        .root
+        .unwrap();
+    let row = dir.path().join("tile/2/000.p/3");
+    let mut nodes = std::fs::read(&row).unwrap();
+    assert_eq!(nodes.len(), 3 * 32);
+    nodes[32..64].copy_from_slice(&node);
+    std::fs::write(&row, &nodes).unwrap();
+    let mut mirror = Memory::new(config(2));
+    let err = catch_up(
+        &mut counted(dir.path()).0,
+        &mut mirror,
+        DEFAULT_CHUNK_LEAVES,
+    )
+    .unwrap_err();
+    assert!(matches!(err, MirrorError::Refused { .. }), "{err}");
+    assert!(mirror.snapshot.size() <= 65_536, "{err}");
+    assert!(
+        mirror
+            .tree
+            .leaves()
+            .eq(all[..mirror.snapshot.size() as usize].iter()),
+        "{err}"
+    );
 }
