@@ -19,9 +19,9 @@ mod imt;
 mod indexed;
 mod invalid;
 mod json;
-mod railgun;
 mod peers;
 mod proofs;
+mod railgun;
 mod roots;
 
 use std::path::Path;

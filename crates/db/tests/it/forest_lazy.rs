@@ -75,7 +75,9 @@ fn an_empty_tree_is_its_directory_and_meta_until_its_first_write() {
     forest
         .add_tree("empty", config(2, HashKind::Blake3))
         .unwrap();
-    forest.add_tree("full", config(2, HashKind::Blake3)).unwrap();
+    forest
+        .add_tree("full", config(2, HashKind::Blake3))
+        .unwrap();
     let leaves = values(1, 0, 5);
     forest
         .commit_block(block(1), &[("full", leaves.as_slice())])
