@@ -69,7 +69,7 @@ pub fn check() -> Result<String> {
         );
     }
     let root_of = |chunk: &[Hash]| -> Result<Hash> {
-        let tree = LeanImt::from_leaves(config, chunk)?;
+        let mut tree = LeanImt::from_leaves(config, chunk)?;
         tree.root().context("a fixed-depth tree has a root")
     };
     ensure!(
