@@ -47,6 +47,11 @@ const BATCHES = [
   [1, 2, 5],
 ];
 
+// The whole-batch case: batches of the stream's next leaves, each going whole to one
+// tree under Railgun's rule (a batch that does not fit in the current tree starts the
+// next one, leaving it short). Tree 0 is closed at 65,534 leaves by a batch of 3.
+const WHOLE_BATCHES = [1000, CAPACITY - 2 - 1000, 3, 2];
+
 function fail(msg) {
   console.error(`railgun.mjs: ${msg}`);
   process.exit(1);
@@ -114,6 +119,7 @@ async function generate() {
     if (plain !== root) fail(`tree ${number} size ${to}: engine ${root}, plain ${plain}`);
     roots.push({ tree: number, size: to, root });
   }
+  const whole = await wholeBatch(UTXOMerkletree, Database, TXIDVersion, leaves, zero);
   const empty = plainRoot([], zero);
   return {
     description:
@@ -127,7 +133,60 @@ async function generate() {
     leaf_count: leaves.length,
     first_leaves: leaves.slice(0, 3),
     roots,
+    whole_batch: {
+      description:
+        "Railgun's whole-batch rollover: each batch is the stream's next `values` leaves, written whole to tree `tree` from `first_index` (a batch that does not fit in the current tree starts the next, leaving it short), and `root` is that tree's root after it; `closed` is each tree's last root. Placed by the rule in this file, rooted by the engine's UTXOMerkletree (fed the same batches at the same tree numbers and indices) and by a plain fixed-depth tree.",
+      batches: whole.batches,
+      closed: whole.closed,
+    },
   };
+}
+
+/** Where each of WHOLE_BATCHES goes under the whole-batch rule: [tree, first index]. */
+function placeWhole(counts) {
+  let tree = 0;
+  let size = 0;
+  return counts.map((count) => {
+    if (count > CAPACITY) fail(`a batch of ${count} is more than one tree holds`);
+    if (size + count > CAPACITY) {
+      tree += 1;
+      size = 0;
+    }
+    const at = [tree, size];
+    size += count;
+    return at;
+  });
+}
+
+/** The whole-batch case, through a fresh engine tree: every batch's root, and each tree's last. */
+async function wholeBatch(UTXOMerkletree, Database, TXIDVersion, leaves, zero) {
+  const tree = await UTXOMerkletree.create(new Database(memdown()), { type: 0, id: 2 }, TXIDVersion.V2_PoseidonMerkle, async () => true);
+  const placed = placeWhole(WHOLE_BATCHES);
+  const held = [];
+  const batches = [];
+  let next = 0;
+  for (const [i, count] of WHOLE_BATCHES.entries()) {
+    const [number, first] = placed[i];
+    const batch = leaves.slice(next, next + count);
+    next += count;
+    await tree.queueLeaves(number, first, batch.map((l) => ({ hash: l.slice(2) })));
+    await tree.updateTreesFromWriteQueue();
+    (held[number] ??= []).push(...batch);
+    const length = await tree.getTreeLength(number);
+    if (length !== first + count) fail(`whole-batch: tree ${number} holds ${length} leaves after a batch to ${first + count}`);
+    const root = '0x' + (await tree.getRoot(number)).replace(/^0x/, '');
+    const plain = plainRoot(held[number], zero);
+    if (plain !== root) fail(`whole-batch: tree ${number} size ${first + count}: engine ${root}, plain ${plain}`);
+    batches.push({ values: count, tree: number, first_index: first, root });
+  }
+  if (placed[2][0] !== 1 || placed[2][1] !== 0) fail('whole-batch: the third batch must start tree 1');
+  const closed = [];
+  for (let number = 0; number < held.length; number++) {
+    const root = '0x' + (await tree.getRoot(number)).replace(/^0x/, '');
+    if (root !== plainRoot(held[number], zero)) fail(`whole-batch: tree ${number} changed after it was closed`);
+    closed.push({ tree: number, size: held[number].length, root });
+  }
+  return { batches, closed };
 }
 
 const out = JSON.stringify(await generate(), null, 1) + '\n';

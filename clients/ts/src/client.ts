@@ -6,6 +6,7 @@
 import { hashArgument, parseHashOrReason, toHex, U64_MAX, u64Argument, type Hash } from "./bytes.js";
 import { CairnError, inputError } from "./errors.js";
 import { asUnsigned, parseJson, type JsonValue } from "./json.js";
+import { ROLLOVER_RULES, type RolloverRule } from "./family.js";
 import { describeKind, imtKind, INDEXED, LEAN, sameKind, type TreeKind } from "./kind.js";
 import { membershipFromParsed, type ConsistencyProof, type MembershipProof } from "./proof.js";
 import { changeRoots, checkTree, rollForward, verifyConsistency, verifyMembership, type TreeHead, type TrustedTree } from "./verify.js";
@@ -42,6 +43,10 @@ export interface TreeInfo {
   readonly size: bigint;
   readonly root: Uint8Array | null;
   readonly finalized: bigint;
+  /** A family member's capacity (`cairn tree add --capacity`); null for a tree without one. */
+  readonly capacity: bigint | null;
+  /** A family's successor rule (see `placeBlock`); null exactly when `capacity` is. */
+  readonly rollover: RolloverRule | null;
 }
 
 /** The trees of a server's database (`GET /v1/trees`). */
@@ -278,7 +283,15 @@ export class CairnClient {
       const arity = asUnsigned(entry.get("arity"), 16n) ?? bad(`tree ${name}: arity is not an integer`);
       const size = asUnsigned(entry.get("size"), U64_MAX) ?? bad(`tree ${name}: size is not a u64`);
       const finalized = asUnsigned(entry.get("finalized"), U64_MAX) ?? bad(`tree ${name}: finalized is not a u64`);
-      return { name, kind, arity: Number(arity), hash, size, root: this.optionalHash(entry.get("root"), `${what}: tree ${name}: root`), finalized };
+      const capacityValue = entry.get("capacity");
+      const ruleValue = entry.get("rollover");
+      if ((capacityValue === undefined) !== (ruleValue === undefined)) bad(`tree ${name}: capacity and rollover come together`);
+      const capacity = capacityValue === undefined ? null : (asUnsigned(capacityValue, U64_MAX) ?? bad(`tree ${name}: capacity is not a u64`));
+      if (ruleValue !== undefined && !(ROLLOVER_RULES as readonly unknown[]).includes(ruleValue)) {
+        bad(`tree ${name}: rollover ${JSON.stringify(ruleValue)} is not one of ${ROLLOVER_RULES.join(", ")}`);
+      }
+      const rollover = ruleValue === undefined ? null : (ruleValue as RolloverRule);
+      return { name, kind, arity: Number(arity), hash, size, root: this.optionalHash(entry.get("root"), `${what}: tree ${name}: root`), finalized, capacity, rollover };
     });
     const defaultTree = document.get("default");
     if (defaultTree !== null && typeof defaultTree !== "string") return bad("default is neither null nor a string");
@@ -591,3 +604,5 @@ export class CairnClient {
     return { head, proof: rollForward(proof, link, this.tree, trusted, head) };
   }
 }
+
+export { familyOf, memberName, placeBlock, ROLLOVER_RULES, type FamilyInfo, type FamilyRule, type LastMember, type Placement, type RolloverRule } from "./family.js";

@@ -12,6 +12,7 @@ export * from "./core.js";
 export { keyId, MAX_SIGNATURES, openNote, parseVerifierKey, readCheckpointUnverified, verifyCheckpoint, type SignedHead, type VerifierKey } from "./checkpoint.js";
 export { CairnClient, type BlockAppended, type CircuitInput, type BlockInput, type ChangeInput, type Changed, type ChangedLeaf, type ClientOptions, type ServerHead, type TreeInfo, type TreesInfo } from "./client.js";
 export { IndexedClient } from "./indexed-client.js";
+export { familyOf, memberName, placeBlock, ROLLOVER_RULES, type FamilyInfo, type FamilyRule, type LastMember, type Placement, type RolloverRule } from "./family.js";
 export { blake3, keccak256, mimcsponge, poseidon, sha256 };
 
 /** Every hash by name. */

@@ -61,7 +61,7 @@ impl DbConfig {
 
     pub(crate) fn store_config(&self) -> StoreConfig {
         let mut store = self.store.clone();
-        store.flags = (store.flags & crate::mutable::FLAG_READMIT)
+        store.flags = (store.flags & (crate::mutable::FLAG_READMIT | cairn_store::FLAG_LAZY_FILES))
             | if self.unique { FLAG_UNIQUE } else { 0 }
             | if self.explicit_finality {
                 FLAG_EXPLICIT_FINALITY

@@ -286,7 +286,15 @@ pub(crate) fn create(
     meta: &StoreMeta,
     state: &mut Checkpoints,
 ) -> Result<()> {
-    let checkpoint = CheckpointMeta {
+    publish_initial(fs, dir, meta)?;
+    state.last = Some(initial());
+    Ok(())
+}
+
+/// The checkpoint a store starts from: size 0, nothing finalized, no
+/// rollback, the log resuming at its first frame.
+pub(crate) fn initial() -> CheckpointMeta {
+    CheckpointMeta {
         number: 0,
         size: 0,
         resume: LogPosition {
@@ -303,12 +311,21 @@ pub(crate) fn create(
             chain: 0,
             partial_pages: Vec::new(),
         }),
-    };
+    }
+}
+
+/// Whether `checkpoint` is the one a store starts from (number 0 is
+/// published only at creation, or at a lazy store's first write).
+pub(crate) fn is_initial(checkpoint: &CheckpointMeta) -> bool {
+    checkpoint.number == 0 && checkpoint.size == 0
+}
+
+/// Publishes [`initial`] as the store's checkpoint.
+pub(crate) fn publish_initial(fs: &dyn Fs, dir: &Path, meta: &StoreMeta) -> Result<()> {
+    let checkpoint = initial();
     let bytes = checkpoint.encode(meta.store_id);
     assert_publishable(&checkpoint, meta, &bytes);
-    publish(fs, dir, &bytes)?;
-    state.last = Some(checkpoint);
-    Ok(())
+    publish(fs, dir, &bytes)
 }
 
 /// Pair assertion before publishing: the checkpoint has the shape of a

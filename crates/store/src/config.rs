@@ -9,6 +9,10 @@ use cairn_core::TreeConfig;
 /// creation; see [`StoreConfig::flags`].
 pub const FLAG_EXPLICIT_FINALITY: u64 = crate::Layout::FLAG_EXPLICIT_FINALITY;
 
+/// Creates the store without its files until its first write; see
+/// [`crate::Layout::FLAG_LAZY_FILES`].
+pub const FLAG_LAZY_FILES: u64 = crate::Layout::FLAG_LAZY_FILES;
+
 /// How many recent appends' roots are kept for lookups by value, by default.
 pub const DEFAULT_ROOT_WINDOW: usize = 4096;
 

@@ -76,6 +76,16 @@ impl Layout {
     /// 2, so its first log file and its checkpoint exist from creation on
     /// (set by the store itself; not a setting).
     pub const FLAG_FORMAT_2: u64 = 1 << 2;
+    /// `cairn.meta` flag bit 3: the store was created without its files
+    /// (`log/`, `levels/`, the first log file, the checkpoint): it makes
+    /// them at its first write, the checkpoint at size 0 before the
+    /// first log file, so an empty store is its directory and
+    /// `cairn.meta` alone (a tree of a database of several). Set at
+    /// creation by the caller; a record of the store, not a setting.
+    pub const FLAG_LAZY_FILES: u64 = 1 << 3;
+    /// The flag bits that record how the store was made rather than how
+    /// it is used: an open's config need not repeat them.
+    pub const FLAGS_OF_THE_STORE: u64 = Layout::FLAG_FORMAT_2 | Layout::FLAG_LAZY_FILES;
 
     /// Bytes per node (a leaf is a node of level 0).
     pub const NODE_LEN: u64 = 32;

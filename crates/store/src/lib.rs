@@ -52,7 +52,7 @@ mod salvage;
 mod store;
 
 pub use backup::{Backup, DerivedFiles};
-pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, StoreConfig};
+pub use config::{CheckpointPolicy, FLAG_EXPLICIT_FINALITY, FLAG_LAZY_FILES, StoreConfig};
 pub use error::{NodeMismatch, StoreError, StoredChildren};
 pub use format::{CheckpointMeta, LogPosition, StoreMeta};
 pub use fs::{FileId, Fs, StdFs};

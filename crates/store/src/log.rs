@@ -16,7 +16,7 @@
 
 mod recovery;
 
-pub(crate) use recovery::{Claim, Resume, recover};
+pub(crate) use recovery::{Claim, Resume, list_dir, recover};
 
 use cairn_core::cast::to_usize;
 use std::path::PathBuf;
@@ -81,6 +81,10 @@ pub(crate) struct LogWriter {
     claimed: (u64, HeadsDurable),
     /// When the last commit wrote a frame.
     last_commit: Option<Instant>,
+    /// A store created without its files (`Layout::FLAG_LAZY_FILES`) that
+    /// has no log file yet: the store makes its files before the first
+    /// one (`Inner::make_files`).
+    unmade: bool,
 }
 
 impl LogWriter {
@@ -136,6 +140,10 @@ impl LogWriter {
         if to_usize(file) < self.files.len() {
             return Ok(());
         }
+        assert!(
+            !self.unmade,
+            "a log file written before the store made its files"
+        );
         debug_assert_eq!(to_usize(file), self.files.len());
         let path = self.path(file);
         let handle = if self.stale_next {
@@ -183,7 +191,24 @@ impl LogWriter {
 
     /// Creates log file 0 if the log has none (a store an older format
     /// created and never appended to).
+    /// Nothing for a store whose files are made at its first write.
     pub fn ensure_first_file(&mut self) -> Result<()> {
+        if self.unmade {
+            return Ok(());
+        }
+        self.ensure_file(0)
+    }
+
+    /// Whether the store's files are still to be made (see `unmade`).
+    pub fn is_unmade(&self) -> bool {
+        self.unmade
+    }
+
+    /// Creates log file 0 of a store that made its other files: the last
+    /// step of making them, after which the store has every file of a
+    /// store created with them.
+    pub fn make_first_file(&mut self) -> Result<()> {
+        self.unmade = false;
         self.ensure_file(0)
     }
 
@@ -342,7 +367,7 @@ impl LogWriter {
     /// at the next open. Written at a clean close and once the store is
     /// idle; nothing is written if it would add nothing.
     pub fn seal(&mut self, heads: HeadsDurable) -> Result<()> {
-        if !self.unsealed(heads) {
+        if !self.unsealed(heads) || self.files.is_empty() {
             return Ok(());
         }
         let file = match self.last {
@@ -441,7 +466,14 @@ impl LogWriter {
 /// The log of a new store: file 0 created (header synced, directory
 /// synced), so that a store without log files is damage.
 pub(crate) fn create(fs: Arc<dyn Fs>, layout: &Layout, meta: StoreMeta) -> Result<LogWriter> {
-    let mut writer = LogWriter {
+    let mut writer = unmade(fs, layout, meta);
+    writer.make_first_file()?;
+    Ok(writer)
+}
+
+/// The writer of a new store's log before its first file exists.
+pub(crate) fn unmade(fs: Arc<dyn Fs>, layout: &Layout, meta: StoreMeta) -> LogWriter {
+    LogWriter {
         fs,
         layout: layout.clone(),
         meta,
@@ -458,7 +490,6 @@ pub(crate) fn create(fs: Arc<dyn Fs>, layout: &Layout, meta: StoreMeta) -> Resul
         counter: 0,
         claimed: (0, HeadsDurable::default()),
         last_commit: None,
-    };
-    writer.ensure_file(0)?;
-    Ok(writer)
+        unmade: true,
+    }
 }

@@ -437,6 +437,10 @@ impl Inner {
         mut marks: Marks,
     ) -> std::result::Result<Vec<u64>, RollbackFailure> {
         let to = snapshot.size();
+        self.make_files(log).map_err(|error| Unpublished {
+            error,
+            log_failed: false,
+        })?;
         let before = log.clone();
         let unpublished = |error| Unpublished {
             error,

@@ -112,6 +112,9 @@ impl Forest {
         let tree_dir = self.dir.join(&relative);
         let mut config = config;
         config.explicit_finality = true;
+        // An empty tree is its directory and `cairn.meta` until its first
+        // write: a database of many trees pays little for the idle ones.
+        config.store.flags |= cairn_store::FLAG_LAZY_FILES;
         quiet(&mut config);
         let db = Arc::new(Database::create_in(
             Arc::clone(&self.fs),

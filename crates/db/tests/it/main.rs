@@ -10,6 +10,7 @@ mod crash;
 mod durable_head;
 mod facade;
 mod forest;
+mod forest_lazy;
 mod forest_read;
 mod indexed;
 mod indexed_crash;

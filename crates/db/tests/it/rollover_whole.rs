@@ -158,3 +158,82 @@ fn a_whole_batch_crossing_is_all_or_nothing_after_a_power_loss_anywhere() {
         },
     );
 }
+
+/// Railgun's whole-batch rollover (`test-vectors/railgun.json`'s
+/// `whole_batch`, roots computed by `@railgun-community/engine`): a family
+/// of depth-16 Poseidon members with Railgun's zero value, fed the same
+/// batches as blocks, puts each in the member and at the index the engine
+/// did (a batch that does not fit starts member 1, leaving member 0
+/// short) with the engine's root, and keeps each member's last root.
+#[test]
+fn a_railgun_family_closes_a_short_tree_as_the_railgun_engine_does() {
+    use cairn_core::{Hash, HashKind, TreeKind};
+    use cairn_testkit::vectors;
+
+    use crate::support::{config_of, tree};
+
+    let railgun = vectors::load("railgun.json");
+    let depth = railgun["depth"].as_u64().unwrap() as u32;
+    let capacity = railgun["capacity"].as_u64().unwrap();
+    let zero = vectors::hash_or_null(&railgun["zero"]).unwrap();
+    let whole_batch = &railgun["whole_batch"];
+    let batches = whole_batch["batches"].as_array().unwrap();
+    let total: u64 = batches.iter().map(|b| b["values"].as_u64().unwrap()).sum();
+    let leaves: Vec<Hash> = (0..total).map(vectors::rule_leaf).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let forest = Forest::create(dir.path()).unwrap();
+    let mut config =
+        config_of(tree(2, HashKind::Poseidon).with_kind(TreeKind::Fixed { depth, zero }));
+    config.store.log_shift = 16;
+    forest
+        .add_tree_with("railgun", config, whole(capacity))
+        .unwrap();
+    let mut next = 0usize;
+    let mut short = false;
+    for (number, batch) in batches.iter().enumerate() {
+        let count = batch["values"].as_u64().unwrap() as usize;
+        let member = batch["tree"].as_u64().unwrap() as u32;
+        let first = batch["first_index"].as_u64().unwrap();
+        let before = members(&forest, "railgun");
+        let committed = forest
+            .commit_block(
+                block(number as u64 + 1),
+                &[("railgun", &leaves[next..next + count])],
+            )
+            .unwrap();
+        next += count;
+        forest.apply().unwrap();
+        let name = cairn_db::member_name("railgun", member);
+        let part = committed
+            .trees
+            .iter()
+            .find(|t| t.tree == name && t.count > 0)
+            .unwrap_or_else(|| panic!("batch {number}: no values in {name}"));
+        assert_eq!(part.first, first, "batch {number}: {name}");
+        let head = forest.tree(&name).unwrap().head();
+        assert_eq!(head.size, first + count as u64, "{name}");
+        assert_eq!(
+            head.root,
+            vectors::hash_or_null(&batch["root"]),
+            "batch {number}: {name} at size {}",
+            head.size
+        );
+        // A member left short by a batch that went whole to the next.
+        short |= member as usize == before.len() && before.last().unwrap().1 < capacity;
+    }
+    assert!(short, "the vectors leave a member short");
+    let closed: Vec<(String, u64, Option<Hash>)> = whole_batch["closed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                cairn_db::member_name("railgun", c["tree"].as_u64().unwrap() as u32),
+                c["size"].as_u64().unwrap(),
+                vectors::hash_or_null(&c["root"]),
+            )
+        })
+        .collect();
+    assert_eq!(members(&forest, "railgun"), closed);
+    forest.close().unwrap();
+}

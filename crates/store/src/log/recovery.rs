@@ -129,9 +129,8 @@ pub(crate) fn recover(
     };
     let per_file = meta.log_file_leaves();
     let dir = &layout.log_dir();
-    let names = fs
-        .list_dir(dir)
-        .map_err(|e| StoreError::io("list", dir, e))?;
+    let lazy = meta.flags & Layout::FLAG_LAZY_FILES != 0;
+    let names = list_dir(&*fs, dir, lazy)?;
     let mut files: Vec<LogFile> = Vec::with_capacity(names.len());
     let mut marks: Vec<Option<SuccessorMark>> = Vec::with_capacity(names.len());
     let mut stale_next = false;
@@ -460,6 +459,7 @@ pub(crate) fn recover(
             },
         )
     });
+    let unmade = lazy && files.is_empty();
     Ok(Recovered {
         writer: LogWriter {
             fs,
@@ -474,6 +474,7 @@ pub(crate) fn recover(
             counter,
             claimed,
             last_commit: None,
+            unmade,
         },
         tail,
         tails,
@@ -573,4 +574,13 @@ fn first_valid_frame(
 
 fn file_has_frames(file: &dyn FsFile, path: &Path, layout: &Layout) -> Result<bool> {
     Ok(first_valid_frame(file, path, layout, 0, 0)?.is_some())
+}
+
+/// The names in `dir`; none if it is missing from a store created
+/// without its files (`lazy`) that has not made them yet.
+pub(crate) fn list_dir(fs: &dyn Fs, dir: &Path, lazy: bool) -> Result<Vec<String>> {
+    if lazy && !fs.exists(dir).map_err(|e| StoreError::io("stat", dir, e))? {
+        return Ok(Vec::new());
+    }
+    fs.list_dir(dir).map_err(|e| StoreError::io("list", dir, e))
 }

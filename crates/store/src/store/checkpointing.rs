@@ -117,6 +117,7 @@ impl Inner {
             }
             return Ok(None);
         }
+        self.make_files(&mut self.log.lock())?;
         // Nodes written to a level file that lost its name would not be
         // found by the open the checkpoint is for.
         self.check_level_files(&mut checkpoints)?;

@@ -523,6 +523,9 @@ impl Inner {
         }
         let first = log.end() / self.layout.log_file_leaves();
         let wrote = log.end() < to || !pending.is_empty();
+        if wrote {
+            self.make_files(&mut log)?;
+        }
         log.commit(&leaves, to, heads)?;
         if wrote {
             // Acknowledged only if durable at the names a reopen reads.

@@ -176,7 +176,14 @@ impl Inner {
         self.check_meta();
         {
             let mut checkpoints = self.checkpoints.lock();
-            self.check_checkpoint_file(&checkpoints);
+            // A store making its files publishes its first checkpoint
+            // under the log lock (`lazy.rs`): held here, so the check
+            // sees the store before that or after.
+            let log = self.log.lock();
+            if !log.is_unmade() {
+                self.check_checkpoint_file(&checkpoints);
+            }
+            drop(log);
             // A failure is recorded as an event; checkpoints refuse to
             // publish until the level file is back.
             let _ = self.check_level_files(&mut checkpoints);

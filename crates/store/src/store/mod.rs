@@ -36,6 +36,7 @@ mod durability;
 mod files;
 mod health;
 mod integrity;
+mod lazy;
 mod migrate;
 mod open;
 pub(crate) use open::take_writer_locks;

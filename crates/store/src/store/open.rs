@@ -57,10 +57,13 @@ impl Store {
             }
         }
         let locks = take_lock(&*fs, dir)?;
-        for sub in [Layout::LOG_DIR, Layout::LEVELS_DIR] {
-            let path = dir.join(sub);
-            fs.create_dir(&path)
-                .map_err(|e| StoreError::io("create directory", &path, e))?;
+        let lazy = config.flags & Layout::FLAG_LAZY_FILES != 0;
+        if !lazy {
+            for sub in [Layout::LOG_DIR, Layout::LEVELS_DIR] {
+                let path = dir.join(sub);
+                fs.create_dir(&path)
+                    .map_err(|e| StoreError::io("create directory", &path, e))?;
+            }
         }
         let meta = StoreMeta {
             tree: config.tree,
@@ -71,11 +74,19 @@ impl Store {
         };
         // The first log file and the checkpoint exist before `cairn.meta`
         // makes the directory a store: from then on a store without them
-        // is damaged, not new.
+        // is damaged, not new. A store created without its files makes
+        // them at its first write (`lazy.rs`), holding meanwhile in memory
+        // the checkpoint it will publish.
         let layout = Layout::new(dir, &meta);
-        let log = log::create(Arc::clone(&fs), &layout, meta)?;
         let mut checkpoints = Checkpoints::default();
-        checkpoint::create(&*fs, dir, &meta, &mut checkpoints)?;
+        let log = if lazy {
+            checkpoints.last = Some(checkpoint::initial());
+            log::unmade(Arc::clone(&fs), &layout, meta)
+        } else {
+            let log = log::create(Arc::clone(&fs), &layout, meta)?;
+            checkpoint::create(&*fs, dir, &meta, &mut checkpoints)?;
+            log
+        };
         crate::replace::replace_file(&*fs, dir, Layout::META_TMP, Layout::META, |file, tmp| {
             file.write_at(&meta.encode(), 0)
                 .map_err(|e| StoreError::io("write", tmp, e))
@@ -413,8 +424,8 @@ pub(super) fn check_config(meta: &StoreMeta, config: &StoreConfig) -> Result<()>
             given: word(config.mutable),
         });
     }
-    // The format bit is the store's own record, not a setting.
-    let settings = |flags: u64| flags & !Layout::FLAG_FORMAT_2;
+    // The format bits are the store's own record, not settings.
+    let settings = |flags: u64| flags & !Layout::FLAGS_OF_THE_STORE;
     if settings(meta.flags) != settings(config.flags) {
         return Err(StoreError::ConfigMismatch {
             field: "flags",

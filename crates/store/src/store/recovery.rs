@@ -47,11 +47,9 @@ impl Store {
             crate::replace::remove_stale(&*fs, &layout.checkpoint_tmp())?;
             crate::replace::remove_stale(&*fs, &layout.heads_tmp())?;
         }
+        let lazy = meta.flags & Layout::FLAG_LAZY_FILES != 0;
         let levels_dir = layout.levels_dir();
-        for name in fs
-            .list_dir(&levels_dir)
-            .map_err(|e| StoreError::io("list", &levels_dir, e))?
-        {
+        for name in log::list_dir(&*fs, &levels_dir, lazy)? {
             if format::parse_level_name(&name).is_none() && format::parse_sums_name(&name).is_none()
             {
                 return Err(StoreError::corrupt(
@@ -62,8 +60,15 @@ impl Store {
             }
         }
         let last = checkpoint::read(&*fs, dir, &meta)?;
-        let strict = meta.flags & Layout::FLAG_FORMAT_2 != 0
-            || last.as_ref().is_some_and(|c| c.integrity.is_some());
+        // A store created without its files makes them at its first write,
+        // its checkpoint at size 0 before its first log file: until then
+        // (or a crash part way) it has no log file and at most that
+        // checkpoint, and is empty. Once any later checkpoint exists, it
+        // is held to what every store of the format is.
+        let making = lazy && last.as_ref().is_none_or(checkpoint::is_initial);
+        let strict = (meta.flags & Layout::FLAG_FORMAT_2 != 0
+            || last.as_ref().is_some_and(|c| c.integrity.is_some()))
+            && !making;
         let (position, start) = match &last {
             Some(c) => (c.resume, c.size),
             None => (
@@ -102,6 +107,9 @@ impl Store {
                 "missing: a store of this format has a checkpoint from its creation on",
             ));
         }
+        // Until the store publishes its checkpoint, it holds in memory the
+        // one it will publish, as a store created with its files does.
+        let last = last.or_else(|| making.then(checkpoint::initial));
         let mut checkpoints = Checkpoints {
             last: last.clone(),
             ..Checkpoints::default()

@@ -106,6 +106,10 @@ impl Inner {
     /// is left out: a later write in that tick could keep its identity.
     pub(crate) fn record_verified(&self) -> Result<()> {
         let checkpoint = self.checkpoints.lock().last.clone();
+        // A store that has not made its files has none to vouch for.
+        if self.log.lock().is_unmade() {
+            return Ok(());
+        }
         match checkpoint {
             Some(checkpoint) => self.write_verified(&checkpoint, RECORD_WAIT),
             None => Ok(()),
