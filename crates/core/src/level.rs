@@ -349,8 +349,7 @@ impl Segment {
             // SAFETY: `tail` is new and unshared; `at - start + piece.len()
             // <= offset - start = kept <= capacity`.
             #[allow(unsafe_code)]
-            unsafe { tail.slice_mut(at - start, at - start + piece.len()) }
-                .copy_from_slice(piece);
+            unsafe { tail.slice_mut(at - start, at - start + piece.len()) }.copy_from_slice(piece);
             at += piece.len();
         }
         if runs.is_empty() {
@@ -1085,8 +1084,9 @@ mod tests {
                 match draw.below(6) {
                     0 | 1 => {
                         let count = draw.below(if len > 3_000 { 20 } else { 300 });
-                        let values: Vec<Hash> =
-                            (0..count).map(|i| value(100_000 * (step + 1) + i)).collect();
+                        let values: Vec<Hash> = (0..count)
+                            .map(|i| value(100_000 * (step + 1) + i))
+                            .collect();
                         level.extend_from_slice(&values);
                         model.extend_from_slice(&values);
                     }
@@ -1127,7 +1127,10 @@ mod tests {
                 level.copy_to(from, &mut out);
                 assert_eq!(out, model[from..], "step {step}");
                 for (shared, copy) in &shares {
-                    assert!(shared.iter().eq(copy.iter()), "step {step}: a share changed");
+                    assert!(
+                        shared.iter().eq(copy.iter()),
+                        "step {step}: a share changed"
+                    );
                 }
             }
             assert!(cuts > 20, "{cuts} cuts below shared nodes");
@@ -1173,7 +1176,9 @@ mod tests {
                 // From it on: the writer's own.
                 assert_ne!(at(&level, boundary), at(&shared, boundary));
                 readers.push(reader(shared, move |i| copy[i]));
-                let values: Vec<Hash> = (0..150).map(|i| value(1_000_000 * (round + 1) + i)).collect();
+                let values: Vec<Hash> = (0..150)
+                    .map(|i| value(1_000_000 * (round + 1) + i))
+                    .collect();
                 level.extend_from_slice(&values);
                 model.extend_from_slice(&values);
                 assert!(level.iter().eq(model.iter()), "round {round}");

@@ -88,7 +88,8 @@ fn check_state(crashed: &SimFs, shape: &TreeConfig, acked_blocks: usize, ctx: &s
     let present = BLOCKS.iter().take_while(|b| b.2 <= size).count();
     let end = present.checked_sub(1).map_or(0, |i| BLOCKS[i].2);
     assert_eq!(
-        size, end,
+        size,
+        end,
         "{ctx}: {size} leaves, not a block's end: block {} came back in part",
         present + 1
     );
