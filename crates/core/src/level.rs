@@ -1062,7 +1062,7 @@ mod tests {
                 self.0 ^= self.0 << 13;
                 self.0 ^= self.0 >> 7;
                 self.0 ^= self.0 << 17;
-                (self.0 % bound.max(1) as u64) as usize
+                crate::cast::to_usize(self.0 % bound.max(1) as u64)
             }
         }
 
@@ -1099,7 +1099,7 @@ mod tests {
                     }
                     3 => {
                         let to = len - draw.below(len.min(400) + 1);
-                        cuts += usize::from(to < level.frozen() && to % CHUNK_LEN != 0);
+                        cuts += usize::from(to < level.frozen() && !to.is_multiple_of(CHUNK_LEN));
                         level.truncate(to);
                         model.truncate(to);
                         assert!(level.frozen() <= to);
