@@ -18,6 +18,22 @@
 //! snapshot needs that may still change, the last of each level, is copied
 //! into the snapshot instead (see `tree::Snapshot`).
 //!
+//! # Rollback
+//!
+//! A rollback cuts a level back below nodes snapshots may still read, and
+//! the writer then writes those positions again. It does not copy the kept
+//! prefix of the segment it cut into (up to 2 MiB per level, what made a
+//! rollback's time grow with the tree): the writer's segment becomes a
+//! *spliced* one, runs of other segments' memory read in place (the kept
+//! prefix, shared with the snapshots, never written again) followed by a
+//! fresh run it owns, which starts at the chunk holding the cut and
+//! receives a copy of that chunk's kept nodes (under 4 KiB). So a rollback
+//! costs one small allocation and at most one chunk's copy per level. A
+//! segment cut many times would gather runs (each read walks them), so
+//! past [`MAX_RUNS`] a cut copies every run but the first into its fresh
+//! one: one copy of the nodes written since the first cut, per
+//! [`MAX_RUNS`] cuts of one segment.
+//!
 //! # Tiering
 //!
 //! A whole segment of final nodes can be replaced by nodes that live
@@ -47,6 +63,8 @@ const SEGMENT_MASK: usize = SEGMENT_LEN - 1;
 const PARALLEL_COPY_FROM: usize = SEGMENT_LEN;
 /// The smallest heap segment: 16 nodes (512 bytes).
 const MIN_HEAP_NODES: usize = 16;
+/// The most runs a spliced segment holds (see "Rollback" above).
+const MAX_RUNS: usize = 8;
 
 // The relationships the addressing and the sharing rely on, checked by the
 // compiler: a chunk is one 4 KiB page of nodes; a segment is a power of two
@@ -117,6 +135,20 @@ enum Memory {
     },
     /// Read-only final nodes held elsewhere.
     Foreign(Arc<dyn NodeSource>),
+    /// A segment a rollback cut into while it was shared (see "Rollback"
+    /// above): runs in order, the first at node 0, their starts multiples
+    /// of [`CHUNK_LEN`]; each run's nodes end where the next one's begin.
+    /// Only the last run is ever written, and its memory is `Owned`.
+    Spliced(Box<[Run]>),
+}
+
+/// Nodes `[start, the next run's start)` of a spliced segment (to the end
+/// of the segment for the last run): node `start + i` is node `i` of
+/// `memory`, a segment that is not spliced itself.
+#[derive(Clone)]
+struct Run {
+    start: usize,
+    memory: Arc<Segment>,
 }
 
 // SAFETY: a segment is shared between the level's single writer (which has
@@ -126,6 +158,11 @@ enum Memory {
 // in force when they took their copy (handed over through an `Arc`, whose
 // publication orders the writes before it), so no byte is written while
 // another thread reads it. `Foreign` sources are `Send + Sync` themselves.
+// A spliced segment writes only into its last run (`slice_mut` asserts
+// it), whose memory is reached by no other segment while it is the last
+// run of the writer's segment: a cut or a growth gives the writer a new
+// last run, and only then may the old one become a read-only run of
+// another segment.
 #[allow(unsafe_code)]
 unsafe impl Send for Segment {}
 // SAFETY: as for `Send` above.
@@ -187,10 +224,147 @@ impl Segment {
         match &self.memory {
             Memory::Owned { capacity, .. } => *capacity,
             Memory::Foreign(source) => source.nodes().len(),
+            Memory::Spliced(runs) => {
+                let last = runs.last().expect("a spliced segment has runs");
+                (last.start + last.memory.capacity()).min(SEGMENT_LEN)
+            }
         }
     }
 
-    /// The first `len` nodes.
+    /// The contiguous nodes from `offset` on, up to `len` or the end of the
+    /// memory holding node `offset`, whichever comes first (`offset <
+    /// len <= capacity`); empty at or past `len`.
+    #[inline]
+    fn run(&self, offset: usize, len: usize) -> &[Hash] {
+        match &self.memory {
+            Memory::Spliced(runs) => {
+                if offset >= len {
+                    return &[];
+                }
+                // The first run starts at 0, so one starts at or before `offset`.
+                let at = runs.partition_point(|run| run.start <= offset) - 1;
+                let run = &runs[at];
+                let end = runs.get(at + 1).map_or(len, |next| next.start.min(len));
+                &run.memory.slice(end - run.start)[offset - run.start..]
+            }
+            _ => self.slice(len).get(offset..).unwrap_or_default(),
+        }
+    }
+
+    /// The first `len` nodes in contiguous pieces, in order.
+    fn pieces(&self, len: usize) -> impl Iterator<Item = &[Hash]> {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let run = self.run(at, len);
+            at += run.len();
+            (!run.is_empty()).then_some(run)
+        })
+    }
+
+    /// A new segment of its own memory, `capacity` nodes (a whole segment
+    /// at [`SEGMENT_LEN`]), holding a copy of this one's first `used`.
+    fn copied(&self, used: usize, capacity: usize) -> Segment {
+        assert!(used <= capacity && capacity <= SEGMENT_LEN);
+        let fresh = if capacity == SEGMENT_LEN {
+            Segment::whole()
+        } else {
+            Segment::heap(capacity)
+        };
+        let mut at = 0;
+        for piece in self.pieces(used) {
+            // SAFETY: `fresh` is new and unshared; `at + piece.len() <=
+            // used <= capacity`.
+            #[allow(unsafe_code)]
+            unsafe { fresh.slice_mut(at, at + piece.len()) }.copy_from_slice(piece);
+            at += piece.len();
+        }
+        debug_assert_eq!(at, used);
+        fresh
+    }
+
+    /// This segment, of which `used` nodes are in use, with room for
+    /// `want`: a larger copy (doubling, up to a whole segment), or for a
+    /// spliced one the same runs with a larger copy of the last.
+    fn grown(&self, used: usize, want: usize) -> Segment {
+        if let Memory::Spliced(runs) = &self.memory {
+            let (last, read) = runs.split_last().expect("a spliced segment has runs");
+            let tail = last.memory.grown(used - last.start, want - last.start);
+            let mut runs = read.to_vec();
+            runs.push(Run {
+                start: last.start,
+                memory: Arc::new(tail),
+            });
+            return Segment {
+                memory: Memory::Spliced(runs.into_boxed_slice()),
+            };
+        }
+        let capacity = if want >= WHOLE_SEGMENT_FROM {
+            SEGMENT_LEN
+        } else {
+            want.max(2 * self.capacity()).min(SEGMENT_LEN)
+        };
+        self.copied(used, capacity)
+    }
+
+    /// The segment a writer moves to when it will write this shared one
+    /// (`this`) again from node `offset` on (`0 < offset <= used`): this
+    /// one's memory below the chunk holding `offset` read in place, and
+    /// a fresh last run from that chunk on, holding a copy of the chunk's
+    /// nodes below `offset`. Past [`MAX_RUNS`] runs, every run but the
+    /// first is copied into the fresh one.
+    fn cut(this: &Arc<Segment>, offset: usize) -> Segment {
+        let chunk = offset / CHUNK_LEN * CHUNK_LEN;
+        let mut runs: Vec<Run> = match &this.memory {
+            Memory::Spliced(runs) => runs
+                .iter()
+                .take_while(|run| run.start < chunk)
+                .cloned()
+                .collect(),
+            _ if chunk > 0 => vec![Run {
+                start: 0,
+                memory: Arc::clone(this),
+            }],
+            _ => Vec::new(),
+        };
+        let mut start = chunk;
+        if runs.len() >= MAX_RUNS {
+            // Every run but the first goes into the fresh one.
+            start = runs[1].start;
+            runs.truncate(1);
+        }
+        let kept = offset - start;
+        let capacity = if kept >= WHOLE_SEGMENT_FROM {
+            SEGMENT_LEN
+        } else {
+            kept.max(MIN_HEAP_NODES)
+        };
+        let tail = if capacity == SEGMENT_LEN {
+            Segment::whole()
+        } else {
+            Segment::heap(capacity)
+        };
+        let mut at = start;
+        while at < offset {
+            let piece = this.run(at, offset);
+            // SAFETY: `tail` is new and unshared; `at - start + piece.len()
+            // <= offset - start = kept <= capacity`.
+            #[allow(unsafe_code)]
+            unsafe { tail.slice_mut(at - start, at - start + piece.len()) }.copy_from_slice(piece);
+            at += piece.len();
+        }
+        if runs.is_empty() {
+            return tail;
+        }
+        runs.push(Run {
+            start,
+            memory: Arc::new(tail),
+        });
+        Segment {
+            memory: Memory::Spliced(runs.into_boxed_slice()),
+        }
+    }
+
+    /// The first `len` nodes of a segment that is not spliced.
     #[inline]
     #[allow(unsafe_code)]
     fn slice(&self, len: usize) -> &[Hash] {
@@ -208,6 +382,7 @@ impl Segment {
                 unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) }
             }
             Memory::Foreign(source) => &source.nodes()[..len],
+            Memory::Spliced(_) => unreachable!("a spliced segment is read by runs"),
         }
     }
 
@@ -231,6 +406,17 @@ impl Segment {
                 unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr().add(start), end - start) }
             }
             Memory::Foreign(_) => panic!("a write into a read-only (tiered) segment"),
+            Memory::Spliced(runs) => {
+                let last = runs.last().expect("a spliced segment has runs");
+                assert!(
+                    start >= last.start,
+                    "a write at node {start} of a spliced segment below its own run at {}",
+                    last.start
+                );
+                // SAFETY: the caller's contract, for the last run's memory,
+                // which only this segment's writer reaches (see `Send`).
+                unsafe { last.memory.slice_mut(start - last.start, end - last.start) }
+            }
         }
     }
 }
@@ -303,8 +489,8 @@ impl Level {
         }
         let segment = index >> SEGMENT_SHIFT;
         self.segments[segment]
-            .slice(self.used(segment))
-            .get(index & SEGMENT_MASK)
+            .run(index & SEGMENT_MASK, self.used(segment))
+            .first()
     }
 
     /// The node at `index`. Panics if absent (callers derive indices from the shape).
@@ -344,10 +530,13 @@ impl Level {
     }
 
     /// Drops every node from `len` on (a rollback). Snapshots keep what
-    /// they share; the writer's own copy of the segment holding node
-    /// `len` becomes private when it is shared, so later writes from `len`
-    /// on never touch memory a snapshot reads, and the watermark falls to
-    /// at most `len`. Costs at most one segment's copy (2 MiB).
+    /// they share; when the segment holding node `len` may be shared (or
+    /// is a read-only mapping), the writer moves to a spliced segment that
+    /// reads the kept prefix in place and writes from the chunk holding
+    /// `len` on into memory of its own (see "Rollback" above), so later
+    /// writes from `len` on never touch memory a snapshot reads, and the
+    /// watermark falls to at most `len`. Costs at most one chunk's copy
+    /// (4 KiB) per call, but one in [`MAX_RUNS`] cuts of the same segment.
     ///
     /// # Panics
     /// If `len` exceeds the level's length.
@@ -355,21 +544,11 @@ impl Level {
         assert!(len <= self.len, "truncating {} nodes to {len}", self.len);
         self.segments.truncate(len.div_ceil(SEGMENT_LEN));
         let offset = len & SEGMENT_MASK;
-        if len < self.frozen && offset != 0 {
-            // The boundary segment is shared (or a read-only mapping):
-            // nodes `[len, ..)` of it will be written again, so the
-            // writer moves to a private copy of its kept prefix.
-            let index = len >> SEGMENT_SHIFT;
-            let fresh = if offset >= WHOLE_SEGMENT_FROM {
-                Segment::whole()
-            } else {
-                Segment::heap(offset.max(MIN_HEAP_NODES))
-            };
-            // SAFETY: `fresh` is new and unshared.
-            #[allow(unsafe_code)]
-            unsafe { fresh.slice_mut(0, offset) }
-                .copy_from_slice(self.segments[index].slice(offset));
-            self.segments[index] = Arc::new(fresh);
+        let index = len >> SEGMENT_SHIFT;
+        // A segment this level alone holds, of its own memory, is written
+        // again in place: no snapshot reads it.
+        if len < self.frozen && offset != 0 && !self.owns(index) {
+            self.segments[index] = Arc::new(Segment::cut(&self.segments[index], offset));
         }
         self.frozen = self.frozen.min(len);
         self.len = len;
@@ -387,20 +566,7 @@ impl Level {
             let index = self.segments.len() - 1;
             let want = (len - (index << SEGMENT_SHIFT)).min(SEGMENT_LEN);
             if want > last.capacity() {
-                let used = self.used(index);
-                let capacity = if want >= WHOLE_SEGMENT_FROM {
-                    SEGMENT_LEN
-                } else {
-                    want.max(2 * last.capacity()).min(SEGMENT_LEN)
-                };
-                let bigger = if capacity == SEGMENT_LEN {
-                    Segment::whole()
-                } else {
-                    Segment::heap(capacity)
-                };
-                // SAFETY: `bigger` is new and unshared.
-                #[allow(unsafe_code)]
-                unsafe { bigger.slice_mut(0, used) }.copy_from_slice(last.slice(used));
+                let bigger = last.grown(self.used(index), want);
                 self.segments[index] = Arc::new(bigger);
             }
         }
@@ -541,15 +707,16 @@ impl Level {
             return &[];
         }
         let segment = index >> SEGMENT_SHIFT;
-        &self.segments[segment].slice(self.used(segment))[index & SEGMENT_MASK..]
+        self.segments[segment].run(index & SEGMENT_MASK, self.used(segment))
     }
 
-    /// The used part of every segment, in order.
+    /// Every node, in order, in contiguous pieces: the used part of each
+    /// segment (in several pieces for a segment a rollback cut into).
     pub fn segment_slices(&self) -> impl Iterator<Item = &[Hash]> {
         self.segments
             .iter()
             .enumerate()
-            .map(|(i, segment)| segment.slice(self.used(i)))
+            .flat_map(|(i, segment)| segment.pieces(self.used(i)))
     }
 
     /// Every node, in order (for tests and exports).
@@ -575,6 +742,15 @@ impl Level {
             segments: self.segments[..len.div_ceil(SEGMENT_LEN)].to_vec(),
             len,
             frozen: len,
+        }
+    }
+
+    /// The runs segment `index` reads (1 unless a rollback spliced it).
+    #[cfg(test)]
+    fn runs(&self, index: usize) -> usize {
+        match &self.segments[index].memory {
+            Memory::Spliced(runs) => runs.len(),
+            _ => 1,
         }
     }
 
@@ -605,7 +781,10 @@ impl Level {
             });
         }
         debug_assert!(
-            source.nodes() == self.segments[index].slice(SEGMENT_LEN),
+            source
+                .nodes()
+                .iter()
+                .eq(self.segments[index].pieces(SEGMENT_LEN).flatten()),
             "segment {index} differs from its tiered source"
         );
         self.segments[index] = Arc::new(Segment {
@@ -874,6 +1053,148 @@ mod tests {
             assert_eq!(whole.len(), len + 30);
             assert_eq!(whole.at(len - 51), value(len - 51));
             assert_eq!(whole.at(len - 50), [0xaa; 32]);
+        }
+
+        /// A small deterministic generator (the core has no `rand`).
+        struct Draw(u64);
+        impl Draw {
+            fn below(&mut self, bound: usize) -> usize {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                crate::cast::to_usize(self.0 % bound.max(1) as u64)
+            }
+        }
+
+        /// Rollbacks against a safe reference (a `Vec`): appends, shares
+        /// held by readers, truncations below shared nodes (cuts, spliced
+        /// segments, the merge past `MAX_RUNS`), rewrites at and below the
+        /// edge (`set`, the indexed tree's) and growth, the level checked
+        /// after every step and every share against the copy of the nodes
+        /// it was taken at. Heap segments, at sizes Miri runs.
+        #[test]
+        fn cuts_below_shared_nodes_read_and_write_like_a_vec() {
+            let mut draw = Draw(0x9e37_79b9_7f4a_7c15);
+            let mut level = Level::default();
+            let mut model: Vec<Hash> = Vec::new();
+            let mut shares: Vec<(Level, Vec<Hash>)> = Vec::new();
+            let mut cuts = 0;
+            for step in 0..300 {
+                let len = model.len();
+                match draw.below(6) {
+                    0 | 1 => {
+                        let count = draw.below(if len > 3_000 { 20 } else { 300 });
+                        let values: Vec<Hash> = (0..count)
+                            .map(|i| value(100_000 * (step + 1) + i))
+                            .collect();
+                        level.extend_from_slice(&values);
+                        model.extend_from_slice(&values);
+                    }
+                    2 => {
+                        let at = len - draw.below(len.min(50) + 1);
+                        shares.push((level.share(at), model[..at].to_vec()));
+                        if shares.len() > 4 {
+                            shares.remove(draw.below(shares.len()));
+                        }
+                    }
+                    3 => {
+                        let to = len - draw.below(len.min(400) + 1);
+                        cuts += usize::from(to < level.frozen() && !to.is_multiple_of(CHUNK_LEN));
+                        level.truncate(to);
+                        model.truncate(to);
+                        assert!(level.frozen() <= to);
+                    }
+                    4 if len > level.frozen() => {
+                        let first = level.frozen();
+                        for (at, piece) in level.pieces_mut(first) {
+                            for (k, node) in piece.iter_mut().enumerate() {
+                                *node = value(7_000_000 + step * 10_000 + at + k);
+                                model[at + k] = *node;
+                            }
+                        }
+                    }
+                    _ if len > 0 => {
+                        let index = draw.below(len);
+                        level.set(index, value(9_000_000 + step));
+                        model[index] = value(9_000_000 + step);
+                    }
+                    _ => {}
+                }
+                assert_eq!(level.len(), model.len(), "step {step}");
+                assert!(level.iter().eq(model.iter()), "step {step}");
+                let mut out = vec![[0u8; 32]; model.len().min(300)];
+                let from = model.len() - out.len();
+                level.copy_to(from, &mut out);
+                assert_eq!(out, model[from..], "step {step}");
+                for (shared, copy) in &shares {
+                    assert!(
+                        shared.iter().eq(copy.iter()),
+                        "step {step}: a share changed"
+                    );
+                }
+            }
+            assert!(cuts > 20, "{cuts} cuts below shared nodes");
+            let copy = level.clone();
+            drop(level);
+            assert!(copy.iter().eq(model.iter()));
+        }
+
+        /// A cut reads the kept prefix in place (the share's own memory,
+        /// not a copy) and owns only the chunk holding the cut; a segment
+        /// cut more than `MAX_RUNS` times still reads and writes like a
+        /// `Vec`; readers on other threads see their shares unchanged. One
+        /// whole segment, the size of a level's cut that used to be copied.
+        #[test]
+        fn a_cut_shares_the_kept_prefix_and_owns_only_the_chunk_it_writes() {
+            let len = WHOLE_SEGMENT_FROM + 300;
+            let mut level = Level::default();
+            let mut model: Vec<Hash> = (0..len).map(value).collect();
+            level.extend_from_slice(&model);
+            let mut readers = Vec::new();
+            let mut to = len - 200;
+            for round in 0..MAX_RUNS + 3 {
+                let shared = level.share(level.len());
+                let copy = model.clone();
+                let at = |l: &Level, i: usize| std::ptr::from_ref(l.get(i).unwrap());
+                level.truncate(to);
+                model.truncate(to);
+                let boundary = to / CHUNK_LEN * CHUNK_LEN;
+                // Below the chunk holding the cut: the share's memory (but
+                // for the runs a merge copied).
+                assert_eq!(at(&level, 0), at(&shared, 0));
+                if round + 1 < MAX_RUNS {
+                    assert_eq!(at(&level, boundary - 1), at(&shared, boundary - 1));
+                }
+                // One run more a cut, until a merge leaves the first and the
+                // fresh one (the rounds after it add one again).
+                let runs = if round + 1 < MAX_RUNS {
+                    round + 2
+                } else {
+                    round + 3 - MAX_RUNS
+                };
+                assert_eq!(level.runs(0), runs, "round {round}");
+                // From it on: the writer's own.
+                assert_ne!(at(&level, boundary), at(&shared, boundary));
+                readers.push(reader(shared, move |i| copy[i]));
+                let values: Vec<Hash> = (0..150)
+                    .map(|i| value(1_000_000 * (round + 1) + i))
+                    .collect();
+                level.extend_from_slice(&values);
+                model.extend_from_slice(&values);
+                assert!(level.iter().eq(model.iter()), "round {round}");
+                // The next cut lands in the chunk after this one's.
+                to += CHUNK_LEN + 2;
+            }
+            for done in readers {
+                done();
+            }
+            // Indexed rewrites below the watermark move to private memory.
+            let _ = level.share(level.len());
+            level.set(5, [0xab; 32]);
+            model[5] = [0xab; 32];
+            level.set(to - 3, [0xcd; 32]);
+            model[to - 3] = [0xcd; 32];
+            assert!(level.iter().eq(model.iter()));
         }
 
         #[test]

@@ -239,8 +239,9 @@ impl LeanImt {
     /// Removes every leaf from `size` on (a rollback): the tree becomes
     /// the tree of its first `size` leaves, and a later append reuses
     /// their indices. Snapshots taken before keep answering as before
-    /// (shared memory the writer will write again is copied first, at most
-    /// one segment per level). Nothing is hashed here: the right edge at
+    /// (shared memory the writer will write again is not written: it
+    /// moves to memory of its own from the 4 KiB chunk holding the cut on,
+    /// `Level::truncate`). Nothing is hashed here: the right edge at
     /// `size` is rehashed by the next commit.
     pub fn truncate(&mut self, size: u64) -> Result<(), TreeError> {
         let current = self.size();

@@ -562,6 +562,8 @@ pub(crate) struct Known {
     pub epoch: u64,
     /// The recovered log's end.
     pub end: u64,
+    /// The size the log resumed at (the checkpoint's).
+    pub start: u64,
     /// The most records a tail record of the log says were durable in
     /// this epoch, and where it says so.
     pub claimed: Option<(u64, PathBuf, u64)>,
@@ -574,6 +576,13 @@ pub(crate) struct Known {
 /// records of the checkpoint's epoch are taken in order up to the first
 /// that is torn, stale or past the recovered log's end (written before
 /// their leaves were durable, in the commit a crash interrupted).
+///
+/// The third value is where the log must be cut back to when it ends
+/// inside the block of such a record: a commit that crossed a log file
+/// syncs each file in turn, so a crash between them leaves the block's
+/// first part durable. A block is all or nothing, so that part goes too
+/// (the caller rolls the store back to it; the record is left in place
+/// until then, so a crash before the rollback finds it again).
 pub(crate) fn recover(
     fs: Arc<dyn Fs>,
     dir: &Path,
@@ -581,11 +590,12 @@ pub(crate) fn recover(
     read: ReadHeads,
     known: Known,
     read_only: bool,
-) -> Result<(Vec<TaggedHead>, HeadsWriter)> {
+) -> Result<(Vec<TaggedHead>, HeadsWriter, Option<u64>)> {
     let Known {
         trusted,
         epoch,
         end,
+        start,
         claimed,
     } = known;
     let path = read.path.clone();
@@ -632,7 +642,7 @@ pub(crate) fn recover(
                 ),
             ));
         }
-        return Ok((Vec::new(), writer));
+        return Ok((Vec::new(), writer, None));
     };
     if read.unheaded {
         if required.0 > 0 {
@@ -647,7 +657,7 @@ pub(crate) fn recover(
         }
         // Created but its header never made durable: it holds nothing.
         if read_only {
-            return Ok((Vec::new(), writer));
+            return Ok((Vec::new(), writer, None));
         }
         file.write_at(&format::heads_header(&meta), 0)
             .map_err(|e| StoreError::io("write", &path, e))?;
@@ -655,7 +665,7 @@ pub(crate) fn recover(
             .map_err(|e| StoreError::io("fdatasync", &path, e))?;
         writer.len = len.max(HEADS_HEADER_LEN);
         writer.file = Some(file);
-        return Ok((Vec::new(), writer));
+        return Ok((Vec::new(), writer, None));
     }
     let slots = read.slots.len() as u64 / HEAD_RECORD_LEN;
     if slots < required.0 {
@@ -672,6 +682,7 @@ pub(crate) fn recover(
         ));
     }
     let mut tags: Vec<TaggedHead> = Vec::new();
+    let mut torn = None;
     for (index, record) in read.records(&meta) {
         let offset = Layout::head_record_offset(index);
         let in_order = |r: &HeadRecord| {
@@ -708,6 +719,15 @@ pub(crate) fn recover(
                     ),
                 ));
             }
+            // Its block starts after the last head kept, and after what
+            // the log held durably when the record was written (where its
+            // commit began; a version 1 record does not say, and is left
+            // as it was).
+            if let Some(durable) = r.durable {
+                let from = durable.log_end.max(start);
+                let from = tags.last().map_or(from, |last| last.size.max(from));
+                torn = (from < end).then_some(from);
+            }
             break;
         }
         tags.push(TaggedHead {
@@ -723,7 +743,7 @@ pub(crate) fn recover(
         .slots
         .get(to_usize(writer.next * HEAD_RECORD_LEN)..)
         .unwrap_or_default();
-    if past.iter().any(|&b| b != 0) && !read_only {
+    if past.iter().any(|&b| b != 0) && !read_only && torn.is_none() {
         // Records past the valid ones were never acknowledged (torn, or
         // written before leaves that did not become durable). Zero them:
         // left in place, one of this epoch could read as valid once the
@@ -737,7 +757,7 @@ pub(crate) fn recover(
     }
     writer.len = len;
     writer.file = Some(file);
-    Ok((tags, writer))
+    Ok((tags, writer, torn))
 }
 
 /// A writer for a store without a heads file yet.

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use super::WHOLE_SEGMENT_FROM;
-use super::{Level, MIN_HEAP_NODES, Memory, SEGMENT_LEN, SEGMENT_MASK, SEGMENT_SHIFT, Segment};
+use super::{Level, MIN_HEAP_NODES, Memory, SEGMENT_LEN, SEGMENT_MASK, SEGMENT_SHIFT};
 use crate::hash::Hash;
 
 impl Level {
@@ -45,8 +45,8 @@ impl Level {
     }
 
     /// Whether segment `index` is this level's own memory and shared with
-    /// no one.
-    fn owns(&mut self, index: usize) -> bool {
+    /// no one (a spliced segment never is: its first runs are read-only).
+    pub(super) fn owns(&mut self, index: usize) -> bool {
         match Arc::get_mut(&mut self.segments[index]) {
             Some(segment) => matches!(segment.memory, Memory::Owned { .. }),
             None => false,
@@ -57,15 +57,14 @@ impl Level {
     fn make_private(&mut self, index: usize) {
         let used = self.used(index);
         let old = &self.segments[index];
-        let fresh = if old.capacity() >= WHOLE_SEGMENT_FROM || used >= WHOLE_SEGMENT_FROM {
-            Segment::whole()
+        // A whole segment holds SEGMENT_LEN, a heap copy the old capacity:
+        // `used` fits either way.
+        let capacity = if old.capacity() >= WHOLE_SEGMENT_FROM || used >= WHOLE_SEGMENT_FROM {
+            SEGMENT_LEN
         } else {
-            Segment::heap(old.capacity().clamp(MIN_HEAP_NODES, SEGMENT_LEN))
+            old.capacity().clamp(MIN_HEAP_NODES, SEGMENT_LEN)
         };
-        // SAFETY: `fresh` is new and unshared; `used <= its capacity`
-        // (a whole segment holds SEGMENT_LEN, a heap copy the old capacity).
-        #[allow(unsafe_code)]
-        unsafe { fresh.slice_mut(0, used) }.copy_from_slice(old.slice(used));
+        let fresh = old.copied(used, capacity);
         self.segments[index] = Arc::new(fresh);
     }
 

@@ -23,3 +23,4 @@ mod rollover;
 mod rollover_whole;
 mod setfile;
 mod support;
+mod tagged_power;

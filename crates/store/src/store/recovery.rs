@@ -99,7 +99,7 @@ impl Store {
                 .map(|i| i.chain),
             strict,
         };
-        let recovered = log::recover(Arc::clone(&fs), &layout, meta, resume, claims, access)?;
+        let mut recovered = log::recover(Arc::clone(&fs), &layout, meta, resume, claims, access)?;
         if last.is_none() && judge && (strict || recovered.writer.has_current_file()) {
             return Err(StoreError::corrupt(
                 layout.checkpoint(),
@@ -120,7 +120,7 @@ impl Store {
             .filter(|(tail, _, _)| judge && tail.epoch == epoch)
             .max_by_key(|(tail, _, _)| tail.heads)
             .map(|(tail, path, offset)| (tail.heads, path.clone(), *offset));
-        let recovered_heads = heads::recover(
+        let (tags, heads_writer, torn) = heads::recover(
             Arc::clone(&fs),
             dir,
             meta,
@@ -129,6 +129,7 @@ impl Store {
                 trusted,
                 epoch,
                 end: recovered.writer.end(),
+                start,
                 claimed,
             },
             read_only,
@@ -151,6 +152,12 @@ impl Store {
             )?,
             _ => LeanImt::new(meta.tree),
         };
+        // A reader leaves out the part of a block a torn commit left (a
+        // writer rolls it back durably below, once the store runs).
+        if let Some(to) = torn.filter(|_| read_only) {
+            recovered.tail.truncate(to_usize(to - start));
+            recovered.writer.rewind(to)?;
+        }
         if !recovered.tail.is_empty() {
             tree.append_batch(&recovered.tail).map_err(|e| {
                 StoreError::corrupt(
@@ -176,17 +183,25 @@ impl Store {
                 children,
             })));
         }
-        Ok(Store::start(
+        let store = Store::start(
             fs,
             dir,
             meta,
             config,
             tree,
             recovered.writer,
-            recovered_heads,
+            (tags, heads_writer),
             checkpoints,
             read_only,
-        ))
+        );
+        if let Some(to) = torn.filter(|_| !read_only) {
+            // The log ends inside a block whose commit a crash tore (it
+            // crossed a log file): a block is all or nothing, so the part
+            // that became durable is rolled back, durably, before anyone
+            // reads it. Its heads record stays until this publishes.
+            store.truncate(to)?;
+        }
+        Ok(store)
     }
 }
 
