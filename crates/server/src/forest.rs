@@ -30,7 +30,8 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use cairn_core::Hash;
 use cairn_core::hex::to_hex as hex;
-use cairn_db::{BlockId, BlockTag, DbError, Forest, ForestError, TreeAt};
+use cairn_db::{BlockId, BlockTag, Database, DbError, Forest, ForestError, TreeAt};
+use parking_lot::RwLock;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -60,6 +61,44 @@ pub(crate) struct Trees {
     /// Whether `/metrics` labels each tree's families (a database of
     /// several trees), or is one tree's as before.
     pub labelled: bool,
+    /// Trees the database made after the server started (a family's next
+    /// member, made by a block that rolled over, or made again after a
+    /// rollback took it away): served from the first request that names
+    /// them, or the first listing.
+    grown: RwLock<Vec<Served>>,
+    /// How such a tree is served (what the first ones were served with);
+    /// `None` for a server whose trees are fixed when it starts.
+    maker: Option<Maker>,
+}
+
+/// What a tree's state is made of, in a server of several trees.
+#[derive(Debug)]
+struct Maker {
+    config: ServerConfig,
+    front: Arc<Metrics>,
+    locks: Locks,
+}
+
+impl Maker {
+    /// `db`, the tree `name` of `forest`, served with its own metrics
+    /// (the front tree's when `front`).
+    fn serve(&self, forest: &Arc<Forest>, name: &str, db: Arc<Database>, front: bool) -> Served {
+        let metrics = if front {
+            Arc::clone(&self.front)
+        } else {
+            Arc::new(Metrics::sharing_connections(&self.front))
+        };
+        let of = forest.is_journaled().then(|| TreeOf {
+            forest: Arc::clone(forest),
+            name: name.to_owned(),
+        });
+        let state = AppState::of_tree(db, self.config.clone(), &metrics, of, &self.locks);
+        Served {
+            name: name.to_owned(),
+            router: routes::tree_router(state.clone()),
+            state,
+        }
+    }
 }
 
 /// One tree as served.
@@ -84,6 +123,8 @@ impl Trees {
             default: Some(0),
             front: state,
             labelled: false,
+            grown: RwLock::default(),
+            maker: None,
         }
     }
 
@@ -138,6 +179,8 @@ impl Trees {
             trees: served,
             default,
             front,
+            grown: RwLock::default(),
+            maker: None,
         })
     }
 
@@ -160,54 +203,90 @@ impl Trees {
             .ok()
             .and_then(|db| trees.iter().position(|t| Arc::ptr_eq(&t.db, &db)));
         let front_index = default.unwrap_or(0);
-        let journaled = forest.is_journaled();
-        let locks = Locks::default();
+        let maker = Maker {
+            config: config.clone(),
+            front: Arc::clone(front),
+            locks: Locks::default(),
+        };
         let served = trees
             .iter()
             .enumerate()
             .map(|(index, tree)| {
-                let metrics = if index == front_index {
-                    Arc::clone(front)
-                } else {
-                    Arc::new(Metrics::sharing_connections(front))
-                };
-                let of = journaled.then(|| TreeOf {
-                    forest: Arc::clone(&forest),
-                    name: tree.name.clone(),
-                });
-                let state =
-                    AppState::of_tree(Arc::clone(&tree.db), config.clone(), &metrics, of, &locks);
-                Served {
-                    name: tree.name.clone(),
-                    router: routes::tree_router(state.clone()),
-                    state,
-                }
+                maker.serve(
+                    &forest,
+                    &tree.name,
+                    Arc::clone(&tree.db),
+                    index == front_index,
+                )
             })
             .collect::<Vec<_>>();
         let front = served[front_index].state.clone();
         Ok(Trees {
-            labelled: journaled,
+            labelled: forest.is_journaled(),
             forest: Some(forest),
             trees: served,
             default,
             front,
+            grown: RwLock::default(),
+            maker: Some(maker),
         })
     }
 
-    fn named(&self, name: &str) -> Result<&Served, ApiError> {
-        self.trees
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| self.unknown(name))
+    /// The tree named `name`, as the database holds it now: one of those
+    /// served from the start, or one made since (served from now on).
+    fn named(&self, name: &str) -> Result<Served, ApiError> {
+        // The database's tree of that name now: a member a rollback took
+        // away is no longer served, one made again is served anew.
+        let current = match &self.forest {
+            Some(forest) => Some(forest.tree(name).map_err(|_| self.unknown(name))?),
+            None => None,
+        };
+        let is_current = |tree: &&Served| {
+            tree.name == name
+                && current
+                    .as_ref()
+                    .is_none_or(|db| Arc::ptr_eq(&tree.state.shared().db, db))
+        };
+        if let Some(tree) = self.trees.iter().find(is_current) {
+            return Ok(tree.clone());
+        }
+        if let Some(tree) = self.grown.read().iter().find(is_current) {
+            return Ok(tree.clone());
+        }
+        match (&self.forest, &self.maker, &current) {
+            (Some(forest), Some(maker), Some(db)) => {
+                let mut grown = self.grown.write();
+                if let Some(tree) = grown.iter().find(is_current) {
+                    return Ok(tree.clone());
+                }
+                grown.retain(|tree| tree.name != name);
+                let served = maker.serve(forest, name, Arc::clone(db), false);
+                grown.push(served.clone());
+                Ok(served)
+            }
+            _ => Err(self.unknown(name)),
+        }
+    }
+
+    /// Every tree served, in the database's order (those made since the
+    /// server started included).
+    fn every(&self) -> Vec<Served> {
+        match &self.forest {
+            Some(forest) => forest
+                .names()
+                .iter()
+                .filter_map(|name| self.named(name).ok())
+                .collect(),
+            None => self.trees.clone(),
+        }
     }
 
     fn unknown(&self, name: &str) -> ApiError {
-        let known = self
-            .trees
-            .iter()
-            .map(|t| t.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let known = match &self.forest {
+            Some(forest) => forest.names(),
+            None => self.trees.iter().map(|t| t.name.clone()).collect(),
+        }
+        .join(", ");
         let error = ForestError::UnknownTree {
             name: name.to_owned(),
             known,
@@ -243,7 +322,19 @@ pub(crate) fn router(trees: Arc<Trees>) -> Router {
         router = router.route(route.path, handler);
     }
     let front = trees.front.clone();
-    routes::finish(router, front).with_state(trees)
+    routes::finish(router.fallback(member_or_none), front).with_state(trees)
+}
+
+/// What no route of the table matched: a family member's route,
+/// `/v1/trees/NAME/K/...` (a tree's routes under a name holding a `/`),
+/// else the refusal of a path the API does not have.
+async fn member_or_none(State(trees): State<Arc<Trees>>, request: Request) -> Response {
+    let tail = request.uri().path().strip_prefix("/v1/trees/");
+    if let Some((Cow::Owned(_), _)) = tail.map(tree_path) {
+        return to_named(State(trees), request).await;
+    }
+    let (method, uri) = (request.method().clone(), request.uri().clone());
+    axum::response::IntoResponse::into_response(crate::api::service::no_route(method, uri).await)
 }
 
 /// Hands a request to `router` as `uri`: a new request of the same
@@ -306,8 +397,8 @@ async fn to_default(State(trees): State<Arc<Trees>>, request: Request) -> Respon
 async fn to_named(State(trees): State<Arc<Trees>>, request: Request) -> Response {
     let uri = request.uri().clone();
     let tail = uri.path().strip_prefix("/v1/trees/").unwrap_or_default();
-    let (name, rest) = tail.split_once('/').unwrap_or((tail, ""));
-    let tree = match trees.named(name) {
+    let (name, rest) = tree_path(tail);
+    let tree = match trees.named(&name) {
         Ok(tree) => tree,
         Err(error) => return axum::response::IntoResponse::into_response(error),
     };
@@ -321,10 +412,23 @@ async fn to_named(State(trees): State<Arc<Trees>>, request: Request) -> Response
             uri.path()
         )));
     };
-    if let Err(response) = caught_up(&trees, name).await {
+    if let Err(response) = caught_up(&trees, &name).await {
         return response;
     }
     call(&tree.router, request, Some(inner)).await
+}
+
+/// The tree's name and the route's path in `tail` (what follows
+/// `/v1/trees/`): `NAME/rest`, or `NAME/K/rest` for member K of the
+/// family NAME (no route of a tree begins with a number).
+fn tree_path(tail: &str) -> (Cow<'_, str>, &str) {
+    let (name, rest) = tail.split_once('/').unwrap_or((tail, ""));
+    let (member, after) = rest.split_once('/').unwrap_or((rest, ""));
+    if !member.is_empty() && member.bytes().all(|b| b.is_ascii_digit()) {
+        (Cow::Owned(format!("{name}/{member}")), after)
+    } else {
+        (Cow::Borrowed(name), rest)
+    }
 }
 
 /// `/healthz` and `/readyz`: the first tree that is not well, else the
@@ -381,13 +485,13 @@ struct TreesJson {
 
 /// `GET /v1/trees`.
 async fn list(State(trees): State<Arc<Trees>>) -> Response {
-    for tree in &trees.trees {
+    let every = trees.every();
+    for tree in &every {
         if let Err(response) = caught_up(&trees, &tree.name).await {
             return response;
         }
     }
-    let listed = trees
-        .trees
+    let listed = every
         .iter()
         .map(|tree| {
             let db = &tree.state.shared().db;
@@ -556,14 +660,10 @@ async fn append_block(
         )));
     }
     let hash = doc.hash.as_deref().map(body::block_hash).transpose()?;
-    let mut parts: Vec<(usize, Vec<Hash>)> = Vec::with_capacity(doc.trees.0.len());
+    let mut parts: Vec<(Served, Vec<Hash>)> = Vec::with_capacity(doc.trees.0.len());
     for (name, texts) in &doc.trees.0 {
-        let index = trees
-            .trees
-            .iter()
-            .position(|t| t.name == *name)
-            .ok_or_else(|| trees.unknown(name))?;
-        let kind = trees.trees[index].state.shared().db.tree_config().hash;
+        let tree = trees.named(name)?;
+        let kind = tree.state.shared().db.tree_config().hash;
         let values = texts
             .iter()
             .enumerate()
@@ -576,7 +676,7 @@ async fn append_block(
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        parts.push((index, values));
+        parts.push((tree, values));
     }
     let number = doc.number;
     drop(bytes);
@@ -608,17 +708,17 @@ fn write_block(
     trees: &Trees,
     block: BlockId,
     hashed: bool,
-    parts: &[(usize, Vec<Hash>)],
+    parts: &[(Served, Vec<Hash>)],
 ) -> Result<Vec<TreeAtJson>, ApiError> {
-    let refused = |index: usize, error: DbError| {
-        crate::api::append::refused(trees.trees[index].state.shared(), None, error)
+    let refused = |tree: &Served, error: DbError| {
+        crate::api::append::refused(tree.state.shared(), None, error)
     };
-    let first = parts.first().map_or(0, |(index, _)| *index);
+    let first = parts.first().map_or(&trees.trees[0], |(tree, _)| tree);
     let written: Vec<TreeAt> = match &trees.forest {
         Some(forest) => {
             let named: Vec<(&str, &[Hash])> = parts
                 .iter()
-                .map(|(index, values)| (trees.trees[*index].name.as_str(), values.as_slice()))
+                .map(|(tree, values)| (tree.name.as_str(), values.as_slice()))
                 .collect();
             // Durable once the block's journal frame is: one fdatasync.
             // The answer's roots come from the trees' memory where they
@@ -631,7 +731,7 @@ fn write_block(
                 match forest.head_after(&at.tree, at.size) {
                     Ok(head) => roots.push(head.root),
                     Err(error) => {
-                        trees.trees[first].state.shared().record_failure(&error);
+                        first.state.shared().record_failure(&error);
                         return Err(ApiError::from_db(error));
                     }
                 }
@@ -650,9 +750,11 @@ fn write_block(
             };
             let ack = db
                 .append_tagged(values, tag)
-                .map_err(|error| refused(0, error))?;
+                .map_err(|error| refused(&trees.trees[0], error))?;
             let timeout = trees.front.shared().config.durability_timeout;
-            let acked = ack.wait(db, timeout).map_err(|error| refused(0, error))?;
+            let acked = ack
+                .wait(db, timeout)
+                .map_err(|error| refused(&trees.trees[0], error))?;
             if parts.is_empty() {
                 Vec::new()
             } else {
@@ -668,7 +770,7 @@ fn write_block(
     let roots = written
         .iter()
         .map(|at| {
-            let tree = trees.trees.iter().find(|t| t.name == at.tree);
+            let tree = trees.named(&at.tree).ok();
             tree.and_then(|t| t.state.shared().db.head_at(at.size).ok())
                 .and_then(|h| h.root)
         })
@@ -683,7 +785,7 @@ fn answer(trees: &Trees, written: Vec<TreeAt>, roots: Vec<Option<Hash>>) -> Vec<
         .into_iter()
         .zip(roots)
         .map(|(at, root)| {
-            if let Some(tree) = trees.trees.iter().find(|t| t.name == at.tree) {
+            if let Ok(tree) = trees.named(&at.tree) {
                 let shared = tree.state.shared();
                 shared.metrics.appends.fetch_add(1, Ordering::Relaxed);
                 shared.metrics.leaves.fetch_add(at.count, Ordering::Relaxed);
@@ -842,10 +944,11 @@ async fn metrics(State(trees): State<Arc<Trees>>) -> Response {
         return crate::api::service::metrics(State(trees.front.clone())).await;
     }
     let mut families = crate::metrics::Families::default();
-    for (index, tree) in trees.trees.iter().enumerate() {
+    let front = &trees.trees[front_index].name;
+    for tree in trees.every() {
         let shared = tree.state.shared();
         let text = shared.metrics.render(&shared.db);
-        families.add(&text, &tree.name, index == front_index);
+        families.add(&text, &tree.name, tree.name == *front);
     }
     with_type(
         StatusCode::OK,

@@ -424,15 +424,15 @@ pub(crate) fn router(state: AppState) -> Router {
     crate::forest::router(Arc::new(crate::forest::Trees::of_database(state)))
 }
 
-/// A server's router: JSON answers for unknown routes and methods, the
-/// read-only refusal, and the observing middleware around everything
-/// (`front`'s configuration and metrics).
+/// The router of a server of several trees, its fallback set (a
+/// family's members are answered there: `/v1/trees/NAME/K/...`), inside
+/// the refusal of a method a path does not take, the read-only guard and
+/// the middleware.
 pub(crate) fn finish<S>(router: Router<S>, front: AppState) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
     let router = router
-        .fallback(service::no_route)
         .method_not_allowed_fallback(service::method_not_allowed)
         .layer(middleware::from_fn_with_state(front.clone(), read_only));
     let shared = front.shared();

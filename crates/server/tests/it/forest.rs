@@ -644,5 +644,61 @@ async fn a_whole_batch_family_is_listed_with_its_rule_and_a_block_that_does_not_
         .await;
     let message = refused.error(400);
     assert!(message.contains("one member holds at most 4"), "{message}");
+    // The member that block made is served at once, as `rg/1` under
+    // `/v1/trees/rg/1/...`, and listed, with no restart.
+    let member_root = answer["trees"][1]["root"].clone();
+    assert!(member_root.is_string());
+    let names = |listed: &Value| -> Vec<String> {
+        listed["trees"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let listed = client.get("/v1/trees").await.ok();
+    assert!(names(&listed).contains(&"rg/1".to_owned()), "{listed}");
+    let root = client.get("/v1/trees/rg/1/root").await.ok();
+    assert_eq!(
+        (root["size"].clone(), root["root"].clone()),
+        (json!(2), member_root)
+    );
+    let proof = client.get("/v1/trees/rg/1/proofs/1").await.ok();
+    assert_eq!(proof["index"], 1);
+    let found = client
+        .get(&format!("/v1/trees/rg/1/leaves/{}", to_hex(&second[1])))
+        .await
+        .ok();
+    assert_eq!(found["index"], 1);
+    assert_eq!(size_of(client, "rg").await, 3);
+    // A member no block made is unknown, by its whole name.
+    let message = client.get("/v1/trees/rg/2/root").await.error(404);
+    assert!(message.contains("rg/2"), "{message}");
+    // A rollback below the block that made it empties the member (the
+    // database drops it from its list when it next opens) ...
+    client
+        .post_to("/v1/trees/rg/rollback", &json!({ "to_block": 1 }), None)
+        .await
+        .ok();
+    assert_eq!(size_of(client, "rg/1").await, 0);
+    assert_eq!(size_of(client, "rg").await, 3);
+    // ... and the next block that does not fit fills it again.
+    let again = leaves(10, 4);
+    let answer = client
+        .post_to(
+            "/v1/blocks",
+            &block(2, json!({ "rg": hexes(&again) })),
+            None,
+        )
+        .await
+        .ok();
+    let root = client.get("/v1/trees/rg/1/root").await.ok();
+    assert_eq!(root["size"], 4);
+    assert_eq!(root["root"], answer["trees"][1]["root"]);
+    let found = client
+        .get(&format!("/v1/trees/rg/1/leaves/{}", to_hex(&again[3])))
+        .await
+        .ok();
+    assert_eq!(found["index"], 3);
     server.stop().await;
 }

@@ -364,7 +364,13 @@ pub static DOC: LazyLock<Value> = LazyLock::new(|| serde_json::from_str(OPENAPI_
 
 /// Whether `path` (no query) matches the template `template`.
 pub fn matches_template(template: &str, path: &str) -> bool {
-    let (t, p): (Vec<_>, Vec<_>) = (template.split('/').collect(), path.split('/').collect());
+    let t: Vec<_> = template.split('/').collect();
+    let mut p: Vec<String> = path.split('/').map(str::to_owned).collect();
+    // A family's member K is the tree `NAME/K`: one `{name}`.
+    if p.len() > 5 && p[..3] == ["", "v1", "trees"] && p[4].bytes().all(|b| b.is_ascii_digit()) {
+        let member = p.remove(4);
+        p[3] = format!("{}/{member}", p[3]);
+    }
     t.len() == p.len()
         && t.iter()
             .zip(&p)
