@@ -111,11 +111,12 @@ export interface Changed {
 }
 
 /** A tree name as `cairn tree add` takes it: the server's rule, checked before a request names it. */
-const TREE_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+// A tree's name; member K of a family that rolls over is `NAME/K`.
+const TREE_NAME = /^[a-z0-9][a-z0-9._-]{0,63}(\/[1-9][0-9]*)?$/;
 
 function treeName(name: unknown): string {
   if (typeof name !== "string" || !TREE_NAME.test(name)) {
-    throw inputError(`tree name ${JSON.stringify(name)}: want 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit`);
+    throw inputError(`tree name ${JSON.stringify(name)}: want 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit (and /K for a family's member K)`);
   }
   return name;
 }

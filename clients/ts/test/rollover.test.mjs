@@ -71,6 +71,18 @@ test("placeBlock predicts the server's rollover under the whole-batch and split 
       }
     }
     assert.ok(rolledWhole > 0, `no whole-batch rollover left a member short (seed ${seed})`);
+    // The members the blocks made are served at once, with no restart:
+    // listed, and each answering under its own name (NAME/K).
+    const live = await client.trees();
+    for (const name of ["whole", "split"]) {
+      const family = familyOf(live, name);
+      assert.deepEqual(family.last, last[name], `${name}, served live`);
+      for (const member of family.members) {
+        const k = member.name === name ? 0 : Number(member.name.split("/")[1]);
+        const head = await client.forTree(member.name).root();
+        assert.equal(toHex(head.root), toHex(computeRoot(held[name][k], treeOf)), `${member.name}, served live`);
+      }
+    }
     // The whole-batch rule never splits a block: more than a member holds
     // is refused by the prediction and by the server, which writes nothing.
     const tooMany = CAPACITY + 1;

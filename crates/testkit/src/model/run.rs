@@ -768,7 +768,10 @@ impl Run {
                 // left (it crossed a log file), publishing the rollback as
                 // a checkpoint of its own at the size it recovered (its
                 // number may be one a lost checkpoint had).
-                _ if stats.checkpoint_number > must && stats.checkpoint_size == recovered => {}
+                _ if stats.checkpoint_number > must && stats.checkpoint_size == recovered => {
+                    // A rollback unmaps the tiered segments, as one asked for.
+                    self.rolled_back = true;
+                }
                 Some(&(_, number, size)) if number >= must => panic!(
                     "{ctx}: checkpoint {number} covers {} leaves, not {size}",
                     stats.checkpoint_size
