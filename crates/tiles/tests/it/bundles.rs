@@ -202,7 +202,11 @@ fn kinds(read: &[String]) -> (usize, usize, usize) {
         .filter(|p| p.starts_with("bundle/") && p.contains('['))
         .count();
     let leaf = count("tile/0/");
-    (count("bundle/") - ranges, leaf + ranges, count("tile/") - leaf)
+    (
+        count("bundle/") - ranges,
+        leaf + ranges,
+        count("tile/") - leaf,
+    )
 }
 
 #[test]
