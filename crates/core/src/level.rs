@@ -30,9 +30,9 @@
 //! receives a copy of that chunk's kept nodes (under 4 KiB). So a rollback
 //! costs one small allocation and at most one chunk's copy per level. A
 //! segment cut many times would gather runs (each read walks them), so
-//! past [`MAX_RUNS`] a cut copies every run but the first into its fresh
+//! past `MAX_RUNS` (8) a cut copies every run but the first into its fresh
 //! one: one copy of the nodes written since the first cut, per
-//! [`MAX_RUNS`] cuts of one segment.
+//! `MAX_RUNS` cuts of one segment.
 //!
 //! # Tiering
 //!
@@ -536,7 +536,7 @@ impl Level {
     /// `len` on into memory of its own (see "Rollback" above), so later
     /// writes from `len` on never touch memory a snapshot reads, and the
     /// watermark falls to at most `len`. Costs at most one chunk's copy
-    /// (4 KiB) per call, but one in [`MAX_RUNS`] cuts of the same segment.
+    /// (4 KiB) per call, but one in `MAX_RUNS` cuts of the same segment.
     ///
     /// # Panics
     /// If `len` exceeds the level's length.
