@@ -462,10 +462,10 @@ impl RemoteStore {
 
     /// A ranged GET (`Range: bytes=a-b`): the answer's `Content-Range`
     /// gives the whole object's length, checked before the body is read.
-    /// A server that ignores `Range` (a 200 with the whole object, which
-    /// `object_store` refuses) is asked for the whole
-    /// object (or that `object_store` says cannot range), accepted only at
-    /// exactly `whole` bytes, and cut.
+    /// Where a ranged GET cannot be served (a server that ignores `Range`
+    /// answers 200 with the whole object, which `object_store` refuses, or
+    /// says the store cannot range), the whole object is asked for instead,
+    /// accepted only at exactly `whole` bytes, and cut.
     async fn get_range_async(
         &self,
         path: &str,
