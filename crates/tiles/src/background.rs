@@ -377,6 +377,14 @@ impl Upstream for Watched<'_> {
         self.upstream.prove_prefix(new, old)
     }
 
+    fn prove_extends(
+        &mut self,
+        new: &crate::Checkpoint,
+        adopted: &cairn_core::Snapshot,
+    ) -> Result<Result<(), crate::mirror::NotAPrefix>, MirrorError> {
+        self.upstream.prove_extends(new, adopted)
+    }
+
     fn chunk_hint(&self, head: &crate::Checkpoint) -> Option<u64> {
         self.upstream.chunk_hint(head)
     }

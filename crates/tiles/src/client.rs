@@ -259,9 +259,34 @@ impl<'s> TileTree<'s> {
     /// The consistency proof from `old` (a head the caller trusts too) to
     /// the trusted head, verified against both.
     pub fn prove_consistency(&mut self, old: &TreeHead) -> Result<ConsistencyProof, TileError> {
+        self.prove_consistency_over(old, |_, _| None)
+    }
+
+    /// [`TileTree::prove_consistency`] for a caller that holds the tree of
+    /// `old` (a mirror): `known(level, index)` gives the nodes it has, and
+    /// only the others are read from tiles. The caller's nodes need no
+    /// trust beyond its own: the proof is verified against both heads.
+    /// Only nodes whose subtrees are complete at `old`'s size are asked
+    /// for (those are the same in the new tree).
+    pub fn prove_consistency_over(
+        &mut self,
+        old: &TreeHead,
+        known: impl Fn(u32, u64) -> Option<Hash>,
+    ) -> Result<ConsistencyProof, TileError> {
         let (config, size) = (self.config, self.head.size);
-        let proof = ConsistencyProof::from_nodes(config, old.size, size, |l, i| self.node(l, i))
-            .map_err(unwrap_nodes);
+        let n = config.arity.as_u64();
+        let complete_at_old = |level: u32, index: u64| {
+            n.checked_pow(level)
+                .and_then(|span| (index + 1).checked_mul(span))
+                .is_some_and(|end| end <= old.size)
+        };
+        let proof = ConsistencyProof::from_nodes(config, old.size, size, |l, i| {
+            match complete_at_old(l, i).then(|| known(l, i)).flatten() {
+                Some(node) => Ok(node),
+                None => self.node(l, i),
+            }
+        })
+        .map_err(unwrap_nodes);
         let verified = proof.and_then(|proof| {
             proof
                 .verify_with(&config, old, &self.head)

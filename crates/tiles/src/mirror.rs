@@ -112,6 +112,19 @@ pub trait Upstream {
         new: &Checkpoint,
         old: &TreeHead,
     ) -> Result<Result<(), NotAPrefix>, MirrorError>;
+    /// Proves that `new` extends the tree the mirror adopted, `adopted`
+    /// (whose head is trusted), or says why not. By default
+    /// [`Upstream::prove_prefix`] of its head; an upstream that builds the
+    /// proof from its objects (a tile store) reads the nodes left of the
+    /// adopted size from `adopted` instead, so that a mirror resuming never
+    /// fetches again what it already verified.
+    fn prove_extends(
+        &mut self,
+        new: &Checkpoint,
+        adopted: &Snapshot,
+    ) -> Result<Result<(), NotAPrefix>, MirrorError> {
+        self.prove_prefix(new, &adopted.head())
+    }
     /// The chunk this upstream serves best for `head` (its bundle size):
     /// [`catch_up`] then asks for chunks ending on its multiples. `None`:
     /// the caller's chunk size.
@@ -243,7 +256,7 @@ pub fn catch_up(
         });
     }
     if old.size > 0
-        && let Err(why) = upstream.prove_prefix(&new, &old)?
+        && let Err(why) = upstream.prove_extends(&new, &adopted)?
     {
         upstream.check_head(&new)??;
         return Err(refused(format!(
@@ -607,8 +620,32 @@ impl Upstream for TilesUpstream {
         new: &Checkpoint,
         old: &TreeHead,
     ) -> Result<Result<(), NotAPrefix>, MirrorError> {
+        self.prove_over(new, old, None)
+    }
+
+    fn prove_extends(
+        &mut self,
+        new: &Checkpoint,
+        adopted: &Snapshot,
+    ) -> Result<Result<(), NotAPrefix>, MirrorError> {
+        self.prove_over(new, &adopted.head(), Some(adopted))
+    }
+}
+
+impl TilesUpstream {
+    /// The consistency proof from `old` to `new` built from the tiles,
+    /// with the nodes the mirror holds (`adopted`, the tree of `old`)
+    /// taken from it rather than fetched.
+    fn prove_over(
+        &mut self,
+        new: &Checkpoint,
+        old: &TreeHead,
+        adopted: Option<&Snapshot>,
+    ) -> Result<Result<(), NotAPrefix>, MirrorError> {
         let mut tree = TileTree::new(new.tree, new.head, &*self.source);
-        match tree.prove_consistency(old) {
+        let view = adopted.and_then(|snapshot| snapshot.view(old.size).ok());
+        let known = |level: u32, index: u64| view.as_ref().map(|view| view.node(level, index));
+        match tree.prove_consistency_over(old, known) {
             Ok(_) => Ok(Ok(())),
             Err(TileError::Mismatch {
                 reason, objects, ..

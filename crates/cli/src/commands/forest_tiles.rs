@@ -466,6 +466,14 @@ impl Upstream for ForestTreeUpstream {
         self.tiles.prove_prefix(new, old)
     }
 
+    fn prove_extends(
+        &mut self,
+        new: &Checkpoint,
+        adopted: &cairn_core::Snapshot,
+    ) -> Result<Result<(), NotAPrefix>, MirrorError> {
+        self.tiles.prove_extends(new, adopted)
+    }
+
     fn chunk_hint(&self, head: &Checkpoint) -> Option<u64> {
         self.tiles.chunk_hint(head)
     }

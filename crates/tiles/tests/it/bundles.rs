@@ -281,3 +281,62 @@ fn a_bundle_changed_with_its_node_in_the_tiles_is_refused_by_the_root() {
         "{err}"
     );
 }
+
+/// The leaf range `[first, end)` an object read covers, for a bundle, a
+/// range of one, or a leaf tile of 256 leaves (N = 2); `None` for upper
+/// tiles and the checkpoint.
+fn leaf_span(read: &str) -> Option<(u64, u64)> {
+    if let Some(rest) = read.strip_prefix("bundle/") {
+        let (k, range) = rest
+            .split_once('[')
+            .map_or((rest, None), |(k, r)| (k, Some(r)));
+        let base = k.parse::<u64>().ok()? * 65_536;
+        return Some(match range {
+            None => (base, base + 65_536),
+            Some(range) => {
+                let (from, to) = range.trim_end_matches(']').split_once("..")?;
+                (
+                    base + from.parse::<u64>().ok()? / 32,
+                    base + to.parse::<u64>().ok()? / 32,
+                )
+            }
+        });
+    }
+    let tile = read.strip_prefix("tile/0/")?;
+    let digits: String = tile
+        .split(".p/")
+        .next()?
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let index = digits.parse::<u64>().ok()?;
+    Some((index * 256, index * 256 + 256))
+}
+
+#[test]
+fn a_mirror_resuming_reads_nothing_of_what_it_holds() {
+    // A mirror killed after adopting whole bundles (or part of one) proves
+    // that upstream's head extends its tree with the nodes it holds: no
+    // read covers only leaves it has, not even the edge leaf's tile.
+    let all = leaves(11, 4 * 65_536 + 300);
+    let (mut source, dir) = published(&all);
+    for held in [65_536, 2 * 65_536, 70_000, 65_535] {
+        let mut mirror = Memory::new(config(2));
+        mirror.adopt(&all[..held]).unwrap();
+        let (mut upstream, read) = counted(dir.path());
+        let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
+        assert_eq!(
+            (done.head, done.adopted),
+            (source.head(), all.len() as u64 - held as u64)
+        );
+        let read = read.lock().unwrap();
+        for path in read.iter() {
+            if let Some((first, end)) = leaf_span(path) {
+                assert!(
+                    end > held as u64,
+                    "holding {held} leaves, read {path} (leaves {first}..{end}): {read:?}"
+                );
+            }
+        }
+    }
+}
