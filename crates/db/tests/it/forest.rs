@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cairn_core::{Hash, HashKind, TreeKind};
 use cairn_db::{BlockId, BlockParts, Database, DbConfig, DbError, Forest, ForestError};
 use cairn_store::Fs;
-use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
+use cairn_testkit::sim::{CrashMode, SimFs};
 use rand::SeedableRng;
 
 use crate::support::{config_of, copy_dir, fixed_tree, reference_root, tree, value};
@@ -415,19 +415,7 @@ fn a_block_across_three_trees_is_all_or_nothing_after_a_power_loss_anywhere() {
     let mut replay = fs.replay();
     for k in start..=end {
         replay.seek(k);
-        let mut modes = vec![
-            CrashMode::DropUnsynced,
-            CrashMode::KeepUnsynced,
-            CrashMode::UndoDirOps,
-            CrashMode::GrowthLost,
-            CrashMode::RandomSectors,
-        ];
-        for keep in 0..replay.tear_points(SECTOR).min(3) {
-            modes.push(CrashMode::TearLastWrite {
-                boundary: SECTOR,
-                keep,
-            });
-        }
+        let modes = replay.crash_modes_up_to(3);
         // The last write acknowledged at this boundary.
         let done = acked.iter().rposition(|&a| a <= k).unwrap();
         for mode in modes {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cairn_core::{Hash, HashKind};
 use cairn_db::{BlockId, Database, DbConfig, Forest, OpenOptions};
 use cairn_store::Fs;
-use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
+use cairn_testkit::sim::SimFs;
 use rand::SeedableRng;
 
 use crate::support::{config, reference_root, value};
@@ -266,19 +266,7 @@ fn the_first_write_to_an_empty_tree_survives_a_power_loss_anywhere() {
     let mut checked = 0;
     for k in start..=end {
         replay.seek(k);
-        let mut modes = vec![
-            CrashMode::DropUnsynced,
-            CrashMode::KeepUnsynced,
-            CrashMode::UndoDirOps,
-            CrashMode::GrowthLost,
-            CrashMode::RandomSectors,
-        ];
-        for keep in 0..replay.tear_points(SECTOR).min(2) {
-            modes.push(CrashMode::TearLastWrite {
-                boundary: SECTOR,
-                keep,
-            });
-        }
+        let modes = replay.crash_modes_up_to(2);
         let done = acked.iter().rposition(|&a| a <= k).unwrap();
         for mode in modes {
             let crashed = replay.crash(&mode, &mut rng);

@@ -13,7 +13,7 @@ use cairn_core::{Hash, HashKind, TreeKind};
 use cairn_db::{BlockId, Capacity, DbConfig, DbError, Forest, ForestError, Located, Rollover};
 use cairn_store::Fs;
 use cairn_testkit::reference;
-use cairn_testkit::sim::{CrashMode, SECTOR, SimFs};
+use cairn_testkit::sim::SimFs;
 use rand::SeedableRng;
 
 use crate::support::{config_of, tree, value};
@@ -462,18 +462,7 @@ pub(super) fn crossing_under_power_loss(
     let mut checked = 0;
     for k in start..=end {
         replay.seek(k);
-        let mut modes = vec![
-            CrashMode::DropUnsynced,
-            CrashMode::KeepUnsynced,
-            CrashMode::UndoDirOps,
-            CrashMode::GrowthLost,
-        ];
-        for keep in 0..replay.tear_points(SECTOR).min(2) {
-            modes.push(CrashMode::TearLastWrite {
-                boundary: SECTOR,
-                keep,
-            });
-        }
+        let modes = replay.crash_modes_up_to(2);
         let done = acked.iter().rposition(|&a| a <= k).unwrap();
         for mode in modes {
             let crashed = replay.crash(&mode, &mut rng);

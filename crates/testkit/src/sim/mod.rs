@@ -743,4 +743,24 @@ impl Replay {
         }
         modes
     }
+
+    /// The five untorn modes of [`Replay::crash_modes`] and at most `tears`
+    /// tears of the last write at [`SECTOR`] boundaries: for workloads with
+    /// many boundaries, where every tear of each would take too long.
+    pub fn crash_modes_up_to(&self, tears: usize) -> Vec<CrashMode> {
+        let mut modes = vec![
+            CrashMode::DropUnsynced,
+            CrashMode::KeepUnsynced,
+            CrashMode::RandomSectors,
+            CrashMode::UndoDirOps,
+            CrashMode::GrowthLost,
+        ];
+        for keep in 0..self.tear_points(SECTOR).min(tears) {
+            modes.push(CrashMode::TearLastWrite {
+                boundary: SECTOR,
+                keep,
+            });
+        }
+        modes
+    }
 }
