@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use cairn_store::StoreError;
 use cairn_store::fs::{Fs, FsFile};
 use cairn_store::replace::{open_published, replace_file};
+use rayon::prelude::*;
 
 use super::table::{self, Table};
 use super::{Key, NullifierSet, SHARD_BITS, TagHash};
@@ -35,6 +36,8 @@ pub(crate) const HEADER_LEN: usize = 64;
 const _: () = assert!(HEADER_LEN >= 60);
 /// Writes and reads go through a buffer of this size.
 const BUFFER: usize = 8 << 20;
+/// Shards encoded in parallel before their bytes are written.
+const WRITE_CHUNK: usize = 256;
 
 /// What a checkpoint file holds.
 #[derive(Debug)]
@@ -105,18 +108,29 @@ pub(crate) fn write(
             offset: HEADER_LEN as u64,
         };
         let mut held = 0u64;
-        let mut bytes = Vec::new();
-        for shard in 0..set.shard_count() {
-            // One shard at a time under its read lock, so appends go on;
-            // as it is, with any entries of leaves from `covered` on (an
-            // append that ran past the checkpoint's size): open drops them.
-            bytes.clear();
-            set.with_shard(shard, |table| {
-                held += encode_shard(table, covered, &mut bytes);
-            });
-            let crc = crc32c::crc32c(&bytes);
-            bytes.extend_from_slice(&crc.to_le_bytes());
-            out.put(&bytes)?;
+        // Shards are encoded and summed in parallel, a chunk at a time
+        // (a few MiB of encodings in memory at once), and written in order.
+        let shards: Vec<usize> = (0..set.shard_count()).collect();
+        for chunk in shards.chunks(WRITE_CHUNK) {
+            let encoded: Vec<(Vec<u8>, u64)> = chunk
+                .par_iter()
+                .map(|&shard| {
+                    // Under the shard's read lock, so appends go on; as it
+                    // is, with any entries of leaves from `covered` on (an
+                    // append that ran past the checkpoint's size): open
+                    // drops them.
+                    let mut bytes = Vec::new();
+                    let below =
+                        set.with_shard(shard, |table| encode_shard(table, covered, &mut bytes));
+                    let crc = crc32c::crc32c(&bytes);
+                    bytes.extend_from_slice(&crc.to_le_bytes());
+                    (bytes, below)
+                })
+                .collect();
+            for (bytes, below) in encoded {
+                held += below;
+                out.put(&bytes)?;
+            }
         }
         out.drain()?;
         // Every leaf below `covered` is in the set before it is in the
@@ -390,7 +404,6 @@ pub(crate) fn read_from(
         };
         read.push((at, slots, count));
     }
-    use rayon::prelude::*;
     // Version 1 holds only entries below `covered`; version 2 may hold
     // later ones too (appends that ran while it was written), dropped here.
     let end = if version == VERSION_SLOTS {

@@ -168,16 +168,23 @@ impl NullifierSet {
         self.values.load(Ordering::Acquire)
     }
 
+    /// The keyed hash of `value`: its top [`SHARD_BITS`] pick the shard,
+    /// the next [`TAG_BITS`] are the tag.
     #[inline]
-    fn slot(&self, value: &Hash) -> Slot {
-        let hash = match self.hash {
+    fn keyed(&self, value: &Hash) -> u64 {
+        match self.hash {
             TagHash::Folded => folded(value, self.key),
             TagHash::SipHash13 => {
                 let mut hasher = SipHasher13::new_with_keys(self.key.0, self.key.1);
                 hasher.write(value);
                 hasher.finish()
             }
-        };
+        }
+    }
+
+    #[inline]
+    fn slot(&self, value: &Hash) -> Slot {
+        let hash = self.keyed(value);
         Slot {
             shard: (hash >> (64 - SHARD_BITS)) as usize,
             tag: ((hash >> (64 - SHARD_BITS - TAG_BITS)) & ((1 << TAG_BITS) - 1)) as u32,
@@ -329,18 +336,22 @@ impl NullifierSet {
             // of the tag: a tag's home is monotone in the tag, so each
             // shard is then filled in one forward sweep (a few slots back
             // and forth within a group) instead of at random, without a
-            // sort per shard (a shard that must grow sorts its run).
-            let slots: Vec<Slot> = values.par_iter().map(|v| self.slot(v)).collect();
-            let (starts, mut order) = by_shard(&slots);
-            drop(slots);
-            let mut runs: Vec<&mut [u64]> = Vec::with_capacity(SHARDS);
-            let mut rest = order.as_mut_slice();
-            for shard in 0..SHARDS {
-                let (run, tail) = rest.split_at_mut(starts[shard + 1] - starts[shard]);
-                runs.push(run);
+            // sort per shard (a shard that must grow sorts its run). Two
+            // passes that stay in cache: the batch is scattered into 256
+            // buckets of 16 shards each (few enough write streams for the
+            // caches to combine), then each bucket, a few thousand records,
+            // is grouped by shard and tag bits where it sits, in parallel
+            // with the others, and its shards filled from it at once.
+            let hashes: Vec<u64> = values.par_iter().map(|v| self.keyed(v)).collect();
+            let (starts, mut records) = by_bucket(&hashes);
+            drop(hashes);
+            let mut buckets: Vec<&mut [u64]> = Vec::with_capacity(BUCKETS);
+            let mut rest = records.as_mut_slice();
+            for bucket in 0..BUCKETS {
+                let (run, tail) = rest.split_at_mut(starts[bucket + 1] - starts[bucket]);
+                buckets.push(run);
                 rest = tail;
             }
-            const RUN: usize = 64;
             // A small batch leaves a few values per shard, each probe a
             // read of a cold table (one cache miss per value, ~85% of the
             // inserts' time in a profile of 10,000-value batches): the
@@ -358,29 +369,35 @@ impl NullifierSet {
                     }
                 }
             };
-            let found: Vec<Result<Vec<Duplicate>, String>> = runs
-                .par_chunks_mut(RUN)
+            let found: Vec<Result<Vec<Duplicate>, String>> = buckets
+                .into_par_iter()
                 .enumerate()
-                .map(|(chunk, runs)| {
-                    let mut found = Vec::new();
-                    for (k, run) in runs.iter().enumerate().take(AHEAD) {
-                        prefetch(chunk * RUN + k, run);
-                    }
-                    for k in 0..runs.len() {
-                        if let Some(ahead) = runs.get(k + AHEAD) {
-                            prefetch(chunk * RUN + k + AHEAD, ahead);
+                .map(|(bucket, records)| {
+                    let shard_starts = by_shard_in_bucket(records);
+                    let shard = |k: usize| (bucket << BUCKET_SHARD_BITS) | k;
+                    let ahead = |records: &[u64], k: usize| {
+                        if k < BUCKET_SHARDS {
+                            prefetch(shard(k), &records[shard_starts[k]..shard_starts[k + 1]]);
                         }
-                        let run = &mut *runs[k];
-                        if run.is_empty() {
+                    };
+                    let mut found = Vec::new();
+                    for k in 0..AHEAD {
+                        ahead(records, k);
+                    }
+                    for k in 0..BUCKET_SHARDS {
+                        ahead(records, k + AHEAD);
+                        let (from, to) = (shard_starts[k], shard_starts[k + 1]);
+                        if from == to {
                             continue;
                         }
-                        let shard = chunk * RUN + k;
                         let mut refused = Vec::new();
-                        if !self.tables()[shard]
-                            .write()
-                            .insert_run(run, first, same, &mut refused)
-                        {
-                            return Err(format!("shard {shard} of the set is full"));
+                        if !self.tables()[shard(k)].write().insert_run(
+                            &mut records[from..to],
+                            first,
+                            same,
+                            &mut refused,
+                        ) {
+                            return Err(format!("shard {} of the set is full", shard(k)));
                         }
                         found.extend(refused.into_iter().map(duplicate));
                     }
@@ -559,50 +576,91 @@ fn folded(value: &Hash, key: Key) -> u64 {
 /// Bits at the top of the tag that order a shard's run (64 groups, a few
 /// cache lines of a shard's table each).
 const GROUP_BITS: u32 = 6;
+/// Bits at the top of the keyed hash that pick a batch's bucket in the
+/// first grouping pass ([`by_bucket`]).
+const BUCKET_BITS: u32 = 8;
+const BUCKETS: usize = 1 << BUCKET_BITS;
+/// The shard bits below the bucket's: a bucket holds this many shards.
+const BUCKET_SHARD_BITS: u32 = SHARD_BITS - BUCKET_BITS;
+const BUCKET_SHARDS: usize = 1 << BUCKET_SHARD_BITS;
+// A bucket record is the shard's low bits, the tag and a 32-bit batch
+// position, filling a `u64`; the second pass orders by its top bits.
+const _: () = assert!(BUCKET_SHARD_BITS + TAG_BITS + 32 == u64::BITS);
+const _: () = assert!(BUCKET_BITS < SHARD_BITS && GROUP_BITS <= TAG_BITS);
+/// Below this many records a bucket is ordered by a sort rather than by
+/// counting (whose 1,024 counters would cost more than the records).
+const COUNT_FROM: usize = 256;
 
-/// A two-pass counting sort (least significant key first, both stable)
-/// of the batch by shard, then within a shard by the tag's top
-/// [`GROUP_BITS`]: `order[starts[s]..starts[s+1]]` holds `tag << 32 |
-/// position` of the values in shard `s`, in group order, and equal tags
-/// in batch order.
-fn by_shard(slots: &[Slot]) -> (Vec<usize>, Vec<u64>) {
+/// The first grouping pass: a stable counting sort of the batch by the
+/// keyed hash's top [`BUCKET_BITS`]. `records[starts[b]..starts[b+1]]`
+/// holds bucket `b`'s values in batch order, each as the shard's low
+/// [`BUCKET_SHARD_BITS`] above the tag (the 32 bits of the hash below the
+/// bucket's) above the batch position.
+fn by_bucket(hashes: &[u64]) -> (Vec<usize>, Vec<u64>) {
     assert!(
-        slots.len() <= u32::MAX as usize,
+        hashes.len() <= u32::MAX as usize,
         "batch positions fit in u32"
     );
-    const GROUPS: usize = 1 << GROUP_BITS;
-    let group = |slot: &Slot| (slot.tag >> (TAG_BITS - GROUP_BITS)) as usize;
-    let mut starts = vec![0usize; SHARDS + 1];
-    let mut group_starts = [0usize; GROUPS + 1];
-    for slot in slots {
-        starts[slot.shard + 1] += 1;
-        group_starts[group(slot) + 1] += 1;
+    let bucket = |hash: u64| (hash >> (u64::BITS - BUCKET_BITS)) as usize;
+    let mut starts = vec![0usize; BUCKETS + 1];
+    for &hash in hashes {
+        starts[bucket(hash) + 1] += 1;
     }
-    for s in 0..SHARDS {
-        starts[s + 1] += starts[s];
+    for b in 0..BUCKETS {
+        starts[b + 1] += starts[b];
     }
-    for g in 0..GROUPS {
-        group_starts[g + 1] += group_starts[g];
-    }
-    // By group: the records and their shards side by side, read in order
-    // by the second pass.
-    let mut records = vec![0u64; slots.len()];
-    let mut shards = vec![0u16; slots.len()];
-    let mut next = group_starts;
-    for (position, slot) in slots.iter().enumerate() {
-        let at = next[group(slot)];
-        records[at] = (u64::from(slot.tag) << 32) | position as u64;
-        shards[at] = slot.shard as u16;
-        next[group(slot)] += 1;
-    }
-    // By shard, keeping the group order within each.
     let mut next = starts.clone();
-    let mut order = vec![0u64; slots.len()];
-    for (&record, &shard) in records.iter().zip(&shards) {
-        order[next[usize::from(shard)]] = record;
-        next[usize::from(shard)] += 1;
+    let mut records = vec![0u64; hashes.len()];
+    for (position, &hash) in hashes.iter().enumerate() {
+        let at = &mut next[bucket(hash)];
+        records[*at] =
+            (((hash >> (u64::BITS - BUCKET_BITS - 32)) as u32 as u64) << 32) | position as u64;
+        *at += 1;
     }
-    (starts, order)
+    (starts, records)
+}
+
+/// The second grouping pass, over one bucket of [`by_bucket`]: orders its
+/// records by shard, then by the tag's top [`GROUP_BITS`] (equal tags in
+/// batch order), and leaves each as `tag << 32 | position`, what
+/// [`Table::insert_run`] takes; returns where each of the bucket's shards
+/// starts (`starts[k]..starts[k+1]`, shard `k` of the bucket).
+fn by_shard_in_bucket(records: &mut [u64]) -> [usize; BUCKET_SHARDS + 1] {
+    const KEY_BITS: u32 = BUCKET_SHARD_BITS + GROUP_BITS;
+    const KEYS: usize = 1 << KEY_BITS;
+    const TAG_AND_POSITION: u64 = (1 << (TAG_BITS + 32)) - 1;
+    let shard = |record: u64| (record >> (TAG_BITS + 32)) as usize;
+    let mut starts = [0usize; BUCKET_SHARDS + 1];
+    for &record in records.iter() {
+        starts[shard(record) + 1] += 1;
+    }
+    for k in 0..BUCKET_SHARDS {
+        starts[k + 1] += starts[k];
+    }
+    if records.len() < COUNT_FROM {
+        // By shard, tag and position: grouped as wanted, equal tags in
+        // batch order.
+        records.sort_unstable();
+    } else {
+        let key = |record: u64| (record >> (u64::BITS - KEY_BITS)) as usize;
+        let mut next = vec![0usize; KEYS + 1];
+        for &record in records.iter() {
+            next[key(record) + 1] += 1;
+        }
+        for k in 0..KEYS {
+            next[k + 1] += next[k];
+        }
+        let unordered = records.to_vec();
+        for record in unordered {
+            let at = &mut next[key(record)];
+            records[*at] = record;
+            *at += 1;
+        }
+    }
+    for record in records.iter_mut() {
+        *record &= TAG_AND_POSITION;
+    }
+    starts
 }
 
 #[cfg(test)]
@@ -709,6 +767,69 @@ mod tests {
                 assert_eq!(lookup(&set, &leaves, v), Some(i as u64));
             }
             assert_eq!(lookup(&set, &leaves, &next[0]), None);
+        }
+    }
+
+    /// The two grouping passes against a plain sort: every value of the
+    /// batch lands in its shard's run once, each run in tag-group order
+    /// with equal tags in batch order, for buckets ordered by counting and
+    /// by sorting alike (and with many equal hashes).
+    #[test]
+    fn grouping_passes_order_by_shard_then_tag_group_keeping_batch_order() {
+        for (count, distinct) in [
+            (1_000u64, 1_000u64),
+            (2_000, 100),
+            (300_000, 300_000),
+            (200_000, 5_000),
+        ] {
+            let hashes: Vec<u64> = (0..count)
+                .map(|i| {
+                    let mut h = (i % distinct).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    h ^= h >> 29;
+                    h.wrapping_mul(0xbf58_476d_1ce4_e5b9)
+                })
+                .collect();
+            let (starts, mut records) = by_bucket(&hashes);
+            assert_eq!(starts[BUCKETS], hashes.len());
+            let mut seen = vec![false; hashes.len()];
+            let mut counted = 0;
+            for bucket in 0..BUCKETS {
+                let records = &mut records[starts[bucket]..starts[bucket + 1]];
+                counted += usize::from(records.len() >= COUNT_FROM);
+                let shard_starts = by_shard_in_bucket(records);
+                assert_eq!(shard_starts[BUCKET_SHARDS], records.len());
+                for k in 0..BUCKET_SHARDS {
+                    let shard = (bucket << BUCKET_SHARD_BITS) | k;
+                    let run = &records[shard_starts[k]..shard_starts[k + 1]];
+                    let mut last: Option<(u32, usize)> = None;
+                    for &record in run {
+                        let (tag, position) = ((record >> 32) as u32, record as u32 as usize);
+                        let hash = hashes[position];
+                        assert_eq!((hash >> (64 - SHARD_BITS)) as usize, shard);
+                        assert_eq!(
+                            u64::from(tag),
+                            (hash >> (64 - SHARD_BITS - TAG_BITS)) & ((1 << TAG_BITS) - 1)
+                        );
+                        assert!(!seen[position], "position {position} twice");
+                        seen[position] = true;
+                        if let Some((last_tag, last_position)) = last {
+                            let group = |t: u32| t >> (TAG_BITS - GROUP_BITS);
+                            assert!(group(last_tag) <= group(tag), "groups out of order");
+                            if last_tag == tag {
+                                assert!(last_position < position, "equal tags out of batch order");
+                            }
+                        }
+                        last = Some((tag, position));
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&s| s), "every value grouped");
+            // Both orderings ran: small buckets sorted, large ones counted.
+            if count >= 200_000 {
+                assert!(counted > 0);
+            } else {
+                assert_eq!(counted, 0);
+            }
         }
     }
 

@@ -189,7 +189,22 @@ impl Table {
         refused: &mut Vec<(usize, D)>,
     ) -> bool {
         if (self.len + run.len()) * 5 <= self.slots.len() * 4 {
-            for &record in run.iter() {
+            // The run sweeps the table forward, but each group of it (see
+            // the caller) lands at random within a few cache lines: the
+            // home of the entry a few on is asked for ahead, so the misses
+            // of consecutive entries overlap instead of queueing.
+            const AHEAD: usize = 8;
+            let capacity = self.slots.len();
+            let hint = |slots: &[u64], record: u64| {
+                prefetch_read(&slots[home((record >> 32) as u32, capacity)]);
+            };
+            for &record in run.iter().take(AHEAD) {
+                hint(&self.slots, record);
+            }
+            for (k, &record) in run.iter().enumerate() {
+                if let Some(&next) = run.get(k + AHEAD) {
+                    hint(&self.slots, next);
+                }
                 let (tag, position) = ((record >> 32) as u32, record as u32 as usize);
                 let index = first + position as u64;
                 match self.find_or_insert(tag, index, |i| same(position, i)) {
