@@ -1,5 +1,5 @@
 // Prints the constraint counts of LeanIMTAppend(K, D) as circom2 (the
-// default -O2) reports them, per appended leaf, with and without the batch
+// default --O1) reports them, per appended leaf, with and without the batch
 // commitment (BatchCommitment(K) compiled on its own), for the batch sizes
 // and depths given:
 //   node scripts/append-figures.mjs "16,64,256" "20,32"

@@ -1,5 +1,5 @@
 // Prints the constraint counts of LeanIMTInclusion(N, D) (or, with
-// "absence", of IndexedAbsence(N, D)) as circom2 (the default -O2)
+// "absence", of IndexedAbsence(N, D)) as circom2 (its default --O1)
 // reports them, for the arities and depths given:
 //   node scripts/constraints.mjs "2,3,4,8,16" "1,2,3"
 //   node scripts/constraints.mjs "2,4" "2,3,5" absence

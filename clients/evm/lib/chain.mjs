@@ -142,7 +142,8 @@ export class Deployed {
 
   /**
    * Runs `method` without keeping its state change (an eth_call):
-   * { ok: true, value } or { ok: false, reason } when it reverts.
+   * { ok: true, value, gas } or { ok: false, reason } when it reverts;
+   * `gas` is the execution's alone (no intrinsic or calldata cost).
    */
   async call(method, ...args) {
     const { vm, sender } = this.chain;
@@ -158,7 +159,7 @@ export class Deployed {
       const { exceptionError, returnValue } = result.execResult;
       if (exceptionError) return { ok: false, reason: describeRevert(this.abi, returnValue) };
       const value = this.abi.decodeFunctionResult(method, returnValue);
-      return { ok: true, value: value.length === 1 ? value[0] : value };
+      return { ok: true, value: value.length === 1 ? value[0] : value, gas: result.execResult.executionGasUsed };
     } finally {
       await vm.stateManager.revert();
     }

@@ -295,3 +295,91 @@ fn prove_outside_the_leaves_and_verify_of_size_0_are_usage_errors() {
     )
     .error(4, &["missing.json"]);
 }
+
+/// `--append-witness FROM..TO` on a binary Poseidon database: the inputs of
+/// `LeanIMTAppend(K, D)` (docs/spec.md section 10.6), checked against the
+/// core's trees of the two prefixes and a commitment chained here; and
+/// every batch the circuit cannot take refused with exit 2, naming why.
+#[test]
+fn an_append_witness_prints_the_batch_circuits_inputs_and_refuses_what_it_cannot_take() {
+    use crate::support::{ingest, init};
+    use cairn_core::decimal::to_decimal;
+
+    let dir = Dir::new();
+    let db = dir.path("db");
+    init(&db, 2, HashKind::Poseidon, &[]);
+    let l = leaves(13);
+    ingest(&db, &l, &[]).success();
+    let root = |n: usize| to_decimal(&tree(2, HashKind::Poseidon, &l[..n]).root().unwrap());
+    let inputs = cairn(&[
+        "prove",
+        &db,
+        "--append-witness",
+        "5..13",
+        "--circuit-depth",
+        "5",
+    ])
+    .json();
+    assert_eq!(inputs["oldRoot"], root(5).as_str());
+    assert_eq!(inputs["newRoot"], root(13).as_str());
+    assert_eq!(inputs["size"], "5");
+    let decimals =
+        |values: &[cairn_core::Hash]| -> Vec<String> { values.iter().map(to_decimal).collect() };
+    assert_eq!(inputs["leaves"], serde_json::json!(decimals(&l[5..13])));
+    // 5 = 0b101: leaf 4 at level 0, the root of leaves 0..4 at level 2, and
+    // 0 at the clear bits, up to the circuit's depth.
+    let four = to_decimal(&l[4]);
+    assert_eq!(
+        inputs["frontier"],
+        serde_json::json!([four, "0", root(4), "0", "0"])
+    );
+    // The Poseidon(5) chain over groups of four leaves, from 0.
+    let commitment = l[5..13].chunks(4).fold([0u8; 32], |chain, group| {
+        let mut children = vec![chain];
+        children.extend_from_slice(group);
+        HashKind::Poseidon.hash_children(&children)
+    });
+    assert_eq!(inputs["commitment"], to_decimal(&commitment).as_str());
+    // Without --circuit-depth, the depth of the tree of 13 leaves.
+    let shallow = cairn(&["prove", &db, "--append-witness", "5..13"]).json();
+    assert_eq!(shallow["frontier"].as_array().unwrap().len(), 4);
+    assert_eq!(shallow["newRoot"], inputs["newRoot"]);
+    // From the empty tree: no root, reported as 0.
+    let first = cairn(&["prove", &db, "--append-witness", "0..4"]).json();
+    assert_eq!(
+        (first["oldRoot"].as_str(), first["newRoot"].as_str()),
+        (Some("0"), Some(root(4).as_str()))
+    );
+
+    for (range, says) in [
+        ("5..8", "a batch of 3"),
+        ("5..5", "a batch of 0"),
+        ("5..17", "beyond the tree's current size 13"),
+    ] {
+        cairn(&["prove", &db, "--append-witness", range]).error(2, &[says]);
+    }
+    cairn(&["prove", &db, "--append-witness", "8..4"]).error(2, &["FROM 8 is above TO 4"]);
+    for (depth, says) in [("3", "needs depth 4"), ("65", "at most 64")] {
+        cairn(&[
+            "prove",
+            &db,
+            "--append-witness",
+            "5..13",
+            "--circuit-depth",
+            depth,
+        ])
+        .error(2, &[says]);
+    }
+    let quaternary = dir.path("quaternary");
+    init(&quaternary, 4, HashKind::Poseidon, &[]);
+    ingest(&quaternary, &l, &[]).success();
+    cairn(&["prove", &quaternary, "--append-witness", "0..4"]).error(2, &["arity 4"]);
+    let sha = dir.path("sha");
+    init(&sha, 2, HashKind::Sha256, &[]);
+    ingest(&sha, &l, &[]).success();
+    cairn(&["prove", &sha, "--append-witness", "0..4"]).error(2, &["sha256"]);
+    let set = dir.path("set");
+    init(&set, 2, HashKind::Poseidon, &["--kind", "indexed"]);
+    ingest(&set, &l, &[]).success();
+    cairn(&["prove", &set, "--append-witness", "1..5"]).error(2, &["insertion witness"]);
+}
