@@ -8,16 +8,22 @@
 #   cairn, cairn-load; s3s-fs from scripts/install-s3-server)
 #
 # With BULK=1 it measures bulk catch-up from S3 instead, in one run: BLAKE3
-# N = 4 at LEAVES with --verify-key (a signed publication), reading bundles;
-# Poseidon N = 2 at POSEIDON_LEAVES (default 1000000) with the hashing bound
+# N = 4 at LEAVES with --verify-key (a signed publication), reading bundles,
+# each mirror's root checked against the primary's; Poseidon N = 2 at
+# POSEIDON_LEAVES (default 1000000; 0 skips it) with the hashing bound
 # beside it (`cairn root` of the same leaves from a file: the core's hash
-# rate alone). Each mirror row is the median of ROUNDS runs (default 3);
-# with OLD=path/to/another/cairn each is also run with that binary,
-# interleaved, and both are shown side by side. SWEEP=1 adds reading only
-# the leaf tiles (--no-bundles), --in-flight 1, 2, 8, 16, and the
-# publishing cost per 1M leaves (objects = PUTs, bytes) with and without
-# bundles. BIN=DIR takes cairn and cairn-load from DIR instead of
-# target/release.
+# rate alone), the two interleaved. Each mirror row is the median of ROUNDS
+# runs (default 3), with the runs listed, the mirror process's median CPU
+# time (user + system) and `uptime` after it; with OLD=path/to/another/cairn
+# each is also run with that binary, interleaved, and both are shown side
+# by side. SWEEP=1 adds reading chunk-sized ranges (--no-bundles), the
+# --in-flight values IN_FLIGHT (default "1 2 4 8 16 32"; cairn takes at
+# most 16) interleaved round by round, and the publishing cost per 1M
+# leaves (objects = PUTs, bytes) of the tiles and of the bundles.
+# PERF=FILE runs one more mirror under `perf record -g` and
+# `/usr/bin/time -v` and writes the report's top to FILE. BIN=DIR takes
+# cairn and cairn-load from DIR instead of target/release; without
+# cairn-load the databases are made by `cairn init` and `cairn ingest`.
 #
 # Everything listens on 127.0.0.1 and stops by itself.
 set -euo pipefail
@@ -74,7 +80,8 @@ if [[ "${BULK:-}" == 1 ]]; then
   mirror_once() { # BIN FROM ARGS...: seconds of one mirror into a new directory
     local bin=$1 from=$2; shift 2
     local t0 t1; t0=$(secs)
-    "$bin" mirror --from "$from" --s3-endpoint "$endpoint" "$@" "$work/m" >/dev/null
+    /usr/bin/time -f '%U %S' -a -o "$work/cpu-$(basename "$(dirname "$(realpath "$bin")")")" \
+      "$bin" mirror --from "$from" --s3-endpoint "$endpoint" "$@" "$work/m" >/dev/null
     t1=$(secs)
     [[ -z "${want_root:-}" || "$("$bin" root "$work/m")" == "$want_root" ]] || { echo "the mirror's root differs from the primary's" >&2; exit 1; }
     rm -rf "$work/m"
@@ -102,6 +109,12 @@ PY
       new_times+=("$(mirror_once "$bin/cairn" "$from" "$@")")
     done
     median_row "$name" "$n" "${#old_times[@]}" "${old_times[@]}" "${new_times[@]}"
+    # The mirror process's CPU time (user + system), median per binary:
+    # what the machine's load does not change.
+    for f in "$work"/cpu-*; do
+      python3 -c "import statistics,sys; print(f'  CPU of the mirror ({sys.argv[1]}): median {statistics.median(sum(map(float,l.split())) for l in open(sys.argv[2]) if l.strip()):.2f} s')" "$(basename "$f" | sed 's/^cpu-//')" "$f"
+      rm -f "$f"
+    done
     echo "  (uptime after: $(uptime | sed 's/.*load/load/'))"
   }
   "$bin/cairn" keygen --name bench.example/tiles --out "$work/signer.key" > "$work/verifier.key"
@@ -138,6 +151,7 @@ PY
       # shellcheck disable=SC2086
       median_row "bundles, --in-flight $f" "$leaves" 0 ${sweep[$f]}
     done
+    rm -f "$work"/cpu-*
     echo "  (uptime after: $(uptime | sed 's/.*load/load/'))"
 
     # Publishing cost: what `publish` wrote to a directory, bundles apart.
