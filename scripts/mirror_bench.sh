@@ -8,16 +8,22 @@
 #   cairn, cairn-load; s3s-fs from scripts/install-s3-server)
 #
 # With BULK=1 it measures bulk catch-up from S3 instead, in one run: BLAKE3
-# N = 4 at LEAVES with --verify-key (a signed publication), reading bundles;
-# Poseidon N = 2 at POSEIDON_LEAVES (default 1000000) with the hashing bound
+# N = 4 at LEAVES with --verify-key (a signed publication), reading bundles,
+# each mirror's root checked against the primary's; Poseidon N = 2 at
+# POSEIDON_LEAVES (default 1000000; 0 skips it) with the hashing bound
 # beside it (`cairn root` of the same leaves from a file: the core's hash
-# rate alone). Each mirror row is the median of ROUNDS runs (default 3);
-# with OLD=path/to/another/cairn each is also run with that binary,
-# interleaved, and both are shown side by side. SWEEP=1 adds reading only
-# the leaf tiles (--no-bundles), --in-flight 1, 2, 8, 16, and the
-# publishing cost per 1M leaves (objects = PUTs, bytes) with and without
-# bundles. BIN=DIR takes cairn and cairn-load from DIR instead of
-# target/release.
+# rate alone), the two interleaved. Each mirror row is the median of ROUNDS
+# runs (default 3), with the runs listed, the mirror process's median CPU
+# time (user + system) and `uptime` after it; with OLD=path/to/another/cairn
+# each is also run with that binary, interleaved, and both are shown side
+# by side. SWEEP=1 adds reading chunk-sized ranges (--no-bundles), the
+# --in-flight values IN_FLIGHT (default "1 2 4 8 16 32"; cairn takes at
+# most 16) interleaved round by round, and the publishing cost per 1M
+# leaves (objects = PUTs, bytes) of the tiles and of the bundles.
+# PERF=FILE runs one more mirror under `perf record -g` and
+# `/usr/bin/time -v` and writes the report's top to FILE. BIN=DIR takes
+# cairn and cairn-load from DIR instead of target/release; without
+# cairn-load the databases are made by `cairn init` and `cairn ingest`.
 #
 # Everything listens on 127.0.0.1 and stops by itself.
 set -euo pipefail
@@ -42,6 +48,28 @@ start_s3() {
 secs() { python3 -c 'import sys,time; print(time.monotonic())'; }
 rate() { python3 -c "import sys; print(f'{int($leaves/($2-$1)):,} leaves/s ({$2-$1:.1f} s)')"; }
 
+# A database of LEAVES random leaves (N, HASH): with cairn-load's `fill`
+# when it is built, else `cairn init` and `cairn ingest` of random leaves
+# (each below 2^253, so that they are field elements for Poseidon too).
+fill_db() { # DIR LEAVES ARITY HASH
+  if [[ -x "$bin/cairn-load" ]]; then
+    "$bin/cairn-load" fill --dir "$1" --leaves "$2" --arity "$3" --hash "$4" >/dev/null 2>&1
+    return
+  fi
+  "$bin/cairn" init "$1" --arity "$3" --hash "$4" >/dev/null
+  python3 - "$2" <<'PY' | "$bin/cairn" ingest "$1" - >/dev/null
+import os, sys
+left, block = int(sys.argv[1]), 1 << 16
+out = sys.stdout.buffer
+while left:
+    k = min(left, block)
+    b = bytearray(os.urandom(32 * k))
+    b[::32] = bytes(x & 0x1f for x in b[::32])
+    out.write(b)
+    left -= k
+PY
+}
+
 if [[ "${BULK:-}" == 1 ]]; then
   start_s3
   # OLD=path/to/another/cairn runs every mirror row with both binaries,
@@ -52,9 +80,26 @@ if [[ "${BULK:-}" == 1 ]]; then
   mirror_once() { # BIN FROM ARGS...: seconds of one mirror into a new directory
     local bin=$1 from=$2; shift 2
     local t0 t1; t0=$(secs)
-    "$bin" mirror --from "$from" --s3-endpoint "$endpoint" "$@" "$work/m" >/dev/null
-    t1=$(secs); rm -rf "$work/m"
+    /usr/bin/time -f '%U %S' -a -o "$work/cpu-$(basename "$(dirname "$(realpath "$bin")")")" \
+      "$bin" mirror --from "$from" --s3-endpoint "$endpoint" "$@" "$work/m" >/dev/null
+    t1=$(secs)
+    [[ -z "${want_root:-}" || "$("$bin" root "$work/m")" == "$want_root" ]] || { echo "the mirror's root differs from the primary's" >&2; exit 1; }
+    rm -rf "$work/m"
     python3 -c "print($t1-$t0)"
+  }
+  median_row() { # NAME LEAVES K OLD_TIMES... NEW_TIMES...: one row of medians
+    python3 - "$@" <<'PY'
+import statistics, sys
+name, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+olds, news = [float(x) for x in sys.argv[4:4 + k]], [float(x) for x in sys.argv[4 + k:]]
+def cell(ts):
+    m = statistics.median(ts)
+    return f"{int(n / m):>11,} leaves/s ({m:.1f} s)"
+row = f"{name:<44} {cell(news)}   runs {', '.join(f'{t:.1f}' for t in news)} s"
+if olds:
+    row += f"   old {cell(olds)}   x{statistics.median(olds) / statistics.median(news):.2f}"
+print(row, flush=True)
+PY
   }
   timed_mirror() { # NAME LEAVES FROM ARGS...: the row of one configuration
     local name=$1 n=$2 from=$3; shift 3
@@ -63,28 +108,51 @@ if [[ "${BULK:-}" == 1 ]]; then
       [[ -n "$old" ]] && old_times+=("$(mirror_once "$old" "$from" "$@")")
       new_times+=("$(mirror_once "$bin/cairn" "$from" "$@")")
     done
-    python3 - "$name" "$n" "${#old_times[@]}" "${old_times[@]}" "${new_times[@]}" <<'PY'
-import statistics, sys
-name, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-olds, news = [float(x) for x in sys.argv[4:4 + k]], [float(x) for x in sys.argv[4 + k:]]
-def cell(ts):
-    m = statistics.median(ts)
-    return f"{int(n / m):>11,} leaves/s ({m:.1f} s)"
-row = f"{name:<44} {cell(news)}"
-if olds:
-    row += f"   old {cell(olds)}   x{statistics.median(olds) / statistics.median(news):.2f}"
-print(row, flush=True)
-PY
+    median_row "$name" "$n" "${#old_times[@]}" "${old_times[@]}" "${new_times[@]}"
+    # The mirror process's CPU time (user + system), median per binary:
+    # what the machine's load does not change.
+    for f in "$work"/cpu-*; do
+      python3 -c "import statistics,sys; print(f'  CPU of the mirror ({sys.argv[1]}): median {statistics.median(sum(map(float,l.split())) for l in open(sys.argv[2]) if l.strip()):.2f} s')" "$(basename "$f" | sed 's/^cpu-//')" "$f"
+      rm -f "$f"
+    done
+    echo "  (uptime after: $(uptime | sed 's/.*load/load/'))"
   }
   "$bin/cairn" keygen --name bench.example/tiles --out "$work/signer.key" > "$work/verifier.key"
-  "$bin/cairn-load" fill --dir "$work/primary" --leaves "$leaves" --arity 4 --hash blake3 >/dev/null 2>&1
+  fill_db "$work/primary" "$leaves" 4 blake3
+  want_root="$("$bin/cairn" root "$work/primary")"
+  t0=$(secs)
   "$bin/cairn" publish "$work/primary" --to s3://tiles/bulk --s3-endpoint "$endpoint" --sign-key "$work/signer.key" >/dev/null
+  t1=$(secs)
+  echo "published $leaves leaves (signed) to s3s-fs in $(python3 -c "print(f'{$t1-$t0:.1f}')") s"
   echo "BLAKE3 N = 4, $leaves leaves, from S3 (s3s-fs on 127.0.0.1), --verify-key, medians of $rounds:"
   key=(--verify-key "$work/verifier.key")
-  timed_mirror "bundles, --in-flight 4 (default)" "$leaves" s3://tiles/bulk "${key[@]}"
+  timed_mirror "bundles, --in-flight default" "$leaves" s3://tiles/bulk "${key[@]}"
+  if [[ -n "${PERF:-}" ]]; then
+    # One more run under `perf record -g` (call graphs of the mirror
+    # process), and its CPU time: PERF=FILE keeps the report's top.
+    /usr/bin/time -v perf record -F 499 -g -o "$work/perf.data" -- "$bin/cairn" mirror --from s3://tiles/bulk \
+      --s3-endpoint "$endpoint" "${key[@]}" "$work/m" >/dev/null 2> "$work/time.txt"
+    grep -E 'Elapsed|User time|System time|Percent of CPU|Maximum resident' "$work/time.txt"
+    perf report -i "$work/perf.data" --no-children --percent-limit 1 --stdio 2>/dev/null | grep -v '^$' > "$PERF"
+    rm -rf "$work/m" "$work/perf.data"
+  fi
   if [[ "${SWEEP:-}" == 1 ]]; then
-    timed_mirror "leaf tiles only (--no-bundles), --in-flight 4" "$leaves" s3://tiles/bulk "${key[@]}" --no-bundles
-    for f in 1 2 8 16; do timed_mirror "bundles, --in-flight $f" "$leaves" s3://tiles/bulk "${key[@]}" --in-flight "$f"; done
+    timed_mirror "leaf tiles only (--no-bundles)" "$leaves" s3://tiles/bulk "${key[@]}" --no-bundles
+    # The --in-flight values interleaved, round by round, so that a change
+    # in the machine's load falls on all of them alike.
+    flights=(${IN_FLIGHT:-1 2 4 8 16 32})
+    declare -A sweep
+    for _ in $(seq "$rounds"); do
+      for f in "${flights[@]}"; do
+        sweep[$f]+=" $(mirror_once "$bin/cairn" s3://tiles/bulk "${key[@]}" --in-flight "$f")"
+      done
+    done
+    for f in "${flights[@]}"; do
+      # shellcheck disable=SC2086
+      median_row "bundles, --in-flight $f" "$leaves" 0 ${sweep[$f]}
+    done
+    rm -f "$work"/cpu-*
+    echo "  (uptime after: $(uptime | sed 's/.*load/load/'))"
 
     # Publishing cost: what `publish` wrote to a directory, bundles apart.
     "$bin/cairn" publish "$work/primary" --to "$work/pub" >/dev/null
@@ -100,21 +168,28 @@ for d, _, files in os.walk(root):
 per = 1e6 / leaves
 t, b = count["other"], count["bundle"]
 print(f"publishing per 1M leaves: tiles and checkpoint {t[0]*per:,.0f} objects (PUTs), {t[1]*per/2**20:,.1f} MiB; "
-      f"with bundles {(t[0]+b[0])*per:,.0f} objects (PUTs), {(t[1]+b[1])*per/2**20:,.1f} MiB "
-      f"(x{(t[0]+b[0])/t[0]:.3f} objects, x{(t[1]+b[1])/t[1]:.2f} bytes)")
+      f"bundles {b[0]*per:,.0f} objects, {b[1]*per/2**20:,.1f} MiB")
 PY
     rm -rf "$work/pub"
   fi
+  want_root=""
   rm -rf "$work/primary"
+  [[ "${POSEIDON_LEAVES:-1000000}" == 0 ]] && exit 0
 
   p="${POSEIDON_LEAVES:-1000000}"
-  "$bin/cairn-load" fill --dir "$work/pos" --leaves "$p" --arity 2 --hash poseidon >/dev/null 2>&1
+  fill_db "$work/pos" "$p" 2 poseidon
   "$bin/cairn" publish "$work/pos" --to s3://tiles/bulk-p --s3-endpoint "$endpoint" >/dev/null
   "$bin/cairn" export "$work/pos" > "$work/pos.bin"
-  echo "Poseidon N = 2, $p leaves:"
-  t0=$(secs); "$bin/cairn" root --arity 2 --hash poseidon "$work/pos.bin" >/dev/null; t1=$(secs)
-  python3 -c "print(f'{\"hashing bound (cairn root of a leaf file)\":<44} {int($p/($t1-$t0)):>11,} leaves/s ({$t1-$t0:.1f} s)')"
-  timed_mirror "mirror from S3, bundles" "$p" s3://tiles/bulk-p
+  echo "Poseidon N = 2, $p leaves, medians of $rounds (the bound and the mirror interleaved):"
+  bound=() mirrored=()
+  for _ in $(seq "$rounds"); do
+    t0=$(secs); "$bin/cairn" root --arity 2 --hash poseidon "$work/pos.bin" >/dev/null; t1=$(secs)
+    bound+=("$(python3 -c "print($t1-$t0)")")
+    mirrored+=("$(mirror_once "$bin/cairn" s3://tiles/bulk-p)")
+  done
+  median_row "hashing bound (cairn root of a leaf file)" "$p" 0 "${bound[@]}"
+  median_row "mirror from S3, bundles" "$p" 0 "${mirrored[@]}"
+  echo "  (uptime after: $(uptime | sed 's/.*load/load/'))"
   exit 0
 fi
 

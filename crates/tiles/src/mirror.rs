@@ -172,6 +172,12 @@ pub trait MirrorTarget {
     fn adopt(&mut self, leaves: &[Hash]) -> Result<(), TargetError>;
     /// Makes everything adopted durable.
     fn sync(&mut self) -> Result<(), TargetError>;
+    /// Told, before a catch-up fetches anything, how many leaves it brings
+    /// if every chunk verifies: upstream's claim, a hint and no promise
+    /// (nothing of it is verified yet), so that the target can make room
+    /// for them at once rather than growing as they come. Nothing by
+    /// default.
+    fn expect(&mut self, _leaves: u64) {}
     /// Whether the target stages leaves ([`MirrorTarget::stage`]); `false`
     /// by default. A target that does lets the mirror hash a chunk once:
     /// its own tree computes the chunk's node, which the mirror compares
@@ -272,6 +278,7 @@ pub fn catch_up(
         .chunk_hint(&new)
         .map_or(chunk_leaves, |hint| hint.min(chunk_leaves))
         .max(1);
+    target.expect(new.head.size - old.size);
     upstream.fetch_ahead(&new, old.size, new.head.size, chunk_leaves);
     let count = pipeline::adopt_chunks(upstream, target, &new, chunk_leaves)?;
     target.sync().map_err(MirrorError::Target)?;

@@ -167,6 +167,11 @@ pub(crate) fn create_for(
     db.close().map_err(database::db_failure)
 }
 
+/// The most leaves a catch-up makes room for in the nullifier set before
+/// any of them is verified (about 10 bytes each: 1.3 GB of address space,
+/// taken by the pages only as values land in them).
+const RESERVE_AT_MOST: u64 = 1 << 27;
+
 /// The mirror's database as the target of [`catch_up`], staging each
 /// chunk so that the mirror hashes it once: staged leaves are appended to
 /// the tree in memory, where nothing makes them durable (the database runs
@@ -228,6 +233,18 @@ impl MirrorTarget for Staging {
     fn sync(&mut self) -> Result<(), TargetError> {
         self.settle()?;
         DbTarget(Arc::clone(&self.db)).sync()
+    }
+
+    /// Makes room in the nullifier set for the leaves upstream claims to
+    /// bring (as an ingest does for its file), so that adopting them grows
+    /// none of its tables: a growth moves every entry of its table, and
+    /// growing as the chunks come moves each entry several times. At most
+    /// [`RESERVE_AT_MOST`]: the claim is not verified yet, and an
+    /// upstream that lies about its size must not make the mirror take
+    /// more memory than that before a leaf verifies. A set that cannot
+    /// make room grows as the leaves come.
+    fn expect(&mut self, leaves: u64) {
+        let _ = self.db.reserve(leaves.min(RESERVE_AT_MOST));
     }
 
     fn stages(&self) -> bool {

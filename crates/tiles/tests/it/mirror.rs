@@ -32,13 +32,19 @@ pub(crate) fn leaves(seed: u64, count: u64) -> Vec<Hash> {
 pub(crate) struct Memory {
     pub(crate) tree: LeanImt,
     pub(crate) snapshot: Arc<Snapshot>,
+    /// What each catch-up said it would bring ([`MirrorTarget::expect`]).
+    pub(crate) expected: Vec<u64>,
 }
 
 impl Memory {
     pub(crate) fn new(config: TreeConfig) -> Memory {
         let mut tree = LeanImt::new(config);
         let snapshot = Arc::new(tree.snapshot());
-        Memory { tree, snapshot }
+        Memory {
+            tree,
+            snapshot,
+            expected: Vec::new(),
+        }
     }
 }
 
@@ -53,6 +59,9 @@ impl MirrorTarget for Memory {
     }
     fn sync(&mut self) -> Result<(), TargetError> {
         Ok(())
+    }
+    fn expect(&mut self, leaves: u64) {
+        self.expected.push(leaves);
     }
 }
 
@@ -82,6 +91,8 @@ fn a_mirror_copies_the_tree_in_verified_chunks_and_follows_new_heads() {
         // Nothing new: nothing adopted.
         let done = catch_up(&mut upstream(dir.path()), &mut mirror, 1_000).unwrap();
         assert_eq!(done.adopted, 0);
+        // Each catch-up that fetched said first how many leaves it brings.
+        assert_eq!(mirror.expected, [5_000, 4_000], "{config:?}");
     }
 }
 
