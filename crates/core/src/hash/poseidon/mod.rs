@@ -86,21 +86,27 @@ pub(crate) fn hash(inputs: &[Hash]) -> Result<Hash, usize> {
     }
 }
 
-/// [`hash`] for exactly `T - 1` inputs: over 29-bit limbs on wasm32
+/// [`hash`] for exactly `T - 1` inputs, on wasm32: over 29-bit limbs
 /// ([`limbs29::hash`], bytes to limbs and back with no `ark-ff` step, the
-/// same result), over `ark-ff`'s 64-bit limbs elsewhere.
+/// same result).
+#[cfg(target_arch = "wasm32")]
 fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
     debug_assert_eq!(inputs.len() + 1, T);
-    #[cfg(target_arch = "wasm32")]
-    return limbs29::hash::<T>(inputs, optimised::get(T));
-    #[cfg(not(target_arch = "wasm32"))]
+    limbs29::hash::<T>(inputs, optimised::get(T))
+}
+
+/// [`hash`] for exactly `T - 1` inputs, elsewhere: [`hash_ark`].
+#[cfg(not(target_arch = "wasm32"))]
+fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
     hash_ark::<T>(inputs)
 }
 
-/// [`hash_width`] over `ark-ff`'s [`Fr`].
+/// [`hash`] of exactly `T - 1` inputs over `ark-ff`'s [`Fr`] (64-bit
+/// limbs).
 #[cfg(any(test, not(target_arch = "wasm32")))]
 fn hash_ark<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
     use ark_ff::AdditiveGroup;
+    debug_assert_eq!(inputs.len() + 1, T);
     let mut state = [Fr::ZERO; T];
     for (position, (cell, input)) in state[1..].iter_mut().zip(inputs).enumerate() {
         *cell = field_from_be(input).ok_or(position)?;
