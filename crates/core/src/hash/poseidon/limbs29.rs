@@ -8,11 +8,13 @@
 //! multiplication, not once per partial product as with 32-bit limbs.
 //!
 //! **Representation.** Nine limbs of 29 bits (radix 2^29, 261 bits), each
-//! below 2^29 ("normalised"), in Montgomery form with R = 2^261. `ark-ff`
-//! uses R = 2^256, so a value enters with one multiplication by
-//! `2^266 mod p` and leaves with one by `2^256 mod p` ([`F::from_fr`],
-//! [`F::to_fr`]); the constants are converted once per width
-//! ([`tables`]).
+//! below 2^29 ("normalised"), in Montgomery form with R = 2^261. [`hash`]
+//! reads its inputs' bytes straight into limbs and enters the form with one
+//! multiplication by `2^522 mod p`; only cell 0 leaves it, with one
+//! multiplication by 1, so no value passes through `ark-ff` (whose 64-bit
+//! limbs cost as much here as they do in the permutation). The constants
+//! come from `ark-ff` (R = 2^256), entering with one multiplication by
+//! `2^266 mod p` ([`F::from_fr`]), once per width ([`tables`]).
 //!
 //! **Multiplication.** [`F::mul`] and [`dot`] run the word-by-word
 //! Montgomery reduction over unreduced columns: per limb `a_i` of the
@@ -23,13 +25,18 @@
 //! is `(X + M p) / 2^261` with `M < 2^261`: below `X / 2^261 + p`. A matrix
 //! row is reduced once, not once per product.
 //!
-//! **Bounds (lazy reduction).** Every value in flight is below `2p`, the
+//! **Bounds (lazy reduction).** Every value in flight is below `4p`, the
 //! constants below `p`, and `p / 2^261 < 2^-7.4`:
-//! - a product of `a, b < 2p` is below `4p^2 / 2^261 + p < 1.03 p`;
-//! - a matrix row of at most 17 entries (`< p`) times values `< 2p` is
-//!   below `34 p^2 / 2^261 + p < 1.21 p`;
-//! - a sum of two values `< 2p` is below `4p` and has `2p` subtracted when
-//!   at least `2p` ([`F::add`]).
+//! - a product of `a, b < 4p` is below `16 p^2 / 2^261 + p < 1.1 p`;
+//! - a matrix row of at most 17 entries (`< p`) times values `< 4p` is
+//!   below `68 p^2 / 2^261 + p < 1.41 p`;
+//! - a round constant is only ever added to a product or a row (the
+//!   schedule in [`run_rounds`]), so the sum is below `2.41 p` and is not
+//!   reduced at all ([`F::add_unreduced`]);
+//! - a sparse matrix's column entry times cell 0, added to a cell `< 4p`,
+//!   is below `5.1 p` and has `2p` subtracted when at least `2p`, so below
+//!   `4p` again ([`F::mul_add`], which adds the cell into the product's
+//!   columns before their one carry pass).
 //!
 //! So nothing is reduced below `p` until the output ([`F::canonical`]). A
 //! column gathers at most 9 products per operand pair and 9 of the
@@ -39,15 +46,14 @@
 //! products on top of a normalised limb. Debug builds (the tests) check
 //! every addition for overflow.
 
-use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use ark_bn254::Fr;
-use ark_ff::BigInt;
+use ark_ff::Field;
 
 use super::optimised::Optimised;
 use super::params::{MAX_WIDTH, MIN_WIDTH};
-use super::{Cell, run_rounds};
+use super::{Cell, Hash, is_canonical_field_element, run_rounds};
 
 /// Limbs per element.
 const LIMBS: usize = 9;
@@ -168,8 +174,11 @@ trait Products {
 /// a closure here would be left out of line), so every column index is a
 /// constant and the columns stay in locals: a loop over `i` keeps them in
 /// memory.
+/// `addend` (normalised limbs) is added to the result's columns before the
+/// last carry pass: the result is the product plus `addend`, for the cost
+/// of nine additions.
 #[inline(always)]
-fn montgomery(products: &impl Products) -> F {
+fn montgomery(products: &impl Products, addend: [u64; LIMBS]) -> F {
     let mut t: Columns = [0; LIMBS];
     t = products.step(t, 0);
     t = products.step(t, 1);
@@ -180,6 +189,9 @@ fn montgomery(products: &impl Products) -> F {
     t = products.step(t, 6);
     t = products.step(t, 7);
     t = products.step(t, 8);
+    for (column, limb) in t.iter_mut().zip(addend) {
+        *column += limb;
+    }
     let t = propagate(t);
     debug_assert!(t[LIMBS - 1] <= MASK);
     F(t)
@@ -207,11 +219,24 @@ impl<const T: usize> Products for Dot<'_, T> {
     }
 }
 
-/// `row . state / 2^261 mod p`, reduced once: below `2p` for a row of at
-/// most 17 entries below `p` and a state below `2p` (module doc).
+/// `row . state / 2^261 mod p`, reduced once: below `1.41 p` for a row of
+/// at most 17 entries below `p` and a state below `4p` (module doc).
 #[inline(never)]
 fn dot<const T: usize>(row: &[F; T], state: &[F; T]) -> F {
-    montgomery(&Dot { row, state })
+    montgomery(&Dot { row, state }, [0; LIMBS])
+}
+
+/// `a * b / 2^261 + addend mod p`, not reduced: below `addend + 1.1 p`
+/// (`a`, `b` below `4p`).
+#[inline(never)]
+fn mul_add_unreduced(a: F, b: F, addend: F) -> F {
+    montgomery(
+        &Dot {
+            row: &[a],
+            state: &[b],
+        },
+        addend.0,
+    )
 }
 
 /// The products of [`square`].
@@ -234,27 +259,58 @@ impl Products for Square {
     }
 }
 
-/// `x^2 / 2^261 mod p`, below `2p` (`x` below `2p`): [`dot`] of one entry
-/// with 45 products instead of 81, each product `a_i a_j` (i < j) once,
-/// doubled.
+/// `x^2 / 2^261 mod p`, below `1.1 p` (`x` below `4p`): [`dot`] of one
+/// entry with 45 products instead of 81, each product `a_i a_j` (i < j)
+/// once, doubled.
 #[inline(never)]
 fn square(x: F) -> F {
-    montgomery(&Square(x))
+    montgomery(&Square(x), [0; LIMBS])
 }
 
 impl F {
     /// `ark-ff`'s value (`x 2^256 mod p`, canonical) in this Montgomery
-    /// form (`x 2^261 mod p`), below `2p`.
+    /// form (`x 2^261 mod p`), below `1.1 p`.
     #[inline(always)]
     fn from_fr(value: &Fr) -> F {
-        F(from_words(value.0.0)).mul(factors().into_ours)
+        F(from_words(value.0.0)).mul(factors().from_ark)
     }
 
     /// The value as `ark-ff` holds it (canonical, Montgomery form).
-    #[inline(always)]
+    #[cfg(test)]
     fn to_fr(self) -> Fr {
-        let limbs = self.mul(factors().into_ark).canonical().0;
-        ark_ff::Fp(BigInt::new(to_words(limbs)), PhantomData)
+        // `2^256 mod p`: `x 2^261 * 2^256 / 2^261 = x 2^256`.
+        let into_ark = F(from_words(Fr::from(1u64).0.0));
+        let limbs = self.mul(into_ark).canonical().0;
+        ark_ff::Fp(
+            ark_ff::BigInt::new(to_words(limbs)),
+            std::marker::PhantomData,
+        )
+    }
+
+    /// A canonical big-endian value (the caller checked it is below `p`)
+    /// in this form, below `1.1 p`.
+    #[inline(always)]
+    fn from_be(bytes: &Hash) -> F {
+        let mut words = [0u64; 4];
+        let (chunks, _) = bytes.as_chunks::<8>();
+        for (word, chunk) in words.iter_mut().rev().zip(chunks) {
+            *word = u64::from_be_bytes(*chunk);
+        }
+        F(from_words(words)).mul(factors().from_plain)
+    }
+
+    /// The value, canonical, big-endian: `x 2^261 * 1 / 2^261 = x`.
+    #[inline(always)]
+    fn to_be(self) -> Hash {
+        let mut one = [0u64; LIMBS];
+        one[0] = 1;
+        let words = to_words(self.mul(F(one)).canonical().0);
+        let mut out = [0u8; 32];
+        let (chunks, _) = out.as_chunks_mut::<8>();
+        for (chunk, word) in chunks.iter_mut().zip(words.iter().rev()) {
+            *chunk = word.to_be_bytes();
+        }
+        out
     }
 
     /// `value - subtrahend` if that is not negative, else `value`.
@@ -276,9 +332,10 @@ impl F {
         F(F::subtract_if_at_least(self.0, P))
     }
 
-    /// `self + other`, below `2p` (both below `2p`).
+    /// `self + other`, not reduced: normalised limbs of the sum (below
+    /// 2^261; the callers' sums are below `2.41 p`, module doc).
     #[inline(always)]
-    fn add(self, other: F) -> F {
+    fn add_unreduced(self, other: F) -> F {
         let mut sum = [0u64; LIMBS];
         let mut carry = 0u64;
         for ((s, a), b) in sum.iter_mut().zip(self.0).zip(other.0) {
@@ -286,13 +343,22 @@ impl F {
             *s = t & MASK;
             carry = t >> BITS;
         }
-        // Below 4p < 2^256: nothing carries out of the top limb.
         debug_assert_eq!(carry, 0);
-        F(F::subtract_if_at_least(sum, TWO_P))
+        F(sum)
     }
 
-    /// Montgomery multiplication: `self * other / 2^261 mod p`, below `2p`
-    /// (both below `2p`).
+    /// `self + a * b / 2^261 mod p`, below `4p` (all three below `4p`): the
+    /// sum is below `5.1 p`, less `2p` when at least `2p`.
+    #[inline(always)]
+    fn mul_add(self, a: F, b: F) -> F {
+        F(F::subtract_if_at_least(
+            mul_add_unreduced(a, b, self).0,
+            TWO_P,
+        ))
+    }
+
+    /// Montgomery multiplication: `self * other / 2^261 mod p`, below
+    /// `1.1 p` (both below `4p`).
     #[inline(always)]
     fn mul(self, other: F) -> F {
         dot(&[self], &[other])
@@ -305,24 +371,27 @@ impl F {
     }
 }
 
-/// The factors that move a value between `ark-ff`'s Montgomery form and
-/// this one.
+/// The factors that move a value into this Montgomery form.
 #[derive(Clone, Copy, Debug)]
 struct Factors {
-    /// `2^266 mod p`: `x 2^256 * 2^266 / 2^261 = x 2^261`.
-    into_ours: F,
-    /// `2^256 mod p`: `x 2^261 * 2^256 / 2^261 = x 2^256`.
-    into_ark: F,
+    /// `2^266 mod p`, from `ark-ff`'s form: `x 2^256 * 2^266 / 2^261 = x
+    /// 2^261`.
+    from_ark: F,
+    /// `2^522 mod p`, from a plain integer: `x * 2^522 / 2^261 = x 2^261`.
+    from_plain: F,
 }
 
 /// [`Factors`], made on the first call: `ark-ff` holds `v` as `v 2^256 mod
 /// p`, so the words of `Fr::from(2^10)` are `2^266 mod p` and those of
-/// `Fr::from(1)` are `2^256 mod p` (both canonical, as plain integers).
+/// `Fr::from(2^266)` are `2^522 mod p` (canonical, as plain integers).
 fn factors() -> &'static Factors {
     static FACTORS: OnceLock<Factors> = OnceLock::new();
-    FACTORS.get_or_init(|| Factors {
-        into_ours: F(from_words(Fr::from(1u64 << 10).0.0)),
-        into_ark: F(from_words(Fr::from(1u64).0.0)),
+    FACTORS.get_or_init(|| {
+        let two = Fr::from(2u64);
+        Factors {
+            from_ark: F(from_words(two.pow([266 - 256]).0.0)),
+            from_plain: F(from_words(two.pow([522 - 256]).0.0)),
+        }
     })
 }
 
@@ -347,7 +416,7 @@ impl Cell for F {
 
     #[inline(always)]
     fn add_constant(&mut self, constant: &F) {
-        *self = self.add(*constant);
+        *self = self.add_unreduced(*constant);
     }
 
     #[inline(always)]
@@ -368,15 +437,32 @@ impl Cell for F {
         let first = state[0];
         let new_first = dot(row, state);
         for (cell, entry) in state.iter_mut().zip(column).skip(1) {
-            *cell = cell.add(first.mul(*entry));
+            *cell = cell.mul_add(first, *entry);
         }
         state[0] = new_first;
     }
 }
 
-/// [`super::permute`] over 29-bit limbs: [`run_rounds`] over [`F`], the same
-/// result.
-pub(super) fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
+/// [`super::hash`] of `T - 1` inputs over 29-bit limbs: the same result, or
+/// `Err(i)` for the first input `i` that is not canonical.
+pub(super) fn hash<const T: usize>(inputs: &[Hash], opt: &Optimised) -> Result<Hash, usize> {
+    let tables = tables::<T>(opt);
+    // Zero is zero in Montgomery form: the capacity cell.
+    let mut state = [F([0; LIMBS]); T];
+    for (position, (cell, input)) in state[1..].iter_mut().zip(inputs).enumerate() {
+        if !is_canonical_field_element(input) {
+            return Err(position);
+        }
+        *cell = F::from_be(input);
+    }
+    run_rounds(&mut state, tables);
+    Ok(state[0].to_be())
+}
+
+/// The permutation over 29-bit limbs on a whole state, `ark-ff` in and
+/// out: [`run_rounds`] over [`F`], the same result as [`super::permute`].
+#[cfg(test)]
+fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
     let tables = tables::<T>(opt);
     let mut s: [F; T] = std::array::from_fn(|i| F::from_fr(&state[i]));
     run_rounds(&mut s, tables);
@@ -387,7 +473,7 @@ pub(super) fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
 
 #[cfg(test)]
 mod tests {
-    use ark_ff::{AdditiveGroup, BigInteger, Field, PrimeField};
+    use ark_ff::{AdditiveGroup, BigInt, BigInteger, PrimeField};
     use proptest::prelude::*;
 
     use super::*;
@@ -428,19 +514,33 @@ mod tests {
         plain(to_words(value.0)) * r_inv
     }
 
-    /// Checks the representation invariant: normalised limbs, below `2p`.
-    fn assert_in_range(value: F) {
+    /// `k p` as words.
+    fn times_p(k: u64) -> [u64; 4] {
+        (1..k).fold(modulus(), |sum, _| add_words(sum, modulus()))
+    }
+
+    /// Checks that `value` has normalised limbs and is below `bound`.
+    fn assert_below(value: F, bound: [u64; 4]) {
         assert!(value.0.iter().all(|&limb| limb <= MASK), "{value:?}");
-        let words = to_words(value.0);
-        let two_p = add_words(modulus(), modulus());
         assert!(
-            BigInt::new(words) < BigInt::new(two_p),
-            "{value:?} is not below 2p"
+            BigInt::new(to_words(value.0)) < BigInt::new(bound),
+            "{value:?} is not below {bound:?}"
         );
     }
 
-    /// Plain integers below 2p that stress the bounds: 0, 1, p - 1, p,
-    /// p + 1, 2p - 1, 2^253 and its neighbours, and pseudo-random ones.
+    /// Checks the representation invariant: normalised limbs, below `4p`.
+    fn assert_in_range(value: F) {
+        assert_below(value, times_p(4));
+    }
+
+    /// The canonical representative of a plain integer, as words.
+    fn canonical_words(words: [u64; 4]) -> [u64; 4] {
+        plain(words).into_bigint().0
+    }
+
+    /// Plain integers below 4p that stress the bounds: 0, 1, p - 1, p,
+    /// p + 1, 2p - 1, 2p, 3p, 4p - 1, 2^253 and its neighbours, and
+    /// pseudo-random ones up to 4p.
     fn edge_words() -> Vec<[u64; 4]> {
         let p = modulus();
         let p_minus = |k: u64| {
@@ -462,10 +562,16 @@ mod tests {
             [u64::MAX, u64::MAX, u64::MAX, (1 << 61) - 1],
             [MASK, 0, 0, 0],
             [u64::MAX, u64::MAX, u64::MAX, 0x3064_4e72_e131_a029],
+            times_p(2),
+            times_p(3),
+            add_words(times_p(3), p_minus(1)),
         ];
         values.extend((1..24).map(|seed| element(seed).into_bigint().0));
-        values
-            .extend((1..24).map(|seed| add_words(element(seed + 100).into_bigint().0, p_minus(0))));
+        for k in 1..4 {
+            values.extend(
+                (1..24).map(|seed| add_words(element(seed + 100 * k).into_bigint().0, times_p(k))),
+            );
+        }
         values
     }
 
@@ -496,9 +602,23 @@ mod tests {
                 assert_in_range(product);
                 assert_eq!(meaning(product), meaning(a) * meaning(b), "{x:?} * {y:?}");
                 assert_eq!(square(a), a.mul(a), "{x:?}^2");
-                let sum = a.add(b);
-                assert_in_range(sum);
-                assert_eq!(meaning(sum), meaning(a) + meaning(b), "{x:?} + {y:?}");
+                // A product stays below 1.1p; a constant (below p) added
+                // unreduced gives the exact sum (below 5p < 2^256); the
+                // sparse update stays below 4p.
+                assert_below(
+                    product,
+                    add_words(modulus(), [0, 0, 0, modulus()[3] / 10 + 1]),
+                );
+                let constant = ours(canonical_words(y));
+                let sum = a.add_unreduced(constant);
+                assert_eq!(
+                    meaning(sum),
+                    meaning(a) + meaning(constant),
+                    "{x:?} + {y:?}"
+                );
+                let fused = a.mul_add(b, constant);
+                assert_in_range(fused);
+                assert_eq!(meaning(fused), meaning(a) + meaning(b) * meaning(constant));
             }
         }
     }
@@ -514,18 +634,23 @@ mod tests {
             assert_eq!(ours.to_fr(), *a);
             for b in &values {
                 assert_eq!(F::from_fr(a).mul(F::from_fr(b)).to_fr(), *a * b);
-                assert_eq!(F::from_fr(a).add(F::from_fr(b)).to_fr(), *a + b);
+                assert_eq!(F::from_fr(a).add_unreduced(F::from_fr(b)).to_fr(), *a + b);
             }
         }
     }
 
     /// A row of `T` entries at the bounds (canonical constants, state below
-    /// 2p) against the sum of the products in `ark-ff`.
+    /// 4p) against the sum of the products in `ark-ff`.
     fn check_dot<const T: usize>(entries: &[[u64; 4]], cells: &[[u64; 4]]) {
-        let row: [F; T] = std::array::from_fn(|k| ours(entries[k % entries.len()]).canonical());
+        let row: [F; T] =
+            std::array::from_fn(|k| ours(canonical_words(entries[k % entries.len()])));
         let state: [F; T] = std::array::from_fn(|k| ours(cells[(k * 7 + 3) % cells.len()]));
         let got = dot(&row, &state);
-        assert_in_range(got);
+        // Below 1.41 p (module doc).
+        assert_below(
+            got,
+            add_words(modulus(), [0, 0, 0, modulus()[3] / 100 * 41 + 1]),
+        );
         let want: Fr = row
             .iter()
             .zip(&state)
@@ -539,7 +664,8 @@ mod tests {
         let p = modulus();
         let mut p_minus_1 = BigInt::new(p);
         p_minus_1.sub_with_borrow(&BigInt::from(1u64));
-        let two_p_minus_1 = add_words(p, p_minus_1.0);
+        let mut four_p_minus_1 = BigInt::new(times_p(4));
+        four_p_minus_1.sub_with_borrow(&BigInt::from(1u64));
         // 2^253 - 1: every limb but the top one all ones, the largest
         // columns a value below p makes (widths 7..17 overflow a column
         // unless carries are propagated per step).
@@ -547,7 +673,7 @@ mod tests {
         // The largest inputs the bounds allow, then a mix of edge values.
         for (entries, cells) in [
             (vec![ones], vec![ones]),
-            (vec![p_minus_1.0], vec![two_p_minus_1]),
+            (vec![p_minus_1.0], vec![four_p_minus_1.0]),
             (edge_words(), edge_words()),
         ] {
             check_dot::<2>(&entries, &cells);
@@ -561,29 +687,27 @@ mod tests {
         }
     }
 
-    /// Any plain integer below 2p, as words.
-    fn below_two_p() -> impl Strategy<Value = [u64; 4]> {
-        any::<[u64; 4]>().prop_map(|mut words| {
-            // Below 2^255, then below 2p (about 2^254.6) by subtracting p
-            // if at least 2p.
-            words[3] &= (1 << 63) - 1;
-            let two_p = add_words(modulus(), modulus());
-            if BigInt::new(words) >= BigInt::new(two_p) {
-                let mut x = BigInt::new(words);
-                x.sub_with_borrow(&BigInt::new(modulus()));
-                words = x.0;
+    /// Any plain integer below 4p, as words.
+    fn below_four_p() -> impl Strategy<Value = [u64; 4]> {
+        any::<[u64; 4]>().prop_map(|words| {
+            // Below 2^256 < 5.3 p, then below 4p by subtracting 2p if at
+            // least 4p.
+            let mut x = BigInt::new(words);
+            if x >= BigInt::new(times_p(4)) {
+                x.sub_with_borrow(&BigInt::new(times_p(2)));
             }
-            words
+            x.0
         })
     }
 
     proptest! {
         #[test]
         fn limbs29_mul_add_and_dot_equal_ark_ff(
-            x in below_two_p(),
-            y in below_two_p(),
-            cells in proptest::collection::vec(below_two_p(), 17),
-            entries in proptest::collection::vec(below_two_p(), 17),
+            x in below_four_p(),
+            y in below_four_p(),
+            c in below_four_p(),
+            cells in proptest::collection::vec(below_four_p(), 17),
+            entries in proptest::collection::vec(below_four_p(), 17),
         ) {
             let (a, b) = (ours(x), ours(y));
             let product = a.mul(b);
@@ -592,10 +716,13 @@ mod tests {
             let squared = square(a);
             assert_in_range(squared);
             prop_assert_eq!(meaning(squared), meaning(a).square());
-            let sum = a.add(b);
-            assert_in_range(sum);
-            prop_assert_eq!(meaning(sum), meaning(a) + meaning(b));
-            prop_assert_eq!(a.canonical().to_fr(), meaning(a));
+            let constant = ours(canonical_words(c));
+            let sum = a.add_unreduced(constant);
+            prop_assert_eq!(meaning(sum), meaning(a) + meaning(constant));
+            let fused = a.mul_add(b, constant);
+            assert_in_range(fused);
+            prop_assert_eq!(meaning(fused), meaning(a) + meaning(b) * meaning(constant));
+            prop_assert_eq!(a.to_fr(), meaning(a));
             check_dot::<3>(&entries, &cells);
             check_dot::<17>(&entries, &cells);
         }
@@ -607,9 +734,53 @@ mod tests {
             let mut ours = start;
             permute(&mut ours, super::super::optimised::get(T));
             let mut reference = start;
-            super::super::permute_ark(&mut reference, super::super::optimised::get(T));
+            super::super::permute(&mut reference, super::super::optimised::get(T));
             assert_eq!(ours, reference, "t = {T}, seed {seed}");
         }
+    }
+
+    /// [`hash`] (bytes straight into limbs and back) against the `ark-ff`
+    /// hash, on random canonical inputs and at the edges (0, p - 1), and
+    /// the same refusal of the first non-canonical input.
+    fn check_hash<const T: usize>() {
+        let p_minus_1 = (-Fr::ONE).into_bigint().to_bytes_be();
+        let edges: [Hash; 2] = [[0; 32], p_minus_1.try_into().unwrap()];
+        for seed in 0..8u64 {
+            let inputs: Vec<Hash> = (0..T - 1)
+                .map(|i| match (seed, i % 2) {
+                    (0, k) => edges[k],
+                    _ => {
+                        let bytes = element(seed * 31 + i as u64).into_bigint().to_bytes_be();
+                        bytes.try_into().unwrap()
+                    }
+                })
+                .collect();
+            let opt = super::super::optimised::get(T);
+            let ours = hash::<T>(&inputs, opt);
+            assert_eq!(
+                ours,
+                super::super::hash_ark::<T>(&inputs),
+                "t = {T}, seed {seed}"
+            );
+            assert!(ours.is_ok());
+            let mut bad = inputs.clone();
+            let last = bad.len() - 1;
+            bad[last] = super::super::BN254_MODULUS_BE;
+            assert_eq!(hash::<T>(&bad, opt), Err(last));
+            assert_eq!(super::super::hash_ark::<T>(&bad), Err(last));
+        }
+    }
+
+    #[test]
+    fn limbs29_hash_equals_ark_ff_for_every_width() {
+        check_hash::<2>();
+        check_hash::<3>();
+        check_hash::<4>();
+        check_hash::<5>();
+        check_hash::<8>();
+        check_hash::<9>();
+        check_hash::<16>();
+        check_hash::<17>();
     }
 
     #[test]

@@ -26,7 +26,7 @@ mod params;
 mod tests;
 
 use ark_bn254::Fr;
-use ark_ff::{AdditiveGroup, BigInt, Field, PrimeField};
+use ark_ff::{BigInt, Field, PrimeField};
 
 use super::Hash;
 use optimised::Optimised;
@@ -86,8 +86,26 @@ pub(crate) fn hash(inputs: &[Hash]) -> Result<Hash, usize> {
     }
 }
 
-/// [`hash`] for exactly `T - 1` inputs.
+/// [`hash`] for exactly `T - 1` inputs, on wasm32: over 29-bit limbs
+/// ([`limbs29::hash`], bytes to limbs and back with no `ark-ff` step, the
+/// same result).
+#[cfg(target_arch = "wasm32")]
 fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
+    debug_assert_eq!(inputs.len() + 1, T);
+    limbs29::hash::<T>(inputs, optimised::get(T))
+}
+
+/// [`hash`] for exactly `T - 1` inputs, elsewhere: [`hash_ark`].
+#[cfg(not(target_arch = "wasm32"))]
+fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
+    hash_ark::<T>(inputs)
+}
+
+/// [`hash`] of exactly `T - 1` inputs over `ark-ff`'s [`Fr`] (64-bit
+/// limbs).
+#[cfg(any(test, not(target_arch = "wasm32")))]
+fn hash_ark<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
+    use ark_ff::AdditiveGroup;
     debug_assert_eq!(inputs.len() + 1, T);
     let mut state = [Fr::ZERO; T];
     for (position, (cell, input)) in state[1..].iter_mut().zip(inputs).enumerate() {
@@ -97,20 +115,11 @@ fn hash_width<const T: usize>(inputs: &[Hash]) -> Result<Hash, usize> {
     Ok(field_to_be(state[0]))
 }
 
-/// The Poseidon permutation of width `T`: over 29-bit limbs on wasm32
-/// ([`limbs29`], the same result), over `ark-ff`'s 64-bit limbs elsewhere.
+/// The Poseidon permutation of width `T` over `ark-ff`'s 64-bit limbs:
+/// [`run_rounds`] over [`Fr`] itself.
+#[cfg(any(test, not(target_arch = "wasm32")))]
 #[inline(always)]
 fn permute<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
-    #[cfg(target_arch = "wasm32")]
-    limbs29::permute(state, opt);
-    #[cfg(not(target_arch = "wasm32"))]
-    permute_ark(state, opt);
-}
-
-/// `ark-ff`'s permutation: [`run_rounds`] over [`Fr`] itself.
-#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-#[inline(always)]
-fn permute_ark<const T: usize>(state: &mut [Fr; T], opt: &Optimised) {
     run_rounds(state, opt);
 }
 

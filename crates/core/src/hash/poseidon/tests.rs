@@ -4,6 +4,7 @@
 //! permutation against the textbook one (every width), plus the input rules.
 
 use ark_bn254::Fr;
+use ark_ff::AdditiveGroup;
 use light_poseidon::parameters::bn254_x5::get_poseidon_parameters;
 use light_poseidon::{Poseidon, PoseidonBytesHasher};
 
