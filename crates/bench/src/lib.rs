@@ -5,6 +5,7 @@
 //! compile the peers.
 
 pub mod durable;
+pub mod sched;
 
 use std::time::{Duration, Instant};
 

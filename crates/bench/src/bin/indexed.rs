@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cairn_bench::durable::{IoCounters, IoDelta};
+use cairn_bench::sched::ThreadCounters;
 use cairn_bench::{cpu_seconds, median};
 use cairn_core::indexed::IndexedTree;
 use cairn_core::{Arity, Hash, HashKind, LeanImt, TreeConfig};
@@ -177,50 +178,6 @@ history: {} values, N = 4, BLAKE3, window {window} heads of {block} values (buil
         off.as_secs_f64(),
         on.as_secs_f64() / off.as_secs_f64()
     );
-}
-
-/// What the scheduler and the memory manager did to this thread so far:
-/// from `/proc/thread-self/schedstat` (nanoseconds spent waiting on a run
-/// queue, times scheduled in) and `/proc/thread-self/stat` (minor and
-/// major page faults). `None` where those files are not.
-#[derive(Clone, Copy, Debug, Default)]
-struct ThreadCounters {
-    waited_ns: u64,
-    slices: u64,
-    faults: u64,
-}
-
-impl ThreadCounters {
-    fn now() -> Option<ThreadCounters> {
-        let sched = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-        let mut sched = sched.split_whitespace().map(|f| f.parse::<u64>().ok());
-        let _on_cpu = sched.next()??;
-        let waited_ns = sched.next()??;
-        let slices = sched.next()??;
-        let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-        // Fields after the command name (which may hold spaces) start at ')'.
-        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        let minor: u64 = fields.get(7)?.parse().ok()?;
-        let major: u64 = fields.get(9)?.parse().ok()?;
-        Some(ThreadCounters {
-            waited_ns,
-            slices,
-            faults: minor + major,
-        })
-    }
-
-    fn since(&self, before: &ThreadCounters) -> ThreadCounters {
-        ThreadCounters {
-            waited_ns: self.waited_ns - before.waited_ns,
-            slices: self.slices - before.slices,
-            faults: self.faults - before.faults,
-        }
-    }
-
-    /// Descheduled or waiting on a run queue during the sample.
-    fn preempted(&self) -> bool {
-        self.slices > 0 || self.waited_ns > 0
-    }
 }
 
 /// Where the time of the slowest samples went: how many of them the

@@ -10,6 +10,14 @@
 //! per change. Every batch's proofs are checked against the head before
 //! it outside the timing.
 //!
+//! On a shared machine the wall clock holds the time the process waited
+//! for a core. So each batch also reads (outside its timing) the run-queue
+//! wait of the writing thread, which checks, logs, commits or waits for
+//! the commit, and applies the batch, and of every thread of the process
+//! (`/proc/.../schedstat`): a second table gives the rate with the
+//! writer's wait taken out, and the rate of the batches during which no
+//! thread of the process waited for a core at all.
+//!
 //! Run: `cargo run --release -p cairn-bench --bin mutable -- [--leaves N]
 //! [--batch B] [--rounds R] [--hash blake3|poseidon] [--arity N] [--dir DIR]`.
 
@@ -17,6 +25,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cairn_bench::cpu_seconds;
+use cairn_bench::sched::{ThreadCounters, process_waited_ns};
 use cairn_core::{Arity, Hash, HashKind, TreeConfig};
 use cairn_db::{Change, DbConfig, MutableDb};
 
@@ -76,6 +85,15 @@ struct Timing {
     /// Changes per second of each batch.
     rates: Vec<f64>,
     changes: u64,
+    /// Seconds the writing thread waited on a run queue during batches.
+    waited: f64,
+    /// Changes and seconds of the batches in which no thread of the
+    /// process waited on a run queue.
+    quiet_batches: u64,
+    quiet_changes: u64,
+    quiet_seconds: f64,
+    /// Batches whose counters could be read.
+    counted: u64,
 }
 
 impl Timing {
@@ -93,6 +111,26 @@ impl Timing {
             self.cpu / self.changes as f64 * 1e6
         )
     }
+
+    /// The rates without the time spent waiting for a core.
+    fn undisturbed(&self, what: &str) -> String {
+        let rate = |changes: u64, seconds: f64| {
+            if seconds > 0.0 {
+                format!("{:.0}", changes as f64 / seconds)
+            } else {
+                "-".into()
+            }
+        };
+        format!(
+            "| {what} | {:.1} of {:.1} | {} | {} of {} | {} |",
+            self.waited,
+            self.seconds,
+            rate(self.changes, self.seconds - self.waited),
+            self.quiet_batches,
+            self.counted,
+            rate(self.quiet_changes, self.quiet_seconds),
+        )
+    }
 }
 
 /// Applies `batch` durably, timed into `timing`; checks every old leaf's
@@ -100,10 +138,22 @@ impl Timing {
 fn timed(db: &MutableDb, shape: &TreeConfig, batch: &[Change], timing: &mut Timing) {
     let before = db.head();
     let cpu = cpu_seconds();
+    let (writer, process) = (ThreadCounters::now(), process_waited_ns());
     let started = Instant::now();
     let ticket = db.change(batch).expect("a valid batch");
     let old = db.changed(&ticket, WAIT).expect("durable");
     let seconds = started.elapsed().as_secs_f64();
+    let writer = writer.zip(ThreadCounters::now()).map(|(b, a)| a.since(&b));
+    let process = process.zip(process_waited_ns()).map(|(b, a)| a - b);
+    if let Some((writer, process)) = writer.zip(process) {
+        timing.counted += 1;
+        timing.waited += writer.waited_ns as f64 / 1e9;
+        if process == 0 {
+            timing.quiet_batches += 1;
+            timing.quiet_changes += batch.len() as u64;
+            timing.quiet_seconds += seconds;
+        }
+    }
     if let Some(used) = cpu.zip(cpu_seconds()).map(|(a, b)| b - a) {
         timing.cpu += used;
     }
@@ -204,6 +254,13 @@ fn main() {
     println!("{}", updates.row("update"));
     println!("{}", removals.row("remove"));
     println!("{}", appends.row("append"));
+    println!(
+        "\n| change | writer's run-queue wait, s (of the run's s) | per second without it | batches with no thread waiting | their per second |"
+    );
+    println!("|---|---|---|---|---|");
+    println!("{}", updates.undisturbed("update"));
+    println!("{}", removals.undisturbed("remove"));
+    println!("{}", appends.undisturbed("append"));
     hash_cost(&shape, size);
     db.close().expect("close");
 }
