@@ -22,18 +22,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cairn_core::Snapshot;
-use cairn_store::StdFs;
 use cairn_store::fs::{Fs, OverlayFs};
+use cairn_store::{StdFs, StoreError};
 
 use super::manifest::{self, MANIFEST};
 use super::{DEFAULT_TREE, Forest, empty_size, read_all, replay};
 use crate::database::Database;
-use crate::error::Result;
+use crate::error::{DbError, Result};
 use crate::open::OpenOptions;
 
 /// How many times a read starts again when the manifest changed under it
 /// (a writer adding a tree journals it before the manifest names it).
 const RETRIES: usize = 3;
+
+/// How many times a read starts again when a tree's files changed under
+/// it ([`raced`]), 10 ms apart: a writer making many trees' first files
+/// at once can meet each attempt with another.
+const RACE_RETRIES: usize = 50;
 
 /// A tree opened to read.
 #[derive(Debug)]
@@ -126,13 +131,33 @@ fn open_trees_where(
         match read_journaled(dir, &bytes, options, wanted) {
             Ok(trees) => return Ok(trees),
             Err(error) => {
-                let now = read_all(&StdFs, &manifest_path)?;
-                if now == bytes || attempt >= RETRIES {
+                let moved = read_all(&StdFs, &manifest_path)? != bytes;
+                let raced = raced(&error);
+                let most = if raced { RACE_RETRIES } else { RETRIES };
+                if !(moved || raced) || attempt >= most {
                     return Err(error);
+                }
+                if raced {
+                    // Let the writer finish making what this read met.
+                    std::thread::sleep(std::time::Duration::from_millis(10));
                 }
             }
         }
     }
+}
+
+/// Whether `error` is what a read racing the writer meets: a file the
+/// writer made or removed between this open's look at a tree and its use
+/// of what it saw (a tree's first files made by the writer's catch-up
+/// while the replay in memory makes them too; a log file a checkpoint
+/// removed). A directory nobody writes gives neither twice in a row, so
+/// a retry tells a race from damage.
+fn raced(error: &DbError) -> bool {
+    matches!(
+        error,
+        DbError::Store(StoreError::Io { kind, .. })
+            if matches!(kind, std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotFound)
+    )
 }
 
 /// [`open_trees_where`] for a journaled database whose manifest is

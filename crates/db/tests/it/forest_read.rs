@@ -218,3 +218,44 @@ fn one_tree_is_found_by_name_and_an_unknown_name_is_refused() {
     let none = cairn_db::open_tree(&path, None, OpenOptions::new()).unwrap_err();
     assert!(none.to_string().contains("default"), "{none}");
 }
+
+#[test]
+fn a_reader_opening_while_the_writer_makes_trees_first_files_is_not_refused() {
+    // Each block is the first write of a tree made without its files: the
+    // writer's catch-up makes them while a reader, replaying the journal
+    // in memory, may be making the same tree's files there. A reader that
+    // meets the writer's file instead retries; it never fails for it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let forest = Forest::create(&path).unwrap();
+    const TREES: u64 = 40;
+    for k in 0..TREES {
+        forest
+            .add_tree(&format!("t{k}"), config_of(tree(2, HashKind::Blake3)))
+            .unwrap();
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            let mut opens = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) || opens == 0 {
+                let trees = cairn_db::open_trees(&path, OpenOptions::new())
+                    .unwrap_or_else(|e| panic!("open {opens}: {e}"));
+                assert_eq!(trees.len() as u64, TREES);
+                opens += 1;
+            }
+            opens
+        });
+        for k in 0..TREES {
+            let name = format!("t{k}");
+            forest
+                .commit_block(block(k + 1), &[(name.as_str(), &values(k, 0, 3))])
+                .unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+    });
+    forest.close().unwrap();
+    let (heads, _) = read_heads(&path);
+    assert!(heads.iter().all(|(_, size, _)| *size == 3), "{heads:?}");
+}
