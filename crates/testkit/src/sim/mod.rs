@@ -677,6 +677,16 @@ impl fmt::Debug for Replay {
     }
 }
 
+/// The crash modes that tear no write, in the order [`Replay::crash_modes`]
+/// lists them.
+const UNTORN: [CrashMode; 5] = [
+    CrashMode::DropUnsynced,
+    CrashMode::KeepUnsynced,
+    CrashMode::RandomSectors,
+    CrashMode::UndoDirOps,
+    CrashMode::GrowthLost,
+];
+
 impl Replay {
     /// The current boundary: how many operations were replayed.
     pub fn position(&self) -> usize {
@@ -729,13 +739,7 @@ impl Replay {
     /// [`PAGE`] boundaries. (The random modes are listed once; call them
     /// again with other draws for more states.)
     pub fn crash_modes(&self) -> Vec<CrashMode> {
-        let mut modes = vec![
-            CrashMode::DropUnsynced,
-            CrashMode::KeepUnsynced,
-            CrashMode::RandomSectors,
-            CrashMode::UndoDirOps,
-            CrashMode::GrowthLost,
-        ];
+        let mut modes = UNTORN.to_vec();
         for boundary in [SECTOR, PAGE] {
             for keep in 0..self.tear_points(boundary) {
                 modes.push(CrashMode::TearLastWrite { boundary, keep });
@@ -748,13 +752,7 @@ impl Replay {
     /// tears of the last write at [`SECTOR`] boundaries: for workloads with
     /// many boundaries, where every tear of each would take too long.
     pub fn crash_modes_up_to(&self, tears: usize) -> Vec<CrashMode> {
-        let mut modes = vec![
-            CrashMode::DropUnsynced,
-            CrashMode::KeepUnsynced,
-            CrashMode::RandomSectors,
-            CrashMode::UndoDirOps,
-            CrashMode::GrowthLost,
-        ];
+        let mut modes = UNTORN.to_vec();
         for keep in 0..self.tear_points(SECTOR).min(tears) {
             modes.push(CrashMode::TearLastWrite {
                 boundary: SECTOR,
