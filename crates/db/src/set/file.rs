@@ -489,7 +489,7 @@ fn expand(capacity: usize, bitmap: &[u64], entries: &[u64]) -> Result<Vec<u64>, 
             "the bitmap marks slots past the capacity {capacity}"
         ));
     }
-    let mut slots = vec![0u64; capacity];
+    let mut slots = table::empty_slots(capacity);
     let mut next = entries.iter().copied();
     for (word_index, &word) in bitmap.iter().enumerate() {
         let mut word = word;
