@@ -641,6 +641,48 @@ mod tests {
     }
 
     #[test]
+    fn new_slots_are_empty_at_every_length() {
+        // Around page boundaries (512 slots a page) and none at all: the
+        // pages are written up front, and what is written is an empty slot.
+        for capacity in [0, 1, 8, 511, 512, 513, 1024, 4097, 100_000] {
+            let slots = empty_slots(capacity);
+            assert_eq!(slots.len(), capacity);
+            assert!(slots.iter().all(|&slot| slot == 0), "capacity {capacity}");
+        }
+    }
+
+    /// This thread's minor page faults so far (`/proc/thread-self/stat`,
+    /// the tenth field: per thread, so tests running beside do not count).
+    #[cfg(target_os = "linux")]
+    fn minor_faults() -> u64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+        after_name
+            .split_whitespace()
+            .nth(7)
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reading_new_slots_faults_no_page_in() {
+        // 16 MiB: the allocator maps it fresh. Had the pages been left
+        // untouched, each read would fault the zero page in (and each
+        // later insert copy it): 4,096 faults here.
+        let slots = empty_slots(1 << 21);
+        let before = minor_faults();
+        let sum = slots.iter().fold(0u64, |acc, &slot| acc.wrapping_add(slot));
+        let faults = minor_faults() - before;
+        assert_eq!(std::hint::black_box(sum), 0);
+        assert!(
+            faults < 64,
+            "{faults} page faults reading slots written up front"
+        );
+    }
+
+    #[test]
     fn grows_by_a_quarter_and_keeps_load_between_64_and_80_percent() {
         let mut table = Table::default();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
