@@ -152,14 +152,15 @@ out="$("$bin/cairn" publish "$work/primary" --to "$store" --s3-endpoint "${endpo
 echo "nodes restarted: published again ($out) and mirrored through node 3, root equal"
 
 # An outage in the middle of a publication: nodes 2 and 3 stop while the
-# tiles of 400,000 more leaves are being written and come back 4 s later;
-# the publisher retries through it, and a mirror then verifies every tile
-# the new checkpoint names.
-more 400000
+# bundles and tiles of 4,000,000 more leaves are being written (about 6 s
+# of writing on an idle machine: 1M leaves, 15 bundles, publish in about
+# 1.5 s) and come back 4 s later; the publisher retries through it, and a
+# mirror then verifies every object the new checkpoint names.
+more 4000000
 t0=$(now)
 "$bin/cairn" publish "$work/primary" --to "$store" --s3-endpoint "${endpoint[1]}" --sign-key "$work/signer.key" --json > "$work/outage.out" 2> "$work/outage.err" &
 publisher=$!
-sleep 1.5
+sleep 0.5
 kill -0 "$publisher" 2>/dev/null || fail "the publication ended before the outage began: $(cat "$work/outage.out" "$work/outage.err")"
 stop_node 2
 stop_node 3
