@@ -67,6 +67,29 @@ fn published(all: &[cairn_core::Hash]) -> (LeanImt, tempfile::TempDir) {
     (source, dir)
 }
 
+/// A mirror of `config` holding `all[..held]` catches up from the tiles in
+/// `dir` (published from `source`), which must bring it to `source`'s head
+/// by adopting the rest; returns the mirror and the reads it made.
+fn resume(
+    config: cairn_core::TreeConfig,
+    dir: &std::path::Path,
+    source: &mut LeanImt,
+    all: &[cairn_core::Hash],
+    held: usize,
+) -> (Memory, Arc<Mutex<Vec<String>>>) {
+    let mut mirror = Memory::new(config);
+    if held > 0 {
+        mirror.adopt(&all[..held]).unwrap();
+    }
+    let (mut upstream, read) = counted(dir);
+    let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
+    assert_eq!(
+        (done.head, done.adopted),
+        (source.head(), all.len() as u64 - held as u64)
+    );
+    (mirror, read)
+}
+
 #[test]
 fn a_mirror_reads_bundles_where_the_store_has_them_and_tiles_elsewhere() {
     let all = leaves(7, SIZE);
@@ -223,16 +246,7 @@ fn full_bundles_are_checked_against_a_verified_row_not_a_proof_each() {
         let mut source = LeanImt::from_leaves(config, &all).unwrap();
         let dir = tempfile::tempdir().unwrap();
         publish(&source.snapshot(), &DirStore::new(dir.path())).unwrap();
-        let mut mirror = Memory::new(config);
-        if held > 0 {
-            mirror.adopt(&all[..held]).unwrap();
-        }
-        let (mut upstream, read) = counted(dir.path());
-        let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
-        assert_eq!(
-            (done.head, done.adopted),
-            (source.head(), all.len() as u64 - held as u64)
-        );
+        let (mirror, read) = resume(config, dir.path(), &mut source, &all, held);
         assert!(mirror.tree.leaves().eq(all.iter()));
         let (bundles, leaf_tiles, upper) = kinds(&read.lock().unwrap());
         assert_eq!(bundles, 5 - held / 65_536, "{config:?}: {read:?}");
@@ -321,14 +335,7 @@ fn a_mirror_resuming_reads_nothing_of_what_it_holds() {
     let all = leaves(11, 4 * 65_536 + 300);
     let (mut source, dir) = published(&all);
     for held in [65_536, 2 * 65_536, 70_000, 65_535] {
-        let mut mirror = Memory::new(config(2));
-        mirror.adopt(&all[..held]).unwrap();
-        let (mut upstream, read) = counted(dir.path());
-        let done = catch_up(&mut upstream, &mut mirror, DEFAULT_CHUNK_LEAVES).unwrap();
-        assert_eq!(
-            (done.head, done.adopted),
-            (source.head(), all.len() as u64 - held as u64)
-        );
+        let (_, read) = resume(config(2), dir.path(), &mut source, &all, held);
         let read = read.lock().unwrap();
         for path in read.iter() {
             if let Some((first, end)) = leaf_span(path) {
